@@ -1,0 +1,72 @@
+import type { Entry, EntryStructure, EntryType, NewEntry } from "../../schema/entries.ts";
+import type { UsageRow } from "../../schema/usage.ts";
+import { readPayload } from "./payload-codec.ts";
+import type { SqlHost } from "./sql-host.ts";
+
+// Row shapes of the session tables and their decoding. Structural columns (id, parent, type) are
+// real columns so scans can filter on them; everything else of an entry is its JSON payload.
+
+export type EntryRow = {
+  seq: number;
+  id: string;
+  parent_id: string | null;
+  ts: number;
+  type: string;
+  custom_type: string | null;
+  chunks: number;
+  payload: string | null;
+};
+
+export const ENTRY_COLUMNS = "seq, id, parent_id, ts, type, custom_type, chunks, payload";
+
+export type UsageTableRow = {
+  seq: number;
+  id: string;
+  entry_id: string | null;
+  adjustment: number;
+  payload: string;
+};
+
+/** The part of an entry stored as JSON: all but its placement and structural columns. */
+export function entryPayload(entry: NewEntry): object | undefined {
+  const { id: _id, parentId: _parentId, type: _type, ...rest } = entry;
+  if (entry.type === "custom") return entry.data === undefined ? undefined : { data: entry.data };
+  return rest;
+}
+
+export function decodeEntry(host: SqlHost, row: EntryRow): Entry {
+  const payload = readPayload<object>(host, row.seq, row.chunks, row.payload) ?? {};
+  const entry: object = {
+    id: row.id,
+    parentId: row.parent_id,
+    seq: row.seq,
+    timestamp: row.ts,
+    type: row.type,
+    ...(row.custom_type !== null && { customType: row.custom_type }),
+    ...payload,
+  };
+  return entry as Entry;
+}
+
+export function decodeStructure(row: Omit<EntryRow, "chunks" | "payload">): EntryStructure {
+  return {
+    id: row.id,
+    parentId: row.parent_id,
+    seq: row.seq,
+    timestamp: row.ts,
+    type: row.type as EntryType,
+    ...(row.custom_type !== null && { customType: row.custom_type }),
+  };
+}
+
+export function decodeUsage(row: UsageTableRow): UsageRow {
+  const payload: Pick<UsageRow, "usage" | "details"> = JSON.parse(row.payload);
+  return {
+    id: row.id,
+    seq: row.seq,
+    usage: payload.usage,
+    ...(row.entry_id !== null && { entryId: row.entry_id }),
+    adjustment: row.adjustment === 1,
+    ...(payload.details !== undefined && { details: payload.details }),
+  };
+}

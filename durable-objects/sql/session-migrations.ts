@@ -1,0 +1,67 @@
+import type { Migration } from "./migrations.ts";
+
+// Append-only (D5). Never edit an entry once it has shipped; add a new one.
+//
+// Every write gets a session-global seq. Entries and list items use it as their rowid, so a branch
+// walk follows parent links by integer key (`parent_seq`). Payloads above the inline limit live in
+// `payload_chunks`, keyed by the seq of the write that stored them.
+export const SESSION_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "session_store",
+    statements: [
+      `CREATE TABLE meta (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        session_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        storage_version INTEGER NOT NULL,
+        parent_session_id TEXT,
+        next_seq INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        usage TEXT NOT NULL
+      )`,
+      `CREATE TABLE entries (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        parent_id TEXT,
+        parent_seq INTEGER,
+        ts INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        custom_type TEXT,
+        chunks INTEGER NOT NULL DEFAULT 0,
+        payload TEXT
+      )`,
+      "CREATE INDEX entries_by_type ON entries (type, custom_type, seq)",
+      `CREATE TABLE vals (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        chunks INTEGER NOT NULL DEFAULT 0,
+        value TEXT,
+        PRIMARY KEY (namespace, key)
+      )`,
+      `CREATE TABLE list_items (
+        seq INTEGER PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        chunks INTEGER NOT NULL DEFAULT 0,
+        value TEXT
+      )`,
+      "CREATE INDEX list_items_by_key ON list_items (namespace, key, seq)",
+      `CREATE TABLE usage (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        entry_id TEXT,
+        adjustment INTEGER NOT NULL,
+        payload TEXT NOT NULL
+      )`,
+      `CREATE TABLE payload_chunks (
+        seq INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (seq, idx)
+      )`,
+    ],
+  },
+];

@@ -1,0 +1,425 @@
+import type { Entry, EntryStructure } from "../../schema/entries.ts";
+import type { SessionStats, Usage, UsageRow } from "../../schema/usage.ts";
+import type { Value, ValueList } from "../../harness/session/addresses.ts";
+import { PayloadTooLarge, StorageClosed, StorageCorruption } from "../../harness/session/errors.ts";
+import {
+  clampLimit,
+  type CommitResult,
+  type EntryScan,
+  type ListElement,
+  type ListReadOptions,
+  type SessionMetadata,
+  type Storage,
+  type StorageBranchScan,
+  type StoredValue,
+  type UsageScan,
+  type Write,
+} from "../../harness/session/storage.ts";
+import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
+import { walkBranch } from "./branch-walk.ts";
+import { INLINE_LIMIT, encodePayload, readPayload, writeChunks, type EncodedPayload } from "./payload-codec.ts";
+import {
+  ENTRY_COLUMNS,
+  decodeEntry,
+  decodeUsage,
+  entryPayload,
+  type EntryRow,
+  type UsageTableRow,
+} from "./rows.ts";
+import { chunked, placeholders, type SqlHost } from "./sql-host.ts";
+
+export const STORAGE_VERSION = 1;
+
+type MetaRow = {
+  session_id: string;
+  tenant_id: string;
+  created_at: number;
+  storage_version: number;
+  parent_session_id: string | null;
+  next_seq: number;
+  message_count: number;
+  usage: string;
+};
+
+interface Counters {
+  nextSeq: number;
+  messageCount: number;
+  usage: Usage;
+}
+
+export interface CreateSessionMetadata {
+  id: string;
+  tenantId: string;
+  createdAt: number;
+  parentSessionId?: string;
+  /** A fork keeps source seqs; the destination continues after the source's high-water mark. */
+  nextSeq?: number;
+}
+
+type PreparedWrite = { write: Write; payload: EncodedPayload };
+
+/**
+ * The session Storage port over Durable Object SQLite (ARCHITECTURE D5). Every commit is one
+ * `transactionSync`: all-or-none, one strictly increasing seq per write, stats maintained in the
+ * same transaction. Counters are cached in memory and only replaced after a commit succeeded.
+ */
+export class SqlSessionStorage implements Storage {
+  private closed = false;
+
+  private constructor(
+    private readonly host: SqlHost,
+    readonly metadata: SessionMetadata,
+    readonly tenantId: string,
+    private counters: Counters,
+    private readonly clock: () => number,
+  ) {}
+
+  /** The session stored in this object, or undefined when none was created. */
+  static open(host: SqlHost, clock: () => number = Date.now): SqlSessionStorage | undefined {
+    const row = host.sql.exec<MetaRow>("SELECT * FROM meta WHERE singleton = 1").toArray()[0];
+    if (!row) return undefined;
+    const metadata: SessionMetadata = {
+      id: row.session_id,
+      createdAt: row.created_at,
+      storageVersion: row.storage_version,
+      ...(row.parent_session_id !== null && { parentSessionId: row.parent_session_id }),
+    };
+    const counters = { nextSeq: row.next_seq, messageCount: row.message_count, usage: JSON.parse(row.usage) };
+    return new SqlSessionStorage(host, metadata, row.tenant_id, counters, clock);
+  }
+
+  /** Writes only the metadata row: no branch, no lane (WP06: no implicit main). */
+  static create(host: SqlHost, init: CreateSessionMetadata, clock: () => number = Date.now): SqlSessionStorage {
+    if (SqlSessionStorage.open(host, clock)) throw new StorageCorruption("A session already exists in this object");
+    host.sql.exec(
+      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id, next_seq, message_count, usage)
+       VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?)`,
+      init.id,
+      init.tenantId,
+      init.createdAt,
+      STORAGE_VERSION,
+      init.parentSessionId ?? null,
+      init.nextSeq ?? 1,
+      JSON.stringify(zeroUsage()),
+    );
+    const opened = SqlSessionStorage.open(host, clock);
+    if (!opened) throw new StorageCorruption("Session metadata was not stored");
+    return opened;
+  }
+
+  commit(writes: readonly Write[]): CommitResult {
+    this.assertOpen();
+    // Encode and size-check every payload first: a refused payload writes nothing (R7).
+    const prepared: PreparedWrite[] = writes.map((write) => ({ write, payload: encodePayloadOf(write) }));
+    const timestamp = this.clock();
+    const next = this.host.transactionSync(() => {
+      const counters = { ...this.counters };
+      const seqs: number[] = [];
+      for (const { write, payload } of prepared) {
+        const seq = counters.nextSeq++;
+        seqs.push(seq);
+        this.apply(write, payload, seq, timestamp, counters);
+      }
+      this.host.sql.exec(
+        "UPDATE meta SET next_seq = ?, message_count = ?, usage = ? WHERE singleton = 1",
+        counters.nextSeq,
+        counters.messageCount,
+        JSON.stringify(counters.usage),
+      );
+      return { counters, seqs };
+    });
+    this.counters = next.counters;
+    return {
+      firstSeq: next.seqs[0] ?? next.counters.nextSeq,
+      seqs: next.seqs,
+      timestamp,
+      stats: this.statsOf(next.counters),
+    };
+  }
+
+  private apply(write: Write, payload: EncodedPayload, seq: number, timestamp: number, counters: Counters): void {
+    const sql = this.host.sql;
+    switch (write.kind) {
+      case "entry": {
+        const { entry } = write;
+        const parentSeq = this.claimId(entry.id, entry.parentId);
+        sql.exec(
+          `INSERT INTO entries (seq, id, parent_id, parent_seq, ts, type, custom_type, chunks, payload)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          seq,
+          entry.id,
+          entry.parentId,
+          parentSeq,
+          timestamp,
+          entry.type,
+          entry.type === "custom" ? entry.customType : null,
+          payload.chunks?.length ?? 0,
+          payload.inline,
+        );
+        if (payload.chunks) writeChunks(this.host, seq, payload.chunks);
+        if (entry.type === "message") counters.messageCount++;
+        return;
+      }
+      case "usage": {
+        const { row } = write;
+        this.claimId(row.id, null);
+        sql.exec(
+          "INSERT INTO usage (seq, id, entry_id, adjustment, payload) VALUES (?, ?, ?, ?, ?)",
+          seq,
+          row.id,
+          row.entryId ?? null,
+          row.adjustment ? 1 : 0,
+          payload.inline,
+        );
+        counters.usage = addUsage(counters.usage, row.usage);
+        return;
+      }
+      case "value": {
+        sql.exec(
+          "DELETE FROM payload_chunks WHERE seq = (SELECT seq FROM vals WHERE namespace = ? AND key = ? AND chunks > 0)",
+          write.namespace,
+          write.key,
+        );
+        if (write.op === "delete") {
+          sql.exec("DELETE FROM vals WHERE namespace = ? AND key = ?", write.namespace, write.key);
+          return;
+        }
+        sql.exec(
+          `INSERT INTO vals (namespace, key, seq, chunks, value) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (namespace, key) DO UPDATE SET seq = excluded.seq, chunks = excluded.chunks, value = excluded.value`,
+          write.namespace,
+          write.key,
+          seq,
+          payload.chunks?.length ?? 0,
+          payload.inline,
+        );
+        if (payload.chunks) writeChunks(this.host, seq, payload.chunks);
+        return;
+      }
+      case "list": {
+        if (write.op === "delete") {
+          sql.exec(
+            "DELETE FROM payload_chunks WHERE seq IN (SELECT seq FROM list_items WHERE namespace = ? AND key = ? AND chunks > 0)",
+            write.namespace,
+            write.key,
+          );
+          sql.exec("DELETE FROM list_items WHERE namespace = ? AND key = ?", write.namespace, write.key);
+          return;
+        }
+        // An append never reads the list (reference §1.5 rule 6).
+        sql.exec(
+          "INSERT INTO list_items (seq, namespace, key, chunks, value) VALUES (?, ?, ?, ?, ?)",
+          seq,
+          write.namespace,
+          write.key,
+          payload.chunks?.length ?? 0,
+          payload.inline,
+        );
+        if (payload.chunks) writeChunks(this.host, seq, payload.chunks);
+        return;
+      }
+    }
+  }
+
+  /**
+   * Entry and usage ids share one namespace; reusing one is corruption, and so is a parent that
+   * does not exist (reference §1.2–1.3). Returns the parent's seq for the branch walk.
+   */
+  private claimId(id: string, parentId: string | null): number | null {
+    const row = this.host.sql
+      .exec<{ entry: number | null; usage: number | null; parent: number | null }>(
+        `SELECT (SELECT 1 FROM entries WHERE id = ?1) AS entry, (SELECT 1 FROM usage WHERE id = ?1) AS usage,
+                (SELECT seq FROM entries WHERE id = ?2) AS parent`,
+        id,
+        parentId,
+      )
+      .one();
+    if (row.entry !== null || row.usage !== null) throw new StorageCorruption(`Id ${id} is already written`);
+    if (parentId !== null && row.parent === null) throw new StorageCorruption(`Parent ${parentId} of ${id} does not exist`);
+    return row.parent;
+  }
+
+  getEntries(ids: readonly string[]): Map<string, Entry> {
+    this.assertOpen();
+    const found = new Map<string, Entry>();
+    for (const batch of chunked([...new Set(ids)])) {
+      const rows = this.host.sql
+        .exec<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(batch.length)})`, ...batch)
+        .toArray();
+      for (const row of rows) found.set(row.id, decodeEntry(this.host, row));
+    }
+    return found;
+  }
+
+  getValue<T>(address: Value<T>): StoredValue<T> | undefined {
+    this.assertOpen();
+    const row = this.host.sql
+      .exec<{ seq: number; chunks: number; value: string | null }>(
+        "SELECT seq, chunks, value FROM vals WHERE namespace = ? AND key = ?",
+        address.namespace,
+        address.key,
+      )
+      .toArray()[0];
+    if (!row) return undefined;
+    return { address, seq: row.seq, value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T };
+  }
+
+  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
+    this.assertOpen();
+    // Keys sharing a prefix are contiguous in SQLite's binary (UTF-8) order: start at the prefix and
+    // stop at the first key that does not share it.
+    const rows: { key: string; seq: number; chunks: number; value: string | null }[] = [];
+    const cursor = this.host.sql.exec<{ key: string; seq: number; chunks: number; value: string | null }>(
+      "SELECT key, seq, chunks, value FROM vals WHERE namespace = ? AND key >= ? ORDER BY key",
+      prefix.namespace,
+      prefix.key,
+    );
+    for (const row of cursor) {
+      if (!row.key.startsWith(prefix.key)) break;
+      rows.push(row);
+    }
+    return rows.map((row) => ({
+      address: { kind: "value", namespace: prefix.namespace, key: row.key },
+      seq: row.seq,
+      value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T,
+    }));
+  }
+
+  readList<T>(address: ValueList<T>, options: ListReadOptions = {}): ListElement<T>[] {
+    this.assertOpen();
+    const limit = clampLimit(options.limit);
+    const descending = options.order === "desc";
+    const cursor = options.cursor?.seq ?? (descending ? Number.MAX_SAFE_INTEGER : 0);
+    const rows = this.host.sql
+      .exec<{ seq: number; chunks: number; value: string | null }>(
+        `SELECT seq, chunks, value FROM list_items WHERE namespace = ? AND key = ? AND seq ${descending ? "<" : ">"} ?
+         ORDER BY seq ${descending ? "DESC" : "ASC"} LIMIT ?`,
+        address.namespace,
+        address.key,
+        cursor,
+        limit,
+      )
+      .toArray();
+    return rows.map((row) => ({ seq: row.seq, value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T }));
+  }
+
+  scanBranch(scan: StorageBranchScan): Entry[] {
+    const structure = this.scanBranchStructure(scan);
+    const entries = this.getEntriesBySeq(structure.map((entry) => entry.seq));
+    return structure.map((entry) => {
+      const full = entries.get(entry.seq);
+      if (!full) throw new StorageCorruption(`Entry ${entry.id} vanished during a scan`);
+      return full;
+    });
+  }
+
+  scanBranchStructure(scan: StorageBranchScan): EntryStructure[] {
+    this.assertOpen();
+    if (scan.limit !== undefined) assertLimit(scan.limit);
+    return walkBranch(this.host, scan);
+  }
+
+  scanEntries(scan: EntryScan = {}): Entry[] {
+    this.assertOpen();
+    const { where, bindings } = conditions([
+      ["type = ?", scan.type],
+      ["custom_type = ?", scan.customType],
+      ["seq >= ?", scan.fromSeq],
+      ["seq <= ?", scan.toSeq],
+    ]);
+    const rows = this.host.sql
+      .exec<EntryRow>(
+        `SELECT ${ENTRY_COLUMNS} FROM entries ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
+        ...bindings,
+      )
+      .toArray();
+    return rows.map((row) => decodeEntry(this.host, row));
+  }
+
+  scanUsage(scan: UsageScan = {}): UsageRow[] {
+    this.assertOpen();
+    const { where, bindings } = conditions([
+      ["seq >= ?", scan.fromSeq],
+      ["seq <= ?", scan.toSeq],
+    ]);
+    const rows = this.host.sql
+      .exec<UsageTableRow>(
+        `SELECT seq, id, entry_id, adjustment, payload FROM usage ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
+        ...bindings,
+      )
+      .toArray();
+    return rows.map(decodeUsage);
+  }
+
+  getStats(): SessionStats {
+    this.assertOpen();
+    return this.statsOf(this.counters);
+  }
+
+  /** The seq the next write will get: a fork's destination continues from here. */
+  get nextSeq(): number {
+    return this.counters.nextSeq;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private getEntriesBySeq(seqs: readonly number[]): Map<number, Entry> {
+    const found = new Map<number, Entry>();
+    for (const batch of chunked(seqs)) {
+      const rows = this.host.sql
+        .exec<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq IN (${placeholders(batch.length)})`, ...batch)
+        .toArray();
+      for (const row of rows) found.set(row.seq, decodeEntry(this.host, row));
+    }
+    return found;
+  }
+
+  private statsOf(counters: Counters): SessionStats {
+    return { messageCount: counters.messageCount, usage: structuredClone(counters.usage) };
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StorageClosed();
+  }
+}
+
+function encodePayloadOf(write: Write): EncodedPayload {
+  switch (write.kind) {
+    case "entry":
+      return encodePayload(entryPayload(write.entry));
+    case "usage": {
+      const { usage, details } = write.row;
+      const encoded = encodePayload({ usage, ...(details !== undefined && { details }) });
+      // Ledger rows are small by nature; their payload column is never chunked.
+      if (encoded.chunks) throw new PayloadTooLarge(encoded.chunks.reduce((n, c) => n + c.byteLength, 0), INLINE_LIMIT);
+      return encoded;
+    }
+    case "value":
+    case "list":
+      if (write.op === "delete") return { inline: null, chunks: null };
+      // JSON null is a value; undefined is absence and can only be written as a delete.
+      if (write.value === undefined) throw new TypeError(`Cannot store undefined at ${write.namespace}/${write.key}`);
+      return encodePayload(write.value);
+  }
+}
+
+function conditions(candidates: [string, string | number | undefined][]): { where: string; bindings: (string | number)[] } {
+  const present = candidates.filter((candidate): candidate is [string, string | number] => candidate[1] !== undefined);
+  return {
+    where: present.length > 0 ? `WHERE ${present.map(([clause]) => clause).join(" AND ")}` : "",
+    bindings: present.map(([, binding]) => binding),
+  };
+}
+
+function assertLimit(limit: number): void {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive safe integer");
+}
+
+function limitClause(limit: number | undefined, bindings: (string | number)[]): string {
+  if (limit === undefined) return "";
+  assertLimit(limit);
+  bindings.push(limit);
+  return " LIMIT ?";
+}

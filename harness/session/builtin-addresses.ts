@@ -1,0 +1,42 @@
+import type { AgentMessage } from "../../schema/messages.ts";
+import type { JsonObject, JsonValue } from "../../schema/json.ts";
+import { list, value, type Value, type ValueList } from "./addresses.ts";
+
+// The complete built-in address table of reference §1.4. Operation-state shapes are owned by the
+// runtime; at this layer they are opaque JSON so the store never depends on the engine.
+
+export type PendingEntry =
+  | { type: "message"; payload: AgentMessage }
+  | { type: "custom"; customType: string; payload?: JsonValue };
+
+const opKey = (...parts: (string | number)[]): string => parts.join(":");
+
+export const branchTip = (name: string): Value<string | null> => value("pi.branch.tip", name);
+export const laneConfig = (name: string): Value<JsonObject> => value("pi.lane.config", name);
+export const laneState = (name: string): Value<JsonObject> => value("pi.lane.state", name);
+export const operationResult = (opId: string): Value<JsonObject> => value("pi.result", opId);
+export const operationMeta = (opId: string): Value<JsonObject> => value("pi.op.meta", opId);
+export const operationState = (opId: string): Value<JsonObject> => value("pi.op.state", opId);
+export const operationToolArgs = (opId: string, stepId: string, sourceIndex: number): Value<JsonObject> =>
+  value("pi.op.tool_args", opKey(opId, stepId, sourceIndex));
+export const operationToolMemo = (opId: string, invocationId: string, name: string): Value<JsonValue> =>
+  value("pi.op.tool_memo", opKey(opId, invocationId, name));
+export const operationPreparation = (opId: string, taskId: string): Value<JsonObject> =>
+  value("pi.op.preparation", opKey(opId, taskId));
+export const pendingEntry = (entryId: string): Value<PendingEntry> => value("pi.pending.entry", entryId);
+export const pendingToolOutput = (opId: string, invocationId: string): Value<JsonObject> =>
+  value("pi.pending.tool_output", opKey(opId, invocationId));
+export const pendingAssistantFrames = (opId: string, responseEntryId: string): ValueList<JsonObject> =>
+  list("pi.pending.assistant_frame", opKey(opId, responseEntryId));
+export const sessionName: Value<string> = value("pi.session.name", "");
+export const entryLabel = (entryId: string): Value<string> => value("pi.entry.label", entryId);
+
+// The five scan-prefix constructors: only for `scanValues`, where the key is a prefix.
+export const branchTipInventoryPrefix = (): Value<string | null> => value("pi.branch.tip", "");
+export const operationToolArgsPrefix = (opId: string, stepId?: string): Value<JsonObject> =>
+  value("pi.op.tool_args", stepId === undefined ? `${opId}:` : `${opId}:${stepId}:`);
+export const operationToolMemoPrefix = (opId: string, invocationId?: string): Value<JsonValue> =>
+  value("pi.op.tool_memo", invocationId === undefined ? `${opId}:` : `${opId}:${invocationId}:`);
+export const operationPreparationPrefix = (opId: string): Value<JsonObject> => value("pi.op.preparation", `${opId}:`);
+export const pendingToolOutputPrefix = (opId: string): Value<JsonObject> => value("pi.pending.tool_output", `${opId}:`);
+

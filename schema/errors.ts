@@ -1,0 +1,44 @@
+import * as v from "valibot";
+
+/**
+ * Every error code the API documents, with its HTTP status (ARCHITECTURE D16). Engine errors are
+ * tagged values mapped once at the edge; a 500 means a bug.
+ */
+export const ERROR_STATUS = {
+  ValidationFailed: 400,
+  InvalidBranch: 400,
+  InvalidAddress: 400,
+  ReservedNamespace: 400,
+  Unauthenticated: 401,
+  NotFound: 404,
+  SessionNotFound: 404,
+  UnknownBranch: 404,
+  UnknownEntry: 404,
+  UnknownTarget: 404,
+  SessionExists: 409,
+  BranchExists: 409,
+  LaneBusy: 409,
+  OperationMismatch: 409,
+  PayloadTooLarge: 413,
+  InvalidMessage: 422,
+  InvalidNavigation: 422,
+  NothingToCompact: 422,
+  NothingToResume: 422,
+  NoActiveOperation: 422,
+  IdempotencyConflict: 422,
+  RateLimited: 429,
+  Internal: 500,
+  Overloaded: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export const ApiErrorSchema = v.object({
+  code: v.picklist(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+  message: v.string(),
+  details: v.optional(v.record(v.string(), v.unknown())),
+});
+export type ApiError = v.InferOutput<typeof ApiErrorSchema>;
+
+/** What the session object returns over RPC: a value, or a tagged error the edge maps to HTTP. */
+export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: ApiError };

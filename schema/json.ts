@@ -1,0 +1,28 @@
+import * as v from "valibot";
+
+/** Any JSON value. Payloads in the session store are plain JSON: no undefined, NaN or cycles. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+const isJson = (input: unknown, depth = 0): boolean => {
+  if (depth > 64) return false;
+  if (input === null || typeof input === "string" || typeof input === "boolean") return true;
+  if (typeof input === "number") return Number.isFinite(input);
+  if (Array.isArray(input)) return input.every((item) => isJson(item, depth + 1));
+  if (typeof input === "object") {
+    const proto = Object.getPrototypeOf(input);
+    if (proto !== Object.prototype && proto !== null) return false;
+    return Object.values(input).every((item) => isJson(item, depth + 1));
+  }
+  return false;
+};
+
+export const JsonValueSchema = v.custom<JsonValue>(
+  (input) => isJson(input),
+  "Expected a JSON value (finite numbers, at most 64 levels deep)",
+);
+
+export const JsonObjectSchema = v.custom<JsonObject>(
+  (input) => typeof input === "object" && input !== null && !Array.isArray(input) && isJson(input),
+  "Expected a JSON object",
+);
