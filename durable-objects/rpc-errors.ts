@@ -8,6 +8,7 @@ import {
   UnknownTarget,
 } from "../harness/session/errors.ts";
 import type { ApiError, RpcResult } from "../schema/errors.ts";
+import { fromWire, toWire, type Wire } from "../schema/wire.ts";
 
 /** Raised by the object itself for conditions the session layer does not know about. */
 export class RpcError extends Error {
@@ -34,12 +35,24 @@ export function expectedError(error: unknown): ApiError | undefined {
   return undefined;
 }
 
-export async function asResult<T>(work: () => T | Promise<T>): Promise<RpcResult<T>> {
+/** Runs one RPC method: its value or its expected failure, as typed JSON text. */
+export async function asResult<T>(work: () => T | Promise<T>): Promise<Wire<RpcResult<T>>> {
+  let result: RpcResult<T>;
   try {
-    return { ok: true, value: await work() };
+    result = { ok: true, value: await work() };
   } catch (error) {
     const tagged = expectedError(error);
-    if (tagged) return { ok: false, error: tagged };
-    throw error;
+    if (!tagged) throw error;
+    result = { ok: false, error: tagged };
+  }
+  return toWire(result);
+}
+
+/** Decodes a JSON-text argument; text that is not JSON is the caller's error, not a fault. */
+export function parseWire<T>(wire: Wire<T>): T {
+  try {
+    return fromWire(wire);
+  } catch {
+    throw new RpcError({ code: "ValidationFailed", message: "The body is not valid JSON" });
   }
 }

@@ -6,10 +6,11 @@ import { Session, type EntryQuery } from "../harness/session/session.ts";
 import type { CommitResult, ListElement, ListReadOptions, UsageScan } from "../harness/session/storage.ts";
 import type { Entry } from "../schema/entries.ts";
 import type { RpcResult } from "../schema/errors.ts";
+import type { Wire } from "../schema/wire.ts";
 import type { JsonValue } from "../schema/json.ts";
 import type { AgentMessage } from "../schema/messages.ts";
 import type { SessionStats, UsageRow } from "../schema/usage.ts";
-import { asResult, RpcError } from "./rpc-errors.ts";
+import { asResult, parseWire, RpcError } from "./rpc-errors.ts";
 import { migrate } from "./sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "./sql/session-migrations.ts";
 import { SqlSessionStorage } from "./sql/sql-session-storage.ts";
@@ -52,7 +53,7 @@ export class SessionObject extends DurableObject<Env> {
     migrate(ctx.storage, SESSION_MIGRATIONS);
   }
 
-  async create(init: SessionInit): Promise<RpcResult<SessionInfo>> {
+  async create(init: SessionInit): Promise<Wire<RpcResult<SessionInfo>>> {
     return asResult(async () => {
       if (SqlSessionStorage.open(this.ctx.storage)) {
         throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
@@ -69,23 +70,24 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  async info(): Promise<RpcResult<SessionInfo>> {
+  async info(): Promise<Wire<RpcResult<SessionInfo>>> {
     return asResult(() => this.describe());
   }
 
-  async createBranch(name: string, at: string | null): Promise<RpcResult<BranchInfo>> {
+  async createBranch(name: string, at: string | null): Promise<Wire<RpcResult<BranchInfo>>> {
     return asResult(async () => {
       const branch = await this.session().createBranch(name, at);
       return { name: branch.name, tipId: branch.getTipId() };
     });
   }
 
-  async branches(): Promise<RpcResult<BranchInfo[]>> {
+  async branches(): Promise<Wire<RpcResult<BranchInfo[]>>> {
     return asResult(() => this.listBranches());
   }
 
-  async appendToBranch(name: string, entry: NewBranchEntry): Promise<RpcResult<{ entryId: string }>> {
+  async appendToBranch(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string }>>> {
     return asResult(async () => {
+      const entry = parseWire(body);
       const branch = this.session().branch(name);
       if (!branch) throw new RpcError({ code: "UnknownBranch", message: `Branch "${name}" does not exist` });
       const entryId =
@@ -96,7 +98,7 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  async scanBranch(name: string, scan: BranchScan = {}): Promise<RpcResult<Entry[]>> {
+  async scanBranch(name: string, scan: BranchScan = {}): Promise<Wire<RpcResult<Entry[]>>> {
     return asResult(() => {
       const branch = this.session().branch(name);
       if (!branch) throw new RpcError({ code: "UnknownBranch", message: `Branch "${name}" does not exist` });
@@ -104,7 +106,7 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  async getEntry(id: string): Promise<RpcResult<Entry>> {
+  async getEntry(id: string): Promise<Wire<RpcResult<Entry>>> {
     return asResult(() => {
       const entry = this.session().getEntry(id);
       if (!entry) throw new RpcError({ code: "UnknownEntry", message: `Entry ${id} does not exist` });
@@ -112,61 +114,61 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  async findEntries(query: EntryQuery = {}): Promise<RpcResult<Entry[]>> {
+  async findEntries(query: EntryQuery = {}): Promise<Wire<RpcResult<Entry[]>>> {
     return asResult(() => this.session().findEntries(query));
   }
 
-  async scanUsage(scan: UsageScan = {}): Promise<RpcResult<UsageRow[]>> {
+  async scanUsage(scan: UsageScan = {}): Promise<Wire<RpcResult<UsageRow[]>>> {
     return asResult(() => this.openStorage().scanUsage(scan));
   }
 
-  async stats(): Promise<RpcResult<SessionStats>> {
+  async stats(): Promise<Wire<RpcResult<SessionStats>>> {
     return asResult(() => this.session().getStats());
   }
 
-  async setName(name: string | null): Promise<RpcResult<CommitResult>> {
+  async setName(name: string | null): Promise<Wire<RpcResult<CommitResult>>> {
     return asResult(() => this.session().setName(name ?? undefined));
   }
 
-  async setLabel(entryId: string, label: string | null): Promise<RpcResult<CommitResult>> {
+  async setLabel(entryId: string, label: string | null): Promise<Wire<RpcResult<CommitResult>>> {
     return asResult(() => this.session().setLabel(entryId, label ?? undefined));
   }
 
   // Application values and lists: `pi` and `pi.*` belong to the runtime and are refused here.
 
-  async getValue(namespace: string, key: string): Promise<RpcResult<{ value: JsonValue; seq: number } | null>> {
+  async getValue(namespace: string, key: string): Promise<Wire<RpcResult<{ value: JsonValue; seq: number } | null>>> {
     return asResult(() => {
       const stored = this.session().getValue(value<JsonValue>(appNamespace(namespace), key));
       return stored ? { value: stored.value, seq: stored.seq } : null;
     });
   }
 
-  async setValue(namespace: string, key: string, next: JsonValue): Promise<RpcResult<{ seq: number }>> {
+  async setValue(namespace: string, key: string, next: Wire<JsonValue>): Promise<Wire<RpcResult<{ seq: number }>>> {
     return asResult(async () => {
-      const result = await this.session().setValue(value<JsonValue>(appNamespace(namespace), key), next);
+      const result = await this.session().setValue(value<JsonValue>(appNamespace(namespace), key), parseWire(next));
       return { seq: result.firstSeq };
     });
   }
 
-  async deleteValue(namespace: string, key: string): Promise<RpcResult<{ seq: number }>> {
+  async deleteValue(namespace: string, key: string): Promise<Wire<RpcResult<{ seq: number }>>> {
     return asResult(async () => {
       const result = await this.session().deleteValue(value<JsonValue>(appNamespace(namespace), key));
       return { seq: result.firstSeq };
     });
   }
 
-  async appendList(namespace: string, key: string, element: JsonValue): Promise<RpcResult<{ seq: number }>> {
+  async appendList(namespace: string, key: string, element: Wire<JsonValue>): Promise<Wire<RpcResult<{ seq: number }>>> {
     return asResult(async () => {
-      const result = await this.session().appendList(list<JsonValue>(appNamespace(namespace), key), element);
+      const result = await this.session().appendList(list<JsonValue>(appNamespace(namespace), key), parseWire(element));
       return { seq: result.firstSeq };
     });
   }
 
-  async readList(namespace: string, key: string, options: ListReadOptions = {}): Promise<RpcResult<ListElement<JsonValue>[]>> {
+  async readList(namespace: string, key: string, options: ListReadOptions = {}): Promise<Wire<RpcResult<ListElement<JsonValue>[]>>> {
     return asResult(() => this.session().readList(list<JsonValue>(appNamespace(namespace), key), options));
   }
 
-  async deleteList(namespace: string, key: string): Promise<RpcResult<{ seq: number }>> {
+  async deleteList(namespace: string, key: string): Promise<Wire<RpcResult<{ seq: number }>>> {
     return asResult(async () => {
       const result = await this.session().deleteList(list<JsonValue>(appNamespace(namespace), key));
       return { seq: result.firstSeq };

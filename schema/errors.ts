@@ -36,7 +36,7 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export const ApiErrorSchema = v.object({
   code: v.picklist(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
   message: v.string(),
-  details: v.optional(v.record(v.string(), v.unknown())),
+  details: v.optional(v.record(v.string(), v.union([v.string(), v.number(), v.boolean(), v.null(), v.array(v.string())]))),
 });
 export type ApiError = v.InferOutput<typeof ApiErrorSchema>;
 

@@ -58,7 +58,7 @@ export class Branch {
     return this.findEntries({ ...scan, limit: 1 })[0];
   }
 
-  appendMessage(message: AgentMessage): Promise<string> {
+  async appendMessage(message: AgentMessage): Promise<string> {
     assertStorableMessage(message);
     return this.append((id, parentId) => ({ id, parentId, type: "message", message }));
   }

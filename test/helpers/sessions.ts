@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
-import type { RpcResult } from "../../schema/errors.ts";
+import type { ApiError, RpcResult } from "../../schema/errors.ts";
+import { fromWire, type Wire } from "../../schema/wire.ts";
 
 let counter = 0;
 
@@ -22,7 +23,21 @@ export async function createSession(prefix?: string) {
   return { ...ids, stub };
 }
 
-export function unwrap<T>(result: RpcResult<T>): T {
+/** The value of a successful RPC reply; a tagged failure fails the test. */
+export function unwrap<T>(reply: Wire<RpcResult<T>>): T {
+  const result = fromWire(reply);
   if (!result.ok) throw new Error(`Expected success, got ${result.error.code}: ${result.error.message}`);
   return result.value;
 }
+
+/** The tagged error of a failed RPC reply; a success fails the test. */
+export function failure<T>(reply: Wire<RpcResult<T>>): ApiError {
+  const result = fromWire(reply);
+  if (result.ok) throw new Error(`Expected a failure, got ${JSON.stringify(result.value)}`);
+  return result.error;
+}
+
+export const failureCode = (reply: Wire<RpcResult<unknown>>): string => {
+  const result = fromWire(reply);
+  return result.ok ? "ok" : result.error.code;
+};
