@@ -1,0 +1,35 @@
+import os from "node:os";
+import type { Reporter, TestModule } from "vitest/node";
+import { formatTable, type BenchLine } from "../report.ts";
+
+/** The machine the numbers came from; workerd has no OS information, so Node prints it. */
+export function machineLine(): string {
+  const cpus = os.cpus();
+  const model = cpus[0]?.model.trim() ?? "unknown CPU";
+  const memory = `${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB`;
+  return `machine: ${model}, ${cpus.length} cores, ${memory} RAM, node ${process.version}, ${os.platform()} ${os.arch()}`;
+}
+
+/**
+ * Collects the lines each bench test left in its task meta (they are produced inside workerd) and
+ * prints them after the run as one table per QUALITY.md row, preceded by the machine line.
+ */
+export default class TableReporter implements Reporter {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+    const byRow = new Map<string, BenchLine[]>();
+    for (const module of testModules) {
+      for (const testCase of module.children.allTests()) {
+        for (const line of testCase.meta().benchLines ?? []) {
+          const lines = byRow.get(line.id) ?? [];
+          lines.push(line);
+          byRow.set(line.id, lines);
+        }
+      }
+    }
+    const out: string[] = ["", "## Benchmarks (QUALITY.md performance rows)", "", machineLine(), ""];
+    if (byRow.size === 0) out.push("(no bench lines were reported)");
+    const ids = [...byRow.keys()].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+    for (const id of ids) out.push(formatTable(byRow.get(id) ?? []), "");
+    process.stdout.write(`${out.join("\n")}\n`);
+  }
+}

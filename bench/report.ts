@@ -1,0 +1,74 @@
+// Shared by the bench files (running in workerd) and the table reporter (running in Node): the
+// shape of one measured row, the statistics, and the table layout. No runtime-specific imports.
+
+/** One line of a QUALITY.md table: a case of a row with its samples already summarized. */
+export interface BenchLine {
+  /** QUALITY.md row id, e.g. "P5". */
+  id: string;
+  what: string;
+  case: string;
+  /** Summary cells, already formatted (e.g. "3.21 ms" or "1.08×"). */
+  median: string;
+  p95: string;
+  target: string;
+  /** undefined: informational line, no target of its own. */
+  met: boolean | undefined;
+  samples: number;
+}
+
+declare module "vitest" {
+  interface TaskMeta {
+    /** Lines a bench test hands to bench/table-reporter.ts (test meta crosses the workerd boundary). */
+    benchLines?: BenchLine[];
+  }
+}
+
+export interface Summary {
+  samples: number;
+  median: number;
+  p95: number;
+  min: number;
+  max: number;
+}
+
+/** Median (mean of the two middle samples when even) and nearest-rank p95. */
+export function summarize(samples: readonly number[]): Summary {
+  if (samples.length === 0) throw new RangeError("no samples");
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (index: number): number => sorted[Math.min(Math.max(index, 0), sorted.length - 1)] ?? Number.NaN;
+  const middle = sorted.length / 2;
+  const median = sorted.length % 2 === 1 ? at(Math.floor(middle)) : (at(middle - 1) + at(middle)) / 2;
+  return {
+    samples: sorted.length,
+    median,
+    p95: at(Math.ceil(0.95 * sorted.length) - 1),
+    min: at(0),
+    max: at(sorted.length - 1),
+  };
+}
+
+export const ms = (value: number): string => `${value < 10 ? value.toFixed(3) : value.toFixed(1)} ms`;
+export const ratio = (value: number): string => `${value.toFixed(2)}×`;
+
+export function verdict(met: boolean | undefined): string {
+  if (met === undefined) return "—";
+  return met ? "met" : "not met";
+}
+
+/** A markdown table: id | what | case | median | p95 | target | verdict. */
+export function formatTable(lines: readonly BenchLine[]): string {
+  const header = ["id", "what", "case", "median", "p95", "target", "verdict"];
+  const rows = lines.map((line) => [
+    line.id,
+    line.what,
+    `${line.case} (n=${line.samples})`,
+    line.median,
+    line.p95,
+    line.target,
+    verdict(line.met),
+  ]);
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? "").length)));
+  const render = (cells: readonly string[]): string =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(" | ")} |`;
+  return [render(header), `|${widths.map((width) => "-".repeat(width + 2)).join("|")}|`, ...rows.map(render)].join("\n");
+}

@@ -1,0 +1,24 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+import TableReporter from "./node/table-reporter.ts";
+
+// `npm run bench`: the QUALITY.md performance rows, measured in workerd with the same pool, worker
+// and wrangler.toml as the tests, printed as tables by TableReporter. Benches never fail on speed;
+// they assert only that what they read is correct. The root config includes only test/**.
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      main: "./worker/index.ts",
+      wrangler: { configPath: "./wrangler.toml" },
+      miniflare: { compatibilityFlags: ["service_binding_extra_handlers"] },
+    }),
+  ],
+  test: {
+    include: ["bench/**/*.bench-test.ts"],
+    // One file at a time: the rows must not compete for the machine's cores.
+    fileParallelism: false,
+    testTimeout: 150_000,
+    hookTimeout: 150_000,
+    reporters: ["default", new TableReporter()],
+  },
+});
