@@ -29,8 +29,11 @@ export type UsageTableRow = {
 
 /** The part of an entry stored as JSON: all but its placement and structural columns. */
 export function entryPayload(entry: NewEntry): object | undefined {
-  const { id: _id, parentId: _parentId, type: _type, ...rest } = entry;
   if (entry.type === "custom") return entry.data === undefined ? undefined : { data: entry.data };
+  // A full Entry is assignable to NewEntry: its stale seq/timestamp must never be stored, or they
+  // would shadow the stamps this commit assigns when the row is decoded.
+  const stamped: NewEntry & { seq?: unknown; timestamp?: unknown } = entry;
+  const { id: _id, parentId: _parentId, type: _type, seq: _seq, timestamp: _timestamp, ...rest } = stamped;
   return rest;
 }
 
