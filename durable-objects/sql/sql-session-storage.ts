@@ -1,7 +1,7 @@
 import type { Entry, EntryStructure } from "../../schema/entries.ts";
-import type { SessionStats, Usage, UsageRow } from "../../schema/usage.ts";
+import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Value, ValueList } from "../../harness/session/addresses.ts";
-import { PayloadTooLarge, StorageClosed, StorageCorruption } from "../../harness/session/errors.ts";
+import { StorageClosed, StorageCorruption } from "../../harness/session/errors.ts";
 import {
   clampLimit,
   type CommitResult,
@@ -15,14 +15,14 @@ import {
   type UsageScan,
   type Write,
 } from "../../harness/session/storage.ts";
-import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
+import { zeroUsage } from "../../harness/session/usage.ts";
 import { walkBranch } from "./branch-walk.ts";
-import { INLINE_LIMIT, encodePayload, readPayload, writeChunks, type EncodedPayload } from "./payload-codec.ts";
+import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
+import { readPayload } from "./payload-codec.ts";
 import {
   ENTRY_COLUMNS,
   decodeEntry,
   decodeUsage,
-  entryPayload,
   type EntryRow,
   type UsageTableRow,
 } from "./rows.ts";
@@ -41,11 +41,6 @@ type MetaRow = {
   usage: string;
 };
 
-interface Counters {
-  nextSeq: number;
-  messageCount: number;
-  usage: Usage;
-}
 
 export interface CreateSessionMetadata {
   id: string;
@@ -55,8 +50,6 @@ export interface CreateSessionMetadata {
   /** A fork keeps source seqs; the destination continues after the source's high-water mark. */
   nextSeq?: number;
 }
-
-type PreparedWrite = { write: Write; payload: EncodedPayload };
 
 /**
  * The session Storage port over Durable Object SQLite (ARCHITECTURE D5). Every commit is one
@@ -110,7 +103,7 @@ export class SqlSessionStorage implements Storage {
   commit(writes: readonly Write[]): CommitResult {
     this.assertOpen();
     // Encode and size-check every payload first: a refused payload writes nothing (R7).
-    const prepared: PreparedWrite[] = writes.map((write) => ({ write, payload: encodePayloadOf(write) }));
+    const prepared = writes.map((write) => ({ write, payload: encodePayloadOf(write) }));
     const timestamp = this.clock();
     const next = this.host.transactionSync(() => {
       const counters = { ...this.counters };
@@ -118,7 +111,7 @@ export class SqlSessionStorage implements Storage {
       for (const { write, payload } of prepared) {
         const seq = counters.nextSeq++;
         seqs.push(seq);
-        this.apply(write, payload, seq, timestamp, counters);
+        applyWrite(this.host, write, payload, seq, timestamp, counters);
       }
       this.host.sql.exec(
         "UPDATE meta SET next_seq = ?, message_count = ?, usage = ? WHERE singleton = 1",
@@ -135,108 +128,6 @@ export class SqlSessionStorage implements Storage {
       timestamp,
       stats: this.statsOf(next.counters),
     };
-  }
-
-  private apply(write: Write, payload: EncodedPayload, seq: number, timestamp: number, counters: Counters): void {
-    const sql = this.host.sql;
-    switch (write.kind) {
-      case "entry": {
-        const { entry } = write;
-        const parentSeq = this.claimId(entry.id, entry.parentId);
-        sql.exec(
-          `INSERT INTO entries (seq, id, parent_id, parent_seq, ts, type, custom_type, chunks, payload)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          seq,
-          entry.id,
-          entry.parentId,
-          parentSeq,
-          timestamp,
-          entry.type,
-          entry.type === "custom" ? entry.customType : null,
-          payload.chunks?.length ?? 0,
-          payload.inline,
-        );
-        if (payload.chunks) writeChunks(this.host, seq, payload.chunks);
-        if (entry.type === "message") counters.messageCount++;
-        return;
-      }
-      case "usage": {
-        const { row } = write;
-        this.claimId(row.id, null);
-        sql.exec(
-          "INSERT INTO usage (seq, id, entry_id, adjustment, payload) VALUES (?, ?, ?, ?, ?)",
-          seq,
-          row.id,
-          row.entryId ?? null,
-          row.adjustment ? 1 : 0,
-          payload.inline,
-        );
-        counters.usage = addUsage(counters.usage, row.usage);
-        return;
-      }
-      case "value": {
-        sql.exec(
-          "DELETE FROM payload_chunks WHERE seq = (SELECT seq FROM vals WHERE namespace = ? AND key = ? AND chunks > 0)",
-          write.namespace,
-          write.key,
-        );
-        if (write.op === "delete") {
-          sql.exec("DELETE FROM vals WHERE namespace = ? AND key = ?", write.namespace, write.key);
-          return;
-        }
-        sql.exec(
-          `INSERT INTO vals (namespace, key, seq, chunks, value) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT (namespace, key) DO UPDATE SET seq = excluded.seq, chunks = excluded.chunks, value = excluded.value`,
-          write.namespace,
-          write.key,
-          seq,
-          payload.chunks?.length ?? 0,
-          payload.inline,
-        );
-        if (payload.chunks) writeChunks(this.host, seq, payload.chunks);
-        return;
-      }
-      case "list": {
-        if (write.op === "delete") {
-          sql.exec(
-            "DELETE FROM payload_chunks WHERE seq IN (SELECT seq FROM list_items WHERE namespace = ? AND key = ? AND chunks > 0)",
-            write.namespace,
-            write.key,
-          );
-          sql.exec("DELETE FROM list_items WHERE namespace = ? AND key = ?", write.namespace, write.key);
-          return;
-        }
-        // An append never reads the list (reference §1.5 rule 6).
-        sql.exec(
-          "INSERT INTO list_items (seq, namespace, key, chunks, value) VALUES (?, ?, ?, ?, ?)",
-          seq,
-          write.namespace,
-          write.key,
-          payload.chunks?.length ?? 0,
-          payload.inline,
-        );
-        if (payload.chunks) writeChunks(this.host, seq, payload.chunks);
-        return;
-      }
-    }
-  }
-
-  /**
-   * Entry and usage ids share one namespace; reusing one is corruption, and so is a parent that
-   * does not exist (reference §1.2–1.3). Returns the parent's seq for the branch walk.
-   */
-  private claimId(id: string, parentId: string | null): number | null {
-    const row = this.host.sql
-      .exec<{ entry: number | null; usage: number | null; parent: number | null }>(
-        `SELECT (SELECT 1 FROM entries WHERE id = ?1) AS entry, (SELECT 1 FROM usage WHERE id = ?1) AS usage,
-                (SELECT seq FROM entries WHERE id = ?2) AS parent`,
-        id,
-        parentId,
-      )
-      .one();
-    if (row.entry !== null || row.usage !== null) throw new StorageCorruption(`Id ${id} is already written`);
-    if (parentId !== null && row.parent === null) throw new StorageCorruption(`Parent ${parentId} of ${id} does not exist`);
-    return row.parent;
   }
 
   getEntries(ids: readonly string[]): Map<string, Entry> {
@@ -382,26 +273,6 @@ export class SqlSessionStorage implements Storage {
 
   private assertOpen(): void {
     if (this.closed) throw new StorageClosed();
-  }
-}
-
-function encodePayloadOf(write: Write): EncodedPayload {
-  switch (write.kind) {
-    case "entry":
-      return encodePayload(entryPayload(write.entry));
-    case "usage": {
-      const { usage, details } = write.row;
-      const encoded = encodePayload({ usage, ...(details !== undefined && { details }) });
-      // Ledger rows are small by nature; their payload column is never chunked.
-      if (encoded.chunks) throw new PayloadTooLarge(encoded.chunks.reduce((n, c) => n + c.byteLength, 0), INLINE_LIMIT);
-      return encoded;
-    }
-    case "value":
-    case "list":
-      if (write.op === "delete") return { inline: null, chunks: null };
-      // JSON null is a value; undefined is absence and can only be written as a delete.
-      if (write.value === undefined) throw new TypeError(`Cannot store undefined at ${write.namespace}/${write.key}`);
-      return encodePayload(write.value);
   }
 }
 
