@@ -1,7 +1,8 @@
 import * as v from "valibot";
 
 /** Any JSON value. Payloads in the session store are plain JSON: no undefined, NaN or cycles. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** Arrays are readonly so values produced by pi-ai (which types its JSON that way) fit without copies. */
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
 
 const isJson = (input: unknown, depth = 0): boolean => {
@@ -26,3 +27,8 @@ export const JsonObjectSchema = v.custom<JsonObject>(
   (input) => typeof input === "object" && input !== null && !Array.isArray(input) && isJson(input),
   "Expected a JSON object",
 );
+
+/** Narrows a JSON value to an object (Array.isArray does not exclude readonly arrays). */
+export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -3,27 +3,28 @@ import { JsonObjectSchema, JsonValueSchema } from "./json.ts";
 import { UsageSchema } from "./usage.ts";
 
 // Message shapes follow pi-ai's format (user / assistant / toolResult with content blocks) plus the
-// harness's own roles. Objects are loose so fields newer pi-ai versions add survive a round trip.
+// harness's own roles. Inputs are validated against these shapes (unknown keys are stripped); a
+// message pi-ai produced keeps any further fields it carries when the harness stores it.
 
 const timestamp = v.pipe(v.number(), v.finite());
 
-export const TextContentSchema = v.looseObject({
+export const TextContentSchema = v.object({
   type: v.literal("text"),
   text: v.string(),
   textSignature: v.optional(v.string()),
 });
-export const ThinkingContentSchema = v.looseObject({
+export const ThinkingContentSchema = v.object({
   type: v.literal("thinking"),
   thinking: v.string(),
   thinkingSignature: v.optional(v.string()),
   redacted: v.optional(v.boolean()),
 });
-export const ImageContentSchema = v.looseObject({
+export const ImageContentSchema = v.object({
   type: v.literal("image"),
   data: v.string(),
   mimeType: v.string(),
 });
-export const ToolCallSchema = v.looseObject({
+export const ToolCallSchema = v.object({
   type: v.literal("toolCall"),
   id: v.string(),
   name: v.string(),
@@ -38,7 +39,7 @@ export type ToolCall = v.InferOutput<typeof ToolCallSchema>;
 export const StopReasonSchema = v.picklist(["pending", "stop", "length", "toolUse", "error", "aborted", "deferred"]);
 export type StopReason = v.InferOutput<typeof StopReasonSchema>;
 
-export const DeferredHandleSchema = v.looseObject({
+export const DeferredHandleSchema = v.object({
   provider: v.string(),
   modelId: v.string(),
   api: v.string(),
@@ -49,12 +50,12 @@ export const DeferredHandleSchema = v.looseObject({
 });
 export type DeferredHandle = v.InferOutput<typeof DeferredHandleSchema>;
 
-export const UserMessageSchema = v.looseObject({
+export const UserMessageSchema = v.object({
   role: v.literal("user"),
   content: v.union([v.string(), v.array(v.variant("type", [TextContentSchema, ImageContentSchema]))]),
   timestamp,
 });
-export const AssistantMessageSchema = v.looseObject({
+export const AssistantMessageSchema = v.object({
   role: v.literal("assistant"),
   content: v.array(v.variant("type", [TextContentSchema, ThinkingContentSchema, ToolCallSchema])),
   api: v.string(),
@@ -66,7 +67,7 @@ export const AssistantMessageSchema = v.looseObject({
   errorMessage: v.optional(v.string()),
   timestamp,
 });
-export const ToolResultMessageSchema = v.looseObject({
+export const ToolResultMessageSchema = v.object({
   role: v.literal("toolResult"),
   toolCallId: v.string(),
   toolName: v.string(),
@@ -78,19 +79,19 @@ export const ToolResultMessageSchema = v.looseObject({
   timestamp,
 });
 /** Harness roles: projected into provider context by the default converter (reference §6.4). */
-export const CompactionSummaryMessageSchema = v.looseObject({
+export const CompactionSummaryMessageSchema = v.object({
   role: v.literal("compactionSummary"),
   summary: v.string(),
   tokensBefore: v.number(),
   timestamp,
 });
-export const BranchSummaryMessageSchema = v.looseObject({
+export const BranchSummaryMessageSchema = v.object({
   role: v.literal("branchSummary"),
   summary: v.string(),
   fromId: v.nullable(v.string()),
   timestamp,
 });
-export const CustomMessageSchema = v.looseObject({
+export const CustomMessageSchema = v.object({
   role: v.literal("custom"),
   customType: v.string(),
   content: v.union([v.string(), v.array(v.variant("type", [TextContentSchema, ImageContentSchema]))]),
@@ -98,7 +99,7 @@ export const CustomMessageSchema = v.looseObject({
   details: v.optional(JsonValueSchema),
   timestamp,
 });
-export const BashExecutionMessageSchema = v.looseObject({
+export const BashExecutionMessageSchema = v.object({
   role: v.literal("bashExecution"),
   command: v.string(),
   output: v.string(),

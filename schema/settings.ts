@@ -1,0 +1,80 @@
+import * as v from "valibot";
+import { QueueModeSchema } from "./lane.ts";
+
+// Durable harness settings (ARCHITECTURE D6): session data at `pi.settings`, captured into each
+// operation at acceptance. Validated here once; the engine trusts what passed.
+
+const nonNegativeInt = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
+const headerRecord = v.record(v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(4096)));
+
+export const RetryPolicySchema = v.object({
+  enabled: v.boolean(),
+  maxRetries: nonNegativeInt,
+  baseDelayMs: nonNegativeInt,
+});
+export type RetryPolicy = v.InferOutput<typeof RetryPolicySchema>;
+
+export const CompactionSettingsSchema = v.object({
+  enabled: v.boolean(),
+  reserveTokens: nonNegativeInt,
+  keepRecentTokens: nonNegativeInt,
+});
+export type CompactionSettings = v.InferOutput<typeof CompactionSettingsSchema>;
+
+export const ToolExecutionModeSchema = v.picklist(["sequential", "parallel"]);
+export type ToolExecutionMode = v.InferOutput<typeof ToolExecutionModeSchema>;
+
+/** Curated provider stream options (reference §7.1): no signal, no lifecycle callbacks. */
+export const StreamOptionsSchema = v.object({
+  transport: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  timeoutMs: v.optional(nonNegativeInt),
+  maxRetries: v.optional(nonNegativeInt),
+  maxRetryDelayMs: v.optional(nonNegativeInt),
+  headers: v.optional(headerRecord),
+  metadata: v.optional(headerRecord),
+  cacheRetention: v.optional(v.picklist(["none", "short", "long"])),
+  deferred: v.optional(v.union([v.boolean(), v.object({ window: v.optional(v.picklist(["15m", "1h", "24h"])) })])),
+});
+export type StreamOptions = v.InferOutput<typeof StreamOptionsSchema>;
+
+export const HarnessSettingsSchema = v.object({
+  systemPrompt: v.nullable(v.pipe(v.string(), v.maxLength(200_000))),
+  retry: RetryPolicySchema,
+  compaction: CompactionSettingsSchema,
+  steeringMode: QueueModeSchema,
+  followUpMode: QueueModeSchema,
+  toolExecution: ToolExecutionModeSchema,
+  streamOptions: StreamOptionsSchema,
+});
+export type HarnessSettings = v.InferOutput<typeof HarnessSettingsSchema>;
+
+export const HarnessSettingsPatchSchema = v.partial(HarnessSettingsSchema);
+export type HarnessSettingsPatch = v.InferOutput<typeof HarnessSettingsPatchSchema>;
+
+export const DEFAULT_SETTINGS: HarnessSettings = {
+  systemPrompt: null,
+  retry: { enabled: true, maxRetries: 3, baseDelayMs: 1000 },
+  compaction: { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 },
+  steeringMode: "all",
+  followUpMode: "all",
+  toolExecution: "parallel",
+  streamOptions: {},
+};
+
+const resourceName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/));
+export const SkillSchema = v.object({
+  description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  content: v.pipe(v.string(), v.maxLength(200_000)),
+});
+export const PromptTemplateSchema = v.object({
+  description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  content: v.pipe(v.string(), v.maxLength(200_000)),
+});
+export const HarnessResourcesSchema = v.object({
+  skills: v.record(resourceName, SkillSchema),
+  promptTemplates: v.record(resourceName, PromptTemplateSchema),
+});
+export type Skill = v.InferOutput<typeof SkillSchema>;
+export type PromptTemplate = v.InferOutput<typeof PromptTemplateSchema>;
+export type HarnessResources = v.InferOutput<typeof HarnessResourcesSchema>;
+export const EMPTY_RESOURCES: HarnessResources = { skills: {}, promptTemplates: {} };
