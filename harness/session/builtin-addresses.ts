@@ -12,22 +12,22 @@ export type PendingEntry =
 const opKey = (...parts: (string | number)[]): string => parts.join(":");
 
 export const branchTip = (name: string): Value<string | null> => value("pi.branch.tip", name);
-export const laneConfig = (name: string): Value<JsonObject> => value("pi.lane.config", name);
-export const laneState = (name: string): Value<JsonObject> => value("pi.lane.state", name);
-export const operationResult = (opId: string): Value<JsonObject> => value("pi.result", opId);
-export const operationMeta = (opId: string): Value<JsonObject> => value("pi.op.meta", opId);
-export const operationState = (opId: string): Value<JsonObject> => value("pi.op.state", opId);
+export const laneConfig = <T = JsonObject>(name: string): Value<T> => value<T>("pi.lane.config", name);
+export const laneState = <T = JsonObject>(name: string): Value<T> => value<T>("pi.lane.state", name);
+export const operationResult = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.result", opId);
+export const operationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", opId);
+export const operationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", opId);
 export const operationToolArgs = (opId: string, stepId: string, sourceIndex: number): Value<JsonObject> =>
   value("pi.op.tool_args", opKey(opId, stepId, sourceIndex));
 export const operationToolMemo = (opId: string, invocationId: string, name: string): Value<JsonValue> =>
   value("pi.op.tool_memo", opKey(opId, invocationId, name));
-export const operationPreparation = (opId: string, taskId: string): Value<JsonObject> =>
-  value("pi.op.preparation", opKey(opId, taskId));
+export const operationPreparation = <T = JsonObject>(opId: string, taskId: string): Value<T> =>
+  value<T>("pi.op.preparation", opKey(opId, taskId));
 export const pendingEntry = (entryId: string): Value<PendingEntry> => value("pi.pending.entry", entryId);
 export const pendingToolOutput = (opId: string, invocationId: string): Value<JsonObject> =>
   value("pi.pending.tool_output", opKey(opId, invocationId));
-export const pendingAssistantFrames = (opId: string, responseEntryId: string): ValueList<JsonObject> =>
-  list("pi.pending.assistant_frame", opKey(opId, responseEntryId));
+export const pendingAssistantFrames = <T = JsonObject>(opId: string, responseEntryId: string): ValueList<T> =>
+  list<T>("pi.pending.assistant_frame", opKey(opId, responseEntryId));
 export const sessionName: Value<string> = value("pi.session.name", "");
 export const entryLabel = (entryId: string): Value<string> => value("pi.entry.label", entryId);
 

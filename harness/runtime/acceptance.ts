@@ -1,0 +1,164 @@
+import type { Entry, NewEntry } from "../../schema/entries.ts";
+import type { HarnessEvent, LaneQueuedItem } from "../../schema/lane.ts";
+import type { AgentMessage } from "../../schema/messages.ts";
+import type { HarnessResources, HarnessSettings } from "../../schema/settings.ts";
+import { branchTip, operationMeta, operationResult, operationState, pendingEntry } from "../session/builtin-addresses.ts";
+import { isUuidV7 } from "../session/ids.ts";
+import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
+import type { HarnessCore } from "./core.ts";
+import { err, ok, type LaneError, type Result } from "./errors.ts";
+import { selectEligible } from "./inbox.ts";
+import type { Planner } from "./lane-command.ts";
+import { entryOfQueued, queueView } from "./lane-state.ts";
+import { normalizePrompt, type PromptInput } from "./messages.ts";
+import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
+import type { ImageContent } from "../../schema/messages.ts";
+
+/** A run request (reference §3.1). Structural requests arrive with the structural capability. */
+export type OperationRequest = (
+  | { kind: "prompt"; prompt: PromptInput; images?: ImageContent[] }
+  | { kind: "skill"; name: string; additionalInstructions?: string }
+  | { kind: "prompt_template"; name: string; args?: string[] }
+) & { operationId?: string };
+
+export interface OperationAdmission {
+  operationId: string;
+  kind: "run";
+  startedAt: number;
+}
+
+export function runSettingsOf(settings: HarnessSettings): RunSettings {
+  return {
+    compaction: settings.compaction,
+    steeringMode: settings.steeringMode,
+    followUpMode: settings.followUpMode,
+    toolExecution: settings.toolExecution,
+  };
+}
+
+/** Skill and template requests become one user message; an empty template becomes none. */
+export function requestMessages(
+  request: OperationRequest,
+  resources: HarnessResources,
+  now: number,
+): Result<AgentMessage[]> | { ok: false; error: LaneError } {
+  switch (request.kind) {
+    case "prompt": {
+      const normalized = normalizePrompt(request.prompt, request.images, now);
+      return normalized.ok ? ok(normalized.messages) : err({ code: "InvalidMessage", lane: "", reason: normalized.reason });
+    }
+    case "skill": {
+      const skill = resources.skills[request.name];
+      if (!skill) return err({ code: "UnknownSkill", name: request.name });
+      const extra = request.additionalInstructions ? `\n\n${request.additionalInstructions}` : "";
+      const text = `<skill name="${request.name}">\n${skill.content}\n</skill>${extra}`;
+      return ok([{ role: "user", content: text, timestamp: now }]);
+    }
+    case "prompt_template": {
+      const template = resources.promptTemplates[request.name];
+      if (!template) return err({ code: "UnknownTemplate", name: request.name });
+      const text = formatTemplate(template.content, request.args ?? []);
+      return ok(text.length === 0 ? [] : [{ role: "user", content: text, timestamp: now }]);
+    }
+  }
+}
+
+/** `$1`…`$9` are positional arguments; `$@` and `$ARGUMENTS` are all of them joined by spaces. */
+export function formatTemplate(content: string, args: readonly string[]): string {
+  return content
+    .replace(/\$(?:@|ARGUMENTS)/g, args.join(" "))
+    .replace(/\$([1-9])/g, (_, index: string) => args[Number(index) - 1] ?? "")
+    .trim();
+}
+
+/**
+ * The acceptance transaction (reference §3.1): one commit captures eligible inbox items in global
+ * order, places them and then the request's messages, and opens the operation at `starting`.
+ * It installs no drive and runs no hook, provider, tool or timer.
+ */
+export function planRunAcceptance(
+  core: HarnessCore,
+  lane: string,
+  operationId: string,
+  promptMessages: AgentMessage[],
+): Planner<Result<OperationAdmission>> {
+  return (m, state) => {
+    if (state.operation) {
+      const { meta } = state.operation;
+      return { writes: [], value: err({ code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind }) };
+    }
+    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId))) {
+      return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
+    }
+    const settings = core.settings();
+    const { selected, remainder } = selectEligible(state.inbox, {
+      write: true,
+      nextRun: true,
+      steer: settings.steeringMode,
+      followUp: settings.followUpMode,
+    });
+    // A lone queued write never validates acceptance (§3.1 validity rule).
+    if (promptMessages.length === 0 && !selected.some((item) => item.kind !== "write")) {
+      return { writes: [], value: err({ code: "InvalidMessage", lane, reason: "empty" }) };
+    }
+    const startedAt = core.clock();
+    const captured = selected.flatMap((item) => state.queued.get(item.entryId) ?? []);
+    const placed: NewEntry[] = [];
+    let parentId = state.tipId;
+    for (const view of captured) {
+      placed.push(entryOfQueued(view, parentId));
+      parentId = view.entryId;
+    }
+    const promptEntryIds: string[] = [];
+    for (const message of promptMessages) {
+      const id = core.ids.next(startedAt);
+      placed.push({ id, parentId, type: "message", message });
+      promptEntryIds.push(id);
+      parentId = id;
+    }
+    const meta: OperationMeta = { operationId, lane, sourceTipId: state.tipId, startedAt, intent: { kind: "run", promptEntryIds } };
+    const opState: OperationState = {
+      at: "starting",
+      control: { status: "running" },
+      settings: runSettingsOf(settings),
+      latestAssistantEntryId: null,
+    };
+    const capturedIds = new Set(captured.map((view) => view.entryId));
+    const queued = new Map([...state.queued].filter(([id]) => !capturedIds.has(id)));
+    return {
+      writes: [
+        ...placed.map(insertEntry),
+        ...captured.map((view) => deleteValue(pendingEntry(view.entryId))),
+        setValue(branchTip(lane), parentId),
+        setValue(operationMeta<OperationMeta>(operationId), meta),
+        setValue(operationState<OperationState>(operationId), opState),
+      ],
+      next: { ...state, tipId: parentId, inbox: remainder, queued, operation: { meta, state: opState } },
+      events: (done) => [
+        { type: "run_start", lane, runId: operationId, startedAt },
+        ...placementEvents(lane, operationId, done?.entries ?? []),
+        ...(captured.length > 0 ? [queueUpdate(lane, queueView({ inbox: remainder, queued }))] : []),
+      ],
+      afterCommit: () => core.wake.due(lane, operationId, startedAt),
+      value: ok({ operationId, kind: "run", startedAt }),
+    };
+  };
+}
+
+/** Message lifecycle then `entry_added`, per placed entry, in placement order (§5.2). */
+export function placementEvents(lane: string, runId: string | undefined, entries: readonly Entry[]): HarnessEvent[] {
+  return entries.flatMap((entry): HarnessEvent[] => {
+    const added: HarnessEvent = { type: "entry_added", lane, entry };
+    if (entry.type !== "message") return [added];
+    const run = runId === undefined ? {} : { runId };
+    return [
+      { type: "message_start", lane, ...run, message: entry.message },
+      { type: "message_end", lane, ...run, message: entry.message, entryId: entry.id },
+      added,
+    ];
+  });
+}
+
+export function queueUpdate(lane: string, queues: LaneQueuedItem[]): HarnessEvent {
+  return { type: "queue_update", lane, queues };
+}

@@ -1,0 +1,49 @@
+import type { HarnessEvent } from "../../schema/lane.ts";
+import type { HarnessResources, HarnessSettings } from "../../schema/settings.ts";
+import type { EntryProjectors } from "../execution/context.ts";
+import type { ModelsPort } from "../execution/models.ts";
+import type { IdGenerator } from "../session/ids.ts";
+import type { Session } from "../session/session.ts";
+import type { HookRegistry } from "../execution/hooks.ts";
+
+/**
+ * Asks the host to call back (ARCHITECTURE D3, D7, D14.9). Called synchronously inside the
+ * committing mutation, so a host that records due work in the same storage writes it in the same
+ * atomic batch as the transition that made it due.
+ */
+export interface WakeScheduler {
+  /** The operation needs a drive pass at `at` (ms since epoch; now for "as soon as possible"). */
+  due(lane: string, operationId: string, at: number): void;
+  /** The operation settled: nothing is due for it any more. */
+  settled(lane: string, operationId: string): void;
+}
+
+export const noWakeScheduler: WakeScheduler = { due: () => {}, settled: () => {} };
+
+/** The event bus as the engine uses it (reference §5.2). */
+export interface EventSink {
+  /** Binds recipients when called (inside the mutation); resolves once the batch is delivered. */
+  emitBatch(events: HarnessEvent[]): Promise<void>;
+  /** Every event from now on; returns the unsubscribe function. */
+  on(type: "*", listener: (event: HarnessEvent) => void | Promise<void>): () => void;
+}
+
+/** What lanes and drive procedures share with their harness. */
+export interface HarnessCore {
+  readonly session: Session;
+  readonly models: ModelsPort;
+  readonly events: EventSink;
+  readonly hooks: HookRegistry;
+  readonly clock: () => number;
+  readonly ids: IdGenerator;
+  readonly wake: WakeScheduler;
+  readonly projectors: EntryProjectors;
+  /** `${sessionId}:${lane}` is the provider cache identity of a lane (reference §7.1, M10). */
+  readonly sessionId: string;
+  settings(): HarnessSettings;
+  resources(): HarnessResources;
+  /** Throws HarnessClosed / HarnessFault once the harness no longer admits work. */
+  assertOpen(): void;
+  /** Seals everything after a storage failure or invariant violation (reference §2.4). */
+  fault(error: unknown): Error;
+}

@@ -1,0 +1,92 @@
+import type { AssistantMessage as ProviderAssistant, Context, Model, Api, SimpleStreamOptions } from "@earendil-works/pi-ai";
+import { AbortRequested } from "../../execution/effect-gate.ts";
+import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
+import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
+import { storedAssistant } from "./settle-response.ts";
+import type { Pass } from "./pass.ts";
+
+/**
+ * The assistant effect (reference §7.1 execution block): one gated `streamSimple`, progress frames
+ * coalesced per ARCHITECTURE D10 and appended without awaiting storage per frame, live
+ * `message_start`/`message_update` events throttled for the wire, then — after the last frame
+ * write is awaited — `after_response` and `message_end`. Returns the settled response.
+ */
+export async function streamAssistant(
+  pass: Pass,
+  model: Model<Api>,
+  context: Context,
+  options: SimpleStreamOptions,
+  responseEntryId: string,
+): Promise<ProviderAssistant> {
+  const { core } = pass;
+  const lane = pass.lane.name;
+  const runId = pass.operationId;
+  const frames = pendingAssistantFrames<AssistantFrame>(runId, responseEntryId);
+  // Admission happens here; everything above was preparation (reference §4.3).
+  const stream = pass.gate.admit((signal) => core.models.streamSimple(model, context, { ...options, signal }));
+  const coalescer = new FrameCoalescer({ clock: core.clock });
+  const throttle = new UpdateThrottle(undefined, core.clock);
+  let lastFrameWrite: Promise<unknown> = Promise.resolve();
+  const persist = (frame: AssistantFrame | undefined): void => {
+    if (!frame) return;
+    // Enqueued on the mutation line in order, never awaited per frame; a failed write faults.
+    lastFrameWrite = core.session.appendList(frames, frame).catch((error: unknown) => {
+      throw core.fault(error);
+    });
+  };
+  let final: ProviderAssistant | undefined;
+  let started = false;
+  for await (const event of stream) {
+    if (event.type === "done") {
+      final = event.message;
+      continue;
+    }
+    if (event.type === "error") {
+      final = event.error;
+      continue;
+    }
+    persist(coalescer.push(event));
+    const partial = { ...storedAssistant(event.partial), stopReason: "pending" as const };
+    pass.lane.setStreaming(partial);
+    if (!started) {
+      started = true;
+      await core.events.emitBatch([{ type: "message_start", lane, runId, message: partial }]);
+    } else if (throttle.shouldEmit()) {
+      await core.events.emitBatch([{ type: "message_update", lane, runId, message: partial }]);
+    }
+  }
+  persist(coalescer.flush());
+  await lastFrameWrite;
+  let response = final ?? (await stream.result());
+  const cancelled = (): boolean => pass.lane.state.operation?.state.control.status === "cancel_requested";
+  const stopReason = response.stopReason;
+  if (stopReason !== "aborted" && stopReason !== "pending" && !cancelled()) {
+    try {
+      const patched = await pass.gate.admit((signal) =>
+        core.hooks.runAfterResponse({ lane, runId, message: { ...storedAssistant(response), stopReason } }, { signal }),
+      );
+      response = mergeHookMessage(response, patched.message);
+    } catch (error) {
+      // Abort won the race against after_response: the hook is skipped and the raw response settles
+      // under cancelled control (reference §7.1).
+      if (error instanceof AbortRequested) await error.cancellation;
+      else if (!pass.gate.signal.aborted && !cancelled()) throw error;
+    }
+  }
+  pass.lane.setStreaming(undefined);
+  await core.events.emitBatch([{ type: "message_end", lane, runId, message: storedAssistant(response) }]);
+  return response;
+}
+
+/** after_response returns the stored shape; carry its fields over the provider's response. */
+function mergeHookMessage(response: ProviderAssistant, patched: ReturnType<typeof storedAssistant>): ProviderAssistant {
+  return {
+    ...response,
+    content: patched.content.map((block) =>
+      block.type === "toolCall" ? { ...block, arguments: { ...block.arguments } } : { ...block },
+    ),
+    stopReason: patched.stopReason,
+    ...(patched.errorMessage !== undefined && { errorMessage: patched.errorMessage }),
+    usage: patched.usage,
+  };
+}

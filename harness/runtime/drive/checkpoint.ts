@@ -1,0 +1,133 @@
+import type { NewEntry } from "../../../schema/entries.ts";
+import type { HarnessEvent, LaneQueuedItem } from "../../../schema/lane.ts";
+import { projects } from "../../execution/context.ts";
+import { branchTip, pendingEntry } from "../../session/builtin-addresses.ts";
+import type { Write } from "../../session/storage.ts";
+import { deleteValue, insertEntry, setValue } from "../../session/writes.ts";
+import { placementEvents, queueUpdate } from "../acceptance.ts";
+import type { HarnessCore } from "../core.ts";
+import { selectEligible } from "../inbox.ts";
+import type { Committed } from "../lane-command.ts";
+import { entryOfQueued, queueView, type LaneProjection } from "../lane-state.ts";
+import type { OperationScope, OperationState, StateAt } from "../types.ts";
+import { settled } from "./generation.ts";
+import type { Pass, Step } from "./pass.ts";
+import { contextMessages } from "./request.ts";
+import { generationContext, scopeOf } from "./scope.ts";
+import { continueOperation, type LanePatch, type TransitionPlan } from "./transition.ts";
+
+/**
+ * The boundary planner (reference §3.6): one decision, at most one commit, never back into
+ * `checkpoint`. Placed projecting input wins (steer semantics); `need_assistant` continues; a
+ * run that may finish goes through three-phase finish mediation around `before_run_end`.
+ * The threshold probe arrives with compaction; until then no threshold candidate exists.
+ */
+export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promise<Step> {
+  const { core } = pass;
+  if (state.continuation.kind === "may_finish" && state.continuation.includeFinalAssistant && state.latestAssistantEntryId === null) {
+    throw new Error("Invariant: a finish that includes the final assistant needs one");
+  }
+  let planned: string[] | undefined;
+  const decided = await continueOperation(pass, (_m, operation, lane) => {
+    const placement = place(core, pass.lane.name, lane, operation.state, state.continuation.kind === "may_finish");
+    const ready = readyFor(core, placement, state, operation.state);
+    if (ready) return ready;
+    planned = placement.ids;
+    return { kind: "return" };
+  });
+  if (decided !== "returned") return settled(decided);
+
+  // Finish mediation, phase (b): the gated hook runs off the line over the bounded context.
+  const messages = contextMessages(core, pass.lane.state.tipId);
+  const { followUp } = await pass.gate.admit((signal) =>
+    core.hooks.runBeforeRunEnd({ lane: pass.lane.name, runId: pass.operationId, messages }, { signal }),
+  );
+
+  // Phase (c): back on the line, replan from current state; stale hook output is dropped.
+  return settled(
+    await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
+      const placement = place(core, pass.lane.name, lane, operation.state, true);
+      const ready = readyFor(core, placement, state, operation.state);
+      if (ready) return ready;
+      const unchanged = planned !== undefined && sameIds(planned, placement.ids);
+      if (unchanged && followUp !== undefined) {
+        const id = core.ids.next();
+        const entry: NewEntry = { id, parentId: placement.tipId, type: "message", message: { role: "user", content: followUp, timestamp: core.clock() } };
+        const writes: Write[] = [...placement.writes.filter((write) => write.kind !== "value" || write.namespace !== "pi.branch.tip"), insertEntry(entry), setValue(branchTip(pass.lane.name), id)];
+        return commitReady(core, { ...placement, writes, tipId: id }, operation.state, id, false);
+      }
+      return { kind: "finish", writes: placement.writes, status: "completed", patch: placement.patch, events: placement.events };
+    }),
+  );
+}
+
+interface Placement {
+  /** The lane before this placement (its configuration is what a generation captures). */
+  lane: LaneProjection;
+  ids: string[];
+  writes: Write[];
+  tipId: string | null;
+  patch: LanePatch;
+  projecting: LaneQueuedItem[];
+  events: (done: Committed | undefined) => HarnessEvent[];
+}
+
+/** Selects and chains the boundary's eligible items (write + steer; followUp only at may_finish). */
+function place(core: HarnessCore, lane: string, state: LaneProjection, scope: OperationScope, mayFinish: boolean): Placement {
+  const viewsOf = (ids: readonly { entryId: string }[]) => ids.flatMap((item) => state.queued.get(item.entryId) ?? []);
+  const projectsView = (view: LaneQueuedItem) => projects(view.type === "message" ? { type: "message" } : view, core.projectors);
+  let selection = selectEligible(state.inbox, { write: true, steer: scope.settings.steeringMode });
+  if (mayFinish && !viewsOf(selection.selected).some(projectsView)) {
+    selection = selectEligible(state.inbox, { write: true, steer: scope.settings.steeringMode, followUp: scope.settings.followUpMode });
+  }
+  const views = viewsOf(selection.selected);
+  const entries: NewEntry[] = [];
+  let tipId = state.tipId;
+  for (const view of views) {
+    entries.push(entryOfQueued(view, tipId));
+    tipId = view.entryId;
+  }
+  const placedIds = new Set(views.map((view) => view.entryId));
+  const inbox = selection.remainder;
+  const queued = new Map([...state.queued].filter(([id]) => !placedIds.has(id)));
+  const writes: Write[] =
+    views.length === 0
+      ? []
+      : [...entries.map(insertEntry), ...views.map((view) => deleteValue(pendingEntry(view.entryId))), setValue(branchTip(lane), tipId)];
+  return {
+    lane: state,
+    ids: views.map((view) => view.entryId),
+    writes,
+    tipId,
+    patch: views.length === 0 ? {} : { tipId, inbox, queued },
+    projecting: views.filter(projectsView),
+    events: (done) => [
+      ...placementEvents(lane, undefined, done?.entries ?? []),
+      ...(views.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : []),
+    ],
+  };
+}
+
+/** `assistant.ready` when projecting input was placed or the run needs an assistant; else none. */
+function readyFor(core: HarnessCore, placement: Placement, checkpoint: StateAt<"checkpoint">, current: OperationState): TransitionPlan | undefined {
+  const newest = placement.projecting[placement.projecting.length - 1];
+  if (newest) return commitReady(core, placement, current, newest.entryId, false);
+  if (checkpoint.continuation.kind === "need_assistant") {
+    return commitReady(core, placement, current, checkpoint.triggerEntryId, checkpoint.continuation.overflowRecoveryUsed);
+  }
+  return undefined;
+}
+
+function commitReady(core: HarnessCore, placement: Placement, current: OperationState, trigger: string, overflowRecoveryUsed: boolean): TransitionPlan {
+  return {
+    kind: "commit",
+    writes: placement.writes,
+    state: { ...scopeOf(current), at: "assistant.ready", generationContext: generationContext(core, placement.lane, trigger, overflowRecoveryUsed), nextAttempt: 1 },
+    patch: { ...placement.patch, tipId: placement.tipId },
+    events: placement.events,
+  };
+}
+
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((id, index) => id === b[index]);
+}

@@ -1,0 +1,53 @@
+import type { StateAt } from "../types.ts";
+import { streamAssistant } from "./assistant-stream.ts";
+import { CONTINUE, type Pass, type Step } from "./pass.ts";
+import { prepareAssistantRequest } from "./request.ts";
+import { scopeOf } from "./scope.ts";
+import { settleResponse } from "./settle-response.ts";
+import { continueOperation } from "./transition.ts";
+
+/**
+ * `assistant.ready` (reference §3.4): prepare → commit the request intent under fresh response and
+ * usage ids → admit the provider stream → commit the settlement. A model or tool missing from the
+ * registry before the intent is a configuration failure; nothing is fabricated.
+ */
+export async function generate(pass: Pass, state: StateAt<"assistant.ready">): Promise<Step> {
+  const { core } = pass;
+  const generation = state.generationContext;
+  const { provider, modelId } = generation.configuration.model;
+  const model = core.models.getModel(provider, modelId);
+  const missingTools = generation.configuration.activeToolNames;
+  if (!model || missingTools.length > 0) {
+    const error = !model
+      ? { code: "model_unavailable", message: `Model ${provider}/${modelId} is not available` }
+      : { code: "configured_tools_unavailable", message: `Tools not available: ${missingTools.join(", ")}` };
+    return settled(await continueOperation(pass, () => ({ kind: "finish", writes: [], status: "failed", error })));
+  }
+  const { context, options } = await prepareAssistantRequest(pass, model, generation, state.nextAttempt);
+  const responseEntryId = core.ids.next();
+  const usageId = core.ids.next();
+  const intent = await continueOperation(pass, (_m, operation) => ({
+    kind: "commit",
+    writes: [],
+    state: {
+      ...scopeOf(operation.state),
+      at: "assistant.effect_pending",
+      generationContext: generation,
+      attempt: state.nextAttempt,
+      responseEntryId,
+      usageId,
+      intendedOutputLimit: model.maxTokens,
+      contextWindow: model.contextWindow,
+    },
+    events: () =>
+      state.nextAttempt === 1 ? [{ type: "turn_start", lane: pass.lane.name, runId: pass.operationId, turnId: generation.stepId }] : [],
+  }));
+  if (intent !== CONTINUE) return settled(intent);
+  const response = await streamAssistant(pass, model, context, options, responseEntryId);
+  return settleResponse(pass, response, { recovery: false });
+}
+
+/** A transition result as a loop step: diverted or returned transitions just continue the loop. */
+export function settled(result: Step | "cancel_requested" | "returned"): Step {
+  return typeof result === "string" ? CONTINUE : result;
+}

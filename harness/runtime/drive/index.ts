@@ -1,0 +1,46 @@
+import type { OperationState } from "../types.ts";
+import { boundary } from "./checkpoint.ts";
+import { generate } from "./generation.ts";
+import type { Pass, Step } from "./pass.ts";
+import { recoverAssistant } from "./recover-assistant.ts";
+import { retryWait } from "./retry-wait.ts";
+import { startRun } from "./start.ts";
+import { runToolBatch } from "./tools.ts";
+
+/** A leaf whose procedure belongs to a capability this build does not include. */
+export class UnsupportedLeaf extends Error {
+  override readonly name = "UnsupportedLeaf";
+  constructor(readonly at: string) {
+    super(`Operation leaf ${at} is not supported by this build`);
+  }
+}
+
+/**
+ * Ordinary dispatch: the single visible switch over the 13 leaves (reference §4.1). Leaves of
+ * deferred runs and structural operations are never entered by this build (acceptance and
+ * classification cannot reach them); meeting one means foreign or corrupt state.
+ */
+export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
+  switch (state.at) {
+    case "starting":
+      return startRun(pass, state);
+    case "checkpoint":
+      return boundary(pass, state);
+    case "assistant.ready":
+      return generate(pass, state);
+    case "assistant.effect_pending":
+      return recoverAssistant(pass, state);
+    case "assistant.retry_wait":
+      return retryWait(pass, state);
+    case "tools":
+      return runToolBatch(pass, state);
+    case "deferred.suspended":
+    case "deferred.effect_pending":
+    case "summary.deciding":
+    case "summary.ready":
+    case "summary.effect_pending":
+    case "summary.retry_wait":
+    case "navigation.ready_to_commit":
+      return Promise.reject(new UnsupportedLeaf(state.at));
+  }
+}

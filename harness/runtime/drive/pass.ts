@@ -1,0 +1,40 @@
+import type { OperationResultRecord } from "../../../schema/lane.ts";
+import type { AssistantMessage } from "../../../schema/messages.ts";
+import type { Gate } from "../../execution/effect-gate.ts";
+import type { HarnessCore } from "../core.ts";
+import type { LaneProjection } from "../lane-state.ts";
+import type { DriveOutcome, OperationMeta, OperationState } from "../types.ts";
+
+/** The lane as a drive procedure sees it: its name and authoritative projection. */
+export interface LaneHandle {
+  readonly name: string;
+  readonly state: LaneProjection;
+  publish(next: LaneProjection): void;
+  /** The live in-process partial of the streaming response (snapshot precedence, §5.3). */
+  setStreaming(message: AssistantMessage | undefined): void;
+}
+
+/** One process-local pass over one operation (reference §4.1). */
+export interface Pass {
+  readonly core: HarnessCore;
+  readonly lane: LaneHandle;
+  readonly operationId: string;
+  readonly gate: Gate;
+  readonly waitForRetry: boolean;
+}
+
+/** What a procedure hands back to the loop. */
+export type Step =
+  | { kind: "continue" }
+  | { kind: "waiting"; outcome: DriveOutcome }
+  | { kind: "settled"; record: OperationResultRecord };
+
+export const CONTINUE: Step = { kind: "continue" };
+
+export function currentOperation(pass: Pass): { meta: OperationMeta; state: OperationState } {
+  const operation = pass.lane.state.operation;
+  if (!operation || operation.meta.operationId !== pass.operationId) {
+    throw new Error(`Operation ${pass.operationId} is not current on lane ${pass.lane.name}`);
+  }
+  return operation;
+}

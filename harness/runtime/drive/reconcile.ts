@@ -1,0 +1,40 @@
+import type { OperationState } from "../types.ts";
+import { CONTINUE, type Pass, type Step } from "./pass.ts";
+import { syntheticResponse } from "./recover-assistant.ts";
+import { settleResponse } from "./settle-response.ts";
+import { runToolBatch } from "./tools.ts";
+import { settleOperation } from "./transition.ts";
+
+/**
+ * Cancellation reconciliation (reference §4.5): runs before any ordinary dispatch once control is
+ * `cancel_requested`, starts no new hook, provider or tool work, and ends every leaf in the
+ * terminal aborted transaction (admitted work is settled first, never erased).
+ */
+export async function reconcile(pass: Pass, state: OperationState): Promise<Step> {
+  switch (state.at) {
+    case "assistant.effect_pending":
+      // A live pass settles its own stream; reaching this leaf here means the effect was never
+      // admitted in this pass or the process restarted: settle a synthetic aborted response.
+      return settleResponse(pass, syntheticResponse(pass.core, pass.operationId, state, "aborted"), { recovery: true });
+    case "tools":
+      // Planned calls settle as cancelled, restored effects as interrupted; all are placed.
+      return runToolBatch(pass, state);
+    case "starting":
+    case "checkpoint":
+    case "assistant.ready":
+    case "assistant.retry_wait":
+    case "deferred.suspended":
+    case "deferred.effect_pending":
+    case "summary.deciding":
+    case "summary.ready":
+    case "summary.effect_pending":
+    case "summary.retry_wait":
+    case "navigation.ready_to_commit":
+      return terminalAborted(pass);
+  }
+}
+
+async function terminalAborted(pass: Pass): Promise<Step> {
+  const step = await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted" }));
+  return typeof step === "string" ? CONTINUE : step;
+}

@@ -1,0 +1,91 @@
+import type { Context, SimpleStreamOptions, Transport } from "@earendil-works/pi-ai";
+import type { AgentMessage } from "../../../schema/messages.ts";
+import type { JsonValue } from "../../../schema/json.ts";
+import type { StreamOptions } from "../../../schema/settings.ts";
+import type { ThinkingLevel } from "../../../schema/lane.ts";
+import { projectEntries, toProviderMessages } from "../../execution/context.ts";
+import type { ProviderModel } from "../../execution/models.ts";
+import type { HarnessCore } from "../core.ts";
+import type { GenerationContext } from "../types.ts";
+import type { Pass } from "./pass.ts";
+
+/** The compaction-bounded path from the tip, oldest first (the canonical context read, §1.6). */
+export function boundedPath(core: HarnessCore, tipId: string | null) {
+  if (tipId === null) return [];
+  return core.session.scanBranch({ start: tipId, order: "newestFirst", stopAtType: "compaction" }).reverse();
+}
+
+/** The harness messages a request on this lane would see now. */
+export function contextMessages(core: HarnessCore, tipId: string | null): AgentMessage[] {
+  return projectEntries(boundedPath(core, tipId), core.projectors);
+}
+
+/**
+ * Prepares one assistant request (reference §7.1 steps 1–4): the bounded context, the gated
+ * `transform_context` and `before_request` pipelines, provider messages and stream options. Pure
+ * preparation: nothing here is an effect on the outside world.
+ */
+export async function prepareAssistantRequest(
+  pass: Pass,
+  model: ProviderModel,
+  generation: GenerationContext,
+  attempt: number,
+): Promise<{ context: Context; options: SimpleStreamOptions }> {
+  const { core } = pass;
+  const scope = { lane: pass.lane.name, runId: pass.operationId };
+  const messages = contextMessages(core, pass.lane.state.tipId);
+  const transformed = await pass.gate.admit((signal) =>
+    core.hooks.runTransformContext({ ...scope, messages, systemPrompt: core.settings().systemPrompt ?? "" }, { signal }),
+  );
+  const identity = { provider: model.provider, modelId: model.id, contextWindow: model.contextWindow, maxTokens: model.maxTokens };
+  const requested = await pass.gate.admit((signal) =>
+    core.hooks.runBeforeRequest(
+      { ...scope, model: identity, step: "assistant", attempt, streamOptions: streamOptionsPatch(generation.streamOptions) },
+      { signal },
+    ),
+  );
+  const context: Context = {
+    ...(transformed.systemPrompt.length > 0 && { systemPrompt: transformed.systemPrompt }),
+    messages: toProviderMessages(transformed.messages),
+  };
+  const options: SimpleStreamOptions = {
+    ...toSimpleOptions(requested.streamOptions),
+    sessionId: `${core.sessionId}:${pass.lane.name}`,
+    ...reasoningOf(generation.configuration.thinkingLevel),
+  };
+  return { context, options };
+}
+
+function streamOptionsPatch(options: StreamOptions): Record<string, JsonValue | undefined> {
+  return { ...options };
+}
+
+const TRANSPORTS: readonly Transport[] = ["sse", "websocket", "websocket-cached", "auto"];
+
+/** Only the curated keys reach the provider; anything a hook added outside them is dropped. */
+function toSimpleOptions(patch: Record<string, JsonValue | undefined>): SimpleStreamOptions {
+  const options: SimpleStreamOptions = {};
+  const transport = TRANSPORTS.find((candidate) => candidate === patch.transport);
+  if (transport) options.transport = transport;
+  for (const key of ["timeoutMs", "maxRetries", "maxRetryDelayMs"] as const) {
+    const value = patch[key];
+    if (typeof value === "number") options[key] = value;
+  }
+  const cache = patch.cacheRetention;
+  if (cache === "none" || cache === "short" || cache === "long") options.cacheRetention = cache;
+  const headers = stringRecord(patch.headers);
+  if (headers) options.headers = headers;
+  const metadata = stringRecord(patch.metadata);
+  if (metadata) options.metadata = metadata;
+  return options;
+}
+
+function stringRecord(value: JsonValue | undefined): Record<string, string> | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === "string");
+  return Object.fromEntries(entries);
+}
+
+function reasoningOf(level: ThinkingLevel): Pick<SimpleStreamOptions, "reasoning"> {
+  return level === "off" ? {} : { reasoning: level };
+}

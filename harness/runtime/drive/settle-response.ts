@@ -1,0 +1,143 @@
+import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
+import { isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai/utils/overflow";
+import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
+import type { HarnessEvent } from "../../../schema/lane.ts";
+import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
+import { branchTip, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
+import { followerId } from "../../session/ids.ts";
+import { zeroUsage } from "../../session/usage.ts";
+import { deleteList, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
+import { notBeforeOf, retryDelay } from "../settings.ts";
+import type { OperationState, StateAt, ToolCallState } from "../types.ts";
+import type { Pass, Step } from "./pass.ts";
+import { scopeOf } from "./scope.ts";
+import { settleOperation, type TransitionPlan } from "./transition.ts";
+
+/** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive). */
+export function storedAssistant(message: ProviderAssistant): AssistantMessage {
+  return { ...message };
+}
+
+/**
+ * Settles one assistant attempt (reference §3.5): one transaction commits the response entry, its
+ * usage row under the reserved id, the tip, the frame-list delete and exactly one successor,
+ * chosen by the first matching classification. Runs even under cancellation.
+ */
+export async function settleResponse(pass: Pass, response: ProviderAssistant, options: { recovery: boolean }): Promise<Step> {
+  const step = await settleOperation(pass, (_m, operation, laneState) => {
+    const state = operation.state;
+    if (state.at !== "assistant.effect_pending") throw new Error(`Cannot settle a response at ${state.at}`);
+    const cancelled = state.control.status === "cancel_requested";
+    if (!cancelled && response.stopReason === "aborted") {
+      throw new Error("Invariant: an aborted response under running control");
+    }
+    const now = pass.core.clock();
+    const lane = pass.lane.name;
+    const runId = pass.operationId;
+    const R = state.responseEntryId;
+    const message: AssistantMessage = normalize(response, cancelled, state);
+    const scope = { ...scopeOf(state), latestAssistantEntryId: R };
+    const writes = [
+      insertEntry({ id: R, parentId: laneState.tipId, type: "message", message }),
+      insertUsage({ id: state.usageId, usage: message.usage, entryId: R, adjustment: false }),
+      setValue(branchTip(lane), R),
+      deleteList(pendingAssistantFrames(runId, R)),
+    ];
+    const turnId = state.generationContext.stepId;
+    const attempt = state.attempt;
+    const baseEvents = (done: Parameters<NonNullable<Extract<TransitionPlan, { kind: "commit" }>["events"]>>[0]): HarnessEvent[] => [
+      ...(done?.entries ?? []).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry })),
+      ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
+    ];
+    const turnEnd: HarnessEvent = { type: "turn_end", lane, runId, turnId, message, toolResults: [] as ToolResultMessage[] };
+    const retryEnd = (success: boolean): HarnessEvent[] =>
+      attempt > 1
+        ? [{ type: "retry_end", lane, runId, step: "assistant", attempt, success, ...(!success && message.errorMessage ? { finalError: message.errorMessage } : {}) }]
+        : [];
+    const patch = { tipId: R };
+
+    // 1. Durable cancellation: the response is settled as aborted; the loop then reconciles.
+    if (cancelled) {
+      return commit(writes, { ...scope, at: "checkpoint", continuation: { kind: "may_finish", includeFinalAssistant: true }, triggerEntryId: R }, patch, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+    }
+    // 2. Context overflow, before retryability. Overflow compaction arrives with structural
+    //    operations; until then (and whenever compaction is disabled, D14.7) the run fails.
+    if (isContextOverflow(response, state.contextWindow) || isRecoverableLength(response, state.intendedOutputLimit)) {
+      return finish(writes, patch, { code: "context_overflow", message: message.errorMessage ?? "The request exceeded the model's context window" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+    }
+    // 3. Deferred responses suspend a run once the deferred leaves exist; this build has none.
+    if (response.stopReason === "deferred") {
+      return finish(writes, patch, { code: "deferred_unsupported", message: "The provider deferred the response; deferred runs are not supported yet" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+    }
+    // 4. Errors: retry while attempts remain and the error is retryable (a recovered unknown
+    //    outcome always counts as retryable).
+    if (message.stopReason === "error") {
+      const retryable = options.recovery || isRetryableAssistantError(response);
+      const policy = state.generationContext.retryPolicy;
+      if (retryable && attempt < policy.maxAttempts) {
+        const delayMs = retryDelay(policy, attempt);
+        const notBefore = notBeforeOf(now, delayMs);
+        const errorMessage = message.errorMessage ?? "The provider request failed";
+        return {
+          kind: "commit",
+          writes,
+          state: { ...scope, at: "assistant.retry_wait", generationContext: state.generationContext, nextAttempt: attempt + 1, notBefore, errorMessage },
+          patch,
+          events: (done) => [
+            ...baseEvents(done),
+            { type: "retry_scheduled", lane, runId, step: "assistant", attempt: attempt + 1, maxAttempts: policy.maxAttempts, delayMs, notBefore, errorMessage, ...(options.recovery ? { recovery: true as const } : {}) },
+          ],
+          afterCommit: () => pass.core.wake.due(lane, runId, notBefore),
+        };
+      }
+      return finish(writes, patch, { code: "assistant_error", message: message.errorMessage ?? "The provider request failed" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+    }
+    // 5. Tool calls: a batch of planned calls under follower ids of the response.
+    const calls: ToolCallState[] = message.content.flatMap((block, sourceIndex) =>
+      block.type === "toolCall" ? [{ sourceIndex, resultEntryId: followerId(pass.core.ids, R), status: "planned" as const }] : [],
+    );
+    if (calls.length > 0) {
+      const batch = { assistantEntryId: R, configuration: state.generationContext.configuration, turnId, truncated: message.stopReason === "length", calls };
+      return commit(writes, { ...scope, at: "tools", batch }, patch, (done) => [...baseEvents(done), ...retryEnd(true)]);
+    }
+    if (message.stopReason === "toolUse") {
+      return finish(writes, patch, { code: "assistant_error", message: "The response asked for tools but contained no tool call" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+    }
+    // 6. A final answer: the run may finish at the next boundary.
+    return commit(writes, { ...scope, at: "checkpoint", continuation: { kind: "may_finish", includeFinalAssistant: true }, triggerEntryId: R }, patch, (done) => [...baseEvents(done), ...retryEnd(true), turnEnd]);
+  });
+  if (step === "returned") throw new Error("Response settlement always commits");
+  return step;
+}
+
+function normalize(response: ProviderAssistant, cancelled: boolean, state: StateAt<"assistant.effect_pending">): AssistantMessage {
+  const message = storedAssistant(response);
+  if (cancelled) {
+    return { ...message, stopReason: "aborted", errorMessage: message.errorMessage ?? "The operation was aborted" };
+  }
+  if (isContextOverflow(response, state.contextWindow) || isRecoverableLength(response, state.intendedOutputLimit)) {
+    return { ...message, stopReason: "error", errorMessage: message.errorMessage ?? "Context overflow" };
+  }
+  if (response.stopReason === "deferred" || (response.stopReason === "toolUse" && !message.content.some((block) => block.type === "toolCall"))) {
+    return { ...message, stopReason: "error", errorMessage: message.errorMessage ?? `Unsupported stop reason ${response.stopReason}` };
+  }
+  return message;
+}
+
+function commit(
+  writes: Extract<TransitionPlan, { kind: "commit" }>["writes"],
+  state: OperationState,
+  patch: { tipId: string },
+  events: Extract<TransitionPlan, { kind: "commit" }>["events"],
+): TransitionPlan {
+  return { kind: "commit", writes, state, patch, ...(events && { events }) };
+}
+
+function finish(
+  writes: Extract<TransitionPlan, { kind: "finish" }>["writes"],
+  patch: { tipId: string },
+  error: { code: string; message: string },
+  events: Extract<TransitionPlan, { kind: "finish" }>["events"],
+): TransitionPlan {
+  return { kind: "finish", writes, status: "failed", error, patch, ...(events && { events }) };
+}

@@ -1,0 +1,31 @@
+import type { OperationKind } from "../../schema/lane.ts";
+
+// The tagged error vocabulary of reference §2.7: expected failures travel in Result values.
+
+export type LaneError =
+  | { code: "LaneBusy"; lane: string; operationId: string; operationKind: OperationKind }
+  | { code: "InvalidMessage"; lane: string; reason: "empty" | "pending_assistant" | "images_with_non_user" }
+  | { code: "UnknownSkill"; name: string }
+  | { code: "UnknownTemplate"; name: string }
+  | { code: "UnknownTarget"; targetId: string }
+  | {
+      code: "OperationMismatch";
+      lane: string;
+      expectedOperationId: string;
+      currentOperationId?: string;
+      lastOperationId?: string;
+    }
+  | { code: "InvalidOperationId"; operationId: string }
+  | { code: "NoActiveOperation"; lane: string }
+  | { code: "NothingToResume"; lane: string }
+  | { code: "Closed" };
+
+export type Result<T, E extends LaneError = LaneError> = { ok: true; value: T } | { ok: false; error: E };
+
+export const ok = <T>(value: T): { ok: true; value: T } => ({ ok: true, value });
+export const err = <E extends LaneError>(error: E): { ok: false; error: E } => ({ ok: false, error });
+
+/** Thrown for an invalid lane name (empty or containing NUL). */
+export class InvalidLane extends Error {
+  override readonly name = "InvalidLane";
+}

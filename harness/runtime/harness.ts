@@ -1,0 +1,283 @@
+import type { HarnessEvent, LaneConfiguration, LaneInfo, ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
+import type { JsonValue } from "../../schema/json.ts";
+import {
+  DEFAULT_SETTINGS,
+  EMPTY_RESOURCES,
+  type HarnessResources,
+  type HarnessSettings,
+  type HarnessSettingsPatch,
+} from "../../schema/settings.ts";
+import type { EntryProjectors } from "../execution/context.ts";
+import { HarnessClosed, HarnessFault, errorMessage } from "../execution/errors.ts";
+import { EventBus } from "../execution/event-bus.ts";
+import { HookRegistry, hookErrorEvent } from "../execution/hooks.ts";
+import type { ModelsPort } from "../execution/models.ts";
+import { branchTip, laneConfig, laneState } from "../session/builtin-addresses.ts";
+import { UnknownTarget } from "../session/errors.ts";
+import type { Session } from "../session/session.ts";
+import { setValue } from "../session/writes.ts";
+import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts";
+import { DrivePassFailed } from "./driver.ts";
+import { InvalidLane } from "./errors.ts";
+import { AgentLane } from "./lane.ts";
+import type { LaneProjection } from "./lane-state.ts";
+import { inventoryLanes, restoreLane } from "./restore.ts";
+import { resourcesAddress, settingsAddress } from "./settings.ts";
+import type { DurableLaneState } from "./types.ts";
+
+export interface AgentHarnessOptions {
+  session: Session;
+  models: ModelsPort;
+  /** Seeds lanes that do not exist yet; never overrides an existing lane. */
+  seed: { model: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: string[] };
+  clock?: () => number;
+  wake?: WakeScheduler;
+  projectors?: EntryProjectors;
+}
+
+export interface OpenOperation {
+  lane: string;
+  operationId: string;
+  kind: "run" | "compaction" | "navigation";
+  startedAt: number;
+  aborting?: true;
+}
+
+/**
+ * Manages the lanes of one session (reference §2.4): atomic get-or-create, global durable
+ * settings (ARCHITECTURE D6), hooks, events, close and fault. It is not a lane itself.
+ */
+export class AgentHarness {
+  readonly hooks: HookRegistry;
+  readonly events = new EventBus();
+  private readonly lanesByName = new Map<string, AgentLane>();
+  private readonly core: HarnessCore;
+  private currentSettings: HarnessSettings;
+  private currentResources: HarnessResources;
+  private state: { at: "open" } | { at: "closed" } | { at: "faulted"; error: HarnessFault } = { at: "open" };
+
+  private constructor(
+    private readonly options: AgentHarnessOptions,
+    restored: { lanes: Map<string, LaneProjection>; settings: HarnessSettings; resources: HarnessResources },
+  ) {
+    this.currentSettings = restored.settings;
+    this.currentResources = restored.resources;
+    this.hooks = new HookRegistry((info) => void this.events.emitBatch([hookErrorEvent(info)]));
+    this.core = {
+      session: options.session,
+      models: options.models,
+      events: this.events,
+      hooks: this.hooks,
+      clock: options.clock ?? Date.now,
+      ids: options.session.idGenerator,
+      wake: options.wake ?? noWakeScheduler,
+      projectors: options.projectors ?? {},
+      sessionId: options.session.metadata.id,
+      settings: () => this.currentSettings,
+      resources: () => this.currentResources,
+      assertOpen: () => this.assertOpen(),
+      fault: (error) => this.fault(error),
+    };
+    for (const [name, projection] of restored.lanes) this.lanesByName.set(name, this.newLane(name, projection));
+  }
+
+  /**
+   * Attaches to a session with one bounded no-commit mutation: restores every complete lane and
+   * reports open operations. Starts no hook, provider, tool, timer or drive.
+   */
+  static async create(options: AgentHarnessOptions): Promise<{ harness: AgentHarness; open: OpenOperation[] }> {
+    const restored = await options.session.mutate((m) => ({
+      lanes: inventoryLanes(m),
+      settings: m.getValue(settingsAddress)?.value ?? DEFAULT_SETTINGS,
+      resources: m.getValue(resourcesAddress)?.value ?? EMPTY_RESOURCES,
+    }));
+    const harness = new AgentHarness(options, restored);
+    const open = [...restored.lanes].flatMap(([lane, projection]): OpenOperation[] => {
+      const operation = projection.operation;
+      if (!operation) return [];
+      const { meta, state } = operation;
+      return [{ lane, operationId: meta.operationId, kind: meta.intent.kind, startedAt: meta.startedAt, ...(state.control.status === "cancel_requested" && { aborting: true as const }) }];
+    });
+    return { harness, open };
+  }
+
+  /** Atomic get-or-create (the four-case table of §2.4), as one session mutation. */
+  async lane(name: string, options: { createAt?: string | null } = {}): Promise<AgentLane> {
+    if (name.length === 0 || name.includes("\u0000")) throw new InvalidLane(`Invalid lane name ${JSON.stringify(name)}`);
+    this.assertOpen();
+    const existing = this.lanesByName.get(name);
+    if (existing) return existing;
+    const { lane, delivered } = await this.options.session.mutate((m) => {
+      const published = this.lanesByName.get(name);
+      if (published) return { lane: published, delivered: Promise.resolve() };
+      const tip = m.getValue(branchTip(name));
+      const config = m.getValue(laneConfig<LaneConfiguration>(name));
+      const durable = m.getValue(laneState<DurableLaneState>(name));
+      if (tip && config && durable) {
+        const restoredLane = this.newLane(name, restoreLane(m, name, tip.value, config.value, durable.value));
+        this.lanesByName.set(name, restoredLane);
+        return { lane: restoredLane, delivered: Promise.resolve() };
+      }
+      if (config || durable) throw this.fault(new Error(`Lane "${name}" is only partly stored`));
+      const at = tip ? tip.value : (options.createAt ?? null);
+      if (!tip && at !== null && !m.getEntries([at]).has(at)) throw new UnknownTarget(at);
+      const seed = this.options.seed;
+      const configuration: LaneConfiguration = {
+        model: seed.model,
+        thinkingLevel: seed.thinkingLevel ?? "off",
+        activeToolNames: [...(seed.activeToolNames ?? [])],
+      };
+      const idle: DurableLaneState = { currentOperationId: null, lastOperationId: null, inbox: [] };
+      try {
+        m.commit([
+          ...(tip ? [] : [setValue(branchTip(name), at)]),
+          setValue(laneConfig<LaneConfiguration>(name), configuration),
+          setValue(laneState<DurableLaneState>(name), idle),
+        ]);
+      } catch (error) {
+        throw this.fault(error);
+      }
+      const created = this.newLane(name, { tipId: at, configuration, inbox: [], queued: new Map(), lastOperationId: null, operation: null });
+      this.lanesByName.set(name, created);
+      return { lane: created, delivered: this.events.emitBatch([{ type: "lane_created", lane: name, at }]) };
+    });
+    await delivered;
+    return lane;
+  }
+
+  /** The already published lane, if any (no storage access). */
+  getLane(name: string): AgentLane | undefined {
+    return this.lanesByName.get(name);
+  }
+
+  lanes(): LaneInfo[] {
+    return [...this.lanesByName.values()].map((lane) => lane.info());
+  }
+
+  // Durable settings and resources (D6).
+
+  settings(): HarnessSettings {
+    return this.currentSettings;
+  }
+
+  async updateSettings(patch: HarnessSettingsPatch): Promise<HarnessSettings> {
+    this.assertOpen();
+    const { next, delivered } = await this.options.session.mutate((m) => {
+      const previous = this.currentSettings;
+      const next: HarnessSettings = { ...previous, ...patch };
+      const changed = (Object.keys(patch) as (keyof HarnessSettings)[]).filter(
+        (key) => JSON.stringify(previous[key]) !== JSON.stringify(next[key]),
+      );
+      if (changed.length === 0) return { next, delivered: Promise.resolve() };
+      this.commit(m, [setValue(settingsAddress, next)]);
+      this.currentSettings = next;
+      const events: HarnessEvent[] = changed.map((property) => ({
+        type: "settings_update",
+        property,
+        value: json(next[property]),
+        previous: json(previous[property]),
+      }));
+      return { next, delivered: this.events.emitBatch(events) };
+    });
+    await delivered;
+    return next;
+  }
+
+  resources(): HarnessResources {
+    return this.currentResources;
+  }
+
+  async setResources(resources: HarnessResources): Promise<void> {
+    this.assertOpen();
+    const { delivered } = await this.options.session.mutate((m) => {
+      this.commit(m, [setValue(resourcesAddress, resources)]);
+      this.currentResources = resources;
+      // Resources are notification-only (reference §5.2): clients re-fetch them.
+      return { delivered: this.events.emitBatch([{ type: "settings_update", property: "resources", value: null, previous: null }]) };
+    });
+    await delivered;
+  }
+
+  // Session metadata wrappers (value_update events).
+
+  getName(): string | undefined {
+    return this.options.session.getName();
+  }
+
+  async setName(name: string | undefined): Promise<void> {
+    this.assertOpen();
+    await this.options.session.setName(name);
+    await this.events.emitBatch([{ type: "value_update", value: "session_name", name: name ?? null }]);
+  }
+
+  async setLabel(targetId: string, label: string | undefined): Promise<void> {
+    this.assertOpen();
+    await this.options.session.setLabel(targetId, label);
+    await this.events.emitBatch([{ type: "value_update", value: "entry_label", targetId, label: label ?? null }]);
+  }
+
+  // Lifecycle.
+
+  get faulted(): boolean {
+    return this.state.at === "faulted";
+  }
+
+  get closed(): boolean {
+    return this.state.at !== "open";
+  }
+
+  /**
+   * A controlled crash (reference §4.7): seals every lane, waits for detached passes to stop,
+   * closes the bus and the session. Writes nothing; open operations stay open.
+   */
+  async close(): Promise<void> {
+    if (this.state.at === "open") this.state = { at: "closed" };
+    const passes = [...this.lanesByName.values()].flatMap((lane) => {
+      lane.seal(new HarnessClosed());
+      return lane.activePass ? [lane.activePass.catch(() => undefined)] : [];
+    });
+    await Promise.all(passes);
+    await this.events.close();
+    await this.options.session.close();
+  }
+
+  /** Seals everything after a storage failure or invariant violation; returns the fault error. */
+  fault(error: unknown): HarnessFault {
+    if (this.state.at === "faulted") return this.state.error;
+    const fault = error instanceof HarnessFault ? error : new HarnessFault(errorMessage(error), { code: "fault", cause: error });
+    const wasOpen = this.state.at === "open";
+    this.state = { at: "faulted", error: fault };
+    for (const lane of this.lanesByName.values()) lane.seal(fault);
+    if (wasOpen) void this.events.emitBatch([{ type: "fault", code: fault.code, message: fault.message }]);
+    return fault;
+  }
+
+  private assertOpen(): void {
+    if (this.state.at === "faulted") throw this.state.error;
+    if (this.state.at === "closed") throw new HarnessClosed();
+  }
+
+  private commit(m: Parameters<Parameters<Session["mutate"]>[0]>[0], writes: Parameters<typeof m.commit>[0]): void {
+    try {
+      m.commit(writes);
+    } catch (error) {
+      throw this.fault(error);
+    }
+  }
+
+  private newLane(name: string, projection: LaneProjection): AgentLane {
+    return new AgentLane(this.core, {
+      isClosed: () => this.state.at !== "open",
+      isFaulted: () => this.state.at === "faulted",
+      passFailed: (_lane, error) => {
+        // A before_drive failure fails only its pass (D14.24); close ends passes by design.
+        if (error instanceof DrivePassFailed || error instanceof HarnessClosed || this.state.at !== "open") return;
+        this.fault(error);
+      },
+    }, name, projection);
+  }
+}
+
+function json(value: HarnessSettings[keyof HarnessSettings]): JsonValue {
+  return value === undefined ? null : JSON.parse(JSON.stringify(value));
+}

@@ -1,0 +1,74 @@
+import type { Entry } from "../../schema/entries.ts";
+import type { HarnessEvent } from "../../schema/lane.ts";
+import type { UsageRow } from "../../schema/usage.ts";
+import { laneState } from "../session/builtin-addresses.ts";
+import { PayloadTooLarge } from "../session/errors.ts";
+import type { SessionMutator } from "../session/mutation.ts";
+import type { CommitResult, Write } from "../session/storage.ts";
+import { setValue } from "../session/writes.ts";
+import type { HarnessCore } from "./core.ts";
+import { committed, durableLaneState, sameDurableLaneState, type LaneProjection } from "./lane-state.ts";
+import type { DurableLaneState } from "./types.ts";
+
+/** What a committed plan produced, for building its events. */
+export interface Committed {
+  commit: CommitResult;
+  entries: Entry[];
+  usage: UsageRow[];
+}
+
+/**
+ * One lane decision: bounded reads already done by the planner, the write set of at most one
+ * commit, the next projection, and the events the commit justifies. The durable lane state is
+ * appended automatically, last, exactly when one of its fields changed (reference §3.2).
+ */
+export interface LanePlan<T> {
+  writes: Write[];
+  next?: LaneProjection;
+  events?: (done: Committed | undefined) => HarnessEvent[];
+  /** Runs after the commit and event binding, still on the line (e.g. signalling an abort gate). */
+  afterCommit?: () => void;
+  value: T;
+}
+
+export type Planner<T> = (m: SessionMutator, state: LaneProjection) => LanePlan<T>;
+
+/**
+ * Runs one lane command as one synchronous session mutation (ARCHITECTURE D4): plan, commit,
+ * publish the projection, bind event recipients; delivery is awaited after the line is released.
+ */
+export async function runLaneCommand<T>(
+  core: HarnessCore,
+  lane: { name: string; state: LaneProjection; publish(next: LaneProjection): void },
+  planner: Planner<T>,
+): Promise<T> {
+  core.assertOpen();
+  const { value, delivered } = await core.session.mutate((m) => {
+    const plan = planner(m, lane.state);
+    const writes = [...plan.writes];
+    const before: DurableLaneState = durableLaneState(lane.state);
+    if (plan.next) {
+      const after = durableLaneState(plan.next);
+      if (!sameDurableLaneState(before, after)) writes.push(setValue(laneState<DurableLaneState>(lane.name), after));
+    }
+    let done: Committed | undefined;
+    if (writes.length > 0) {
+      let commit: CommitResult;
+      try {
+        commit = m.commit(writes);
+      } catch (error) {
+        // A refused payload wrote nothing and leaves state coherent; any other failure is a fault.
+        if (error instanceof PayloadTooLarge) throw error;
+        throw core.fault(error);
+      }
+      done = { commit, ...committed(writes, commit) };
+    }
+    if (plan.next) lane.publish(plan.next);
+    const events = plan.events?.(done) ?? [];
+    const delivered = events.length > 0 ? core.events.emitBatch(events) : Promise.resolve();
+    plan.afterCommit?.();
+    return { value: plan.value, delivered };
+  });
+  await delivered;
+  return value;
+}

@@ -1,0 +1,78 @@
+import type { InboxItem, LaneConfiguration, LaneQueuedItem } from "../../schema/lane.ts";
+import { value } from "../session/addresses.ts";
+import { branchTipInventoryPrefix, operationMeta, operationState, pendingEntry } from "../session/builtin-addresses.ts";
+import type { SessionMutator } from "../session/mutation.ts";
+import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
+import type { DurableLaneState, OperationMeta, OperationState } from "./types.ts";
+
+export class RestoreCorruption extends Error {
+  override readonly name = "RestoreCorruption";
+}
+
+const laneConfigPrefix = value<LaneConfiguration>("pi.lane.config", "");
+const laneStatePrefix = value<DurableLaneState>("pi.lane.state", "");
+
+/**
+ * The bounded attachment inventory (reference §2.4 `create`): every branch tip plus lane config and
+ * state, and for complete lanes the current operation and queued payloads. Data-only branches stay
+ * branches; any partial or contradictory mix is corruption.
+ */
+export function inventoryLanes(m: SessionMutator): Map<string, LaneProjection> {
+  const tips = new Map(m.scanValues(branchTipInventoryPrefix()).map((tip) => [tip.address.key, tip.value]));
+  const configs = new Map(m.scanValues(laneConfigPrefix).map((stored) => [stored.address.key, stored.value]));
+  const states = new Map(m.scanValues(laneStatePrefix).map((stored) => [stored.address.key, stored.value]));
+  const lanes = new Map<string, LaneProjection>();
+  for (const name of new Set([...configs.keys(), ...states.keys()])) {
+    const configuration = configs.get(name);
+    const state = states.get(name);
+    if (!configuration || !state || !tips.has(name)) throw new RestoreCorruption(`Lane "${name}" is only partly stored`);
+    lanes.set(name, restoreLane(m, name, tips.get(name) ?? null, configuration, state));
+  }
+  return lanes;
+}
+
+/** One complete lane's projection from exactly branchTip + laneConfig + laneState (+ its operation). */
+export function restoreLane(
+  m: SessionMutator,
+  name: string,
+  tipId: string | null,
+  configuration: LaneConfiguration,
+  state: DurableLaneState,
+): LaneProjection {
+  const queued = new Map<string, LaneQueuedItem>();
+  for (const item of state.inbox) {
+    const payload = m.getValue(pendingEntry(item.entryId));
+    if (!payload) throw new RestoreCorruption(`Queued item ${item.entryId} of lane "${name}" has no payload`);
+    queued.set(item.entryId, queuedItemOf(item, payload.value));
+  }
+  return {
+    tipId,
+    configuration,
+    inbox: state.inbox.map((item: InboxItem) => ({ ...item })),
+    queued,
+    lastOperationId: state.lastOperationId,
+    operation: state.currentOperationId === null ? null : restoreOperation(m, name, state.currentOperationId),
+  };
+}
+
+function restoreOperation(m: SessionMutator, lane: string, operationId: string): { meta: OperationMeta; state: OperationState } {
+  const meta = m.getValue(operationMeta<OperationMeta>(operationId))?.value;
+  const state = m.getValue(operationState<OperationState>(operationId))?.value;
+  if (!meta || !state) throw new RestoreCorruption(`Operation ${operationId} of lane "${lane}" is only partly stored`);
+  if (meta.lane !== lane) throw new RestoreCorruption(`Operation ${operationId} belongs to lane "${meta.lane}", not "${lane}"`);
+  if (!admissible(meta, state)) throw new RestoreCorruption(`Operation ${operationId} (${meta.intent.kind}) cannot be at ${state.at}`);
+  return { meta, state };
+}
+
+/** The admissible leaves per intent (reference §3.3). */
+export function admissible(meta: OperationMeta, state: OperationState): boolean {
+  const summary = state.at.startsWith("summary.") && "task" in state ? state.task.boundary.kind : undefined;
+  switch (meta.intent.kind) {
+    case "run":
+      return summary === undefined ? !state.at.startsWith("navigation.") : summary === "resume_checkpoint";
+    case "compaction":
+      return summary === "finish";
+    case "navigation":
+      return state.at === "navigation.ready_to_commit" || summary === "commit_navigation";
+  }
+}

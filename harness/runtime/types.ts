@@ -1,0 +1,157 @@
+import type { DeferredHandle } from "../../schema/messages.ts";
+import type {
+  InboxItem,
+  LaneConfiguration,
+  OperationResultRecord,
+  QueueMode,
+} from "../../schema/lane.ts";
+import type { CompactionSettings, StreamOptions, ToolExecutionMode } from "../../schema/settings.ts";
+
+// Durable operation state (reference §3.1–3.3). Every transition replaces the complete
+// `pi.op.state` value; `pi.op.meta` is written once at acceptance. Both are deleted by the
+// terminal transaction, which writes the immutable `pi.result` record instead.
+
+export type Control = { status: "running" } | { status: "cancel_requested"; requestedAt: number };
+
+export interface NormalizedRetryPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+}
+
+/** Captured into every operation at acceptance (§3.3). */
+export interface RunSettings {
+  compaction: CompactionSettings;
+  steeringMode: QueueMode;
+  followUpMode: QueueMode;
+  toolExecution: ToolExecutionMode;
+}
+
+export interface OperationScope {
+  control: Control;
+  settings: RunSettings;
+  latestAssistantEntryId: string | null;
+}
+
+export type Continuation =
+  | { kind: "need_assistant"; overflowRecoveryUsed: boolean }
+  | { kind: "may_finish"; includeFinalAssistant: boolean };
+
+export interface GenerationContext {
+  stepId: string;
+  triggerEntryId: string;
+  configuration: LaneConfiguration;
+  streamOptions: StreamOptions;
+  retryPolicy: NormalizedRetryPolicy;
+  overflowRecoveryUsed: boolean;
+}
+
+export interface RetryWait {
+  nextAttempt: number;
+  notBefore: number;
+  errorMessage: string;
+}
+
+export type ToolCallStatus =
+  | { status: "planned" }
+  | { status: "effect_pending"; replay: "never" | "safe" }
+  | { status: "outcome_ready"; terminate: boolean }
+  | { status: "completed"; terminate: boolean };
+
+export type ToolCallState = { sourceIndex: number; resultEntryId: string } & ToolCallStatus;
+
+export interface ToolBatch {
+  assistantEntryId: string;
+  configuration: LaneConfiguration;
+  turnId: string;
+  /** True when the assistant stopped at its output limit: its calls are never executed. */
+  truncated: boolean;
+  calls: ToolCallState[];
+}
+
+export interface DeferredScope {
+  stepId: string;
+  sourceEntryId: string;
+  poll: number;
+  configuration: LaneConfiguration;
+  streamOptions: StreamOptions;
+}
+
+export type ResultBoundary =
+  | { kind: "resume_checkpoint"; resumeAfter: { continuation: Continuation; triggerEntryId: string } }
+  | { kind: "finish" }
+  | { kind: "commit_navigation"; targetId: string | null; label?: string };
+
+export interface SummaryTask {
+  taskId: string;
+  reason?: "manual" | "threshold" | "overflow";
+  customInstructions?: string;
+  boundary: ResultBoundary;
+}
+
+export interface SummaryContext {
+  resultEntryId: string;
+  configuration: LaneConfiguration;
+  streamOptions: StreamOptions;
+  retryPolicy: NormalizedRetryPolicy;
+}
+
+/** The 13 flat leaves of §3.3, discriminated by `at`; every leaf carries the scope. */
+export type OperationLeaf =
+  | { at: "starting" }
+  | { at: "checkpoint"; continuation: Continuation; triggerEntryId: string }
+  | { at: "assistant.ready"; generationContext: GenerationContext; nextAttempt: number }
+  | {
+      at: "assistant.effect_pending";
+      generationContext: GenerationContext;
+      attempt: number;
+      responseEntryId: string;
+      usageId: string;
+      intendedOutputLimit: number;
+      contextWindow: number;
+    }
+  | ({ at: "assistant.retry_wait"; generationContext: GenerationContext } & RetryWait)
+  | { at: "tools"; batch: ToolBatch }
+  | ({ at: "deferred.suspended" } & DeferredScope)
+  | ({ at: "deferred.effect_pending"; responseEntryId: string; usageId: string } & DeferredScope)
+  | { at: "summary.deciding"; task: SummaryTask }
+  | { at: "summary.ready"; task: SummaryTask; summaryContext: SummaryContext; nextAttempt: number }
+  | {
+      at: "summary.effect_pending";
+      task: SummaryTask;
+      summaryContext: SummaryContext;
+      attempt: number;
+      request?: { index: number; usageId: string };
+      usageIds: string[];
+    }
+  | ({ at: "summary.retry_wait"; task: SummaryTask; summaryContext: SummaryContext } & RetryWait)
+  | { at: "navigation.ready_to_commit"; targetId: string | null; label?: string };
+
+export type OperationState = OperationScope & OperationLeaf;
+export type LeafName = OperationLeaf["at"];
+export type StateAt<A extends LeafName> = OperationScope & Extract<OperationLeaf, { at: A }>;
+
+export type OperationIntent =
+  | { kind: "run"; promptEntryIds: string[] }
+  | { kind: "compaction"; customInstructions?: string }
+  | { kind: "navigation"; targetId: string | null; summarize: boolean; label?: string; customInstructions?: string };
+
+export interface OperationMeta {
+  operationId: string;
+  lane: string;
+  sourceTipId: string | null;
+  startedAt: number;
+  intent: OperationIntent;
+}
+
+/** Durable `pi.lane.state/{lane}`: rewritten only when one of its fields changes (§3.2). */
+export interface DurableLaneState {
+  currentOperationId: string | null;
+  lastOperationId: string | null;
+  inbox: InboxItem[];
+}
+
+export type DriveOutcome =
+  | { kind: "settled"; outcome: OperationResultRecord }
+  | { kind: "waiting"; operationId: string; reason: "retry"; notBefore: number }
+  | { kind: "waiting"; operationId: string; reason: "deferred"; deferred: DeferredHandle };
+
