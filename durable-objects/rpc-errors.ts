@@ -7,6 +7,8 @@ import {
   UnknownBranch,
   UnknownTarget,
 } from "../harness/session/errors.ts";
+import type { LaneError, Result } from "../harness/runtime/errors.ts";
+import { InvalidLane } from "../harness/runtime/errors.ts";
 import type { ApiError, RpcResult } from "../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../schema/wire.ts";
 
@@ -29,6 +31,7 @@ export function expectedError(error: unknown): ApiError | undefined {
   if (error instanceof UnknownTarget) return { code: "UnknownTarget", message: error.message, details: { targetId: error.targetId } };
   if (error instanceof InvalidMessage) return { code: "InvalidMessage", message: error.message, details: { reason: error.reason } };
   if (error instanceof InvalidAddress) return { code: "InvalidAddress", message: error.message };
+  if (error instanceof InvalidLane) return { code: "InvalidLane", message: error.message };
   if (error instanceof PayloadTooLarge) {
     return { code: "PayloadTooLarge", message: error.message, details: { bytes: error.bytes, limit: error.limit } };
   }
@@ -55,4 +58,45 @@ export function parseWire<T>(wire: Wire<T>): T {
   } catch {
     throw new RpcError({ code: "ValidationFailed", message: "The body is not valid JSON" });
   }
+}
+
+/** The engine's tagged lane errors (reference §2.7) as API errors (ARCHITECTURE D16). */
+export function laneApiError(error: LaneError): ApiError {
+  switch (error.code) {
+    case "LaneBusy":
+      return { code: "LaneBusy", message: `Lane ${error.lane} is busy with ${error.operationKind} ${error.operationId}`, details: { lane: error.lane, operationId: error.operationId, operationKind: error.operationKind } };
+    case "InvalidMessage":
+      return { code: "InvalidMessage", message: `Invalid message (${error.reason})`, details: { reason: error.reason } };
+    case "UnknownSkill":
+      return { code: "UnknownSkill", message: `No skill named ${error.name}`, details: { name: error.name } };
+    case "UnknownTemplate":
+      return { code: "UnknownTemplate", message: `No prompt template named ${error.name}`, details: { name: error.name } };
+    case "UnknownTarget":
+      return { code: "UnknownTarget", message: `Entry ${error.targetId} does not exist`, details: { targetId: error.targetId } };
+    case "OperationMismatch":
+      return {
+        code: "OperationMismatch",
+        message: `Operation ${error.expectedOperationId} is not the current operation of lane ${error.lane}`,
+        details: {
+          lane: error.lane,
+          expectedOperationId: error.expectedOperationId,
+          ...(error.currentOperationId !== undefined && { currentOperationId: error.currentOperationId }),
+          ...(error.lastOperationId !== undefined && { lastOperationId: error.lastOperationId }),
+        },
+      };
+    case "InvalidOperationId":
+      return { code: "InvalidOperationId", message: "An operation id must be a fresh UUIDv7", details: { operationId: error.operationId } };
+    case "NoActiveOperation":
+      return { code: "NoActiveOperation", message: `Lane ${error.lane} has no active operation` };
+    case "NothingToResume":
+      return { code: "NothingToResume", message: `Lane ${error.lane} has nothing to resume` };
+    case "Closed":
+      return { code: "SessionClosed", message: "The session is shutting down; retry the request" };
+  }
+}
+
+/** Unwraps an engine Result for an RPC method: failures become tagged API errors. */
+export function unwrapLane<T>(result: Result<T>): T {
+  if (result.ok) return result.value;
+  throw new RpcError(laneApiError(result.error));
 }

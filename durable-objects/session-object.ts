@@ -10,7 +10,17 @@ import type { Wire } from "../schema/wire.ts";
 import type { JsonValue } from "../schema/json.ts";
 import type { AgentMessage } from "../schema/messages.ts";
 import type { SessionStats, UsageRow } from "../schema/usage.ts";
-import { asResult, parseWire, RpcError } from "./rpc-errors.ts";
+import type { AbortRequestResult } from "../harness/runtime/abort.ts";
+import type { OperationAdmission, OperationRequest } from "../harness/runtime/acceptance.ts";
+import type { AgentHarness } from "../harness/runtime/harness.ts";
+import type { AgentLane } from "../harness/runtime/lane.ts";
+import type { CancelQueuedResult } from "../harness/runtime/queue.ts";
+import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, ModelIdentity, ThinkingLevel } from "../schema/lane.ts";
+import type { ImageContent } from "../schema/messages.ts";
+import type { HarnessSettings, HarnessSettingsPatch } from "../schema/settings.ts";
+import { DueWork } from "./due-work.ts";
+import { asResult, parseWire, RpcError, unwrapLane } from "./rpc-errors.ts";
+import { SessionRuntime, type OperationView } from "./session-runtime.ts";
 import { migrate } from "./sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "./sql/session-migrations.ts";
 import { SqlSessionStorage } from "./sql/sql-session-storage.ts";
@@ -38,6 +48,17 @@ export interface BranchInfo {
 
 export type NewBranchEntry = { message: AgentMessage } | { customType: string; data?: JsonValue };
 
+export interface LaneConfigPatch {
+  model?: ModelIdentity;
+  thinkingLevel?: ThinkingLevel;
+  activeTools?: string[];
+}
+
+export interface QueueInput {
+  message: string | AgentMessage;
+  images?: ImageContent[];
+}
+
 /**
  * One session per object, named `${tenantId}:${sessionId}` (ARCHITECTURE D2). A thin shell: it
  * runs migrations, opens the Session over its SQLite storage, and exposes semantic RPC methods whose
@@ -45,12 +66,22 @@ export type NewBranchEntry = { message: AgentMessage } | { customType: string; d
  * storage, never parsed from `ctx.id.name` (absent in cold alarms, partykit#333).
  */
 export class SessionObject extends DurableObject<Env> {
-  private opened: { session: Session; storage: SqlSessionStorage } | undefined;
+  private opened: { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } | undefined;
+  private readonly dueWork: DueWork;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current.
     migrate(ctx.storage, SESSION_MIGRATIONS);
+    this.dueWork = new DueWork(ctx.storage);
+    // A restarted object must never forget an open operation (D7, agents#1119).
+    if (this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+  }
+
+  /** Drives every due operation; at-least-once delivery is harmless (passes join, records answer). */
+  override async alarm(): Promise<void> {
+    if (!SqlSessionStorage.open(this.ctx.storage)) return;
+    await this.open().runtime.runDue(Date.now());
   }
 
   async create(init: SessionInit): Promise<Wire<RpcResult<SessionInfo>>> {
@@ -64,7 +95,7 @@ export class SessionObject extends DurableObject<Env> {
         createdAt: Date.now(),
       });
       const session = new Session(storage);
-      this.opened = { session, storage };
+      this.opened = { session, storage, runtime: this.runtimeFor(session) };
       if (init.name !== undefined) await session.setName(init.name);
       return this.describe();
     });
@@ -184,12 +215,124 @@ export class SessionObject extends DurableObject<Env> {
     return this.open().storage;
   }
 
-  private open(): { session: Session; storage: SqlSessionStorage } {
+  private open(): { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } {
     if (this.opened && !this.opened.session.closed) return this.opened;
     const storage = SqlSessionStorage.open(this.ctx.storage);
     if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
-    this.opened = { session: new Session(storage), storage };
+    const session = new Session(storage);
+    this.opened = { session, storage, runtime: this.runtimeFor(session) };
     return this.opened;
+  }
+
+  private runtimeFor(session: Session): SessionRuntime {
+    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on");
+  }
+
+  /** The hosted harness (engine tests reach it through `runInDurableObject`). */
+  harness(): Promise<AgentHarness> {
+    return this.open().runtime.harness();
+  }
+
+  private async lane(name: string): Promise<AgentLane> {
+    const lane = (await this.harness()).getLane(name);
+    if (!lane) throw new RpcError({ code: "UnknownLane", message: `Lane "${name}" does not exist` });
+    return lane;
+  }
+
+  // Lanes, queue and operations (reference §2.3–3.9; exposed by the public API).
+
+  async acquireLane(name: string, createAt?: string | null): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
+    return asResult(async () => {
+      const harness = await this.harness();
+      const existed = harness.getLane(name) !== undefined;
+      const lane = await harness.lane(name, createAt === undefined ? {} : { createAt });
+      return { ...lane.info(), created: !existed };
+    });
+  }
+
+  async lanes(): Promise<Wire<RpcResult<LaneInfo[]>>> {
+    return asResult(async () => (await this.harness()).lanes());
+  }
+
+  async laneExecution(name: string): Promise<Wire<RpcResult<LaneExecutionInfo>>> {
+    return asResult(async () => (await this.lane(name)).inspectExecution());
+  }
+
+  async configureLane(name: string, patch: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneConfiguration>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const { model, thinkingLevel, activeTools } = parseWire(patch);
+      if (model) unwrapLane(await lane.setModel(model));
+      if (thinkingLevel) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
+      if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
+      return lane.inspectExecution().configuration;
+    });
+  }
+
+  /** Admits an operation and starts its pass at once (no alarm latency on the hot path, D7). */
+  async acceptOperation(name: string, request: Wire<OperationRequest>): Promise<Wire<RpcResult<OperationAdmission>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const admission = unwrapLane(await lane.accept(parseWire(request)));
+      this.open().runtime.startPass(lane, admission.operationId);
+      return admission;
+    });
+  }
+
+  /** drive(id) made total; `waitMs` long-polls until settled or a durable wait (≤ 60 s). */
+  async operation(name: string, operationId: string, waitMs = 0): Promise<Wire<RpcResult<OperationView>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const view = await this.open().runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      if (!view) throw new RpcError({ code: "OperationMismatch", message: `Operation ${operationId} is unknown on lane ${name}` });
+      return view;
+    });
+  }
+
+  async abortOperation(name: string, operationId: string): Promise<Wire<RpcResult<AbortRequestResult>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const result = unwrapLane(await lane.requestAbort(operationId));
+      // Reconciliation needs a pass; requestAbort itself never installs one (§4.4).
+      this.open().runtime.startPass(lane, operationId);
+      return result;
+    });
+  }
+
+  async enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>): Promise<Wire<RpcResult<{ entryId: string }>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const { message, images } = parseWire(input);
+      return unwrapLane(await lane[kind](message, images));
+    });
+  }
+
+  async cancelQueued(name: string, entryId: string): Promise<Wire<RpcResult<{ result: CancelQueuedResult }>>> {
+    return asResult(async () => ({ result: unwrapLane(await (await this.lane(name)).cancelQueued(entryId)).kind }));
+  }
+
+  async appendToLane(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const entry = parseWire(body);
+      return unwrapLane("message" in entry ? await lane.appendMessage(entry.message) : await lane.appendCustomEntry(entry.customType, entry.data));
+    });
+  }
+
+  async laneSnapshot(name: string): Promise<Wire<RpcResult<LaneSnapshot>>> {
+    return asResult(async () => {
+      const watch = await (await this.lane(name)).watch();
+      watch.unsubscribe();
+      return watch.snapshot;
+    });
+  }
+
+  async settings(): Promise<Wire<RpcResult<HarnessSettings>>> {
+    return asResult(async () => (await this.harness()).settings());
+  }
+
+  async updateSettings(patch: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<HarnessSettings>>> {
+    return asResult(async () => (await this.harness()).updateSettings(parseWire(patch)));
   }
 
   private describe(): SessionInfo {

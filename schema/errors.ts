@@ -8,6 +8,8 @@ export const ERROR_STATUS = {
   ValidationFailed: 400,
   InvalidBranch: 400,
   InvalidAddress: 400,
+  InvalidLane: 400,
+  InvalidOperationId: 400,
   ReservedNamespace: 400,
   Unauthenticated: 401,
   NotFound: 404,
@@ -15,6 +17,9 @@ export const ERROR_STATUS = {
   UnknownBranch: 404,
   UnknownEntry: 404,
   UnknownTarget: 404,
+  UnknownLane: 404,
+  UnknownSkill: 404,
+  UnknownTemplate: 404,
   SessionExists: 409,
   BranchExists: 409,
   LaneBusy: 409,
@@ -29,6 +34,7 @@ export const ERROR_STATUS = {
   RateLimited: 429,
   Internal: 500,
   Overloaded: 503,
+  SessionClosed: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

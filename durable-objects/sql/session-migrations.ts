@@ -64,4 +64,18 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: "due_work",
+    statements: [
+      // Host-side schedule of drive passes (ARCHITECTURE D7), multiplexed onto the single alarm.
+      // Written in the same synchronous turn as the session commit that made the work due.
+      `CREATE TABLE due_work (
+        operation_id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        due_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX due_work_by_time ON due_work (due_at)",
+    ],
+  },
 ];

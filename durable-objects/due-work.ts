@@ -1,0 +1,68 @@
+import type { WakeScheduler } from "../harness/runtime/core.ts";
+
+/** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
+export interface AlarmHost {
+  readonly sql: SqlStorage;
+  setAlarm(scheduledTime: number): Promise<void>;
+  deleteAlarm(): Promise<void>;
+  getAlarm(): Promise<number | null>;
+}
+
+export type DueRow = {
+  operation_id: string;
+  lane: string;
+  due_at: number;
+};
+
+/**
+ * Due drive passes multiplexed onto the single alarm (ARCHITECTURE D7; the agents/tldraw pattern
+ * of cloudflare-platform §1.6). The engine calls `due`/`settled` synchronously inside the commit
+ * that changed the operation, so the row and the session write land in the same atomic batch: a
+ * restarted object can never forget an open operation.
+ */
+export class DueWork implements WakeScheduler {
+  constructor(private readonly host: AlarmHost) {}
+
+  due(lane: string, operationId: string, at: number): void {
+    this.host.sql.exec(
+      `INSERT INTO due_work (operation_id, lane, due_at) VALUES (?, ?, ?)
+       ON CONFLICT (operation_id) DO UPDATE SET due_at = excluded.due_at, lane = excluded.lane`,
+      operationId,
+      lane,
+      at,
+    );
+    this.rearm();
+  }
+
+  settled(_lane: string, operationId: string): void {
+    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.rearm();
+  }
+
+  /** Rows due at or before `now`, oldest first. */
+  dueBy(now: number): DueRow[] {
+    return this.host.sql.exec<DueRow>("SELECT operation_id, lane, due_at FROM due_work WHERE due_at <= ? ORDER BY due_at", now).toArray();
+  }
+
+  earliest(): number | undefined {
+    const row = this.host.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM due_work").one();
+    return row.due ?? undefined;
+  }
+
+  forget(operationId: string): void {
+    this.settled("", operationId);
+  }
+
+  /** Points the alarm at the earliest due row (a time in the past means "run soon"). */
+  rearm(): void {
+    const earliest = this.earliest();
+    // Storage operations need no await to be ordered and durable with the current batch.
+    void (earliest === undefined ? this.host.deleteAlarm() : this.host.setAlarm(earliest));
+  }
+
+  /** After a restart: make sure an alarm exists whenever due work does (agents#1119). */
+  async ensureArmed(): Promise<void> {
+    const earliest = this.earliest();
+    if (earliest !== undefined && (await this.host.getAlarm()) === null) await this.host.setAlarm(earliest);
+  }
+}

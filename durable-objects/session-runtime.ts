@@ -1,0 +1,131 @@
+import { createModelRegistry } from "../models/registry.ts";
+import { SessionScriptSource } from "../models/scripted/script-source.ts";
+import { AgentHarness } from "../harness/runtime/harness.ts";
+import type { AgentLane } from "../harness/runtime/lane.ts";
+import type { DriveOutcome } from "../harness/runtime/types.ts";
+import type { Session } from "../harness/session/session.ts";
+import type { OperationResultRecord } from "../schema/lane.ts";
+import type { DueWork } from "./due-work.ts";
+
+/** The lane seed of new lanes until tenant defaults exist: the local scripted echo model. */
+export const DEFAULT_LANE_MODEL = { provider: "scripted", modelId: "echo" } as const;
+
+export type OperationView =
+  | { state: "settled"; result: OperationResultRecord }
+  | {
+      state: "active";
+      status: "running" | "open" | "aborting";
+      at: string;
+      retry?: { attempt: number; notBefore: number };
+    };
+
+/**
+ * Hosts one harness in a SessionObject (ARCHITECTURE D7): created lazily on first use (the
+ * constructor stays cheap), drives passes right after acceptance, and lets the alarm resume
+ * whatever is due. Passes run with `waitForRetry: false`, so a backoff never pins the object:
+ * the wait is a due row and the alarm wakes it.
+ */
+export class SessionRuntime {
+  private ready: Promise<AgentHarness> | undefined;
+
+  constructor(
+    private readonly session: Session,
+    private readonly dueWork: DueWork,
+    private readonly scripted: boolean,
+  ) {}
+
+  harness(): Promise<AgentHarness> {
+    this.ready ??= this.create().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async create(): Promise<AgentHarness> {
+    const models = createModelRegistry({ scripted: this.scripted, scriptSource: () => new SessionScriptSource(this.session) });
+    const { harness } = await AgentHarness.create({ session: this.session, models, seed: { model: DEFAULT_LANE_MODEL }, wake: this.dueWork });
+    return harness;
+  }
+
+  /** Starts (or joins) the pass of an operation without waiting for it. */
+  startPass(lane: AgentLane, operationId: string): void {
+    lane.drive({ operationId, waitForRetry: false }).catch(() => undefined);
+  }
+
+  /**
+   * The alarm body: drive every due operation once. Idempotent under re-delivery: a live pass is
+   * joined, a settled operation answers its record, a stale row is dropped.
+   */
+  async runDue(now: number): Promise<void> {
+    const harness = await this.harness();
+    const rows = this.dueWork.dueBy(now);
+    await Promise.all(
+      rows.map(async (row) => {
+        const lane = harness.getLane(row.lane);
+        if (!lane) return this.dueWork.forget(row.operation_id);
+        const driven = await lane.drive({ operationId: row.operation_id, waitForRetry: false });
+        if (!driven.ok) this.dueWork.forget(row.operation_id);
+      }),
+    );
+    await this.dueWork.ensureArmed();
+  }
+
+  /**
+   * drive(id) made total for HTTP callers, with an optional bounded wait (`?wait=`): joins the
+   * live pass or installs the one pass; a retry wait is slept through only within the bound.
+   */
+  async awaitOperation(lane: AgentLane, operationId: string, waitMs: number): Promise<OperationView | undefined> {
+    const deadline = Date.now() + Math.max(0, waitMs);
+    for (;;) {
+      const view = operationView(lane, operationId);
+      if (!view || view.state === "settled" || Date.now() >= deadline) return view;
+      const outcome = await raceDeadline(lane.drive({ operationId, waitForRetry: false }), deadline);
+      if (!outcome) return operationView(lane, operationId);
+      if (!outcome.ok) return operationView(lane, operationId);
+      const driven: DriveOutcome = outcome.value;
+      if (driven.kind === "settled") return { state: "settled", result: driven.outcome };
+      if (driven.reason !== "retry" || driven.notBefore > deadline) return operationView(lane, operationId);
+      await sleep(driven.notBefore - Date.now());
+    }
+  }
+}
+
+/** What GET …/operations/{id} answers without driving. */
+export function operationView(lane: AgentLane, operationId: string): OperationView | undefined {
+  const current = lane.state.operation;
+  if (current?.meta.operationId === operationId) {
+    const info = lane.inspectExecution().current;
+    const state = current.state;
+    return {
+      state: "active",
+      status: info?.status ?? "open",
+      at: state.at,
+      ...(state.at === "assistant.retry_wait" && { retry: { attempt: state.nextAttempt, notBefore: state.notBefore } }),
+    };
+  }
+  const record = lane.getResult(operationId);
+  return record ? { state: "settled", result: record } : undefined;
+}
+
+function raceDeadline<T>(promise: Promise<T>, deadline: number): Promise<T | undefined> {
+  const remaining = deadline - Date.now();
+  if (remaining <= 0) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const timer = setTimeout(() => resolve(undefined), remaining);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
