@@ -8,6 +8,9 @@ export interface AlarmHost {
   getAlarm(): Promise<number | null>;
 }
 
+/** How long a live pass runs before the alarm checks on it (it then joins the pass, harmlessly). */
+export const SAFETY_NET_MS = 5_000;
+
 export type DueRow = {
   operation_id: string;
   lane: string;
@@ -21,15 +24,24 @@ export type DueRow = {
  * restarted object can never forget an open operation.
  */
 export class DueWork implements WakeScheduler {
-  constructor(private readonly host: AlarmHost) {}
+  constructor(
+    private readonly host: AlarmHost,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
+  /**
+   * Work due "now" is being driven by a live pass already; the alarm is only the safety net for a
+   * pass that dies, so it is armed a little later instead of firing at once beside the live pass.
+   */
   due(lane: string, operationId: string, at: number): void {
+    const now = this.clock();
+    const dueAt = at <= now ? now + SAFETY_NET_MS : at;
     this.host.sql.exec(
       `INSERT INTO due_work (operation_id, lane, due_at) VALUES (?, ?, ?)
        ON CONFLICT (operation_id) DO UPDATE SET due_at = excluded.due_at, lane = excluded.lane`,
       operationId,
       lane,
-      at,
+      dueAt,
     );
     this.rearm();
   }
@@ -39,9 +51,9 @@ export class DueWork implements WakeScheduler {
     this.rearm();
   }
 
-  /** Rows due at or before `now`, oldest first. */
-  dueBy(now: number): DueRow[] {
-    return this.host.sql.exec<DueRow>("SELECT operation_id, lane, due_at FROM due_work WHERE due_at <= ? ORDER BY due_at", now).toArray();
+  /** Every scheduled operation (one per lane at most), earliest first. */
+  all(): DueRow[] {
+    return this.host.sql.exec<DueRow>("SELECT operation_id, lane, due_at FROM due_work ORDER BY due_at").toArray();
   }
 
   earliest(): number | undefined {

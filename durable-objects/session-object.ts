@@ -81,7 +81,7 @@ export class SessionObject extends DurableObject<Env> {
   /** Drives every due operation; at-least-once delivery is harmless (passes join, records answer). */
   override async alarm(): Promise<void> {
     if (!SqlSessionStorage.open(this.ctx.storage)) return;
-    await this.open().runtime.runDue(Date.now());
+    await this.open().runtime.runDue();
   }
 
   async create(init: SessionInit): Promise<Wire<RpcResult<SessionInfo>>> {
@@ -216,7 +216,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   private open(): { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } {
-    if (this.opened && !this.opened.session.closed) return this.opened;
+    if (this.opened && !this.opened.session.closed && !this.opened.runtime.faulted) return this.opened;
     const storage = SqlSessionStorage.open(this.ctx.storage);
     if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
     const session = new Session(storage);

@@ -27,6 +27,7 @@ export type OperationView =
  */
 export class SessionRuntime {
   private ready: Promise<AgentHarness> | undefined;
+  private created: AgentHarness | undefined;
 
   constructor(
     private readonly session: Session,
@@ -45,7 +46,13 @@ export class SessionRuntime {
   private async create(): Promise<AgentHarness> {
     const models = createModelRegistry({ scripted: this.scripted, scriptSource: () => new SessionScriptSource(this.session) });
     const { harness } = await AgentHarness.create({ session: this.session, models, seed: { model: DEFAULT_LANE_MODEL }, wake: this.dueWork });
+    this.created = harness;
     return harness;
+  }
+
+  /** A faulted harness never recovers in place: the object reopens session and harness from storage. */
+  get faulted(): boolean {
+    return this.created?.faulted === true;
   }
 
   /** Starts (or joins) the pass of an operation without waiting for it. */
@@ -54,12 +61,13 @@ export class SessionRuntime {
   }
 
   /**
-   * The alarm body: drive every due operation once. Idempotent under re-delivery: a live pass is
-   * joined, a settled operation answers its record, a stale row is dropped.
+   * The alarm body: drive every scheduled operation once (at most one per lane). Idempotent under
+   * re-delivery and early firing: a live pass is joined, a retry not yet due answers its wait
+   * without writing, a settled operation answers its record, a stale row is dropped.
    */
-  async runDue(now: number): Promise<void> {
+  async runDue(): Promise<void> {
     const harness = await this.harness();
-    const rows = this.dueWork.dueBy(now);
+    const rows = this.dueWork.all();
     await Promise.all(
       rows.map(async (row) => {
         const lane = harness.getLane(row.lane);
@@ -68,7 +76,8 @@ export class SessionRuntime {
         if (!driven.ok) this.dueWork.forget(row.operation_id);
       }),
     );
-    await this.dueWork.ensureArmed();
+    // The delivered alarm is consumed: point it at whatever is still scheduled.
+    this.dueWork.rearm();
   }
 
   /**

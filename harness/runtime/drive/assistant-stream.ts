@@ -1,5 +1,7 @@
 import type { AssistantMessage as ProviderAssistant, Context, Model, Api, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import { AbortRequested } from "../../execution/effect-gate.ts";
+import { HarnessClosed } from "../../execution/errors.ts";
+import { SessionClosed } from "../../session/errors.ts";
 import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
 import { storedAssistant } from "./settle-response.ts";
@@ -29,10 +31,13 @@ export async function streamAssistant(
   let lastFrameWrite: Promise<unknown> = Promise.resolve();
   const persist = (frame: AssistantFrame | undefined): void => {
     if (!frame) return;
-    // Enqueued on the mutation line in order, never awaited per frame; a failed write faults.
-    lastFrameWrite = core.session.appendList(frames, frame).catch((error: unknown) => {
-      throw core.fault(error);
-    });
+    // Chained in order and never awaited per frame (reference §7.1 step 6). A close stops the
+    // writes quietly (close writes nothing); any other failed write faults the harness.
+    lastFrameWrite = lastFrameWrite.then(() =>
+      core.session.appendList(frames, frame).catch((error: unknown) => {
+        throw error instanceof SessionClosed ? new HarnessClosed() : core.fault(error);
+      }),
+    );
   };
   let final: ProviderAssistant | undefined;
   let started = false;
