@@ -142,6 +142,11 @@ export class HookRegistry {
     };
   }
 
+  /** Whether any handler is registered (lets callers skip work a pipeline would need). */
+  has(name: HookName): boolean {
+    return this.handlers[name].length > 0;
+  }
+
   /** Fails closed: the first throw is reported and rethrown (the pass fails; ARCHITECTURE D14.24). */
   readonly runBeforeDrive: Run<"before_drive"> = async (event, ctx) => {
     for (const registration of this.bound("before_drive")) {

@@ -4,6 +4,7 @@ import { HarnessClosed } from "../../execution/errors.ts";
 import { SessionClosed } from "../../session/errors.ts";
 import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
+import type { JsonValue } from "../../../schema/json.ts";
 import { storedAssistant } from "./settle-response.ts";
 import type { Pass } from "./pass.ts";
 
@@ -24,8 +25,25 @@ export async function streamAssistant(
   const lane = pass.lane.name;
   const runId = pass.operationId;
   const frames = pendingAssistantFrames<AssistantFrame>(runId, responseEntryId);
+  const identity = { provider: model.provider, modelId: model.id, contextWindow: model.contextWindow, maxTokens: model.maxTokens };
+  let httpResponse: { status: number; headers: Record<string, string> } | undefined;
+  const requestOptions: SimpleStreamOptions = {
+    ...options,
+    // before_payload is request-local and gated as one pipeline, inside the admitted request;
+    // without handlers the provider's payload is not even copied.
+    ...(core.hooks.has("before_payload") && {
+      onPayload: async (payload: unknown) => {
+        const json: JsonValue = payload === undefined ? null : JSON.parse(JSON.stringify(payload));
+        const patched = await pass.gate.admit((signal) => core.hooks.runBeforePayload({ lane, runId, model: identity, payload: json }, { signal }));
+        return patched.payload === json ? undefined : patched.payload;
+      },
+    }),
+    onResponse: (response) => {
+      httpResponse = { status: response.status, headers: { ...response.headers } };
+    },
+  };
   // Admission happens here; everything above was preparation (reference §4.3).
-  const stream = pass.gate.admit((signal) => core.models.streamSimple(model, context, { ...options, signal }));
+  const stream = pass.gate.admit((signal) => core.models.streamSimple(model, context, { ...requestOptions, signal }));
   const coalescer = new FrameCoalescer({ clock: core.clock });
   const throttle = new UpdateThrottle(undefined, core.clock);
   let lastFrameWrite: Promise<unknown> = Promise.resolve();
@@ -68,7 +86,7 @@ export async function streamAssistant(
   if (stopReason !== "aborted" && stopReason !== "pending" && !cancelled()) {
     try {
       const patched = await pass.gate.admit((signal) =>
-        core.hooks.runAfterResponse({ lane, runId, message: { ...storedAssistant(response), stopReason } }, { signal }),
+        core.hooks.runAfterResponse({ lane, runId, ...httpResponse, message: { ...storedAssistant(response), stopReason } }, { signal }),
       );
       response = mergeHookMessage(response, patched.message);
     } catch (error) {
