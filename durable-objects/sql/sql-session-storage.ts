@@ -113,12 +113,18 @@ export class SqlSessionStorage implements Storage {
         seqs.push(seq);
         applyWrite(this.host, write, payload, seq, timestamp, counters);
       }
-      this.host.sql.exec(
-        "UPDATE meta SET next_seq = ?, message_count = ?, usage = ? WHERE singleton = 1",
-        counters.nextSeq,
-        counters.messageCount,
-        JSON.stringify(counters.usage),
-      );
+      // The meta row is rewritten on every commit, so it carries only what changed: usage totals
+      // (the largest column) change with ledger rows alone (QUALITY P3).
+      const usageChanged = counters.usage !== this.counters.usage;
+      const countChanged = counters.messageCount !== this.counters.messageCount;
+      if (seqs.length > 0) {
+        this.host.sql.exec(
+          `UPDATE meta SET next_seq = ?${countChanged ? ", message_count = ?" : ""}${usageChanged ? ", usage = ?" : ""} WHERE singleton = 1`,
+          counters.nextSeq,
+          ...(countChanged ? [counters.messageCount] : []),
+          ...(usageChanged ? [JSON.stringify(counters.usage)] : []),
+        );
+      }
       return { counters, seqs };
     });
     this.counters = next.counters;

@@ -31,6 +31,7 @@ export function reduceFrames(frames: readonly AssistantFrame[]): AssistantMessag
     if (frame.k === "start") {
       header = { ...frame.message };
       blocks = new Map();
+      for (const block of frame.blocks ?? []) applyBlock(blocks, block);
       continue;
     }
     if (header === undefined) continue;

@@ -68,7 +68,7 @@ export type FrameBlockType = FrameBlock["t"];
  * `end` carries the block's final fields. A tool call's raw args pending when it ends are not framed: `end` has them.
  */
 export type AssistantFrame =
-  | { k: "start"; message: FrameHeader }
+  | { k: "start"; message: FrameHeader; blocks?: FrameBlock[] }
   | { k: "delta"; blocks: FrameBlock[]; header?: FrameHeaderPatch };
 
 export interface FrameCoalescerOptions {
@@ -97,6 +97,8 @@ export class FrameCoalescer {
   readonly #intervalMs: number;
   readonly #maxChars: number;
   #started = false;
+  /** The start header, framed together with the first window's content (not on its own). */
+  #pendingStart: FrameHeader | undefined;
   #lastFrameAt = 0;
   #header: FrameHeaderPatch = {};
   #tracks = new Map<number, BlockTrack>();
@@ -115,9 +117,9 @@ export class FrameCoalescer {
     if (event.type === "done" || event.type === "error") return undefined;
     if (!this.#started) {
       // An update before `start` is a protocol defect; its partial still names api/provider/model.
-      const start = this.#start(event.partial);
+      this.#start(event.partial);
       if (event.type !== "start") this.#apply(event);
-      return start;
+      return this.poll();
     }
     this.#apply(event);
     return this.poll();
@@ -136,7 +138,11 @@ export class FrameCoalescer {
     return this.#hasPending() ? this.#take(this.#clock()) : undefined;
   }
 
-  #start(partial: PiAssistantMessage): AssistantFrame {
+  /**
+   * The stream's first window starts now. The header waits for it: a response that settles within
+   * one window needs no progress frame at all (its settlement commit holds the whole message).
+   */
+  #start(partial: PiAssistantMessage): void {
     this.#started = true;
     this.#lastFrameAt = this.#clock();
     const message: FrameHeader = {
@@ -151,7 +157,7 @@ export class FrameCoalescer {
     if (partial.providerThinkingLevel !== undefined) message.providerThinkingLevel = partial.providerThinkingLevel;
     if (partial.thinkingLevel !== undefined) message.thinkingLevel = partial.thinkingLevel;
     this.#header = { responseId: partial.responseId, responseModel: partial.responseModel };
-    return { k: "start", message };
+    this.#pendingStart = message;
   }
 
   #apply(event: Exclude<AssistantMessageEvent, { type: "done" | "error" }>): void {
@@ -253,18 +259,33 @@ export class FrameCoalescer {
   }
 
   #hasPending(): boolean {
-    return this.#pending.size > 0 || this.#pendingHeader !== undefined;
+    return this.#pendingStart !== undefined || this.#pending.size > 0 || this.#pendingHeader !== undefined;
   }
 
   #take(now: number): AssistantFrame {
-    const frame: AssistantFrame = { k: "delta", blocks: [...this.#pending.values()] };
-    if (this.#pendingHeader !== undefined) frame.header = this.#pendingHeader;
+    const blocks = [...this.#pending.values()];
+    let frame: AssistantFrame;
+    if (this.#pendingStart !== undefined) {
+      const message: FrameHeader = { ...this.#pendingStart, ...definedHeader(this.#pendingHeader) };
+      frame = blocks.length > 0 ? { k: "start", message, blocks } : { k: "start", message };
+      this.#pendingStart = undefined;
+    } else {
+      frame = { k: "delta", blocks };
+      if (this.#pendingHeader !== undefined) frame.header = this.#pendingHeader;
+    }
     this.#pending = new Map();
     this.#pendingHeader = undefined;
     this.#pendingChars = 0;
     this.#lastFrameAt = now;
     return frame;
   }
+}
+
+function definedHeader(patch: FrameHeaderPatch | undefined): FrameHeaderPatch {
+  const defined: FrameHeaderPatch = {};
+  if (patch?.responseId !== undefined) defined.responseId = patch.responseId;
+  if (patch?.responseModel !== undefined) defined.responseModel = patch.responseModel;
+  return defined;
 }
 
 function toolCallEnd(call: PiToolCall): ToolCallBlockEnd {

@@ -41,10 +41,24 @@ function mixedStream(): Stream {
 }
 
 describe("FrameCoalescer (D10)", () => {
-  it("frames start immediately with the header, copied rather than aliased", () => {
+  it("frames nothing for a response that settles within its first window", () => {
+    const s = new Stream();
+    expect(s.start()).toBeUndefined();
+    s.textStart(0);
+    s.textDelta(0, "quick");
+    s.textEnd(0);
+    expect(s.done()).toBeUndefined();
+    expect(s.frames).toEqual([]);
+  });
+
+  it("frames the start header with the first window's content, copied rather than aliased", () => {
     const s = new Stream();
     s.partial.responseId = "resp_1";
-    const frame = s.start();
+    s.start();
+    s.textStart(0);
+    s.textDelta(0, "a");
+    s.now += 250;
+    const frame = s.textDelta(0, "b");
     expect(frame).toEqual({
       k: "start",
       message: {
@@ -55,6 +69,7 @@ describe("FrameCoalescer (D10)", () => {
         responseId: "resp_1",
         usage: s.partial.usage,
       },
+      blocks: [{ i: 0, t: "text", text: "ab" }],
     });
     s.partial.usage.input = 99;
     expect(frame?.k === "start" && frame.message.usage.input).toBe(3);
@@ -72,13 +87,14 @@ describe("FrameCoalescer (D10)", () => {
     }
     s.textEnd(0);
     expect(s.done()).toBeUndefined();
-    // start + one frame at every 50th delta (t = 250, 500, ..., 100,000)
-    expect(s.frames).toHaveLength(401);
+    // one frame at every 50th delta (t = 250, 500, ..., 100,000); the first carries the header
+    expect(s.frames).toHaveLength(400);
+    expect(s.frames[0]?.k).toBe("start");
     const gaps = s.frameTimes.slice(1).map((t, k) => t - (s.frameTimes[k] ?? 0));
     expect(gaps.every((gap) => gap === 250)).toBe(true);
     expect(s.flush()).toEqual({ k: "delta", blocks: [{ i: 0, t: "text", end: {} }] });
     expect(s.flush()).toBeUndefined();
-    expect(s.frames).toHaveLength(402);
+    expect(s.frames).toHaveLength(401);
     expect(textsOf(s.frames)).toEqual([text]);
     expect(reduceFrames(s.frames)).toEqual(s.expected());
   });
@@ -121,27 +137,29 @@ describe("FrameCoalescer (D10)", () => {
     const s = new Stream();
     expect(s.flush()).toBeUndefined();
     s.start();
-    expect(s.flush()).toBeUndefined();
     s.textStart(0);
     s.textDelta(0, "hi");
     const error = { ...s.partial, stopReason: "aborted" as const };
     expect(s.emit({ type: "error", reason: "aborted", error })).toBeUndefined();
     expect(s.done()).toBeUndefined();
-    expect(s.flush()).toEqual({ k: "delta", blocks: [{ i: 0, t: "text", text: "hi" }] });
+    expect(s.flush()).toMatchObject({ k: "start", blocks: [{ i: 0, t: "text", text: "hi" }] });
     expect(s.flush()).toBeUndefined();
+    s.textDelta(0, "!");
+    expect(s.flush()).toEqual({ k: "delta", blocks: [{ i: 0, t: "text", text: "!" }] });
   });
 
   it("treats an update before start as an implicit start", () => {
     const s = new Stream();
     s.partial.content[0] = { type: "text", text: "a" };
-    expect(s.emit({ type: "text_delta", contentIndex: 0, delta: "a", partial: s.partial })?.k).toBe("start");
-    s.flush();
+    expect(s.emit({ type: "text_delta", contentIndex: 0, delta: "a", partial: s.partial })).toBeUndefined();
+    expect(s.flush()?.k).toBe("start");
     expect(reduceFrames(s.frames)).toEqual(s.expected());
   });
 
   it("carries header fields that arrive after start", () => {
     const s = new Stream();
     s.start();
+    s.flush();
     s.partial.responseId = "resp_late";
     s.partial.responseModel = "gpt-test-2025";
     s.textStart(0);
@@ -195,6 +213,7 @@ describe("reduceFrames", () => {
   it("frames an ended tool call's parsed arguments instead of its pending raw text", () => {
     const s = new Stream();
     s.start();
+    s.flush();
     s.toolStart(0, "c1", "bash");
     s.toolDelta(0, '{"cmd": "ls"}');
     s.toolEnd(0);
@@ -233,6 +252,7 @@ describe("reduceFrames", () => {
     const second = new Stream();
     second.partial.model = "other";
     second.start();
+    second.flush();
     expect(reduceFrames([...first.frames, ...second.frames])).toEqual({ ...second.expected(), content: [] });
   });
 

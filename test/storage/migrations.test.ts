@@ -5,14 +5,16 @@ import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import { objectStub, uniqueObjectName } from "../helpers/storage.ts";
 
-// SessionObject's constructor applies SESSION_MIGRATIONS, so every fresh object starts at version 1.
-// Tests extend that list with their own migrations (append-only), or drop everything to start at zero.
+// SessionObject's constructor applies SESSION_MIGRATIONS, so every fresh object starts at their last
+// version. Tests extend that list with their own migrations (append-only), or drop everything to
+// start at zero.
 
-const SESSION_TABLES = ["entries", "list_items", "meta", "payload_chunks", "schema_migrations", "usage", "vals"];
+const SESSION_TABLES = ["due_work", "entries", "list_items", "meta", "payload_chunks", "schema_migrations", "usage", "vals"];
+const current = SESSION_MIGRATIONS.length;
 
-const m2: Migration = { version: 2, name: "test_extra_a", statements: ["CREATE TABLE test_extra_a (id INTEGER PRIMARY KEY, v TEXT)"] };
+const m2: Migration = { version: current + 1, name: "test_extra_a", statements: ["CREATE TABLE test_extra_a (id INTEGER PRIMARY KEY, v TEXT)"] };
 const m3: Migration = {
-  version: 3,
+  version: current + 2,
   name: "test_extra_b",
   statements: ["CREATE TABLE test_extra_b (id INTEGER PRIMARY KEY)", "CREATE INDEX test_extra_b_by_id ON test_extra_b (id)"],
 };
@@ -50,7 +52,7 @@ describe("migrations (ARCHITECTURE D5)", () => {
   it("the object's constructor has already applied the session migrations", async () => {
     await inFreshObject((state) => {
       expect(tables(state)).toEqual(SESSION_TABLES);
-      expect(history(state)).toEqual([{ version: 1, name: "session_store" }]);
+      expect(history(state)).toEqual(SESSION_MIGRATIONS.map(({ version, name }) => ({ version, name })));
     });
   });
 
@@ -59,13 +61,13 @@ describe("migrations (ARCHITECTURE D5)", () => {
       const list = [...SESSION_MIGRATIONS, m2];
       migrate(state.storage, list);
       state.storage.sql.exec("INSERT INTO test_extra_a (v) VALUES ('kept')");
-      const appliedAt = state.storage.sql.exec<{ applied_at: number }>("SELECT applied_at FROM schema_migrations WHERE version = 2").one().applied_at;
+      const appliedAt = state.storage.sql.exec<{ applied_at: number }>("SELECT applied_at FROM schema_migrations WHERE version = ?", m2.version).one().applied_at;
       const before = { tables: tables(state), history: history(state) };
       // Each statement would fail if it ran again (CREATE TABLE without IF NOT EXISTS).
-      expect(migrate(state.storage, list)).toBe(2);
+      expect(migrate(state.storage, list)).toBe(current + 1);
       expect({ tables: tables(state), history: history(state) }).toEqual(before);
       expect(state.storage.sql.exec<{ v: string }>("SELECT v FROM test_extra_a").toArray()).toEqual([{ v: "kept" }]);
-      expect(state.storage.sql.exec<{ applied_at: number }>("SELECT applied_at FROM schema_migrations WHERE version = 2").one().applied_at).toBe(appliedAt);
+      expect(state.storage.sql.exec<{ applied_at: number }>("SELECT applied_at FROM schema_migrations WHERE version = ?", m2.version).one().applied_at).toBe(appliedAt);
     });
   });
 
@@ -75,12 +77,12 @@ describe("migrations (ARCHITECTURE D5)", () => {
       expect(tables(state)).toContain("test_extra_a");
       expect(tables(state)).not.toContain("test_extra_b");
       state.storage.sql.exec("INSERT INTO test_extra_a (v) VALUES ('survives')");
-      expect(migrate(state.storage, [...SESSION_MIGRATIONS, m2, m3])).toBe(3);
+      expect(migrate(state.storage, [...SESSION_MIGRATIONS, m2, m3])).toBe(current + 2);
       expect(tables(state)).toEqual([...SESSION_TABLES, "test_extra_a", "test_extra_b"].sort());
       expect(history(state)).toEqual([
-        { version: 1, name: "session_store" },
-        { version: 2, name: "test_extra_a" },
-        { version: 3, name: "test_extra_b" },
+        ...SESSION_MIGRATIONS.map(({ version, name }) => ({ version, name })),
+        { version: current + 1, name: "test_extra_a" },
+        { version: current + 2, name: "test_extra_b" },
       ]);
       expect(state.storage.sql.exec<{ v: string }>("SELECT v FROM test_extra_a").toArray()).toEqual([{ v: "survives" }]);
     });
@@ -89,14 +91,14 @@ describe("migrations (ARCHITECTURE D5)", () => {
   it("a storage that recorded a migration this code does not know throws MigrationHistoryMismatch", async () => {
     await inFreshObject((state) => {
       migrate(state.storage, [...SESSION_MIGRATIONS, m2]);
-      // Older code that knows only version 1 meets a storage at version 2.
+      // Older code that knows only the session migrations meets a storage one version ahead.
       expect(() => migrate(state.storage, SESSION_MIGRATIONS)).toThrow(MigrationHistoryMismatch);
       // Code whose version 2 has another name (history was edited, not appended to).
       const renamed: Migration = { ...m2, name: "test_extra_renamed" };
       expect(() => migrate(state.storage, [...SESSION_MIGRATIONS, renamed, m3])).toThrow(MigrationHistoryMismatch);
       // Nothing of the refused list was applied.
       expect(tables(state)).not.toContain("test_extra_b");
-      expect(history(state).map((row) => row.name)).toEqual(["session_store", "test_extra_a"]);
+      expect(history(state).map((row) => row.name)).toEqual([...SESSION_MIGRATIONS.map((m) => m.name), "test_extra_a"]);
     });
   });
 
@@ -109,12 +111,12 @@ describe("migrations (ARCHITECTURE D5)", () => {
 
   it("a failing migration rolls back with its version row, and a fixed list applies later", async () => {
     await inFreshObject((state) => {
-      const broken: Migration = { version: 2, name: "test_extra_a", statements: [...m2.statements, "THIS IS NOT SQL"] };
+      const broken: Migration = { version: current + 1, name: "test_extra_a", statements: [...m2.statements, "THIS IS NOT SQL"] };
       expect(() => migrate(state.storage, [...SESSION_MIGRATIONS, broken])).toThrow();
       expect(tables(state)).toEqual(SESSION_TABLES);
-      expect(history(state)).toHaveLength(1);
+      expect(history(state)).toHaveLength(current);
       migrate(state.storage, [...SESSION_MIGRATIONS, m2]);
-      expect(history(state)).toHaveLength(2);
+      expect(history(state)).toHaveLength(current + 1);
     });
   });
 });

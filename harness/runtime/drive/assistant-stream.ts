@@ -51,11 +51,13 @@ export async function streamAssistant(
     if (!frame) return;
     // Chained in order and never awaited per frame (reference §7.1 step 6). A close stops the
     // writes quietly (close writes nothing); any other failed write faults the harness.
-    lastFrameWrite = lastFrameWrite.then(() =>
-      core.session.appendList(frames, frame).catch((error: unknown) => {
+    lastFrameWrite = lastFrameWrite.then(() => {
+      // Once the harness closed (or faulted) no later frame reaches the session (D14.4).
+      if (pass.gate.closeSignal.aborted) throw pass.gate.closeSignal.reason;
+      return core.session.appendList(frames, frame).catch((error: unknown) => {
         throw error instanceof SessionClosed ? new HarnessClosed() : core.fault(error);
-      }),
-    );
+      });
+    });
   };
   let final: ProviderAssistant | undefined;
   let started = false;
@@ -78,7 +80,10 @@ export async function streamAssistant(
       await core.events.emitBatch([{ type: "message_update", lane, runId, message: partial }]);
     }
   }
-  persist(coalescer.flush());
+  // D10's write "at settlement" is the settlement commit itself, which holds the whole response.
+  // Only an after_response pipeline (which may take a while) sits between the stream's end and
+  // that commit, so only then is the unframed tail persisted first for crash recovery.
+  if (core.hooks.has("after_response")) persist(coalescer.flush());
   await lastFrameWrite;
   let response = final ?? (await stream.result());
   const cancelled = (): boolean => pass.lane.state.operation?.state.control.status === "cancel_requested";
