@@ -16,10 +16,19 @@ export interface BenchLine {
   samples: number;
 }
 
+/** Free text a row prints under its table (e.g. a breakdown of what one sample consisted of). */
+export interface BenchNote {
+  /** QUALITY.md row id the note belongs to. */
+  id: string;
+  lines: string[];
+}
+
 declare module "vitest" {
   interface TaskMeta {
     /** Lines a bench test hands to bench/table-reporter.ts (test meta crosses the workerd boundary). */
     benchLines?: BenchLine[];
+    /** Notes printed under the row's table, in order. */
+    benchNotes?: BenchNote[];
   }
 }
 
@@ -49,6 +58,12 @@ export function summarize(samples: readonly number[]): Summary {
 
 export const ms = (value: number): string => `${value < 10 ? value.toFixed(3) : value.toFixed(1)} ms`;
 export const ratio = (value: number): string => `${value.toFixed(2)}×`;
+/** A byte count: "812 B", or "3.41 KB" (1 KB = 1,024 B) from 1,024 up. */
+export const bytes = (value: number): string =>
+  Math.abs(value) < 1024 ? `${Math.round(value)} B` : `${(value / 1024).toFixed(2)} KB`;
+/** A count or rate: integers grouped ("1,234"), fractions with 4 decimals below 1 and 2 from 1 up. */
+export const count = (value: number): string =>
+  Number.isInteger(value) ? value.toLocaleString("en") : value.toFixed(value < 1 ? 4 : 2);
 
 export function verdict(met: boolean | undefined): string {
   if (met === undefined) return "—";

@@ -29,8 +29,11 @@ export function isRebase(x: LaneSnapshot | LaneRebase): x is LaneRebase {
 }
 
 export function reduceLaneSnapshot(snapshot: LaneSnapshot, event: HarnessEvent): LaneSnapshot | LaneRebase {
-  // Global rule: lane-scoped events for other lanes are ignored; `usage` is session-wide.
+  // Global rule: lane-scoped events for other lanes are ignored; `usage` is session-wide. So are
+  // the stats: another lane's placed message still counts in `stats.messageCount`, otherwise the
+  // fold could never equal a later snapshot (its stats are the session's, §5.4 conformance).
   if ("lane" in event && event.lane !== undefined && event.lane !== snapshot.lane && event.type !== "usage") {
+    if (event.type === "entry_added" && event.entry.type === "message") return countMessage(snapshot);
     return snapshot;
   }
   switch (event.type) {
@@ -180,6 +183,10 @@ function updateOperation(
   if (op === null || op.id !== operationId) return snapshot;
   const next = update(op);
   return next === op ? snapshot : { ...snapshot, operation: next };
+}
+
+function countMessage(snapshot: LaneSnapshot): LaneSnapshot {
+  return { ...snapshot, stats: { ...snapshot.stats, messageCount: snapshot.stats.messageCount + 1 } };
 }
 
 function addEntry(snapshot: LaneSnapshot, entry: Entry): LaneSnapshot {

@@ -1,6 +1,6 @@
 import os from "node:os";
 import type { Reporter, TestModule } from "vitest/node";
-import { formatTable, type BenchLine } from "../report.ts";
+import { formatTable, type BenchLine, type BenchNote } from "../report.ts";
 
 /** The machine the numbers came from; workerd has no OS information, so Node prints it. */
 export function machineLine(): string {
@@ -17,19 +17,25 @@ export function machineLine(): string {
 export default class TableReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     const byRow = new Map<string, BenchLine[]>();
+    const notes = new Map<string, BenchNote[]>();
     for (const module of testModules) {
       for (const testCase of module.children.allTests()) {
-        for (const line of testCase.meta().benchLines ?? []) {
+        const meta = testCase.meta();
+        for (const line of meta.benchLines ?? []) {
           const lines = byRow.get(line.id) ?? [];
           lines.push(line);
           byRow.set(line.id, lines);
         }
+        for (const note of meta.benchNotes ?? []) notes.set(note.id, [...(notes.get(note.id) ?? []), note]);
       }
     }
     const out: string[] = ["", "## Benchmarks (QUALITY.md performance rows)", "", machineLine(), ""];
     if (byRow.size === 0) out.push("(no bench lines were reported)");
     const ids = [...byRow.keys()].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
-    for (const id of ids) out.push(formatTable(byRow.get(id) ?? []), "");
+    for (const id of ids) {
+      out.push(formatTable(byRow.get(id) ?? []), "");
+      for (const note of notes.get(id) ?? []) out.push(...note.lines, "");
+    }
     process.stdout.write(`${out.join("\n")}\n`);
   }
 }

@@ -28,6 +28,8 @@ export class AbortRequested extends Error {
 export interface Gate {
   /** The signal handed to admitted effects; aborted by `GateControl.signalAbort`. */
   readonly signal: AbortSignal;
+  /** Aborted (with the close error) when the gate closes: the Drive's close-only signal (reference §4.1). */
+  readonly closeSignal: AbortSignal;
   /**
    * Checks the state and then synchronously calls `invoke(signal)` with no yield in between. All
    * preparation belongs before `admit`; asynchronous work started by `invoke` belongs to the admission.
@@ -53,10 +55,12 @@ type InternalState =
 
 export function createEffectGate(): { gate: Gate; control: GateControl } {
   const controller = new AbortController();
+  const closer = new AbortController();
   let state: InternalState = { at: "open" };
 
   const gate: Gate = {
     signal: controller.signal,
+    closeSignal: closer.signal,
     admit<T>(invoke: (signal: AbortSignal) => T): T {
       if (state.at === "aborting") throw new AbortRequested(state.cancellation);
       if (state.at === "closed") throw state.error;
@@ -78,6 +82,7 @@ export function createEffectGate(): { gate: Gate; control: GateControl } {
     close(error: GateCloseError): void {
       if (state.at === "closed") return;
       state = { at: "closed", error };
+      closer.abort(error);
     },
     get state(): GateState {
       return state.at;
@@ -99,7 +104,8 @@ function abortError(): DOMException {
 /**
  * A retry wait whose timer is created through the gate (one catalog item). Refused admission rejects
  * with `AbortRequested` or the close error without creating a timer; an abort signalled while waiting
- * clears the timer and rejects with the signal's abort reason.
+ * clears the timer and rejects with the signal's abort reason; closing the gate while waiting clears
+ * it and rejects with the close error (close rejects the local wait, writing nothing: §3.10).
  */
 export async function gatedDelay(gate: Gate, ms: number): Promise<void> {
   return gate.admit(
@@ -109,15 +115,21 @@ export async function gatedDelay(gate: Gate, ms: number): Promise<void> {
           reject(abortReason(signal));
           return;
         }
-        const onAbort = (): void => {
+        const stop = (reason: unknown): void => {
           clearTimeout(timer);
-          reject(abortReason(signal));
+          signal.removeEventListener("abort", onAbort);
+          gate.closeSignal.removeEventListener("abort", onClose);
+          reject(reason);
         };
+        const onAbort = (): void => stop(abortReason(signal));
+        const onClose = (): void => stop(gate.closeSignal.reason);
         const timer = setTimeout(() => {
           signal.removeEventListener("abort", onAbort);
+          gate.closeSignal.removeEventListener("abort", onClose);
           resolve();
         }, Math.max(0, ms));
         signal.addEventListener("abort", onAbort, { once: true });
+        gate.closeSignal.addEventListener("abort", onClose, { once: true });
       }),
   );
 }

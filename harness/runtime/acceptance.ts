@@ -87,7 +87,8 @@ export function planRunAcceptance(
       const { meta } = state.operation;
       return { writes: [], value: err({ code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind }) };
     }
-    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId))) {
+    // Fresh: never settled, and not the id of an operation still open (on any lane).
+    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
       return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
     }
     const settings = core.settings();

@@ -114,7 +114,14 @@ export class AgentHarness {
       const config = m.getValue(laneConfig<LaneConfiguration>(name));
       const durable = m.getValue(laneState<DurableLaneState>(name));
       if (tip && config && durable) {
-        const restoredLane = this.newLane(name, restoreLane(m, name, tip.value, config.value, durable.value));
+        let projection: LaneProjection;
+        try {
+          projection = restoreLane(m, name, tip.value, config.value, durable.value);
+        } catch (error) {
+          // A contradictory complete lane (missing operation or queued payload) is corruption too.
+          throw this.fault(error);
+        }
+        const restoredLane = this.newLane(name, projection);
         this.lanesByName.set(name, restoredLane);
         return { lane: restoredLane, delivered: Promise.resolve() };
       }

@@ -281,7 +281,10 @@ export class AgentLane implements LaneHandle {
   /** Runs `callback` as the exclusive idle owner: every lane command waits until it returns. */
   async runWhenIdle<T>(callback: () => T | Promise<T>): Promise<T> {
     for (;;) {
+      // Close (or a fault) rejects callbacks that have not started (reference §2.3).
+      this.core.assertOpen();
       await this.waitForIdle();
+      this.core.assertOpen();
       if (!this.idleOwner) break;
       await this.idleOwner;
     }
@@ -324,12 +327,15 @@ export class AgentLane implements LaneHandle {
   }
 
   private async driveToResult(operationId: string, pollDeferred = false): Promise<Result<OperationResultRecord | SuspendedRun>> {
-    const driven = await this.drive({ operationId, waitForRetry: true, ...(pollDeferred && { pollDeferred }) });
-    if (!driven.ok) return driven;
-    const outcome = driven.value;
-    if (outcome.kind === "settled") return ok(outcome.outcome);
-    if (outcome.reason === "deferred") return ok({ operationId, status: "suspended", deferred: outcome.deferred });
-    return err({ code: "NothingToResume", lane: this.name });
+    for (;;) {
+      const driven = await this.drive({ operationId, waitForRetry: true, ...(pollDeferred && { pollDeferred }) });
+      if (!driven.ok) return driven;
+      const outcome = driven.value;
+      if (outcome.kind === "settled") return ok(outcome.outcome);
+      if (outcome.reason === "deferred") return ok({ operationId, status: "suspended", deferred: outcome.deferred });
+      // A joined pass installed without waitForRetry (joiner options are ignored) stopped at its
+      // retry wait: the operation is still current, so drive it again, this time waiting.
+    }
   }
 
   // Observation.

@@ -1,10 +1,11 @@
-import type { LaneSnapshot, OperationResultRecord, SnapshotOperation } from "../../schema/lane.ts";
+import type { LaneSnapshot, OperationResultRecord, RunningToolRow, SnapshotOperation } from "../../schema/lane.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
 import { reduceFrames } from "../execution/frames.ts";
-import { operationResult } from "../session/builtin-addresses.ts";
+import { operationResult, operationToolArgs, pendingEntry } from "../session/builtin-addresses.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { committedFrames } from "./drive/recover-assistant.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
+import type { ToolBatch } from "./types.ts";
 
 /**
  * Captures a LaneSnapshot inside a no-commit mutation (reference §5.3): every read is bounded and
@@ -52,8 +53,40 @@ function operationView(m: SessionMutator, state: LaneProjection, streaming: Assi
     view.retry = { attempt: leaf.nextAttempt, maxAttempts: leaf.generationContext.retryPolicy.maxAttempts, nextAttemptAt: leaf.notBefore };
   }
   if (leaf.at === "assistant.effect_pending") {
-    const partial = streaming ?? reduceFrames(committedFrames(m, meta.operationId, leaf.responseEntryId));
+    // The live partial keeps growing in place while the provider streams: the snapshot gets a copy.
+    const partial = streaming ? structuredClone(streaming) : reduceFrames(committedFrames(m, meta.operationId, leaf.responseEntryId));
     if (partial) view.streamingMessage = partial;
   }
+  if (leaf.at === "tools") view.runningTools = toolRows(m, meta.operationId, leaf.batch);
   return view;
+}
+
+/**
+ * The tools leaf's rows (reference §5.3): effect-pending calls run with their effective args;
+ * outcome-ready calls show their staged result until placement. Planned and completed calls are
+ * omitted. A missing staged outcome or batch assistant is a missing required reference.
+ */
+function toolRows(m: SessionMutator, operationId: string, batch: ToolBatch): RunningToolRow[] {
+  const live = batch.calls.filter((call) => call.status === "effect_pending" || call.status === "outcome_ready");
+  if (live.length === 0) return [];
+  const entry = m.getEntries([batch.assistantEntryId]).get(batch.assistantEntryId);
+  if (entry?.type !== "message" || entry.message.role !== "assistant") throw new Error(`Invariant: tool batch assistant ${batch.assistantEntryId} is missing`);
+  const content = entry.message.content;
+  return live.map((call): RunningToolRow => {
+    const block = content[call.sourceIndex];
+    if (block?.type !== "toolCall") throw new Error(`Invariant: no tool call at content index ${call.sourceIndex}`);
+    const args = m.getValue(operationToolArgs(operationId, batch.turnId, call.sourceIndex))?.value ?? block.arguments;
+    const base = { toolCallId: block.id, toolName: block.name, args };
+    if (call.status === "effect_pending") return { status: "running", ...base };
+    const staged = m.getValue(pendingEntry(call.resultEntryId))?.value;
+    if (staged?.type !== "message" || staged.payload.role !== "toolResult") throw new Error(`Invariant: staged outcome ${call.resultEntryId} is missing`);
+    const { content: resultContent, details, usage, addedToolNames, isError } = staged.payload;
+    const result = {
+      content: resultContent,
+      ...(details !== undefined && { details }),
+      ...(usage !== undefined && { usage }),
+      ...(addedToolNames !== undefined && { addedToolNames }),
+    };
+    return { status: "settled", ...base, result, isError };
+  });
 }

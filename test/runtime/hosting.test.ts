@@ -50,6 +50,10 @@ describe("SessionObject hosting of lanes and runs", () => {
     expect(armed.alarm).not.toBeNull();
     // The alarm handler (run here directly; a re-delivered alarm would just join) recovers it.
     await runInDurableObject(fresh, (instance: SessionObject) => instance.alarm());
+    // An automatically delivered alarm may be running the same pass; the direct call then joined it.
+    for (let i = 0; i < 200 && unwrap(await fresh.laneExecution("main")).current !== null; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     const after = unwrap(await fresh.laneExecution("main"));
     expect(after.current).toBeNull();
     expect(after.lastOperationId).toBe(admission.operationId);

@@ -51,13 +51,16 @@ export async function streamAssistant(
     if (!frame) return;
     // Chained in order and never awaited per frame (reference §7.1 step 6). A close stops the
     // writes quietly (close writes nothing); any other failed write faults the harness.
-    lastFrameWrite = lastFrameWrite.then(() => {
+    const write = lastFrameWrite.then(() => {
       // Once the harness closed (or faulted) no later frame reaches the session (D14.4).
       if (pass.gate.closeSignal.aborted) throw pass.gate.closeSignal.reason;
       return core.session.appendList(frames, frame).catch((error: unknown) => {
         throw error instanceof SessionClosed ? new HarnessClosed() : core.fault(error);
       });
     });
+    // The failure surfaces at the final `await lastFrameWrite`; until then it is not unhandled.
+    write.catch(() => undefined);
+    lastFrameWrite = write;
   };
   let final: ProviderAssistant | undefined;
   let started = false;

@@ -24,7 +24,7 @@ export function storedAssistant(message: ProviderAssistant): AssistantMessage {
  * chosen by the first matching classification. Runs even under cancellation.
  */
 export async function settleResponse(pass: Pass, response: ProviderAssistant, options: { recovery: boolean }): Promise<Step> {
-  const step = await settleOperation(pass, (_m, operation, laneState) => {
+  const step = await settleOperation(pass, (m, operation, laneState) => {
     const state = operation.state;
     if (state.at !== "assistant.effect_pending") throw new Error(`Cannot settle a response at ${state.at}`);
     const cancelled = state.control.status === "cancel_requested";
@@ -45,7 +45,11 @@ export async function settleResponse(pass: Pass, response: ProviderAssistant, op
     ];
     const turnId = state.generationContext.stepId;
     const attempt = state.attempt;
+    // A synthetic (recovered) settlement has no live stream to end the message: when committed
+    // frames exist, a watcher may hold the partial restored from them, so end it here (§5.4 fold).
+    const restoredPartial = options.recovery && m.readList(pendingAssistantFrames(runId, R), { limit: 1 }).length > 0;
     const baseEvents = (done: Parameters<NonNullable<Extract<TransitionPlan, { kind: "commit" }>["events"]>>[0]): HarnessEvent[] => [
+      ...(restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
       ...(done?.entries ?? []).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry })),
       ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
     ];
