@@ -239,11 +239,10 @@ export class AgentHarness {
    */
   async close(): Promise<void> {
     if (this.state.at === "open") this.state = { at: "closed" };
-    const passes = [...this.lanesByName.values()].flatMap((lane) => {
-      lane.seal(new HarnessClosed());
-      return lane.activePass ? [lane.activePass.catch(() => undefined)] : [];
-    });
-    await Promise.all(passes);
+    // Passes are not awaited: a provider stream or a hook may take arbitrarily long. Their gates
+    // refuse every further admission and they can commit nothing more; their promises are
+    // observed by the lane, so no rejection goes unhandled (§4.7).
+    for (const lane of this.lanesByName.values()) lane.seal(new HarnessClosed());
     await this.events.close();
     await this.options.session.close();
   }

@@ -9,7 +9,7 @@ import type {
   OperationResultRecord,
   ThinkingLevel,
 } from "../../schema/lane.ts";
-import type { AgentMessage, AssistantMessage, ImageContent } from "../../schema/messages.ts";
+import type { AgentMessage, AssistantMessage, DeferredHandle, ImageContent } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
 import { laneConfig, operationResult } from "../session/builtin-addresses.ts";
@@ -115,7 +115,7 @@ export class AgentLane implements LaneHandle {
 
   /** Admits one operation; runs no work (reference §3.1). */
   async accept(request: OperationRequest): Promise<Result<OperationAdmission>> {
-    if (this.host.isClosed()) return err({ code: "Closed" });
+    if (this.closed()) return err({ code: "Closed" });
     const now = this.core.clock();
     const messages = requestMessages(request, this.core.resources(), now);
     if (!messages.ok) return err(withLane(messages.error, this.name));
@@ -129,7 +129,7 @@ export class AgentLane implements LaneHandle {
    */
   async drive(options: DriveOptions, context: CallContext = {}): Promise<Result<DriveOutcome>> {
     for (;;) {
-      if (this.host.isClosed()) return err({ code: "Closed" });
+      if (this.closed()) return err({ code: "Closed" });
       if (context.signal?.aborted) throw context.signal.reason ?? new Error("The caller stopped waiting");
       const current = this.projection.operation;
       if (current?.meta.operationId === options.operationId) {
@@ -149,7 +149,7 @@ export class AgentLane implements LaneHandle {
 
   /** Durable cancellation of the current operation (reference §4.4); never installs a drive. */
   async requestAbort(operationId: string): Promise<Result<AbortRequestResult>> {
-    if (this.host.isClosed()) return err({ code: "Closed" });
+    if (this.closed()) return err({ code: "Closed" });
     const drive = this.activeDrive?.operationId === operationId ? this.activeDrive : undefined;
     let marked!: () => void;
     let failed!: (error: unknown) => void;
@@ -273,9 +273,12 @@ export class AgentLane implements LaneHandle {
   // Idle ownership (process-local).
 
   /** Resolves once there is no current operation and no active drive. */
-  waitForIdle(): Promise<void> {
-    if (this.isIdle()) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  async waitForIdle(): Promise<void> {
+    // After close or a fault an open operation never ends here: waiting would never resolve.
+    this.core.assertOpen();
+    if (this.isIdle()) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    this.core.assertOpen();
   }
 
   /** Runs `callback` as the exclusive idle owner: every lane command waits until it returns. */
@@ -303,6 +306,20 @@ export class AgentLane implements LaneHandle {
   /** accept + drive(waitForRetry). */
   async prompt(prompt: string | AgentMessage | AgentMessage[], images?: ImageContent[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
     const admitted = await this.accept({ kind: "prompt", prompt, ...(images && { images }) });
+    if (!admitted.ok) return admitted;
+    return this.driveToResult(admitted.value.operationId);
+  }
+
+  /** accept a skill request + drive(waitForRetry). */
+  async skill(name: string, additionalInstructions?: string): Promise<Result<OperationResultRecord | SuspendedRun>> {
+    const admitted = await this.accept({ kind: "skill", name, ...(additionalInstructions !== undefined && { additionalInstructions }) });
+    if (!admitted.ok) return admitted;
+    return this.driveToResult(admitted.value.operationId);
+  }
+
+  /** accept a prompt-template request + drive(waitForRetry). */
+  async promptFromTemplate(name: string, args?: string[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
+    const admitted = await this.accept({ kind: "prompt_template", name, ...(args !== undefined && { args }) });
     if (!admitted.ok) return admitted;
     return this.driveToResult(admitted.value.operationId);
   }
@@ -375,6 +392,12 @@ export class AgentLane implements LaneHandle {
     this.notifyIdle();
   }
 
+  /** After a fault every call rejects with HarnessFault; after close, Result channels say Closed. */
+  private closed(): boolean {
+    if (this.host.isFaulted()) this.core.assertOpen();
+    return this.host.isClosed();
+  }
+
   private isIdle(): boolean {
     return this.projection.operation === null && this.activeDrive === undefined;
   }
@@ -407,7 +430,7 @@ export class AgentLane implements LaneHandle {
 
   /** Every lane command: closed check, idle-owner exclusion, then one mutation. */
   private async command<T, R>(planner: Planner<T>, wrap: (value: T) => R): Promise<R | { ok: false; error: { code: "Closed" } }> {
-    if (this.host.isClosed()) return err({ code: "Closed" });
+    if (this.closed()) return err({ code: "Closed" });
     while (this.idleOwner) await this.idleOwner;
     return wrap(await runLaneCommand(this.core, this, planner));
   }
@@ -416,7 +439,7 @@ export class AgentLane implements LaneHandle {
 export interface SuspendedRun {
   operationId: string;
   status: "suspended";
-  deferred: import("../../schema/messages.ts").DeferredHandle;
+  deferred: DeferredHandle;
 }
 
 function withLane(error: LaneError, lane: string): LaneError {

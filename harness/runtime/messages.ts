@@ -16,10 +16,12 @@ export function normalizePrompt(
     if (prompt.length === 0 && (images === undefined || images.length === 0)) return { ok: true, messages: [] };
     return { ok: true, messages: [userMessage(prompt, images, now)] };
   }
-  const messages = Array.isArray(prompt) ? prompt : [prompt];
-  if (images !== undefined && images.length > 0 && messages.some((message) => message.role !== "user")) {
+  const given = Array.isArray(prompt) ? prompt : [prompt];
+  if (images !== undefined && images.length > 0 && given.some((message) => message.role !== "user")) {
     return { ok: false, reason: "images_with_non_user" };
   }
+  // Images given beside user messages join the last of them.
+  const messages = withImages(given, images);
   for (const message of messages) {
     const reason = invalidReason(message);
     if (reason) return { ok: false, reason };
@@ -39,7 +41,8 @@ export function normalizeQueued(
   }
   if (images !== undefined && images.length > 0 && input.role !== "user") return { ok: false, reason: "images_with_non_user" };
   const reason = invalidReason(input);
-  return reason ? { ok: false, reason } : { ok: true, message: input };
+  const [message] = withImages([input], images);
+  return reason || !message ? { ok: false, reason: reason ?? "empty" } : { ok: true, message };
 }
 
 export function invalidReason(message: AgentMessage): InvalidMessageReason | undefined {
@@ -54,4 +57,14 @@ export function userMessage(text: string, images: readonly ImageContent[] | unde
     content: [...(text.length > 0 ? [{ type: "text" as const, text }] : []), ...images],
     timestamp: now,
   };
+}
+
+function withImages(messages: readonly AgentMessage[], images: readonly ImageContent[] | undefined): AgentMessage[] {
+  if (images === undefined || images.length === 0) return [...messages];
+  const last = messages.length - 1;
+  return messages.map((message, index) => {
+    if (index !== last || message.role !== "user") return message;
+    const content = typeof message.content === "string" ? (message.content.length > 0 ? [{ type: "text" as const, text: message.content }] : []) : message.content;
+    return { ...message, content: [...content, ...images] };
+  });
 }

@@ -174,7 +174,8 @@ describe("an injected commit failure faults the harness; a fresh object recovers
     expect(faulted.driveError).toContain("injected commit failure");
     expect(faulted.faulted).toBe(true);
     expect(faulted.faultEvents).toEqual([expect.objectContaining({ type: "fault", message: expect.stringContaining("injected commit failure") })]);
-    expect(faulted.acceptAfter).toBe("Closed");
+    // Every later call rejects with HarnessFault (reference §2.4), Result channel or not.
+    expect(faulted.acceptAfter).toBe("threw HarnessFault: injected commit failure");
     // In memory the projection never moved past the last committed state.
     expect(faulted.leaf).toBe("assistant.effect_pending");
     expect(faulted.steps).toBe(1);

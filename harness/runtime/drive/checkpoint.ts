@@ -29,7 +29,7 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
   }
   let planned: string[] | undefined;
   const decided = await continueOperation(pass, (_m, operation, lane) => {
-    const placement = place(core, pass.lane.name, lane, operation.state, state.continuation.kind === "may_finish");
+    const placement = place(core, pass.lane.name, pass.operationId, lane, operation.state, state.continuation.kind === "may_finish");
     const ready = readyFor(core, placement, state, operation.state);
     if (ready) return ready;
     planned = placement.ids;
@@ -46,7 +46,7 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
   // Phase (c): back on the line, replan from current state; stale hook output is dropped.
   return settled(
     await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
-      const placement = place(core, pass.lane.name, lane, operation.state, true);
+      const placement = place(core, pass.lane.name, pass.operationId, lane, operation.state, true);
       const ready = readyFor(core, placement, state, operation.state);
       if (ready) return ready;
       const unchanged = planned !== undefined && sameIds(planned, placement.ids);
@@ -73,7 +73,7 @@ interface Placement {
 }
 
 /** Selects and chains the boundary's eligible items (write + steer; followUp only at may_finish). */
-function place(core: HarnessCore, lane: string, state: LaneProjection, scope: OperationScope, mayFinish: boolean): Placement {
+function place(core: HarnessCore, lane: string, runId: string, state: LaneProjection, scope: OperationScope, mayFinish: boolean): Placement {
   const viewsOf = (ids: readonly { entryId: string }[]) => ids.flatMap((item) => state.queued.get(item.entryId) ?? []);
   const projectsView = (view: LaneQueuedItem) => projects(view.type === "message" ? { type: "message" } : view, core.projectors);
   let selection = selectEligible(state.inbox, { write: true, steer: scope.settings.steeringMode });
@@ -102,7 +102,7 @@ function place(core: HarnessCore, lane: string, state: LaneProjection, scope: Op
     patch: views.length === 0 ? {} : { tipId, inbox, queued },
     projecting: views.filter(projectsView),
     events: (done) => [
-      ...placementEvents(lane, undefined, done?.entries ?? []),
+      ...placementEvents(lane, runId, done?.entries ?? []),
       ...(views.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : []),
     ],
   };

@@ -50,7 +50,7 @@ export async function settleResponse(pass: Pass, response: ProviderAssistant, op
     const restoredPartial = options.recovery && m.readList(pendingAssistantFrames(runId, R), { limit: 1 }).length > 0;
     const baseEvents = (done: Parameters<NonNullable<Extract<TransitionPlan, { kind: "commit" }>["events"]>>[0]): HarnessEvent[] => [
       ...(restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
-      ...(done?.entries ?? []).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry })),
+      ...(done?.entries ?? []).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
       ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
     ];
     const turnEnd: HarnessEvent = { type: "turn_end", lane, runId, turnId, message, toolResults: [] as ToolResultMessage[] };
