@@ -87,3 +87,24 @@ function settledRecord(core: HarnessCore, lane: LaneHandle, operationId: string)
   if (!record) throw new Error(`Invariant: operation ${operationId} left lane ${lane.name} without a record`);
   return { kind: "settled", outcome: record.value };
 }
+
+/** Races the shared completion against only this caller's signal. */
+export function observe<T>(completion: Promise<T>, context: { signal?: AbortSignal }): Promise<T> {
+  const signal = context.signal;
+  if (!signal) return completion;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new Error("The caller stopped waiting"));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    completion.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -9,20 +9,21 @@ import type {
   OperationResultRecord,
   ThinkingLevel,
 } from "../../schema/lane.ts";
-import type { AgentMessage, AssistantMessage, DeferredHandle, ImageContent } from "../../schema/messages.ts";
+import type { AgentMessage, AssistantMessage, ImageContent } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
-import { laneConfig, operationResult } from "../session/builtin-addresses.ts";
-import { insertUsage, setValue } from "../session/writes.ts";
+import { operationResult } from "../session/builtin-addresses.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
 import { planRequestAbort, type AbortRequestResult } from "./abort.ts";
 import type { HarnessCore } from "./core.ts";
 import type { LaneHandle } from "./drive/pass.ts";
-import { Drive, runPass } from "./driver.ts";
+import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun } from "./conveniences.ts";
+import { Drive, observe, runPass } from "./driver.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
+import { planConfigure, planRecordUsage, type ConfigProperty } from "./lane-config.ts";
 import { runLaneCommand, type Planner } from "./lane-command.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
-import { normalizeQueued } from "./messages.ts";
+import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
 import type { DriveOutcome } from "./types.ts";
 import { openWatch, type WatchHandle } from "./watch.ts";
@@ -51,6 +52,8 @@ export interface LaneHost {
  * operation. Every command is one mutation on the session line; the projection it publishes is
  * authoritative while this process owns the session.
  */
+export type { SuspendedRun } from "./conveniences.ts";
+
 export class AgentLane implements LaneHandle {
   private projection: LaneProjection;
   private activeDrive: Drive | undefined;
@@ -226,48 +229,31 @@ export class AgentLane implements LaneHandle {
     return this.projection.configuration.model;
   }
   setModel(model: ModelIdentity): Promise<Result<LaneConfiguration>> {
-    return this.configure("model", { ...this.projection.configuration, model }, (c) => c.model);
+    return this.configure("model", { ...this.projection.configuration, model });
   }
   getThinkingLevel(): ThinkingLevel {
     return this.projection.configuration.thinkingLevel;
   }
   setThinkingLevel(thinkingLevel: ThinkingLevel): Promise<Result<LaneConfiguration>> {
-    return this.configure("thinkingLevel", { ...this.projection.configuration, thinkingLevel }, (c) => c.thinkingLevel);
+    return this.configure("thinkingLevel", { ...this.projection.configuration, thinkingLevel });
   }
   getActiveTools(): string[] {
     return this.projection.configuration.activeToolNames;
   }
   setActiveTools(activeToolNames: string[]): Promise<Result<LaneConfiguration>> {
-    return this.configure("activeTools", { ...this.projection.configuration, activeToolNames: [...activeToolNames] }, (c) => c.activeToolNames);
+    return this.configure("activeTools", { ...this.projection.configuration, activeToolNames: [...activeToolNames] });
   }
 
   private configure(
-    property: "model" | "thinkingLevel" | "activeTools",
+    property: ConfigProperty,
     next: LaneConfiguration,
-    pick: (configuration: LaneConfiguration) => JsonValue,
   ): Promise<Result<LaneConfiguration>> {
-    return this.command<LaneConfiguration, Result<LaneConfiguration>>(
-      (_m, state) => ({
-        writes: [setValue(laneConfig<LaneConfiguration>(this.name), next)],
-        next: { ...state, configuration: next },
-        events: () => [{ type: "config_update", lane: this.name, property, value: pick(next), previous: pick(state.configuration) }],
-        value: next,
-      }),
-      (value) => ok(value),
-    );
+    return this.command(planConfigure(this.name, property, next), (value) => ok(value));
   }
 
   /** An adjustment row in the usage ledger (reference §1.7). */
   recordUsage(usage: Usage, options: { entryId?: string; details?: JsonValue } = {}): Promise<Result<{ usageId: string }>> {
-    const usageId = this.core.ids.next();
-    return this.command<{ usageId: string }, Result<{ usageId: string }>>(
-      () => ({
-        writes: [insertUsage({ id: usageId, usage, adjustment: true, ...options })],
-        events: (done) => (done?.usage ?? []).map((row) => ({ type: "usage", lane: this.name, row, totals: done?.commit.stats.usage ?? usage })),
-        value: { usageId },
-      }),
-      (value) => ok(value),
-    );
+    return this.command(planRecordUsage(this.name, this.core.ids.next(), usage, options), (value) => ok(value));
   }
 
   // Idle ownership (process-local).
@@ -301,58 +287,22 @@ export class AgentLane implements LaneHandle {
     }
   }
 
-  // Conveniences: exact compositions of the primitives (reference §3.9).
+  // Conveniences: exact compositions of the primitives (reference §3.9), in conveniences.ts.
 
-  /** accept + drive(waitForRetry). */
-  async prompt(prompt: string | AgentMessage | AgentMessage[], images?: ImageContent[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
-    const admitted = await this.accept({ kind: "prompt", prompt, ...(images && { images }) });
-    if (!admitted.ok) return admitted;
-    return this.driveToResult(admitted.value.operationId);
+  prompt(prompt: PromptInput, images?: ImageContent[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
+    return acceptAndDrive(this, { kind: "prompt", prompt, ...(images && { images }) });
   }
-
-  /** accept a skill request + drive(waitForRetry). */
-  async skill(name: string, additionalInstructions?: string): Promise<Result<OperationResultRecord | SuspendedRun>> {
-    const admitted = await this.accept({ kind: "skill", name, ...(additionalInstructions !== undefined && { additionalInstructions }) });
-    if (!admitted.ok) return admitted;
-    return this.driveToResult(admitted.value.operationId);
+  skill(name: string, additionalInstructions?: string): Promise<Result<OperationResultRecord | SuspendedRun>> {
+    return acceptAndDrive(this, { kind: "skill", name, ...(additionalInstructions !== undefined && { additionalInstructions }) });
   }
-
-  /** accept a prompt-template request + drive(waitForRetry). */
-  async promptFromTemplate(name: string, args?: string[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
-    const admitted = await this.accept({ kind: "prompt_template", name, ...(args !== undefined && { args }) });
-    if (!admitted.ok) return admitted;
-    return this.driveToResult(admitted.value.operationId);
+  promptFromTemplate(name: string, args?: string[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
+    return acceptAndDrive(this, { kind: "prompt_template", name, ...(args !== undefined && { args }) });
   }
-
-  /** Inspect the current id, then drive it with one deferred poll permit. */
-  async resume(): Promise<Result<OperationResultRecord | SuspendedRun>> {
-    const current = this.projection.operation;
-    if (!current) return err({ code: "NothingToResume", lane: this.name });
-    return this.driveToResult(current.meta.operationId, true);
+  resume(): Promise<Result<OperationResultRecord | SuspendedRun>> {
+    return resumeCurrent(this);
   }
-
-  /** Inspect the current id, requestAbort it, then drive it to observe reconciliation. */
-  async abort(): Promise<Result<{ operationId: string; steer: AgentMessage[]; followUp: AgentMessage[]; record?: OperationResultRecord }>> {
-    const current = this.projection.operation;
-    if (!current) return err({ code: "NoActiveOperation", lane: this.name });
-    const operationId = current.meta.operationId;
-    const requested = await this.requestAbort(operationId);
-    if (!requested.ok) return requested;
-    const driven = await this.drive({ operationId });
-    const record = driven.ok && driven.value.kind === "settled" ? driven.value.outcome : undefined;
-    return ok({ operationId, steer: requested.value.steer, followUp: requested.value.followUp, ...(record && { record }) });
-  }
-
-  private async driveToResult(operationId: string, pollDeferred = false): Promise<Result<OperationResultRecord | SuspendedRun>> {
-    for (;;) {
-      const driven = await this.drive({ operationId, waitForRetry: true, ...(pollDeferred && { pollDeferred }) });
-      if (!driven.ok) return driven;
-      const outcome = driven.value;
-      if (outcome.kind === "settled") return ok(outcome.outcome);
-      if (outcome.reason === "deferred") return ok({ operationId, status: "suspended", deferred: outcome.deferred });
-      // A joined pass installed without waitForRetry (joiner options are ignored) stopped at its
-      // retry wait: the operation is still current, so drive it again, this time waiting.
-    }
+  abort(): Promise<Result<AbortResult>> {
+    return abortCurrent(this);
   }
 
   // Observation.
@@ -436,33 +386,6 @@ export class AgentLane implements LaneHandle {
   }
 }
 
-export interface SuspendedRun {
-  operationId: string;
-  status: "suspended";
-  deferred: DeferredHandle;
-}
-
 function withLane(error: LaneError, lane: string): LaneError {
   return error.code === "InvalidMessage" ? { ...error, lane } : error;
-}
-
-/** Races the shared completion against only this caller's signal. */
-function observe<T>(completion: Promise<T>, context: CallContext): Promise<T> {
-  const signal = context.signal;
-  if (!signal) return completion;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason ?? new Error("The caller stopped waiting"));
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    completion.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -1,0 +1,60 @@
+import type { OperationResultRecord } from "../../schema/lane.ts";
+import type { AgentMessage, DeferredHandle } from "../../schema/messages.ts";
+import type { OperationRequest } from "./acceptance.ts";
+import { err, ok, type Result } from "./errors.ts";
+import type { AgentLane } from "./lane.ts";
+
+// The conveniences of reference §3.9 are exactly these compositions of the lane's primitives: the
+// same writes and events as a caller issuing the primitives itself (tested), no other scheduling.
+
+/** A run that deferred: convenience-only, never stored. */
+export interface SuspendedRun {
+  operationId: string;
+  status: "suspended";
+  deferred: DeferredHandle;
+}
+
+export interface AbortResult {
+  operationId: string;
+  steer: AgentMessage[];
+  followUp: AgentMessage[];
+  record?: OperationResultRecord;
+}
+
+/** prompt / skill / promptFromTemplate = accept, then drive({waitForRetry: true}). */
+export async function acceptAndDrive(lane: AgentLane, request: OperationRequest): Promise<Result<OperationResultRecord | SuspendedRun>> {
+  const admitted = await lane.accept(request);
+  if (!admitted.ok) return admitted;
+  return driveToResult(lane, admitted.value.operationId);
+}
+
+/** resume = inspect the current id, then drive it with one deferred poll permit. */
+export async function resumeCurrent(lane: AgentLane): Promise<Result<OperationResultRecord | SuspendedRun>> {
+  const current = lane.state.operation;
+  if (!current) return err({ code: "NothingToResume", lane: lane.name });
+  return driveToResult(lane, current.meta.operationId, true);
+}
+
+/** abort = inspect the current id, requestAbort it, then drive it to observe reconciliation. */
+export async function abortCurrent(lane: AgentLane): Promise<Result<AbortResult>> {
+  const current = lane.state.operation;
+  if (!current) return err({ code: "NoActiveOperation", lane: lane.name });
+  const operationId = current.meta.operationId;
+  const requested = await lane.requestAbort(operationId);
+  if (!requested.ok) return requested;
+  const driven = await lane.drive({ operationId });
+  const record = driven.ok && driven.value.kind === "settled" ? driven.value.outcome : undefined;
+  return ok({ operationId, steer: requested.value.steer, followUp: requested.value.followUp, ...(record && { record }) });
+}
+
+async function driveToResult(lane: AgentLane, operationId: string, pollDeferred = false): Promise<Result<OperationResultRecord | SuspendedRun>> {
+  for (;;) {
+    const driven = await lane.drive({ operationId, waitForRetry: true, ...(pollDeferred && { pollDeferred }) });
+    if (!driven.ok) return driven;
+    const outcome = driven.value;
+    if (outcome.kind === "settled") return ok(outcome.outcome);
+    if (outcome.reason === "deferred") return ok({ operationId, status: "suspended", deferred: outcome.deferred });
+    // A joined pass installed without waitForRetry (joiner options are ignored) stopped at its
+    // retry wait: the operation is still current, so drive it again, this time waiting.
+  }
+}
