@@ -10,7 +10,8 @@ export default defineConfig({
     cloudflareTest({
       main: "./worker/index.ts",
       wrangler: { configPath: "./wrangler.toml" },
-      miniflare: { compatibilityFlags: ["service_binding_extra_handlers"] },
+      // The admin token is a secret (.dev.vars locally); tests use a fixed one so a clean clone runs.
+      miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token" } },
     }),
   ],
   test: {

@@ -1,8 +1,144 @@
 import { DurableObject } from "cloudflare:workers";
+import type { RpcResult } from "../schema/errors.ts";
+import type { Wire } from "../schema/wire.ts";
+import { asResult, RpcError } from "./rpc-errors.ts";
+import { migrate } from "./sql/migrations.ts";
+import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
+
+export interface TenantInfo {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface SessionPage {
+  items: { sessionId: string; createdAt: number }[];
+  nextCursor: string | null;
+}
+
+type TenantRow = { tenant_id: string; name: string; created_at: number };
+type KeyRow = { key_id: string; hash: string; revoked_at: number | null };
+type SessionRow = { session_id: string; created_at: number };
+
+const encoder = new TextEncoder();
 
 /**
- * One per tenant (ARCHITECTURE D2): hashed API keys, the session index, quotas and usage totals.
- * Those arrive with the public API; until then the class exists so its SQLite-backed migration is
- * declared from the first deploy (a class can never switch storage backends later).
+ * One per tenant (ARCHITECTURE D2, D17): the tenant record, SHA-256 hashes of its API keys with
+ * immediate revocation, and the index of its sessions for listing. Keys are minted here and shown
+ * once; only their hashes are stored.
  */
-export class TenantObject extends DurableObject<Env> {}
+export class TenantObject extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, TENANT_MIGRATIONS);
+  }
+
+  async createTenant(id: string, name: string): Promise<Wire<RpcResult<TenantInfo>>> {
+    return asResult(() => {
+      if (this.tenant()) throw new RpcError({ code: "TenantExists", message: `Tenant ${id} already exists` });
+      const createdAt = Date.now();
+      this.ctx.storage.sql.exec("INSERT INTO tenant (singleton, tenant_id, name, created_at) VALUES (1, ?, ?, ?)", id, name, createdAt);
+      return { id, name, createdAt };
+    });
+  }
+
+  async info(): Promise<Wire<RpcResult<TenantInfo>>> {
+    return asResult(() => this.requireTenant());
+  }
+
+  /** Mints `sk_<tenantId>_<random>`; the key is returned once and never stored. */
+  async createKey(name: string): Promise<Wire<RpcResult<{ keyId: string; key: string }>>> {
+    return asResult(async () => {
+      const tenant = this.requireTenant();
+      const key = `sk_${tenant.id}_${randomToken(32)}`;
+      const keyId = `key_${randomToken(12)}`;
+      const hash = await sha256Hex(key);
+      this.ctx.storage.sql.exec("INSERT INTO api_keys (key_id, hash, name, created_at) VALUES (?, ?, ?, ?)", keyId, hash, name, Date.now());
+      return { keyId, key };
+    });
+  }
+
+  /** Effective on the next request: verification reads this row every time (no cache). */
+  async revokeKey(keyId: string): Promise<Wire<RpcResult<{ revoked: boolean }>>> {
+    return asResult(() => {
+      this.requireTenant();
+      const row = this.ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys WHERE key_id = ?", keyId).one();
+      if (row.n === 0) throw new RpcError({ code: "NotFound", message: `Key ${keyId} does not exist` });
+      this.ctx.storage.sql.exec("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?", Date.now(), keyId);
+      return { revoked: true };
+    });
+  }
+
+  /** The key id for a presented key's hash, or null (unknown or revoked), compared in constant time. */
+  async verifyKey(hash: string): Promise<{ keyId: string } | null> {
+    const row = this.ctx.storage.sql.exec<KeyRow>("SELECT key_id, hash, revoked_at FROM api_keys WHERE hash = ?", hash).toArray()[0];
+    if (!row || row.revoked_at !== null) return null;
+    const a = encoder.encode(row.hash);
+    const b = encoder.encode(hash);
+    return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b) ? { keyId: row.key_id } : null;
+  }
+
+  /** Idempotent: the session index lists what the tenant created. */
+  async registerSession(sessionId: string, createdAt: number): Promise<void> {
+    this.ctx.storage.sql.exec("INSERT INTO sessions (session_id, created_at) VALUES (?, ?) ON CONFLICT (session_id) DO NOTHING", sessionId, createdAt);
+  }
+
+  async unregisterSession(sessionId: string): Promise<void> {
+    this.ctx.storage.sql.exec("DELETE FROM sessions WHERE session_id = ?", sessionId);
+  }
+
+  /** Sessions in creation order, a page at a time; the cursor is opaque to clients. */
+  async listSessions(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<SessionPage>>> {
+    return asResult(() => {
+      const after = decodeCursor(cursor);
+      const rows = this.ctx.storage.sql
+        .exec<SessionRow>(
+          `SELECT session_id, created_at FROM sessions
+           WHERE (created_at, session_id) > (?, ?) ORDER BY created_at, session_id LIMIT ?`,
+          after.createdAt,
+          after.sessionId,
+          limit + 1,
+        )
+        .toArray();
+      const items = rows.slice(0, limit).map((row) => ({ sessionId: row.session_id, createdAt: row.created_at }));
+      const last = items[items.length - 1];
+      return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.sessionId) : null };
+    });
+  }
+
+  private tenant(): TenantInfo | undefined {
+    const row = this.ctx.storage.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
+    return row ? { id: row.tenant_id, name: row.name, createdAt: row.created_at } : undefined;
+  }
+
+  private requireTenant(): TenantInfo {
+    const tenant = this.tenant();
+    if (!tenant) throw new RpcError({ code: "NotFound", message: "No such tenant" });
+    return tenant;
+  }
+}
+
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+function randomToken(bytes: number): string {
+  const raw = crypto.getRandomValues(new Uint8Array(bytes));
+  return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function encodeCursor(createdAt: number, sessionId: string): string {
+  return btoa(JSON.stringify([createdAt, sessionId])).replace(/=+$/, "");
+}
+
+function decodeCursor(cursor: string | undefined): { createdAt: number; sessionId: string } {
+  if (cursor === undefined) return { createdAt: -1, sessionId: "" };
+  try {
+    const [createdAt, sessionId]: unknown[] = JSON.parse(atob(cursor));
+    if (typeof createdAt === "number" && typeof sessionId === "string") return { createdAt, sessionId };
+  } catch {
+    // fall through
+  }
+  throw new RpcError({ code: "ValidationFailed", message: "Invalid cursor" });
+}

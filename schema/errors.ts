@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   UnknownSkill: 404,
   UnknownTemplate: 404,
   SessionExists: 409,
+  TenantExists: 409,
   BranchExists: 409,
   LaneBusy: 409,
   OperationMismatch: 409,

@@ -1,0 +1,35 @@
+import * as v from "valibot";
+import { HarnessResourcesSchema, HarnessSettingsPatchSchema } from "./settings.ts";
+
+// Request bodies and parameters of the public API (spec/API.md). The front worker validates with
+// these before any object is touched; types are inferred here once.
+
+/** Tenant, session and key ids: no separator can be injected into `${tenantId}:${sessionId}`. */
+export const IdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "Ids are 1–64 characters of A–Z a–z 0–9 _ -"));
+
+export const CreateTenantSchema = v.optional(
+  v.strictObject({
+    id: v.optional(IdSchema),
+    name: v.optional(v.pipe(v.string(), v.maxLength(200))),
+  }),
+  {},
+);
+export type CreateTenant = v.InferOutput<typeof CreateTenantSchema>;
+
+export const CreateKeySchema = v.optional(v.strictObject({ name: v.optional(v.pipe(v.string(), v.maxLength(200))) }), {});
+
+export const CreateSessionSchema = v.optional(
+  v.strictObject({
+    id: v.optional(IdSchema),
+    name: v.optional(v.pipe(v.string(), v.maxLength(500))),
+    settings: v.optional(HarnessSettingsPatchSchema),
+    resources: v.optional(HarnessResourcesSchema),
+  }),
+  {},
+);
+export type CreateSession = v.InferOutput<typeof CreateSessionSchema>;
+
+export const PageQuerySchema = v.object({
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/), v.transform(Number), v.minValue(1), v.maxValue(1000))),
+  cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
+});

@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
+
+// Tenancy and security (ARCHITECTURE D2, D17; QUALITY R4) through the real Hono app.
+
+describe("admin routes", () => {
+  it("create a tenant and a key shown once; the key authenticates /v1/me", async () => {
+    const created = await call("/v1/admin/tenants", { body: { id: "acme_admin_1", name: "Acme" }, token: adminToken() });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ id: "acme_admin_1", name: "Acme", createdAt: expect.any(Number) });
+    const again = await call("/v1/admin/tenants", { body: { id: "acme_admin_1" }, token: adminToken() });
+    expect(again.status).toBe(409);
+    expect(await errorCode(again)).toBe("TenantExists");
+    const keyResponse = await call("/v1/admin/tenants/acme_admin_1/keys", { body: {}, token: adminToken() });
+    expect(keyResponse.status).toBe(201);
+    const { key, keyId } = await keyResponse.json<{ key: string; keyId: string }>();
+    expect(key).toMatch(/^sk_acme_admin_1_[A-Za-z0-9_-]{43}$/);
+    const me = await call("/v1/me", { token: key });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toEqual({ tenantId: "acme_admin_1", keyId });
+  });
+
+  it("refuse a missing or wrong admin token with 401, and bad bodies with 400", async () => {
+    expect((await call("/v1/admin/tenants", { body: {} })).status).toBe(401);
+    expect((await call("/v1/admin/tenants", { body: {}, token: "nope" })).status).toBe(401);
+    const bad = await call("/v1/admin/tenants", { body: { id: "has:colon" }, token: adminToken() });
+    expect(bad.status).toBe(400);
+    expect(await errorCode(bad)).toBe("ValidationFailed");
+    const malformed = await call("/v1/admin/tenants", { rawBody: "{nope", token: adminToken() });
+    expect(await errorCode(malformed)).toBe("ValidationFailed");
+    const unknown = await call("/v1/admin/tenants/nobody_here/keys", { body: {}, token: adminToken() });
+    expect(unknown.status).toBe(404);
+  });
+
+  it("revoke a key, effective on the next request", async () => {
+    const { tenantId, key, keyId } = await newTenant("revoke");
+    expect((await call("/v1/me", { token: key })).status).toBe(200);
+    const revoked = await call(`/v1/admin/tenants/${tenantId}/keys/${keyId}`, { method: "DELETE", token: adminToken() });
+    expect(revoked.status).toBe(204);
+    const after = await call("/v1/me", { token: key });
+    expect(after.status).toBe(401);
+    expect(await errorCode(after)).toBe("Unauthenticated");
+  });
+});
+
+describe("tenant authentication", () => {
+  it("answers 401 for missing, garbled and unknown keys, with a request id", async () => {
+    const { tenantId, key } = await newTenant("auth");
+    const cases = [
+      await call("/v1/me"),
+      await call("/v1/me", { token: "garbage" }),
+      await call("/v1/me", { token: `sk_${tenantId}_${"A".repeat(43)}` }),
+      await call("/v1/me", { token: `${key}x` }),
+      await call("/v1/me", { headers: { authorization: `Basic ${key}` } }),
+    ];
+    for (const response of cases) {
+      expect(response.status).toBe(401);
+      const body = await response.json<{ error: { code: string; requestId: string } }>();
+      expect(body.error.code).toBe("Unauthenticated");
+      expect(body.error.requestId).toEqual(expect.any(String));
+    }
+  });
+
+  it("lists the model catalog with the scripted models", async () => {
+    const { key } = await newTenant("models");
+    const response = await call("/v1/models", { token: key });
+    expect(response.status).toBe(200);
+    const models = await response.json<{ provider: string; modelId: string }[]>();
+    expect(models.map((m) => `${m.provider}/${m.modelId}`)).toEqual(expect.arrayContaining(["scripted/echo", "scripted/script"]));
+  });
+});
+
+describe("sessions", () => {
+  it("create, list with a cursor, and get; other tenants' sessions are 404", async () => {
+    const alice = await newTenant("alice");
+    const bob = await newTenant("bob");
+    const created = await Promise.all(
+      ["one", "two", "three"].map((id) => call("/v1/sessions", { body: { id, name: `session ${id}` }, token: alice.key })),
+    );
+    expect(created.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(await created[0]?.json()).toMatchObject({ id: "one", name: "session one", branches: [], stats: { messageCount: 0 } });
+    const duplicate = await call("/v1/sessions", { body: { id: "one" }, token: alice.key });
+    expect(duplicate.status).toBe(409);
+    const page1 = await (await call("/v1/sessions?limit=2", { token: alice.key })).json<{ items: { id: string }[]; nextCursor: string | null }>();
+    expect(page1.items).toHaveLength(2);
+    expect(page1.nextCursor).toEqual(expect.any(String));
+    const page2 = await (await call(`/v1/sessions?limit=2&cursor=${page1.nextCursor}`, { token: alice.key })).json<{ items: { id: string }[]; nextCursor: string | null }>();
+    expect([...page1.items, ...page2.items].map((s) => s.id).sort()).toEqual(["one", "three", "two"]);
+    expect(page2.nextCursor).toBeNull();
+    expect((await call("/v1/sessions/one", { token: alice.key })).status).toBe(200);
+    const foreign = await call("/v1/sessions/one", { token: bob.key });
+    expect(foreign.status).toBe(404);
+    expect(await errorCode(foreign)).toBe("SessionNotFound");
+    expect((await (await call("/v1/sessions", { token: bob.key })).json<{ items: unknown[] }>()).items).toEqual([]);
+  });
+
+  it("applies initial settings and refuses invalid ids and bodies", async () => {
+    const { key } = await newTenant("settings");
+    const created = await call("/v1/sessions", { body: { id: "cfg", settings: { steeringMode: "one-at-a-time" } }, token: key });
+    expect(created.status).toBe(201);
+    const invalid = [
+      await call("/v1/sessions", { body: { id: "bad id" }, token: key }),
+      await call("/v1/sessions", { body: { settings: { steeringMode: "sometimes" } }, token: key }),
+      await call("/v1/sessions", { body: { unknown: 1 }, token: key }),
+      await call("/v1/sessions/has:colon", { token: key }),
+      await call("/v1/sessions?limit=0", { token: key }),
+      await call("/v1/sessions?cursor=%%%", { token: key }),
+    ];
+    expect(invalid.map((r) => r.status)).toEqual([400, 400, 400, 400, 400, 400]);
+    const huge = await call("/v1/sessions", { rawBody: JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) }), token: key });
+    expect(huge.status).toBe(413);
+  });
+});

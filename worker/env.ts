@@ -1,0 +1,20 @@
+import type { Context } from "hono";
+
+/** The authenticated caller: the tenant comes only from the verified key (ARCHITECTURE D2). */
+export interface Caller {
+  tenantId: string;
+  keyId: string;
+}
+
+export type AppEnv = { Bindings: Env; Variables: { requestId: string; caller: Caller } };
+export type AppContext = Context<AppEnv>;
+
+export const sessionObjectName = (tenantId: string, sessionId: string): string => `${tenantId}:${sessionId}`;
+
+export function sessionStub(env: Env, tenantId: string, sessionId: string) {
+  return env.SESSIONS.getByName(sessionObjectName(tenantId, sessionId));
+}
+
+export function tenantStub(env: Env, tenantId: string) {
+  return env.TENANTS.getByName(tenantId);
+}

@@ -1,0 +1,29 @@
+import type { Context } from "hono";
+import { ERROR_STATUS, type ApiError, type RpcResult } from "../schema/errors.ts";
+import { fromWire, type Wire } from "../schema/wire.ts";
+
+/** A documented API error raised at the edge; mapped once to its status (ARCHITECTURE D16). */
+export class HttpFailure extends Error {
+  constructor(readonly error: ApiError) {
+    super(error.message);
+  }
+}
+
+export const fail = (code: ApiError["code"], message: string, details?: ApiError["details"]): HttpFailure =>
+  new HttpFailure({ code, message, ...(details && { details }) });
+
+/** `{ "error": { code, message, details?, requestId } }` with the code's status. */
+export function errorResponse(c: Context, error: ApiError): Response {
+  const status = ERROR_STATUS[error.code];
+  const requestId = c.get("requestId");
+  const headers: Record<string, string> = {};
+  if (error.code === "Overloaded" || error.code === "SessionClosed" || error.code === "RateLimited") headers["Retry-After"] = "1";
+  return c.json({ error: { ...error, ...(typeof requestId === "string" && { requestId }) } }, status, headers);
+}
+
+/** The value of a session object's reply, or its tagged error raised as an HTTP failure. */
+export function replyValue<T>(reply: Wire<RpcResult<T>>): T {
+  const result = fromWire(reply);
+  if (!result.ok) throw new HttpFailure(result.error);
+  return result.value;
+}

@@ -1,0 +1,46 @@
+import { createMiddleware } from "hono/factory";
+import { sha256Hex } from "../../durable-objects/tenant-object.ts";
+import { tenantStub, type AppEnv } from "../env.ts";
+import { fail } from "../http-error.ts";
+
+/** `sk_<tenantId>_<43 base64url characters>`: the random tail has a fixed length, so the tenant
+ * id (which may itself contain `_`) is read off unambiguously. */
+const KEY = /^sk_([A-Za-z0-9_-]{1,64})_([A-Za-z0-9_-]{43})$/;
+
+/** The bearer key from the Authorization header, or from a `bearer.<key>` WebSocket subprotocol. */
+export function presentedKey(headers: Headers): string | undefined {
+  const authorization = headers.get("authorization");
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization);
+    return match?.[1];
+  }
+  const protocols = headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()) ?? [];
+  return protocols.find((protocol) => protocol.startsWith("bearer."))?.slice("bearer.".length);
+}
+
+/**
+ * Authenticates a tenant key (ARCHITECTURE D17): shape first, then the SHA-256 hash against the
+ * tenant's object, every request (revocation is immediate). Anything wrong is the same 401.
+ */
+export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
+  const key = presentedKey(c.req.raw.headers);
+  const match = key ? KEY.exec(key) : null;
+  const tenantId = match?.[1];
+  if (!key || !tenantId) throw fail("Unauthenticated", "A valid API key is required");
+  const verified = await tenantStub(c.env, tenantId).verifyKey(await sha256Hex(key));
+  if (!verified) throw fail("Unauthenticated", "A valid API key is required");
+  c.set("caller", { tenantId, keyId: verified.keyId });
+  await next();
+});
+
+const encoder = new TextEncoder();
+
+/** The admin token (a secret) guards tenant and key administration; compared in constant time. */
+export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
+  const expected = c.env.ADMIN_TOKEN;
+  const presented = presentedKey(c.req.raw.headers);
+  if (!expected || !presented) throw fail("Unauthenticated", "The admin token is required");
+  const [a, b] = await Promise.all([sha256Hex(expected), sha256Hex(presented)]);
+  if (!crypto.subtle.timingSafeEqual(encoder.encode(a), encoder.encode(b))) throw fail("Unauthenticated", "The admin token is required");
+  await next();
+});

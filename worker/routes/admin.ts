@@ -1,0 +1,27 @@
+import { Hono } from "hono";
+import { CreateKeySchema, CreateTenantSchema, IdSchema } from "../../schema/api.ts";
+import { tenantStub, type AppEnv } from "../env.ts";
+import { replyValue } from "../http-error.ts";
+import { requireAdmin } from "../middleware/auth.ts";
+import { jsonBody, validate } from "../validate.ts";
+
+/** Tenant and key administration (spec/API.md "Admin"), behind the admin token. */
+export const adminRoutes = new Hono<AppEnv>()
+  .use(requireAdmin)
+  .post("/tenants", async (c) => {
+    const body = await jsonBody(c, CreateTenantSchema);
+    const id = body.id ?? `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}`;
+    const tenant = replyValue(await tenantStub(c.env, id).createTenant(id, body.name ?? id));
+    return c.json(tenant, 201);
+  })
+  .post("/tenants/:tenantId/keys", async (c) => {
+    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const body = await jsonBody(c, CreateKeySchema);
+    return c.json(replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? "")), 201);
+  })
+  .delete("/tenants/:tenantId/keys/:keyId", async (c) => {
+    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const keyId = validate(IdSchema, c.req.param("keyId"));
+    replyValue(await tenantStub(c.env, tenantId).revokeKey(keyId));
+    return c.body(null, 204);
+  });
