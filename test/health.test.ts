@@ -11,6 +11,6 @@ describe("front worker", () => {
   it("answers unknown routes with a documented 404 error body", async () => {
     const response = await exports.default.fetch("http://localhost/nope");
     expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ error: { code: "NotFound", message: "No such route" } });
+    expect(await response.json()).toEqual({ error: { code: "NotFound", message: "No such route", requestId: expect.any(String) } });
   });
 });
