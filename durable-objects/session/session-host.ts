@@ -1,0 +1,129 @@
+import { DurableObject } from "cloudflare:workers";
+import type { AgentHarness } from "../../harness/runtime/harness.ts";
+import type { AgentLane } from "../../harness/runtime/lane.ts";
+import { branchTipInventoryPrefix } from "../../harness/session/builtin-addresses.ts";
+import { Session } from "../../harness/session/session.ts";
+import type { JsonValue } from "../../schema/json.ts";
+import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
+import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
+import type { SessionStats } from "../../schema/usage.ts";
+import { DueWork } from "../due-work.ts";
+import { RpcError } from "../rpc-errors.ts";
+import { SessionRuntime } from "../session-runtime.ts";
+import { migrate } from "../sql/migrations.ts";
+import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
+import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+
+export interface SessionInit {
+  tenantId: string;
+  sessionId: string;
+  name?: string;
+}
+
+export interface SessionInfo {
+  id: string;
+  tenantId: string;
+  name: string | null;
+  createdAt: number;
+  parentSessionId?: string;
+  stats: SessionStats;
+  branches: BranchInfo[];
+}
+
+export interface BranchInfo {
+  name: string;
+  tipId: string | null;
+}
+
+export type NewBranchEntry = { message: AgentMessage } | { customType: string; data?: JsonValue };
+
+export interface LaneConfigPatch {
+  model?: ModelIdentity;
+  thinkingLevel?: ThinkingLevel;
+  activeTools?: string[];
+}
+
+export interface QueueInput {
+  message: string | AgentMessage;
+  images?: ImageContent[];
+}
+
+/**
+ * The hosting half of the SessionObject (ARCHITECTURE D2, D7): migrations in a cheap constructor,
+ * the Session and its harness opened lazily over the object's SQLite storage, and the alarm that
+ * resumes due work. The RPC surface is layered on top (session-data-rpc.ts, session-lane-rpc.ts).
+ * Tenant and session ids live in the object's own storage, never parsed from `ctx.id.name`
+ * (absent in cold alarms, partykit#333).
+ */
+export abstract class SessionHost extends DurableObject<Env> {
+  protected opened: { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } | undefined;
+  protected readonly dueWork: DueWork;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // Synchronous SQL in the constructor blocks other events until it returns; cheap when current.
+    migrate(ctx.storage, SESSION_MIGRATIONS);
+    this.dueWork = new DueWork(ctx.storage);
+    // A restarted object must never forget an open operation (D7, agents#1119).
+    if (this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+  }
+
+  /** Drives every due operation; at-least-once delivery is harmless (passes join, records answer). */
+  override async alarm(): Promise<void> {
+    if (!SqlSessionStorage.open(this.ctx.storage)) return;
+    await this.open().runtime.runDue();
+  }
+
+  /** The hosted Session; engine code in tests reaches it through `runInDurableObject`. */
+  session(): Session {
+    return this.open().session;
+  }
+
+  protected openStorage(): SqlSessionStorage {
+    return this.open().storage;
+  }
+
+  protected open(): { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } {
+    if (this.opened && !this.opened.session.closed && !this.opened.runtime.faulted) return this.opened;
+    const storage = SqlSessionStorage.open(this.ctx.storage);
+    if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
+    const session = new Session(storage);
+    this.opened = { session, storage, runtime: this.runtimeFor(session) };
+    return this.opened;
+  }
+
+  protected runtimeFor(session: Session): SessionRuntime {
+    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on");
+  }
+
+  /** The hosted harness (engine tests reach it through `runInDurableObject`). */
+  harness(): Promise<AgentHarness> {
+    return this.open().runtime.harness();
+  }
+
+  protected async lane(name: string): Promise<AgentLane> {
+    const lane = (await this.harness()).getLane(name);
+    if (!lane) throw new RpcError({ code: "UnknownLane", message: `Lane "${name}" does not exist` });
+    return lane;
+  }
+
+  protected describe(): SessionInfo {
+    const { session, storage } = this.open();
+    const { metadata } = session;
+    return {
+      id: metadata.id,
+      tenantId: storage.tenantId,
+      name: session.getName() ?? null,
+      createdAt: metadata.createdAt,
+      ...(metadata.parentSessionId !== undefined && { parentSessionId: metadata.parentSessionId }),
+      stats: session.getStats(),
+      branches: this.listBranches(),
+    };
+  }
+
+  protected listBranches(): BranchInfo[] {
+    return this.session()
+      .scanValues(branchTipInventoryPrefix())
+      .map((tip) => ({ name: tip.address.key, tipId: tip.value }));
+  }
+}

@@ -1,0 +1,109 @@
+import type { AbortRequestResult } from "../../harness/runtime/abort.ts";
+import type { OperationAdmission, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import type { CancelQueuedResult } from "../../harness/runtime/queue.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot } from "../../schema/lane.ts";
+import type { HarnessSettings, HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { Wire } from "../../schema/wire.ts";
+import { asResult, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
+import type { OperationView } from "../session-runtime.ts";
+import { SessionDataRpc } from "./session-data-rpc.ts";
+import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
+
+/** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
+export abstract class SessionLaneRpc extends SessionDataRpc {
+  async acquireLane(name: string, createAt?: string | null): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
+    return asResult(async () => {
+      const harness = await this.harness();
+      const existed = harness.getLane(name) !== undefined;
+      const lane = await harness.lane(name, createAt === undefined ? {} : { createAt });
+      return { ...lane.info(), created: !existed };
+    });
+  }
+
+  async lanes(): Promise<Wire<RpcResult<LaneInfo[]>>> {
+    return asResult(async () => (await this.harness()).lanes());
+  }
+
+  async laneExecution(name: string): Promise<Wire<RpcResult<LaneExecutionInfo>>> {
+    return asResult(async () => (await this.lane(name)).inspectExecution());
+  }
+
+  async configureLane(name: string, patch: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneConfiguration>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const { model, thinkingLevel, activeTools } = parseWire(patch);
+      if (model) unwrapLane(await lane.setModel(model));
+      if (thinkingLevel) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
+      if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
+      return lane.inspectExecution().configuration;
+    });
+  }
+
+  /** Admits an operation and starts its pass at once (no alarm latency on the hot path, D7). */
+  async acceptOperation(name: string, request: Wire<OperationRequest>): Promise<Wire<RpcResult<OperationAdmission>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const admission = unwrapLane(await lane.accept(parseWire(request)));
+      this.open().runtime.startPass(lane, admission.operationId);
+      return admission;
+    });
+  }
+
+  /** drive(id) made total; `waitMs` long-polls until settled or a durable wait (≤ 60 s). */
+  async operation(name: string, operationId: string, waitMs = 0): Promise<Wire<RpcResult<OperationView>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const view = await this.open().runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      if (!view) throw new RpcError({ code: "OperationMismatch", message: `Operation ${operationId} is unknown on lane ${name}` });
+      return view;
+    });
+  }
+
+  async abortOperation(name: string, operationId: string): Promise<Wire<RpcResult<AbortRequestResult>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const result = unwrapLane(await lane.requestAbort(operationId));
+      // Reconciliation needs a pass; requestAbort itself never installs one (§4.4).
+      this.open().runtime.startPass(lane, operationId);
+      return result;
+    });
+  }
+
+  async enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>): Promise<Wire<RpcResult<{ entryId: string }>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const { message, images } = parseWire(input);
+      return unwrapLane(await lane[kind](message, images));
+    });
+  }
+
+  async cancelQueued(name: string, entryId: string): Promise<Wire<RpcResult<{ result: CancelQueuedResult }>>> {
+    return asResult(async () => ({ result: unwrapLane(await (await this.lane(name)).cancelQueued(entryId)).kind }));
+  }
+
+  async appendToLane(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const entry = parseWire(body);
+      return unwrapLane("message" in entry ? await lane.appendMessage(entry.message) : await lane.appendCustomEntry(entry.customType, entry.data));
+    });
+  }
+
+  async laneSnapshot(name: string): Promise<Wire<RpcResult<LaneSnapshot>>> {
+    return asResult(async () => {
+      const watch = await (await this.lane(name)).watch();
+      watch.unsubscribe();
+      return watch.snapshot;
+    });
+  }
+
+  async settings(): Promise<Wire<RpcResult<HarnessSettings>>> {
+    return asResult(async () => (await this.harness()).settings());
+  }
+
+  async updateSettings(patch: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<HarnessSettings>>> {
+    return asResult(async () => (await this.harness()).updateSettings(parseWire(patch)));
+  }
+
+}
