@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { RpcResult } from "../schema/errors.ts";
 import type { Wire } from "../schema/wire.ts";
+import { IdempotencyStore, type IdempotencyClaim } from "./idempotency.ts";
 import { asResult, RpcError } from "./rpc-errors.ts";
 import { migrate } from "./sql/migrations.ts";
 import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
@@ -104,6 +105,15 @@ export class TenantObject extends DurableObject<Env> {
       const last = items[items.length - 1];
       return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.sessionId) : null };
     });
+  }
+
+  /** D15: claim an Idempotency-Key for a creating POST this object owns. */
+  async idempotencyClaim(key: string, requestHash: string): Promise<IdempotencyClaim> {
+    return new IdempotencyStore(this.ctx.storage.sql).claim(key, requestHash);
+  }
+
+  async idempotencyComplete(key: string, requestHash: string, status: number, body: string): Promise<void> {
+    new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, status, body);
   }
 
   private tenant(): TenantInfo | undefined {

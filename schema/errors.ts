@@ -22,6 +22,7 @@ export const ERROR_STATUS = {
   UnknownTemplate: 404,
   SessionExists: 409,
   TenantExists: 409,
+  IdempotencyInProgress: 409,
   BranchExists: 409,
   LaneBusy: 409,
   OperationMismatch: 409,

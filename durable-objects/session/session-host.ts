@@ -8,6 +8,7 @@ import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { SessionStats } from "../../schema/usage.ts";
 import { DueWork } from "../due-work.ts";
+import { IdempotencyStore, type IdempotencyClaim } from "../idempotency.ts";
 import { RpcError } from "../rpc-errors.ts";
 import { SessionRuntime } from "../session-runtime.ts";
 import { migrate } from "../sql/migrations.ts";
@@ -66,6 +67,19 @@ export abstract class SessionHost extends DurableObject<Env> {
     this.dueWork = new DueWork(ctx.storage);
     // A restarted object must never forget an open operation (D7, agents#1119).
     if (this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+  }
+
+  /**
+   * D15: claim an Idempotency-Key for a creating POST on this session. Only an existing session
+   * owns keys, so a request for an unknown session writes nothing here.
+   */
+  async idempotencyClaim(key: string, requestHash: string): Promise<IdempotencyClaim | { state: "no_session" }> {
+    if (!SqlSessionStorage.open(this.ctx.storage)) return { state: "no_session" };
+    return new IdempotencyStore(this.ctx.storage.sql).claim(key, requestHash);
+  }
+
+  async idempotencyComplete(key: string, requestHash: string, status: number, body: string): Promise<void> {
+    new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, status, body);
   }
 
   /** Drives every due operation; at-least-once delivery is harmless (passes join, records answer). */

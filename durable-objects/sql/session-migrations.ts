@@ -78,4 +78,19 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX due_work_by_time ON due_work (due_at)",
     ],
   },
+  {
+    version: 3,
+    name: "idempotency",
+    statements: [
+      // Remembered responses of creating POSTs (ARCHITECTURE D15), kept 24 h.
+      `CREATE TABLE idempotency (
+        key TEXT PRIMARY KEY,
+        request_hash TEXT NOT NULL,
+        status INTEGER,
+        body TEXT,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX idempotency_by_time ON idempotency (created_at)",
+    ],
+  },
 ];

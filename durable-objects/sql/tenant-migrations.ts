@@ -27,4 +27,19 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX sessions_by_time ON sessions (created_at, session_id)",
     ],
   },
+  {
+    version: 2,
+    name: "idempotency",
+    statements: [
+      // Remembered responses of creating POSTs (ARCHITECTURE D15), kept 24 h.
+      `CREATE TABLE idempotency (
+        key TEXT PRIMARY KEY,
+        request_hash TEXT NOT NULL,
+        status INTEGER,
+        body TEXT,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX idempotency_by_time ON idempotency (created_at)",
+    ],
+  },
 ];

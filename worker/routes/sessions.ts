@@ -4,12 +4,13 @@ import { toWire } from "../../schema/wire.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
+import { idempotent } from "../middleware/idempotency.ts";
 import { jsonBody, validate } from "../validate.ts";
 
 /** Sessions of the authenticated tenant (spec/API.md "Sessions"). Other tenants' ids are 404. */
 export const sessionRoutes = new Hono<AppEnv>()
   .use(requireTenant)
-  .post("/", async (c) => {
+  .post("/", idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
     const { tenantId } = c.get("caller");
     const body = await jsonBody(c, CreateSessionSchema);
     const sessionId = body.id ?? `s_${crypto.randomUUID().replace(/-/g, "")}`;
