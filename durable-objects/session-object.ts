@@ -1,4 +1,4 @@
-import { SessionLaneRpc } from "./session/session-lane-rpc.ts";
+import { SessionWatch } from "./session/session-watch.ts";
 
 export type {
   BranchInfo,
@@ -14,4 +14,4 @@ export type {
  * layers are hosting (session/session-host.ts), session data RPC (session-data-rpc.ts) and lane
  * RPC (session-lane-rpc.ts). Expected failures come back as tagged values, never as throws.
  */
-export class SessionObject extends SessionLaneRpc {}
+export class SessionObject extends SessionWatch {}

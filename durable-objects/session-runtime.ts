@@ -33,6 +33,8 @@ export class SessionRuntime {
     private readonly session: Session,
     private readonly dueWork: DueWork,
     private readonly scripted: boolean,
+    /** Called once per harness, before anyone receives it (a watch hub subscribes here). */
+    private readonly onHarness: (harness: AgentHarness) => void = () => {},
   ) {}
 
   harness(): Promise<AgentHarness> {
@@ -47,6 +49,7 @@ export class SessionRuntime {
     const models = createModelRegistry({ scripted: this.scripted, scriptSource: () => new SessionScriptSource(this.session) });
     const { harness } = await AgentHarness.create({ session: this.session, models, seed: { model: DEFAULT_LANE_MODEL }, wake: this.dueWork });
     this.created = harness;
+    this.onHarness(harness);
     return harness;
   }
 

@@ -32,7 +32,10 @@ export const ERROR_STATUS = {
   NothingToCompact: 422,
   NothingToResume: 422,
   NoActiveOperation: 422,
+  /** A documented operation kind this build does not execute yet (compaction, navigation). */
+  UnsupportedOperation: 422,
   IdempotencyConflict: 422,
+  UpgradeRequired: 426,
   RateLimited: 429,
   Internal: 500,
   Overloaded: 503,

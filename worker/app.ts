@@ -3,8 +3,14 @@ import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, HttpFailure } from "./http-error.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { branchRoutes } from "./routes/branches.ts";
+import { docsRoutes } from "./routes/docs.ts";
+import { laneRoutes } from "./routes/lanes.ts";
+import { entryRoutes, usageRoutes } from "./routes/session-entries.ts";
+import { listRoutes, valueRoutes } from "./routes/session-values.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
+import { watchRoutes } from "./routes/watch.ts";
 
 export type { AppEnv };
 
@@ -16,7 +22,18 @@ export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId());
   app.get("/health", (c) => c.json({ status: "ok" }));
+  // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.
+  app.route("/", docsRoutes);
   app.route("/v1/admin", adminRoutes);
+  // WebSocket upgrades (…/watch) first: they answer 101 without reaching later middleware.
+  app.route("/v1/sessions", watchRoutes);
+  // Before /v1/sessions: its wildcard middleware would otherwise authenticate lane requests twice.
+  app.route("/v1/sessions/:sid/lanes", laneRoutes);
+  app.route("/v1/sessions/:sid/branches", branchRoutes);
+  app.route("/v1/sessions/:sid/entries", entryRoutes);
+  app.route("/v1/sessions/:sid/usage", usageRoutes);
+  app.route("/v1/sessions/:sid/values", valueRoutes);
+  app.route("/v1/sessions/:sid/lists", listRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
   app.notFound((c) => errorResponse(c, { code: "NotFound", message: "No such route" }));

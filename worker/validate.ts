@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import * as v from "valibot";
+import { arrayWhereObjectExpected } from "../schema/no-array-objects.ts";
 import { fail } from "./http-error.ts";
 
 /** Request bodies are bounded before they are read (ARCHITECTURE D17; QUALITY R7). */
@@ -28,7 +29,11 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S,
 /** Validates any input (query, path, body) with a schema of schema/. */
 export function validate<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
   const result = v.safeParse(schema, input);
-  if (result.success) return result.output;
+  if (result.success) {
+    const misplaced = arrayWhereObjectExpected(schema, input);
+    if (misplaced) throw fail("ValidationFailed", `${misplaced}: Invalid type: Expected Object but received Array`, { issues: [`${misplaced}: expected an object`] });
+    return result.output;
+  }
   const issues = result.issues.slice(0, 10).map((issue) => `${v.getDotPath(issue) ?? "(body)"}: ${issue.message}`);
   throw fail("ValidationFailed", issues[0] ?? "Invalid input", { issues });
 }

@@ -1,17 +1,31 @@
 import { isReservedNamespace, list, value } from "../../harness/session/addresses.ts";
 import type { BranchScan } from "../../harness/session/branch.ts";
 import { Session, type EntryQuery } from "../../harness/session/session.ts";
-import type { CommitResult, ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
+import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
 import type { Entry } from "../../schema/entries.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
+import type { LaneInfo } from "../../schema/lane.ts";
+import type { HarnessSettings } from "../../schema/settings.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { migrate } from "../sql/migrations.ts";
+import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { SessionHost, type BranchInfo, type NewBranchEntry, type SessionInfo, type SessionInit } from "./session-host.ts";
 
-/** Session data over RPC: creation, branches, entries, usage, name, labels, values and lists. */
+/** The public Session (spec/API.md): info plus settings, lanes, and which branches carry a lane. */
+export interface SessionView extends Omit<SessionInfo, "branches"> {
+  settings: HarnessSettings;
+  branches: (BranchInfo & { lane: boolean })[];
+  lanes: LaneInfo[];
+}
+
+/** How long deletion waits for the harness to close before it closes storage regardless. */
+const CLOSE_BOUND_MS = 5_000;
+
+/** Session data over RPC: creation, deletion, branches, entries, usage, name, labels, values and lists. */
 export abstract class SessionDataRpc extends SessionHost {
   async create(init: SessionInit): Promise<Wire<RpcResult<SessionInfo>>> {
     return asResult(async () => {
@@ -32,6 +46,50 @@ export abstract class SessionDataRpc extends SessionHost {
 
   async info(): Promise<Wire<RpcResult<SessionInfo>>> {
     return asResult(() => this.describe());
+  }
+
+  /** The public Session view; opens the harness (lanes and settings live there). */
+  async view(): Promise<Wire<RpcResult<SessionView>>> {
+    return asResult(async () => {
+      const harness = await this.harness();
+      const info = this.describe();
+      const lanes = harness.lanes();
+      const laneNames = new Set(lanes.map((lane) => lane.name));
+      return { ...info, settings: harness.settings(), branches: info.branches.map((branch) => ({ ...branch, lane: laneNames.has(branch.name) })), lanes };
+    });
+  }
+
+  /**
+   * Deletes the session and everything stored with it; `deleted: false` when there was none
+   * (idempotent). No other event reaches the object meanwhile: the harness is closed first (lanes
+   * sealed, the line drained; a live pass can commit nothing more), watchers are disconnected, then
+   * the alarm and all storage are deleted. The empty schema is re-created so that later calls on
+   * this instance answer SessionNotFound like any object that never held a session.
+   */
+  async deleteSession(): Promise<Wire<RpcResult<{ deleted: boolean }>>> {
+    return asResult(() =>
+      this.ctx.blockConcurrencyWhile(async () => {
+        const opened = this.opened;
+        this.opened = undefined;
+        if (!opened && !SqlSessionStorage.open(this.ctx.storage)) return { deleted: false };
+        if (opened) {
+          await within(CLOSE_BOUND_MS, opened.runtime.harness().then((harness) => harness.close(), () => opened.session.close()));
+          // Whatever is still running can commit nothing from here on.
+          opened.storage.close();
+        }
+        for (const socket of this.ctx.getWebSockets()) {
+          try {
+            socket.close(1000, "Session deleted");
+          } catch {
+            // Already closing: nothing to tell it.
+          }
+        }
+        await this.ctx.storage.deleteAlarm();
+        await this.ctx.storage.deleteAll();
+        migrate(this.ctx.storage, SESSION_MIGRATIONS);
+        return { deleted: true };
+      }),
+    );
   }
 
   async createBranch(name: string, at: string | null): Promise<Wire<RpcResult<BranchInfo>>> {
@@ -86,12 +144,20 @@ export abstract class SessionDataRpc extends SessionHost {
     return asResult(() => this.session().getStats());
   }
 
-  async setName(name: string | null): Promise<Wire<RpcResult<CommitResult>>> {
-    return asResult(() => this.session().setName(name ?? undefined));
+  /** Through the harness, so watchers get the `value_update` event. */
+  async setName(name: string | null): Promise<Wire<RpcResult<{ name: string | null }>>> {
+    return asResult(async () => {
+      await (await this.harness()).setName(name ?? undefined);
+      return { name };
+    });
   }
 
-  async setLabel(entryId: string, label: string | null): Promise<Wire<RpcResult<CommitResult>>> {
-    return asResult(() => this.session().setLabel(entryId, label ?? undefined));
+  /** Through the harness (a `value_update` event); `null` removes the label. */
+  async setLabel(entryId: string, label: string | null): Promise<Wire<RpcResult<{ entryId: string; label: string | null }>>> {
+    return asResult(async () => {
+      await (await this.harness()).setLabel(entryId, label ?? undefined);
+      return { entryId, label };
+    });
   }
 
   // Application values and lists: `pi` and `pi.*` belong to the runtime and are refused here.
@@ -134,7 +200,16 @@ export abstract class SessionDataRpc extends SessionHost {
       return { seq: result.firstSeq };
     });
   }
+}
 
+/** Waits for `work` (its failure included) at most `ms` milliseconds. */
+async function within(ms: number, work: Promise<unknown>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([work.then(() => undefined, () => undefined), bound]);
+  clearTimeout(timer);
 }
 
 function appNamespace(namespace: string): string {

@@ -107,8 +107,14 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   protected runtimeFor(session: Session): SessionRuntime {
-    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on");
+    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on", (harness) => this.harnessCreated(harness));
   }
+
+  /**
+   * A layer's hook, run once per hosted harness before any caller (RPC, alarm, WebSocket) gets
+   * it, so a subscription made here misses no event of that harness. Must not throw.
+   */
+  protected harnessCreated(_harness: AgentHarness): void {}
 
   /** The hosted harness (engine tests reach it through `runInDurableObject`). */
   harness(): Promise<AgentHarness> {

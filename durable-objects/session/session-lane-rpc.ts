@@ -1,14 +1,28 @@
 import type { AbortRequestResult } from "../../harness/runtime/abort.ts";
 import type { OperationAdmission, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { CancelQueuedResult } from "../../harness/runtime/queue.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot } from "../../schema/lane.ts";
+import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
+import type { DeferredHandle } from "../../schema/messages.ts";
 import type { HarnessSettings, HarnessSettingsPatch } from "../../schema/settings.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asResult, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
+import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import type { OperationView } from "../session-runtime.ts";
 import { SessionDataRpc } from "./session-data-rpc.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
+
+/**
+ * What a waiting convenience answers (reference §3.9 over HTTP): the settled record, a run
+ * suspended on a deferred response, or the id of an operation still going when the wait ran out.
+ */
+export type ConvenienceOutcome =
+  | { state: "settled"; result: OperationResultRecord }
+  | { state: "suspended"; operationId: string; deferred: DeferredHandle }
+  | { state: "pending"; operationId: string };
+
+/** The abort convenience: requestAbort's answer plus the record when reconciliation settled in time. */
+export type AbortOutcome = AbortRequestResult & { record?: OperationResultRecord };
 
 /** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
 export abstract class SessionLaneRpc extends SessionDataRpc {
@@ -60,6 +74,57 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
     });
   }
 
+  /**
+   * resume primitive: one deferred poll permit for the current operation (joins a live pass,
+   * whose options stand), then the same answer as `operation`.
+   */
+  async resumeOperation(name: string, operationId: string, waitMs = 0): Promise<Wire<RpcResult<OperationView>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      if (lane.state.operation?.meta.operationId === operationId) this.startPollingPass(lane, operationId);
+      const view = await this.open().runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      if (!view) throw new RpcError({ code: "OperationMismatch", message: `Operation ${operationId} is unknown on lane ${name}` });
+      return view;
+    });
+  }
+
+  /** prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`. */
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const admission = unwrapLane(await lane.accept(parseWire(request)));
+      this.open().runtime.startPass(lane, admission.operationId);
+      return this.outcomeWithin(lane, admission.operationId, waitMs);
+    });
+  }
+
+  /** resume convenience: the current operation with one deferred poll permit (NothingToResume when idle). */
+  async resumeCurrent(name: string, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const current = lane.state.operation;
+      if (!current) throw new RpcError(laneApiError({ code: "NothingToResume", lane: name }));
+      const operationId = current.meta.operationId;
+      this.startPollingPass(lane, operationId);
+      return this.outcomeWithin(lane, operationId, waitMs);
+    });
+  }
+
+  /** abort convenience: requestAbort(current), then the reconciliation pass, observed within `waitMs`. */
+  async abortCurrent(name: string, waitMs: number): Promise<Wire<RpcResult<AbortOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const current = lane.state.operation;
+      if (!current) throw new RpcError(laneApiError({ code: "NoActiveOperation", lane: name }));
+      const operationId = current.meta.operationId;
+      const requested = unwrapLane(await lane.requestAbort(operationId));
+      const runtime = this.open().runtime;
+      runtime.startPass(lane, operationId);
+      const view = await runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      return { ...requested, ...(view?.state === "settled" && { record: view.result }) };
+    });
+  }
+
   async abortOperation(name: string, operationId: string): Promise<Wire<RpcResult<AbortRequestResult>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
@@ -106,4 +171,25 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
     return asResult(async () => (await this.harness()).updateSettings(parseWire(patch)));
   }
 
+  /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */
+  private startPollingPass(lane: AgentLane, operationId: string): void {
+    lane.drive({ operationId, waitForRetry: false, pollDeferred: true }).catch(() => undefined);
+  }
+
+  /**
+   * Waits through SessionRuntime.awaitOperation, which joins the one pass (waiting never starts a
+   * second one, D7). A run parked on a deferred response answers its handle: a drive without a
+   * poll permit touches nothing and returns the wait.
+   */
+  private async outcomeWithin(lane: AgentLane, operationId: string, waitMs: number): Promise<ConvenienceOutcome> {
+    const view = await this.open().runtime.awaitOperation(lane, operationId, Math.min(Math.max(0, waitMs), 60_000));
+    if (view?.state === "settled") return view;
+    if (view?.at === "deferred.suspended") {
+      const driven = await lane.drive({ operationId, waitForRetry: false });
+      const outcome = driven.ok ? driven.value : undefined;
+      if (outcome?.kind === "settled") return { state: "settled", result: outcome.outcome };
+      if (outcome?.reason === "deferred") return { state: "suspended", operationId, deferred: outcome.deferred };
+    }
+    return { state: "pending", operationId };
+  }
 }

@@ -1,5 +1,6 @@
 import type { HarnessEvent, LaneConfiguration, LaneInfo, ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import type { JsonValue } from "../../schema/json.ts";
+import type { SessionSnapshot } from "../../schema/watch.ts";
 import {
   DEFAULT_SETTINGS,
   EMPTY_RESOURCES,
@@ -14,6 +15,7 @@ import { HookRegistry, hookErrorEvent } from "../execution/hooks.ts";
 import type { ModelsPort } from "../execution/models.ts";
 import { branchTip, laneConfig, laneState } from "../session/builtin-addresses.ts";
 import { UnknownTarget } from "../session/errors.ts";
+import type { SessionMutator } from "../session/mutation.ts";
 import type { Session } from "../session/session.ts";
 import { setValue } from "../session/writes.ts";
 import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts";
@@ -24,6 +26,7 @@ import type { LaneProjection } from "./lane-state.ts";
 import { inventoryLanes, restoreLane } from "./restore.ts";
 import { resourcesAddress, settingsAddress } from "./settings.ts";
 import type { DurableLaneState } from "./types.ts";
+import { openFeed, openWatch, type EventFeed, type WatchHandle } from "./watch.ts";
 
 export interface AgentHarnessOptions {
   session: Session;
@@ -159,6 +162,23 @@ export class AgentHarness {
 
   lanes(): LaneInfo[] {
     return [...this.lanesByName.values()].map((lane) => lane.info());
+  }
+
+  // Session-wide observation (ARCHITECTURE D14.13).
+
+  /** The session snapshot, captured inside the caller's no-commit mutation: lane inventory, fault, stats. */
+  captureSessionSnapshot(m: SessionMutator): SessionSnapshot {
+    return { lanes: this.lanes(), faulted: this.faulted, stats: m.getStats() };
+  }
+
+  /** watchSession: a gap-free session snapshot plus every later event, like a lane's watch (§5.3). */
+  watchSession(): Promise<WatchHandle<SessionSnapshot>> {
+    return openWatch(this.core, (m) => this.captureSessionSnapshot(m));
+  }
+
+  /** One ordered stream of every event with captures placed in it (for hosts that fan out). */
+  openFeed(listener: (event: HarnessEvent) => void): EventFeed {
+    return openFeed(this.core, listener);
   }
 
   // Durable settings and resources (D6).

@@ -5,6 +5,7 @@ import type {
   LaneConfiguration,
   LaneExecutionInfo,
   LaneInfo,
+  LaneSnapshot,
   ModelIdentity,
   OperationResultRecord,
   ThinkingLevel,
@@ -12,6 +13,7 @@ import type {
 import type { AgentMessage, AssistantMessage, ImageContent } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
+import type { SessionMutator } from "../session/mutation.ts";
 import { operationResult } from "../session/builtin-addresses.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
 import { planRequestAbort, type AbortRequestResult } from "./abort.ts";
@@ -26,6 +28,7 @@ import { queueView, type LaneProjection } from "./lane-state.ts";
 import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
 import type { DriveOutcome } from "./types.ts";
+import { captureSnapshot } from "./snapshot.ts";
 import { openWatch, type WatchHandle } from "./watch.ts";
 
 export interface DriveOptions {
@@ -308,7 +311,16 @@ export class AgentLane implements LaneHandle {
   // Observation.
 
   watch(): Promise<WatchHandle> {
-    return openWatch(this.core, this, () => ({ ...(this.streaming && { streaming: this.streaming }), faulted: this.host.isFaulted() }));
+    return openWatch(this.core, (m) => this.captureSnapshot(m));
+  }
+
+  /**
+   * This lane's snapshot, captured inside the caller's no-commit mutation (reference §5.3): for
+   * hosts that subscribe on the line themselves (openWatch, an EventFeed capture).
+   */
+  captureSnapshot(m: SessionMutator): LaneSnapshot {
+    const live = { ...(this.streaming && { streaming: this.streaming }), faulted: this.host.isFaulted() };
+    return captureSnapshot(m, this.name, this.projection, live);
   }
 
   // Internals.

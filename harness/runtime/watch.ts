@@ -1,16 +1,21 @@
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
-import type { AssistantMessage } from "../../schema/messages.ts";
-import type { HarnessCore } from "./core.ts";
-import type { LaneProjection } from "./lane-state.ts";
-import { captureSnapshot } from "./snapshot.ts";
+import type { SessionMutator } from "../session/mutation.ts";
+import type { Session } from "../session/session.ts";
+import type { EventSink } from "./core.ts";
 
-export interface WatchHandle {
-  readonly snapshot: LaneSnapshot;
+export interface WatchHandle<T = LaneSnapshot> {
+  readonly snapshot: T;
   /** Delivers the events buffered since the snapshot, then live ones, in order. */
   start(listener: (event: HarnessEvent) => void): void;
   /** A fresh snapshot; events bound before it are dropped, later ones follow it (§5.3). */
-  resnapshot(): Promise<LaneSnapshot>;
+  resnapshot(): Promise<T>;
   unsubscribe(): void;
+}
+
+/** What watches need of the harness: its line and its bus. */
+export interface WatchSource {
+  readonly session: Session;
+  readonly events: EventSink;
 }
 
 /**
@@ -18,11 +23,7 @@ export interface WatchHandle {
  * subscription is made in the same callback, so every batch bound after the capture reaches the
  * watcher and none bound before it does.
  */
-export async function openWatch(
-  core: HarnessCore,
-  lane: { name: string; state: LaneProjection },
-  live: () => { streaming?: AssistantMessage; faulted: boolean },
-): Promise<WatchHandle> {
+export async function openWatch<T>(source: WatchSource, capture: (m: SessionMutator) => T): Promise<WatchHandle<T>> {
   let buffer: HarnessEvent[] = [];
   let listener: ((event: HarnessEvent) => void) | undefined;
   let generation = 0;
@@ -32,16 +33,19 @@ export async function openWatch(
     else buffer.push(event);
   };
   let unsubscribe = () => {};
-  const capture = (): Promise<LaneSnapshot> =>
-    core.session.mutate((m) => {
-      const snapshot = captureSnapshot(m, lane.name, lane.state, live());
+  const recapture = async (): Promise<T> => {
+    // The callback returns nothing: MutationCallback refuses a generic (possibly thenable) result.
+    let snapshot!: T;
+    await source.session.mutate((m) => {
+      snapshot = capture(m);
       unsubscribe();
       generation++;
       buffer = [];
-      unsubscribe = core.events.on("*", deliver(generation));
-      return snapshot;
+      unsubscribe = source.events.on("*", deliver(generation));
     });
-  const snapshot = await capture();
+    return snapshot;
+  };
+  const snapshot = await recapture();
   return {
     snapshot,
     start(next) {
@@ -50,7 +54,67 @@ export async function openWatch(
       buffer = [];
       for (const event of pending) next(event);
     },
-    resnapshot: capture,
+    resnapshot: recapture,
     unsubscribe: () => unsubscribe(),
+  };
+}
+
+/**
+ * One continuous, ordered stream of every event, for hosts that fan out to many watchers (a
+ * WebSocket hub): each event reaches the listener exactly once, in bind order, however many
+ * captures are taken meanwhile.
+ */
+export interface EventFeed {
+  /**
+   * Runs `read` on the line (a no-commit mutation) and places a boundary in the feed at that
+   * point: `atBoundary(value)` runs after every event bound before the capture was delivered to
+   * the listener and before any event bound after it is. The promise resolves with the value
+   * (possibly before or after the boundary ran) and rejects, without a boundary, when `read` throws.
+   */
+  capture<T>(read: (m: SessionMutator) => T, atBoundary: (value: T) => void): Promise<T>;
+  /** Stops delivery; boundaries not yet reached never run. */
+  close(): void;
+}
+
+/**
+ * The feed swaps its bus subscription inside each capture: batches bound before the capture hold
+ * the old subscription, later ones the new one (the bus binds recipients at emit), so no event is
+ * delivered twice or skipped. A boundary runs when the first event of its (or a later)
+ * subscription arrives, or when an empty batch bound at the capture has been delivered (every
+ * earlier batch is delivered by then, none later has started), whichever comes first.
+ */
+export function openFeed(source: WatchSource, listener: (event: HarnessEvent) => void): EventFeed {
+  let closed = false;
+  let generation = 0;
+  const boundaries: { generation: number; run: () => void }[] = [];
+  const reach = (upTo: number) => {
+    while (!closed && boundaries[0] !== undefined && boundaries[0].generation <= upTo) boundaries.shift()?.run();
+  };
+  const receive = (mine: number) => (event: HarnessEvent) => {
+    if (closed) return;
+    reach(mine);
+    listener(event);
+  };
+  let unsubscribe = source.events.on("*", receive(generation));
+  return {
+    async capture(read, atBoundary) {
+      let value!: Parameters<typeof atBoundary>[0];
+      await source.session.mutate((m) => {
+        value = read(m);
+        if (closed) return;
+        unsubscribe();
+        const mine = ++generation;
+        unsubscribe = source.events.on("*", receive(mine));
+        const captured = value;
+        boundaries.push({ generation: mine, run: () => atBoundary(captured) });
+        void source.events.emitBatch([]).then(() => reach(mine));
+      });
+      return value;
+    },
+    close() {
+      closed = true;
+      boundaries.length = 0;
+      unsubscribe();
+    },
   };
 }

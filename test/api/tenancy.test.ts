@@ -109,5 +109,12 @@ describe("sessions", () => {
     expect(invalid.map((r) => r.status)).toEqual([400, 400, 400, 400, 400, 400]);
     const huge = await call("/v1/sessions", { rawBody: JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) }), token: key });
     expect(huge.status).toBe(413);
+    // valibot's object schemas accept arrays; the edge refuses an array wherever an object belongs.
+    const arrays = [
+      await call("/v1/sessions", { body: [], token: key }),
+      await call("/v1/sessions", { body: { settings: [1] }, token: key }),
+      await call("/v1/admin/tenants", { body: [], token: adminToken() }),
+    ];
+    expect(arrays.map((r) => r.status)).toEqual([400, 400, 400]);
   });
 });

@@ -10,7 +10,8 @@ export interface IdempotencyOwner {
   idempotencyComplete(key: string, requestHash: string, status: number, body: string): Promise<void>;
 }
 
-const KEY = /^[\x21-\x7e]{1,255}$/;
+/** The form of an `Idempotency-Key` header (also published in /openapi.json). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * `Idempotency-Key` on a creating POST: the same key and body replay the remembered response
@@ -21,7 +22,7 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const key = c.req.header("idempotency-key");
     if (key === undefined) return next();
-    if (!KEY.test(key)) throw fail("ValidationFailed", "Idempotency-Key must be 1–255 printable ASCII characters");
+    if (!IDEMPOTENCY_KEY.test(key)) throw fail("ValidationFailed", "Idempotency-Key must be 1–255 printable ASCII characters");
     const body = await c.req.text();
     const requestHash = await sha256Hex(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`);
     const store = owner(c);

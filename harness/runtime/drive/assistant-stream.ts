@@ -74,7 +74,8 @@ export async function streamAssistant(
       continue;
     }
     persist(coalescer.push(event));
-    const partial = { ...storedAssistant(event.partial), stopReason: "pending" as const };
+    // A copy: the provider keeps growing its live partial in place, and an event is frozen at emit.
+    const partial = structuredClone({ ...storedAssistant(event.partial), stopReason: "pending" as const });
     pass.lane.setStreaming(partial);
     if (!started) {
       started = true;

@@ -1,0 +1,289 @@
+import type { AgentHarness } from "../harness/runtime/harness.ts";
+import type { EventFeed } from "../harness/runtime/watch.ts";
+import type { SessionMutator } from "../harness/session/mutation.ts";
+import type { HarnessEvent } from "../schema/lane.ts";
+import { inLaneStream, inSessionStream } from "../schema/watch.ts";
+
+/** What a watch socket follows: one lane's stream, or the session-wide stream. */
+export type WatchTarget = { kind: "lane"; lane: string } | { kind: "session" };
+
+/**
+ * Per-socket state, kept with the socket through hibernation (ids only, far below 16 KiB).
+ * `ready` turns true once the first snapshot was sent: a socket found unready after a restart
+ * never got its baseline and is closed so that its client reconnects.
+ */
+export interface WatchAttachment {
+  v: 1;
+  target: WatchTarget;
+  keyId: string;
+  ready: boolean;
+}
+
+/** Tags let the platform list a lane's sockets (`lane:<name>`) or the session watchers. */
+export const watchTags = (target: WatchTarget): string[] => (target.kind === "lane" ? ["watch", `lane:${target.lane}`] : ["watch", "session"]);
+
+/** A socket whose unsent output exceeds this is a slow consumer: closed 1013, its client resnapshots. */
+export const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/** Seqs are reserved in blocks: one storage write per block (and per wake), never one per event. */
+export const SEQ_BLOCK = 1024;
+const SEQ_KEY = "watch.seq.reserved";
+
+/**
+ * The WebSocket hub of one SessionObject (ARCHITECTURE D13): which sockets watch what, the
+ * per-session event counter, and the fan-out of the harness's event feed.
+ *
+ * Seq source: an in-memory counter over every event of the feed (whatever stream carries it),
+ * with a high-water mark reserved in the object's KV storage a block ahead. A restarted object
+ * (hibernation wake, eviction, deploy) continues from the reserved mark, so seqs never repeat and
+ * keep increasing for sockets that survived; the jump is not a loss (the server never drops an
+ * event from a live socket; it closes the socket instead).
+ *
+ * Hibernation: the in-memory registry and feed are gone after a restart. They are rebuilt from
+ * `ctx.getWebSockets()` and the attachments when the next harness is created (any RPC, alarm or
+ * socket message that needs it), before that harness can emit an event.
+ */
+export class WatchHub {
+  private feed: { harness: AgentHarness; feed: EventFeed } | undefined;
+  /** Registry of sockets past their first snapshot; undefined until loaded in this instance. */
+  private watchers: { lanes: Map<string, Set<WebSocket>>; session: Set<WebSocket> } | undefined;
+  /** Accepted in this instance, first snapshot not yet sent. */
+  private readonly joining = new Set<WebSocket>();
+  /** At most one resnapshot in flight per socket; further requests meanwhile are coalesced. */
+  private readonly resnapshotting = new Set<WebSocket>();
+  /** REST snapshot reads waiting for their boundary (failed when the feed is left). */
+  private readonly reads = new Set<(error: Error) => void>();
+  private seq = 0;
+  private reserved = 0;
+
+  constructor(private readonly ctx: DurableObjectState) {}
+
+  /** A new harness exists: follow its feed when any socket is open (hosts call this before anyone else uses it). */
+  attach(harness: AgentHarness): void {
+    if (this.feed?.harness === harness) return;
+    this.unfollow();
+    if (this.ctx.getWebSockets("watch").length > 0) this.follow(harness);
+  }
+
+  /** Before accepting a socket: follow `harness` (loading the registry of surviving sockets first). */
+  prepare(harness: AgentHarness): void {
+    this.follow(harness);
+  }
+
+  /**
+   * A socket accepted right after `prepare(harness)`: captures its snapshot on the line and sends
+   * it at its place in the feed; events follow from there.
+   */
+  join(ws: WebSocket, target: WatchTarget, harness: AgentHarness): void {
+    this.joining.add(ws);
+    this.capture(ws, target, harness, () => {
+      this.joining.delete(ws);
+      const attachment = readAttachment(ws);
+      if (attachment) ws.serializeAttachment({ ...attachment, ready: true });
+      this.add(ws, target);
+    });
+  }
+
+  /** A client's resnapshot request: a fresh snapshot after which events continue from its seq. */
+  resnapshot(ws: WebSocket, harness: AgentHarness): void {
+    const attachment = readAttachment(ws);
+    if (!attachment?.ready) return;
+    if (this.resnapshotting.has(ws) || this.joining.has(ws)) return;
+    this.resnapshotting.add(ws);
+    this.capture(ws, attachment.target, harness, () => this.resnapshotting.delete(ws));
+  }
+
+  /**
+   * A snapshot with its place in the event counter, for REST readers (`GET …/snapshot`): events
+   * with larger seqs are exactly the ones bound after it.
+   */
+  snapshot<T>(harness: AgentHarness, read: (m: SessionMutator) => T): Promise<{ seq: number; snapshot: T }> {
+    const feed = this.follow(harness);
+    return new Promise((resolve, reject) => {
+      const abandon = (error: Error) => reject(error);
+      this.reads.add(abandon);
+      const atBoundary = (snapshot: T) => {
+        this.reads.delete(abandon);
+        resolve({ seq: this.seq, snapshot });
+      };
+      feed.capture(read, atBoundary).catch((error: unknown) => {
+        this.reads.delete(abandon);
+        reject(error);
+      });
+    });
+  }
+
+  /** The socket is gone (closed, errored or dropped). */
+  forget(ws: WebSocket): void {
+    this.joining.delete(ws);
+    this.resnapshotting.delete(ws);
+    if (!this.watchers) return;
+    this.watchers.session.delete(ws);
+    for (const [lane, sockets] of this.watchers.lanes) {
+      if (sockets.delete(ws) && sockets.size === 0) this.watchers.lanes.delete(lane);
+    }
+  }
+
+  private capture(ws: WebSocket, target: WatchTarget, harness: AgentHarness, sent: () => void): void {
+    const feed = this.follow(harness);
+    const read = (m: SessionMutator) => {
+      if (target.kind === "session") return harness.captureSessionSnapshot(m);
+      const lane = harness.getLane(target.lane);
+      if (!lane) throw new Error(`Lane "${target.lane}" does not exist`);
+      return lane.captureSnapshot(m);
+    };
+    const atBoundary = (snapshot: ReturnType<typeof read>) => {
+      if (!isOpen(ws)) return this.forget(ws);
+      if (!this.send(ws, JSON.stringify({ type: "snapshot", seq: this.seq, snapshot }))) return;
+      sent();
+    };
+    feed.capture(read, atBoundary).catch((error: unknown) => {
+      this.forget(ws);
+      close(ws, 1011, `Snapshot failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  /** The feed of `harness`, opened (with the registry and counter loaded) on first need. */
+  private follow(harness: AgentHarness): EventFeed {
+    if (this.feed?.harness === harness) return this.feed.feed;
+    this.unfollow();
+    this.load();
+    const feed = harness.openFeed((event) => this.publish(event));
+    this.feed = { harness, feed };
+    return feed;
+  }
+
+  /** Leaves a replaced harness's feed; captures still waiting for their place there never get it. */
+  private unfollow(): void {
+    if (!this.feed) return;
+    this.feed.feed.close();
+    this.feed = undefined;
+    this.resnapshotting.clear();
+    for (const ws of this.joining) close(ws, 1012, "The session restarted; reconnect");
+    this.joining.clear();
+    for (const abandon of this.reads) abandon(new Error("The session restarted during the snapshot"));
+    this.reads.clear();
+  }
+
+  private load(): void {
+    if (this.watchers) return;
+    this.watchers = { lanes: new Map(), session: new Set() };
+    const stored: unknown = this.ctx.storage.kv.get(SEQ_KEY);
+    this.reserved = typeof stored === "number" && Number.isSafeInteger(stored) && stored > 0 ? stored : 0;
+    this.seq = this.reserved;
+    this.reserve();
+    for (const ws of this.ctx.getWebSockets("watch")) {
+      if (this.joining.has(ws) || !isOpen(ws)) continue;
+      const attachment = readAttachment(ws);
+      if (!attachment) close(ws, 1011, "Unknown watch state");
+      else if (!attachment.ready) close(ws, 1012, "Restarted before the snapshot; reconnect");
+      else this.add(ws, attachment.target);
+    }
+  }
+
+  private add(ws: WebSocket, target: WatchTarget): void {
+    const watchers = this.watchers;
+    if (!watchers) return;
+    if (target.kind === "session") {
+      watchers.session.add(ws);
+      return;
+    }
+    const sockets = watchers.lanes.get(target.lane) ?? new Set<WebSocket>();
+    sockets.add(ws);
+    watchers.lanes.set(target.lane, sockets);
+  }
+
+  /** Numbers every event of the feed and sends it to the sockets whose stream carries it. */
+  private publish(event: HarnessEvent): void {
+    const seq = this.next();
+    const watchers = this.watchers;
+    if (!watchers) return;
+    let text: string | undefined;
+    const deliver = (ws: WebSocket) => this.send(ws, (text ??= JSON.stringify({ type: "event", seq, event })));
+    if (inSessionStream(event)) for (const ws of watchers.session) deliver(ws);
+    for (const [lane, sockets] of watchers.lanes) {
+      if (!inLaneStream(event, lane)) continue;
+      for (const ws of sockets) deliver(ws);
+    }
+  }
+
+  private next(): number {
+    this.seq++;
+    if (this.seq >= this.reserved) this.reserve();
+    return this.seq;
+  }
+
+  private reserve(): void {
+    this.reserved = this.seq + SEQ_BLOCK;
+    try {
+      this.ctx.storage.kv.put(SEQ_KEY, this.reserved);
+    } catch {
+      // Storage refused (a faulted or deleted session): seqs stay monotonic within this instance.
+    }
+  }
+
+  /** Sends, or drops a socket that is closed, broken or too far behind (closed 1013). */
+  private send(ws: WebSocket, text: string): boolean {
+    if (!isOpen(ws)) {
+      this.forget(ws);
+      return false;
+    }
+    if (bufferedBytes(ws) > MAX_BUFFERED_BYTES) {
+      this.forget(ws);
+      close(ws, 1013, "slow consumer");
+      return false;
+    }
+    try {
+      ws.send(text);
+      return true;
+    } catch (error) {
+      this.forget(ws);
+      close(ws, 1011, `Send failed: ${error instanceof Error ? error.message : String(error)}`);
+      return false;
+    }
+  }
+}
+
+export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
+  let value: unknown;
+  try {
+    value = ws.deserializeAttachment();
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null || !("v" in value) || value.v !== 1) return undefined;
+  if (!("target" in value) || !("ready" in value) || !("keyId" in value)) return undefined;
+  const { target, ready, keyId } = value;
+  if (typeof ready !== "boolean" || typeof keyId !== "string" || typeof target !== "object" || target === null) return undefined;
+  if ("kind" in target && target.kind === "session") return { v: 1, target: { kind: "session" }, ready, keyId };
+  if ("kind" in target && target.kind === "lane" && "lane" in target && typeof target.lane === "string") {
+    return { v: 1, target: { kind: "lane", lane: target.lane }, ready, keyId };
+  }
+  return undefined;
+}
+
+function isOpen(ws: WebSocket): boolean {
+  return ws.readyState === WebSocket.READY_STATE_OPEN;
+}
+
+/** `bufferedAmount` where the runtime reports it; 0 otherwise. */
+function bufferedBytes(ws: WebSocket): number {
+  const amount: unknown = ws.bufferedAmount;
+  return typeof amount === "number" ? amount : 0;
+}
+
+/** Closes once, never throws; reasons are cut to the protocol's 123 bytes. */
+export function close(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, truncateUtf8(reason, 123));
+  } catch {
+    // Already closing or closed.
+  }
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  const encoder = new TextEncoder();
+  if (encoder.encode(text).byteLength <= maxBytes) return text;
+  let out = text;
+  while (encoder.encode(out).byteLength > maxBytes) out = out.slice(0, -1);
+  return out;
+}

@@ -1,0 +1,146 @@
+import * as v from "valibot";
+import { IdSchema } from "./api.ts";
+import { ENTRY_TYPES, type EntryType } from "./entries.ts";
+import { JsonValueSchema } from "./json.ts";
+import { AgentMessageSchema } from "./messages.ts";
+import { HarnessSettingsPatchSchema } from "./settings.ts";
+
+// Parameters and bodies of spec/API.md "Sessions" (entries, labels, usage, values, lists, PATCH)
+// and "Branches". The front worker validates with these before any object is touched.
+
+/** Page sizes of every listing here: default 50, at most 1000. */
+export const PAGE_LIMIT_DEFAULT = 50;
+export const PAGE_LIMIT_MAX = 1000;
+/** Value and list addresses in paths: namespace 1–256 characters, key at most 256, no NUL. */
+export const ADDRESS_PART_MAX = 256;
+
+const noNul = (input: string): boolean => !input.includes("\u0000");
+
+/** Entry ids in paths and bodies are validated like ids (UUIDv7 entry ids fit). */
+export const EntryIdSchema = IdSchema;
+
+/**
+ * Branch names: 1–128 characters of A–Z a–z 0–9 _ - . (a little looser than ids; a lane's branch
+ * carries the lane's name, which is an id, so every lane branch is addressable here).
+ */
+export const BranchNameSchema = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9_.-]{1,128}$/, "Branch names are 1–128 characters of A–Z a–z 0–9 _ - ."),
+);
+
+export const NamespaceSchema = v.pipe(
+  v.string(),
+  v.minLength(1, "The namespace may not be empty"),
+  v.maxLength(ADDRESS_PART_MAX, `The namespace is at most ${ADDRESS_PART_MAX} characters`),
+  v.check(noNul, "The namespace may not contain NUL"),
+);
+export const KeySchema = v.pipe(
+  v.string(),
+  v.maxLength(ADDRESS_PART_MAX, `The key is at most ${ADDRESS_PART_MAX} characters`),
+  v.check(noNul, "The key may not contain NUL"),
+);
+export const AddressParamsSchema = v.object({ namespace: NamespaceSchema, key: KeySchema });
+
+// Opaque cursors: base64url of the last returned seq. A cursor is exclusive in the query's order.
+
+export function encodeSeqCursor(seq: number): string {
+  return btoa(`seq:${seq}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function decodeSeqCursor(cursor: string): number | undefined {
+  try {
+    const match = /^seq:(\d{1,15})$/.exec(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
+    return match?.[1] === undefined ? undefined : Number(match[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+export const SeqCursorSchema = v.pipe(
+  v.string(),
+  v.maxLength(64, "Invalid cursor"),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const seq = decodeSeqCursor(dataset.value);
+    if (seq === undefined) {
+      addIssue({ message: "Invalid cursor" });
+      return NEVER;
+    }
+    return { seq };
+  }),
+);
+
+const LimitSchema = v.optional(
+  v.pipe(
+    v.string(),
+    v.regex(/^\d{1,4}$/, `limit is an integer from 1 to ${PAGE_LIMIT_MAX}`),
+    v.transform(Number),
+    v.minValue(1, "limit is at least 1"),
+    v.maxValue(PAGE_LIMIT_MAX, `limit is at most ${PAGE_LIMIT_MAX}`),
+  ),
+  String(PAGE_LIMIT_DEFAULT),
+);
+
+const EntryTypeSchema = v.picklist(ENTRY_TYPES as [EntryType, ...EntryType[]]);
+const CustomTypeSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
+
+/** `GET /v1/sessions/{sid}/entries?type&customType&order&limit&cursor` (session-wide, by seq). */
+export const EntriesQuerySchema = v.object({
+  type: v.optional(EntryTypeSchema),
+  customType: v.optional(CustomTypeSchema),
+  order: v.optional(v.picklist(["asc", "desc"]), "asc"),
+  limit: LimitSchema,
+  cursor: v.optional(SeqCursorSchema),
+});
+
+/**
+ * `GET /v1/sessions/{sid}/branches/{name}/entries?start&stopAtType&stopAtId&type&customType&order&limit&cursor`:
+ * the branch scan of reference §1.6 (root-ward path from `start`, default the tip; order; inclusive
+ * stop; filters; exclusive cursor; limit).
+ */
+export const BranchEntriesQuerySchema = v.object({
+  start: v.optional(EntryIdSchema),
+  stopAtType: v.optional(EntryTypeSchema),
+  stopAtId: v.optional(EntryIdSchema),
+  type: v.optional(EntryTypeSchema),
+  customType: v.optional(CustomTypeSchema),
+  order: v.optional(v.picklist(["newestFirst", "oldestFirst"]), "newestFirst"),
+  limit: LimitSchema,
+  cursor: v.optional(SeqCursorSchema),
+});
+
+/** `GET /v1/sessions/{sid}/lists/{namespace}/{key}?cursor&order&limit`. */
+export const ListQuerySchema = v.object({
+  order: v.optional(v.picklist(["asc", "desc"]), "asc"),
+  limit: LimitSchema,
+  cursor: v.optional(SeqCursorSchema),
+});
+
+/** `GET /v1/sessions/{sid}/usage?fromSeq&limit` (ledger rows with seq ≥ fromSeq, ascending). */
+export const UsageQuerySchema = v.object({
+  fromSeq: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, "fromSeq is a non-negative integer"), v.transform(Number))),
+  limit: LimitSchema,
+});
+
+/** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`; `name: null` removes the name. */
+export const PatchSessionSchema = v.strictObject({
+  name: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(500)))),
+  settings: v.optional(HarnessSettingsPatchSchema),
+});
+
+/** `PUT /v1/sessions/{sid}/entries/{entryId}/label` `{ label }`. */
+export const LabelSchema = v.strictObject({ label: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)) });
+
+/** `POST /v1/sessions/{sid}/branches` `{ name, at: entryId | null }` (`at` absent = null, an empty branch). */
+export const CreateBranchSchema = v.strictObject({
+  name: BranchNameSchema,
+  at: v.optional(v.nullable(EntryIdSchema), null),
+});
+
+/** `POST /v1/sessions/{sid}/branches/{name}/entries` `{ message }` or `{ customType, data? }`. */
+export const NewBranchEntrySchema = v.union([
+  v.strictObject({ message: AgentMessageSchema }),
+  v.strictObject({ customType: CustomTypeSchema, data: v.optional(JsonValueSchema) }),
+]);
+
+/** The body of `PUT …/values/{namespace}/{key}` and `POST …/lists/{namespace}/{key}`: any JSON value. */
+export const JsonBodySchema = JsonValueSchema;

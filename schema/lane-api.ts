@@ -1,0 +1,93 @@
+import * as v from "valibot";
+import { IdSchema } from "./api.ts";
+import { JsonValueSchema } from "./json.ts";
+import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
+import { AgentMessageSchema, ImageContentSchema } from "./messages.ts";
+
+// Request bodies and parameters of spec/API.md "Lanes", "Queue" and "Operations" (primitives and
+// conveniences). The front worker validates with these before any object is touched.
+
+/** Lane names, entry ids and operation ids in paths are validated like ids. */
+export const LaneNameSchema = IdSchema;
+
+/** The longest a caller may wait on one request (`?wait=` / `wait`), in seconds. */
+export const MAX_WAIT_SECONDS = 60;
+
+const shortText = v.pipe(v.string(), v.maxLength(256));
+const images = v.optional(v.pipe(v.array(ImageContentSchema), v.maxLength(64)));
+/** A fresh UUIDv7 chosen by the caller; the engine checks freshness and form (InvalidOperationId). */
+const operationId = v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64)));
+const waitSeconds = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_WAIT_SECONDS));
+
+/** `?wait=<seconds ≤ 60>` (decimals allowed), as milliseconds; absent → `undefined`. */
+export const WaitQuerySchema = v.object({
+  wait: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,2}(\.\d{1,3})?$/, "wait is a number of seconds"),
+      v.transform(Number),
+      v.maxValue(MAX_WAIT_SECONDS, `wait is at most ${MAX_WAIT_SECONDS} seconds`),
+      v.transform((seconds) => Math.round(seconds * 1000)),
+    ),
+  ),
+});
+
+export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)) }), {});
+
+export const LaneConfigPatchSchema = v.strictObject({
+  model: v.optional(ModelIdentitySchema),
+  thinkingLevel: v.optional(ThinkingLevelSchema),
+  activeTools: v.optional(v.pipe(v.array(shortText), v.maxLength(256))),
+});
+
+/** `{ message }` or `{ customType, data? }`: one lane entry (placed now when idle, queued when busy). */
+export const NewLaneEntrySchema = v.union([
+  v.strictObject({ message: AgentMessageSchema }),
+  v.strictObject({ customType: v.pipe(v.string(), v.minLength(1), v.maxLength(256)), data: v.optional(JsonValueSchema) }),
+]);
+
+export const EnqueueSchema = v.strictObject({
+  kind: v.picklist(["steer", "followUp", "nextRun"]),
+  message: v.union([v.string(), AgentMessageSchema]),
+  images,
+});
+
+const promptInput = v.union([v.string(), AgentMessageSchema, v.pipe(v.array(AgentMessageSchema), v.maxLength(256))]);
+
+const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
+
+/**
+ * OperationRequest of spec/API.md "Operations: primitives". The structural kinds (compaction,
+ * navigation) are validated for shape, then refused with 422 UnsupportedOperation: this build
+ * does not execute structural operations yet.
+ */
+export const OperationRequestSchema = v.variant("kind", [
+  v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId }),
+  v.strictObject({ kind: v.literal("skill"), name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)), additionalInstructions: instructions, operationId }),
+  v.strictObject({
+    kind: v.literal("prompt_template"),
+    name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)),
+    args: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(100_000))), v.maxLength(64))),
+    operationId,
+  }),
+  v.strictObject({ kind: v.literal("compaction"), customInstructions: instructions, operationId }),
+  v.strictObject({
+    kind: v.literal("navigation"),
+    targetId: v.nullable(IdSchema),
+    summarize: v.optional(v.boolean()),
+    label: v.optional(shortText),
+    customInstructions: instructions,
+    operationId,
+  }),
+]);
+export type OperationRequestBody = v.InferOutput<typeof OperationRequestSchema>;
+/** The run requests this build executes. */
+export type RunRequest = Extract<OperationRequestBody, { kind: "prompt" | "skill" | "prompt_template" }>;
+
+/** `POST …/prompt` `{ prompt, images?, wait? }` (wait in seconds, default 60). */
+export const PromptConvenienceSchema = v.strictObject({
+  prompt: promptInput,
+  images,
+  wait: v.optional(waitSeconds),
+  operationId,
+});

@@ -1,0 +1,138 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { toWire } from "../../schema/wire.ts";
+import { unwrap } from "../helpers/sessions.ts";
+import { call, newTenant } from "./helpers.ts";
+import { expectError, objectOf, scriptedLane, SLOW_STEP, tenantWithSession, user } from "./session-helpers.ts";
+
+// PATCH and DELETE /v1/sessions/{sid}, and the Session shape (spec/API.md "Sessions").
+
+type SessionBody = {
+  id: string;
+  name: string | null;
+  settings: { steeringMode: string; systemPrompt: string | null };
+  branches: { name: string; tipId: string | null; lane: boolean }[];
+  lanes: { name: string }[];
+};
+
+describe("GET /v1/sessions/{sid}", () => {
+  it("answers the Session with settings, lanes and lane-marked branches", async () => {
+    const { tenantId, key, sid, base } = await tenantWithSession("view");
+    unwrap(await objectOf(tenantId, sid).acquireLane("main"));
+    expect((await call(`${base}/branches`, { body: { name: "side", at: null }, token: key })).status).toBe(201);
+    const session = await (await call(base, { token: key })).json<SessionBody>();
+    expect(session).toMatchObject({ id: sid, name: null, settings: { steeringMode: "all", systemPrompt: null }, lanes: [{ name: "main" }] });
+    expect(session.branches).toEqual([
+      { name: "main", tipId: null, lane: true },
+      { name: "side", tipId: null, lane: false },
+    ]);
+  });
+});
+
+describe("PATCH /v1/sessions/{sid}", () => {
+  it("sets the name and settings, clears the name with null, and answers the Session", async () => {
+    const { key, base } = await tenantWithSession("patch");
+    const patched = await call(base, { method: "PATCH", body: { name: "renamed", settings: { steeringMode: "one-at-a-time", systemPrompt: "be brief" } }, token: key });
+    expect(patched.status).toBe(200);
+    expect(await patched.json()).toMatchObject({ name: "renamed", settings: { steeringMode: "one-at-a-time", systemPrompt: "be brief" } });
+    expect(await (await call(base, { token: key })).json()).toMatchObject({ name: "renamed", settings: { steeringMode: "one-at-a-time" } });
+    const untouched = await call(base, { method: "PATCH", body: {}, token: key });
+    expect(await untouched.json()).toMatchObject({ name: "renamed", settings: { systemPrompt: "be brief" } });
+    const cleared = await call(base, { method: "PATCH", body: { name: null }, token: key });
+    expect(await cleared.json()).toMatchObject({ name: null, settings: { steeringMode: "one-at-a-time" } });
+  });
+
+  it("refuses malformed bodies (400), oversized ones (413), foreign sessions (404) and bad keys (401)", async () => {
+    const { key, base, sid } = await tenantWithSession("patchbad");
+    const other = await newTenant("patchother");
+    for (const body of [{ settings: { steeringMode: "sometimes" } }, { unknown: 1 }, { name: "x".repeat(501) }, { name: 5 }, { settings: { retry: { enabled: "yes" } } }]) {
+      await expectError(await call(base, { method: "PATCH", body, token: key }), 400, "ValidationFailed");
+    }
+    await expectError(await call(base, { method: "PATCH", rawBody: "{nope", token: key }), 400, "ValidationFailed");
+    await expectError(await call(base, { method: "PATCH", token: key }), 400, "ValidationFailed");
+    await expectError(await call("/v1/sessions/bad:id", { method: "PATCH", body: {}, token: key }), 400, "ValidationFailed");
+    const huge = await call(base, { method: "PATCH", rawBody: JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) }), token: key });
+    expect(huge.status).toBe(413);
+    await expectError(await call(base, { method: "PATCH", body: { name: "stolen" }, token: other.key }), 404, "SessionNotFound");
+    await expectError(await call(`/v1/sessions/${sid}_nope`, { method: "PATCH", body: { name: "x" }, token: key }), 404, "SessionNotFound");
+    await expectError(await call(base, { method: "PATCH", body: { name: "x" } }), 401, "Unauthenticated");
+    await expectError(await call(base, { method: "PATCH", body: { name: "x" }, token: "sk_garbled" }), 401, "Unauthenticated");
+    expect(await (await call(base, { token: key })).json()).toMatchObject({ name: null });
+  });
+});
+
+describe("DELETE /v1/sessions/{sid}", () => {
+  it("deletes the session's storage and index row; later requests are 404; the id can be reused", async () => {
+    const { tenantId, key, sid, base } = await tenantWithSession("del");
+    expect((await call(`${base}/branches`, { body: { name: "main", at: null }, token: key })).status).toBe(201);
+    expect((await call(`${base}/values/app/k`, { method: "PUT", body: 1, token: key })).status).toBe(200);
+    const deleted = await call(base, { method: "DELETE", token: key });
+    expect(deleted.status).toBe(204);
+    expect(await deleted.text()).toBe("");
+    for (const path of [base, `${base}/branches`, `${base}/values/app/k`, `${base}/entries`, `${base}/usage`]) {
+      await expectError(await call(path, { token: key }), 404, "SessionNotFound");
+    }
+    await expectError(await call(base, { method: "PATCH", body: { name: "x" }, token: key }), 404, "SessionNotFound");
+    expect((await (await call("/v1/sessions", { token: key })).json<{ items: unknown[] }>()).items).toEqual([]);
+    // Repeating is harmless: still gone, still 404.
+    await expectError(await call(base, { method: "DELETE", token: key }), 404, "SessionNotFound");
+    const storage = await runInDurableObject(objectOf(tenantId, sid), async (_instance: SessionObject, state) => ({
+      alarm: await state.storage.getAlarm(),
+      meta: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM meta").one().n,
+      vals: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM vals").one().n,
+    }));
+    expect(storage).toEqual({ alarm: null, meta: 0, vals: 0 });
+    const again = await call("/v1/sessions", { body: { id: sid }, token: key });
+    expect(again.status).toBe(201);
+    expect(await again.json()).toMatchObject({ id: sid, branches: [], lanes: [] });
+    await expectError(await call(`${base}/values/app/k`, { token: key }), 404, "NotFound");
+  });
+
+  it("closes a busy harness first: the run stops, nothing is written afterwards, the alarm is gone", async () => {
+    const { tenantId, key, sid, base } = await tenantWithSession("delbusy");
+    const stub = await scriptedLane(tenantId, sid, [SLOW_STEP]);
+    const admission = unwrap(await stub.acceptOperation("main", toWire({ kind: "prompt", prompt: "go" })));
+    expect(admission.operationId).toEqual(expect.any(String));
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(unwrap(await stub.laneExecution("main")).current).not.toBeNull();
+    expect((await call(base, { method: "DELETE", token: key })).status).toBe(204);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expectError(await call(base, { token: key }), 404, "SessionNotFound");
+    const storage = await runInDurableObject(objectOf(tenantId, sid), async (_instance: SessionObject, state) => ({
+      alarm: await state.storage.getAlarm(),
+      entries: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM entries").one().n,
+      due: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM due_work").one().n,
+    }));
+    expect(storage).toEqual({ alarm: null, entries: 0, due: 0 });
+  });
+
+  it("is 404 for foreign and unknown sessions (leaving them intact) and 401 without a key", async () => {
+    const { key, base, sid } = await tenantWithSession("delforeign");
+    const other = await newTenant("delother");
+    await expectError(await call(base, { method: "DELETE", token: other.key }), 404, "SessionNotFound");
+    await expectError(await call(`/v1/sessions/${sid}_nope`, { method: "DELETE", token: key }), 404, "SessionNotFound");
+    await expectError(await call("/v1/sessions/bad:id", { method: "DELETE", token: key }), 400, "ValidationFailed");
+    await expectError(await call(base, { method: "DELETE" }), 401, "Unauthenticated");
+    await expectError(await call(base, { method: "DELETE", token: "garbage" }), 401, "Unauthenticated");
+    expect((await call(base, { token: key })).status).toBe(200);
+  });
+
+  it("a listing skips an index row whose session is gone (a deletion interrupted before unregistering)", async () => {
+    const { tenantId, key, sid } = await tenantWithSession("stale");
+    expect((await call("/v1/sessions", { body: { id: "kept" }, token: key })).status).toBe(201);
+    unwrap(await objectOf(tenantId, sid).deleteSession());
+    const listed = await call("/v1/sessions", { token: key });
+    expect(listed.status).toBe(200);
+    expect((await listed.json<{ items: { id: string }[] }>()).items.map((s) => s.id)).toEqual(["kept"]);
+  });
+
+  it("a session recreated after deletion starts empty (no old entries)", async () => {
+    const { key, base, sid } = await tenantWithSession("recreate");
+    await call(`${base}/branches`, { body: { name: "main", at: null }, token: key });
+    await call(`${base}/branches/main/entries`, { body: { message: user("old") }, token: key });
+    expect((await call(base, { method: "DELETE", token: key })).status).toBe(204);
+    expect((await call("/v1/sessions", { body: { id: sid }, token: key })).status).toBe(201);
+    expect(await (await call(`${base}/entries`, { token: key })).json()).toEqual({ items: [], nextCursor: null });
+  });
+});

@@ -1,0 +1,145 @@
+import { IdSchema } from "../../schema/api.ts";
+import {
+  EnqueueSchema,
+  LaneConfigPatchSchema,
+  LaneNameSchema,
+  NewLaneEntrySchema,
+  OperationRequestSchema,
+  PromptConvenienceSchema,
+  PutLaneSchema,
+  WaitQuerySchema,
+} from "../../schema/lane-api.ts";
+import { LaneConfigurationSchema } from "../../schema/lane.ts";
+import { LANE_ERRORS, SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
+
+// spec/API.md "Lanes", "Queue", "Operations" and "Watch protocol": worker/routes/lanes.ts,
+// operations.ts and watch.ts (docs/api-lanes.md, docs/api-watch.md).
+
+const SID = { sid: IdSchema };
+const LANE = { ...SID, lane: LaneNameSchema };
+const OPERATION = { ...LANE, opId: IdSchema };
+const OPERATION_VIEW = "`{ state: \"settled\", result }` or `{ state: \"active\", status, at, retry? }`";
+const CONVENIENCE = "The settled record, or `{ status: \"suspended\", operationId, deferred }`";
+const WAIT_DEFAULT = (seconds: number) => `\`?wait=\` seconds (≤ 60, default ${seconds}).`;
+
+export const laneCatalog: readonly CatalogRoute[] = [
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes", operationId: "listLanes", tag: "Lanes", auth: "tenant",
+    summary: "List lanes", pathParams: SID,
+    responses: { 200: { description: "`LaneInfo[]` `{ name, tipId, operation }`" } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "put", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "putLane", tag: "Lanes", auth: "tenant",
+    summary: "Get or create a lane", description: "`createAt` is the entry a new lane's branch starts at (null: empty).",
+    pathParams: LANE, body: PutLaneSchema, example: { createAt: null },
+    responses: { 200: { description: "The existing lane's LaneInfo" }, 201: { description: "The created lane's LaneInfo" } },
+    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",
+    summary: "A lane's execution state", pathParams: LANE,
+    responses: { 200: { description: "LaneExecutionInfo `{ lane, tipId, configuration, current, lastOperationId, queues }`" } },
+    errors: LANE_ERRORS,
+  },
+  {
+    method: "patch", path: "/v1/sessions/{sid}/lanes/{lane}/config", operationId: "configureLane", tag: "Lanes", auth: "tenant",
+    summary: "Configure a lane (model, thinking level, active tools)",
+    pathParams: LANE, body: LaneConfigPatchSchema, example: { thinkingLevel: "low" },
+    responses: { 200: { description: "The configuration", schema: LaneConfigurationSchema } },
+    errors: LANE_ERRORS,
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/entries", operationId: "appendLaneEntry", tag: "Lanes", auth: "tenant",
+    summary: "Append an entry to a lane", description: "Placed now when idle (after queued writes); queued as a `write` item when busy.",
+    pathParams: LANE, body: NewLaneEntrySchema, example: { customType: "note", data: { text: "remember this" } }, idempotent: true,
+    responses: { 201: { description: "`{ entryId, placed }`" } },
+    errors: [...LANE_ERRORS, "InvalidMessage"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", operationId: "getLaneSnapshot", tag: "Lanes", auth: "tenant",
+    summary: "A lane's snapshot", pathParams: LANE,
+    responses: { 200: { description: "`{ seq, snapshot: LaneSnapshot }`" } },
+    errors: LANE_ERRORS,
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/queue", operationId: "enqueue", tag: "Lanes", auth: "tenant",
+    summary: "Queue a message (steer, followUp, nextRun)", description: "Always admits, idle or busy.",
+    pathParams: LANE, body: EnqueueSchema, example: { kind: "followUp", message: "And then?" }, idempotent: true,
+    responses: { 201: { description: "`{ entryId }`" } },
+    errors: [...LANE_ERRORS, "InvalidMessage"],
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}/lanes/{lane}/queue/{entryId}", operationId: "cancelQueued", tag: "Lanes", auth: "tenant",
+    summary: "Cancel a queued item", pathParams: { ...LANE, entryId: IdSchema },
+    responses: { 200: { description: "`{ result: \"cancelled\" | \"already_consumed\" | \"not_found\" }`" } },
+    errors: LANE_ERRORS,
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations", operationId: "acceptOperation", tag: "Operations", auth: "tenant",
+    summary: "Accept an operation",
+    description: "Acceptance runs no work; the session object drives it. `compaction` and `navigation` are validated, then refused with 422 `UnsupportedOperation` by this build.",
+    pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
+    responses: { 202: { description: "`{ operationId, kind, startedAt }`" } },
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "InvalidOperationId", "UnsupportedOperation"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}", operationId: "getOperation", tag: "Operations", auth: "tenant",
+    summary: "An operation, settled or current (drive(id) made total)",
+    description: `${WAIT_DEFAULT(0)} Long-polls until settled or a durable wait. An id neither current nor settled is 404 \`OperationMismatch\`.`,
+    pathParams: OPERATION, query: WaitQuerySchema,
+    responses: { 200: { description: OPERATION_VIEW } },
+    errors: [...LANE_ERRORS, "OperationMismatch"], errorStatus: { OperationMismatch: 404 },
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort", operationId: "abortOperation", tag: "Operations", auth: "tenant",
+    summary: "Request the abort of an operation", description: "A stale id (not the current operation) is 409 `OperationMismatch`.",
+    pathParams: OPERATION,
+    responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp }`" } },
+    errors: [...LANE_ERRORS, "OperationMismatch"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/resume", operationId: "resumeOperation", tag: "Operations", auth: "tenant",
+    summary: "One deferred poll permit / drive now", description: `${WAIT_DEFAULT(0)} Answers like GET.`,
+    pathParams: OPERATION, query: WaitQuerySchema,
+    responses: { 200: { description: OPERATION_VIEW } },
+    errors: [...LANE_ERRORS, "OperationMismatch"], errorStatus: { OperationMismatch: 404 },
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", operationId: "prompt", tag: "Operations", auth: "tenant",
+    summary: "Prompt and wait (accept + wait)", description: "`wait` in seconds (≤ 60, default 60).",
+    pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
+    responses: { 200: { description: CONVENIENCE }, 202: { description: "`{ operationId }`: the wait ran out" } },
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", operationId: "abortCurrent", tag: "Operations", auth: "tenant",
+    summary: "Abort the current operation", description: WAIT_DEFAULT(10),
+    pathParams: LANE, query: WaitQuerySchema,
+    responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp, record? }`" } },
+    errors: [...LANE_ERRORS, "NoActiveOperation"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/resume", operationId: "resumeCurrent", tag: "Operations", auth: "tenant",
+    summary: "Resume the current operation", description: WAIT_DEFAULT(60),
+    pathParams: LANE, query: WaitQuerySchema,
+    responses: { 200: { description: CONVENIENCE }, 202: { description: "`{ operationId }`: the wait ran out" } },
+    errors: [...LANE_ERRORS, "NothingToResume"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/watch", operationId: "watchSession", tag: "Watch", auth: "tenant",
+    summary: "Watch a session (WebSocket)",
+    description: "Lane inventory, lane lifecycle, operation starts and ends, usage, faults and settings. Authenticate with the header or the subprotocol `bearer.<key>` (selected in the 101). See docs/api-watch.md.",
+    pathParams: SID,
+    responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
+    errors: ["SessionNotFound", "UpgradeRequired"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/watch", operationId: "watchLane", tag: "Watch", auth: "tenant",
+    summary: "Watch a lane (WebSocket)",
+    description: "`{ type: \"snapshot\", seq, snapshot }` first, then `{ type: \"event\", seq, event }` in order; send `{ \"type\": \"resnapshot\" }` for a fresh snapshot, `ping` for `pong`.",
+    pathParams: LANE,
+    responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
+    errors: ["SessionNotFound", "UnknownLane", "UpgradeRequired"],
+  },
+];

@@ -1,0 +1,168 @@
+import { CreateSessionSchema, IdSchema, PageQuerySchema } from "../../schema/api.ts";
+import {
+  AddressParamsSchema,
+  BranchEntriesQuerySchema,
+  BranchNameSchema,
+  CreateBranchSchema,
+  EntriesQuerySchema,
+  EntryIdSchema,
+  JsonBodySchema,
+  LabelSchema,
+  ListQuerySchema,
+  NewBranchEntrySchema,
+  PatchSessionSchema,
+  UsageQuerySchema,
+} from "../../schema/api-sessions.ts";
+import { EntrySchema } from "../../schema/entries.ts";
+import { SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
+import { EntryPageSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "./responses.ts";
+
+// spec/API.md "Sessions" and "Branches": worker/routes/sessions.ts, session-entries.ts,
+// session-values.ts and branches.ts (docs/api-sessions.md).
+
+const SID = { sid: IdSchema };
+const ENTRY = { ...SID, entryId: EntryIdSchema };
+const ADDRESS = { ...SID, ...AddressParamsSchema.entries };
+const BRANCH = { ...SID, name: BranchNameSchema };
+const SESSION = "The Session `{ id, tenantId, name, createdAt, parentSessionId?, stats, settings, branches, lanes }`";
+const userMessage = { role: "user", content: "Hello", timestamp: 1_700_000_000_000 };
+
+export const sessionCatalog: readonly CatalogRoute[] = [
+  {
+    method: "post", path: "/v1/sessions", operationId: "createSession", tag: "Sessions", auth: "tenant",
+    summary: "Create a session",
+    description: "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch applied after creation.",
+    body: CreateSessionSchema, example: { name: "Support chat", settings: { systemPrompt: "Be brief." } }, idempotent: true,
+    responses: { 201: { description: SESSION } },
+    errors: ["SessionExists", "SessionClosed"],
+  },
+  {
+    method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",
+    summary: "List the tenant's sessions", description: "`{ items: Session[], nextCursor }`; `limit` 1–1000, default 50.",
+    query: PageQuerySchema,
+    responses: { 200: { description: "A page of sessions" } },
+    errors: ["SessionClosed"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}", operationId: "getSession", tag: "Sessions", auth: "tenant",
+    summary: "Read a session", pathParams: SID,
+    responses: { 200: { description: SESSION } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "patch", path: "/v1/sessions/{sid}", operationId: "updateSession", tag: "Sessions", auth: "tenant",
+    summary: "Rename a session or patch its settings",
+    description: "`name: null` removes the name; settings are a partial patch (`settings_update` events).",
+    pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" } },
+    responses: { 200: { description: SESSION } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}", operationId: "deleteSession", tag: "Sessions", auth: "tenant",
+    summary: "Delete a session", description: "Its storage is deleted; later requests (a repeated DELETE too) answer 404.",
+    pathParams: SID,
+    responses: { 204: { description: "Deleted", content: "none" } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/entries", operationId: "listEntries", tag: "Entries", auth: "tenant",
+    summary: "Every entry of the session by seq (all branches)", pathParams: SID, query: EntriesQuerySchema,
+    responses: { 200: { description: "A page of entries", schema: EntryPageSchema } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/entries/{entryId}", operationId: "getEntry", tag: "Entries", auth: "tenant",
+    summary: "Read one entry", pathParams: ENTRY,
+    responses: { 200: { description: "The entry", schema: EntrySchema } },
+    errors: [...SESSION_ERRORS, "UnknownEntry"],
+  },
+  {
+    method: "put", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "setEntryLabel", tag: "Entries", auth: "tenant",
+    summary: "Label an entry", pathParams: ENTRY, body: LabelSchema, example: { label: "checkpoint" },
+    responses: { 200: { description: "`{ entryId, label }`" } },
+    errors: [...SESSION_ERRORS, "UnknownEntry"],
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "deleteEntryLabel", tag: "Entries", auth: "tenant",
+    summary: "Remove an entry's label (idempotent)", pathParams: ENTRY,
+    responses: { 204: { description: "Removed (or there was none)", content: "none" } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/usage", operationId: "getUsage", tag: "Entries", auth: "tenant",
+    summary: "The usage ledger and totals", description: "Rows with seq ≥ `fromSeq`, ascending; continue with `fromSeq=nextFromSeq`.",
+    pathParams: SID, query: UsageQuerySchema,
+    responses: { 200: { description: "`{ rows, totals, nextFromSeq }`", schema: UsagePageSchema } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/values/{namespace}/{key}", operationId: "getValue", tag: "Values", auth: "tenant",
+    summary: "Read an application value", description: "A value set to `null` is a value; an absent one is 404 `NotFound`.",
+    pathParams: ADDRESS,
+    responses: { 200: { description: "`{ value, seq }`", schema: StoredValueSchema } },
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress", "NotFound"],
+  },
+  {
+    method: "put", path: "/v1/sessions/{sid}/values/{namespace}/{key}", operationId: "putValue", tag: "Values", auth: "tenant",
+    summary: "Set an application value", description: "The body is the JSON value itself (`null` included).",
+    pathParams: ADDRESS, body: JsonBodySchema, example: { theme: "dark" },
+    responses: { 200: { description: "`{ seq }`", schema: SeqSchema } },
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}/values/{namespace}/{key}", operationId: "deleteValue", tag: "Values", auth: "tenant",
+    summary: "Delete an application value (idempotent)", pathParams: ADDRESS,
+    responses: { 204: { description: "Deleted (or absent)", content: "none" } },
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lists/{namespace}/{key}", operationId: "readList", tag: "Values", auth: "tenant",
+    summary: "Read a list, a page at a time", description: "An absent list is empty.",
+    pathParams: ADDRESS, query: ListQuerySchema,
+    responses: { 200: { description: "`{ items: [{ seq, value }], nextCursor }`", schema: ListPageSchema } },
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lists/{namespace}/{key}", operationId: "appendList", tag: "Values", auth: "tenant",
+    summary: "Append one element to a list", description: "The body is the element (any JSON value).",
+    pathParams: ADDRESS, body: JsonBodySchema, example: { step: 1 }, idempotent: true,
+    responses: { 201: { description: "`{ seq }`", schema: SeqSchema } },
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}/lists/{namespace}/{key}", operationId: "deleteList", tag: "Values", auth: "tenant",
+    summary: "Delete a list", pathParams: ADDRESS,
+    responses: { 204: { description: "Deleted (or absent)", content: "none" } },
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/branches", operationId: "listBranches", tag: "Branches", auth: "tenant",
+    summary: "List branches", description: "`[{ name, tipId, lane }]`: `lane` says whether a lane is bound to the branch.",
+    pathParams: SID,
+    responses: { 200: { description: "The branches" } },
+    errors: SESSION_ERRORS,
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/branches", operationId: "createBranch", tag: "Branches", auth: "tenant",
+    summary: "Create a branch", description: "`at` is the tip entry (absent or null: an empty branch).",
+    pathParams: SID, body: CreateBranchSchema, example: { name: "experiment", at: null }, idempotent: true,
+    responses: { 201: { description: "`{ name, tipId }`" } },
+    errors: [...SESSION_ERRORS, "BranchExists", "UnknownTarget", "InvalidBranch"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/branches/{name}/entries", operationId: "scanBranch", tag: "Branches", auth: "tenant",
+    summary: "Scan a branch (reference §1.6)",
+    description: "The root-ward path from `start` (default the tip), ordered, with inclusive stops, filters, an exclusive cursor and `limit`.",
+    pathParams: BRANCH, query: BranchEntriesQuerySchema,
+    responses: { 200: { description: "A page of entries", schema: EntryPageSchema } },
+    errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownTarget"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/branches/{name}/entries", operationId: "appendBranchEntry", tag: "Branches", auth: "tenant",
+    summary: "Append an entry to a branch",
+    description: "On a lane's branch this is the lane's operation-aware append (queued as a `write` while busy, `placed: false`); on a plain branch a raw append at the tip.",
+    pathParams: BRANCH, body: NewBranchEntrySchema, example: { message: userMessage }, idempotent: true,
+    responses: { 201: { description: "`{ entryId, placed }`" } },
+    errors: [...SESSION_ERRORS, "UnknownBranch", "InvalidMessage"],
+  },
+];

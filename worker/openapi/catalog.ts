@@ -1,0 +1,66 @@
+import { CreateKeySchema, CreateTenantSchema, IdSchema } from "../../schema/api.ts";
+import { laneCatalog } from "./catalog-lanes.ts";
+import { sessionCatalog } from "./catalog-sessions.ts";
+import type { CatalogRoute } from "./catalog-types.ts";
+
+/**
+ * Every route the front worker serves, declaratively: method, OpenAPI path, auth, and the very
+ * schema objects the routes validate path, query and body with (imported from schema/, never
+ * copied). document.ts builds /openapi.json from this list; test/api/openapi.test.ts fails when a
+ * route the Hono app serves has no entry here, or an entry names a route that is not served.
+ */
+export const CATALOG: readonly CatalogRoute[] = [
+  {
+    method: "get", path: "/health", operationId: "health", tag: "Meta", auth: "none",
+    summary: "Liveness",
+    responses: { 200: { description: "`{ status: \"ok\" }`" } },
+    errors: [],
+  },
+  {
+    method: "get", path: "/openapi.json", operationId: "openApiDocument", tag: "Meta", auth: "none",
+    summary: "This OpenAPI 3.1 document", description: "Generated from the route catalog and the valibot schemas the routes validate with.",
+    responses: { 200: { description: "The OpenAPI document" } },
+    errors: [],
+  },
+  {
+    method: "get", path: "/docs", operationId: "docs", tag: "Meta", auth: "none",
+    summary: "A browsable reference of this document",
+    responses: { 200: { description: "An HTML page", content: "html" } },
+    errors: [],
+  },
+  {
+    method: "post", path: "/v1/admin/tenants", operationId: "createTenant", tag: "Admin", auth: "admin",
+    summary: "Create a tenant", description: "`id` defaults to a fresh `t_…` id.",
+    body: CreateTenantSchema, example: { name: "Acme" }, idempotent: true,
+    responses: { 201: { description: "`{ id, name, createdAt }`" } },
+    errors: ["TenantExists"],
+  },
+  {
+    method: "post", path: "/v1/admin/tenants/{tenantId}/keys", operationId: "createKey", tag: "Admin", auth: "admin",
+    summary: "Create an API key", description: "The key is shown once.",
+    pathParams: { tenantId: IdSchema }, body: CreateKeySchema, example: { name: "ci" }, idempotent: true,
+    responses: { 201: { description: "`{ keyId, key }`" } },
+    errors: ["NotFound"],
+  },
+  {
+    method: "delete", path: "/v1/admin/tenants/{tenantId}/keys/{keyId}", operationId: "revokeKey", tag: "Admin", auth: "admin",
+    summary: "Revoke an API key", description: "Effective immediately.",
+    pathParams: { tenantId: IdSchema, keyId: IdSchema },
+    responses: { 204: { description: "Revoked", content: "none" } },
+    errors: ["NotFound"],
+  },
+  {
+    method: "get", path: "/v1/me", operationId: "getMe", tag: "Tenant", auth: "tenant",
+    summary: "Who the caller is",
+    responses: { 200: { description: "`{ tenantId, keyId }`" } },
+    errors: [],
+  },
+  {
+    method: "get", path: "/v1/models", operationId: "listModels", tag: "Tenant", auth: "tenant",
+    summary: "The model catalog",
+    responses: { 200: { description: "`[{ provider, modelId, contextWindow, maxTokens, input, reasoning }]`" } },
+    errors: [],
+  },
+  ...sessionCatalog,
+  ...laneCatalog,
+];

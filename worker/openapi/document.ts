@@ -1,0 +1,220 @@
+import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
+import type * as v from "valibot";
+import { HarnessResourcesSchema, HarnessSettingsPatchSchema } from "../../schema/settings.ts";
+import { EntrySchema } from "../../schema/entries.ts";
+import { ApiErrorSchema, ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
+import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
+import { LaneConfigurationSchema, ModelIdentitySchema } from "../../schema/lane.ts";
+import { AgentMessageSchema, ImageContentSchema } from "../../schema/messages.ts";
+import { UsageRowSchema, UsageSchema } from "../../schema/usage.ts";
+import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
+import { CATALOG } from "./catalog.ts";
+import { TAGS, type Auth, type CatalogRoute, type Method } from "./catalog-types.ts";
+import { ErrorBodySchema } from "./responses.ts";
+
+// Builds the OpenAPI 3.1 document from the route catalog with @valibot/to-json-schema: the JSON
+// Schemas are generated from the same valibot objects the routes validate with. Request schemas
+// are converted in "input" mode (what the client sends: a query `limit` is a digit string).
+
+export type JsonSchemaWithExtensions = JsonSchema & { "x-status-by-code"?: Record<string, number> };
+export interface OpenApiParameter {
+  name: string;
+  in: "path" | "query" | "header";
+  required: boolean;
+  description?: string;
+  schema: JsonSchema;
+}
+export interface OpenApiMediaType {
+  schema?: JsonSchema;
+  example?: unknown;
+}
+export interface OpenApiResponse {
+  description: string;
+  content?: Record<string, OpenApiMediaType>;
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  "x-error-codes"?: ErrorCode[];
+}
+export interface OpenApiOperation {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security: Record<string, string[]>[];
+  "x-auth": Auth;
+  parameters: (OpenApiParameter | { $ref: string })[];
+  requestBody?: { required: boolean; content: Record<string, OpenApiMediaType> };
+  responses: Record<string, OpenApiResponse>;
+}
+export interface OpenApiDocument {
+  openapi: "3.1.0";
+  info: { title: string; version: string; description: string };
+  tags: { name: string; description: string }[];
+  paths: Record<string, Partial<Record<Method, OpenApiOperation>>>;
+  components: {
+    schemas: Record<string, JsonSchemaWithExtensions>;
+    parameters: Record<string, OpenApiParameter>;
+    securitySchemes: Record<string, { type: "http"; scheme: "bearer"; description: string }>;
+  };
+}
+
+/** Shared shapes: referenced as `#/components/schemas/<name>` wherever the same object occurs. */
+const COMPONENTS: Record<string, v.GenericSchema> = {
+  ApiError: ApiErrorSchema,
+  ErrorResponse: ErrorBodySchema,
+  JsonValue: JsonValueSchema,
+  JsonObject: JsonObjectSchema,
+  AgentMessage: AgentMessageSchema,
+  ImageContent: ImageContentSchema,
+  Entry: EntrySchema,
+  Usage: UsageSchema,
+  UsageRow: UsageRowSchema,
+  ModelIdentity: ModelIdentitySchema,
+  LaneConfiguration: LaneConfigurationSchema,
+  HarnessSettingsPatch: HarnessSettingsPatchSchema,
+  HarnessResources: HarnessResourcesSchema,
+};
+
+/** `v.custom` schemas cannot be converted; they get an explicit JSON Schema here. */
+const CUSTOM = new Map<unknown, JsonSchema>([
+  [JsonValueSchema, { description: "Any JSON value (finite numbers, at most 64 levels deep)." }],
+  [JsonObjectSchema, { type: "object", description: "A JSON object." }],
+]);
+
+const BASE_CONFIG = {
+  target: "draft-2020-12",
+  typeMode: "input",
+  errorMode: "throw",
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+  overrideSchema: ({ valibotSchema }) => CUSTOM.get(valibotSchema),
+  overrideAction: ({ valibotAction, jsonSchema }) => {
+    // JSON numbers are finite anyway; a `check` predicate is documented by its message.
+    if (valibotAction.type === "finite") return jsonSchema;
+    if (valibotAction.type !== "check") return undefined;
+    const message: unknown = "message" in valibotAction ? valibotAction.message : undefined;
+    if (typeof message !== "string") return jsonSchema;
+    return { ...jsonSchema, description: jsonSchema.description ? `${jsonSchema.description} ${message}.` : `${message}.` };
+  },
+} satisfies Omit<ConversionConfig, "definitions">;
+const CONFIG: ConversionConfig = { ...BASE_CONFIG, definitions: COMPONENTS };
+
+/** Conversions by schema object: a schema used by many routes (ids, `?wait=`) is converted once. */
+const converted = new WeakMap<v.GenericSchema, JsonSchema>();
+
+/** One valibot schema as an embeddable JSON Schema (shared shapes as component references). */
+export function jsonSchemaOf(schema: v.GenericSchema): JsonSchema {
+  const known = converted.get(schema);
+  if (known) return known;
+  const json = toJsonSchema(schema, CONFIG);
+  delete json.$schema;
+  delete json.$defs;
+  converted.set(schema, json);
+  return json;
+}
+
+const isOptional = (schema: v.GenericSchema): boolean => schema.type === "optional" || schema.type === "exact_optional" || schema.type === "nullish";
+const SECURITY: Record<Auth, Record<string, string[]>[]> = { tenant: [{ tenantKey: [] }], admin: [{ adminToken: [] }], none: [] };
+const MEDIA = { json: "application/json", html: "text/html" } as const;
+
+function parameters(route: CatalogRoute): OpenApiOperation["parameters"] {
+  const path = Object.entries(route.pathParams ?? {}).map(([name, schema]): OpenApiParameter => ({ name, in: "path", required: true, schema: jsonSchemaOf(schema) }));
+  const query = Object.entries(route.query?.entries ?? {}).map(([name, schema]): OpenApiParameter => ({ name, in: "query", required: !isOptional(schema), schema: jsonSchemaOf(schema) }));
+  return [...path, ...query, ...(route.idempotent ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : [])];
+}
+
+/** The route's error codes, its shape's implied ones included, by HTTP status. */
+function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
+  const implied: ErrorCode[] = [
+    ...(route.auth === "none" ? [] : (["Unauthenticated"] as const)),
+    ...(route.pathParams || route.query || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
+    ...(route.body ? (["PayloadTooLarge"] as const) : []),
+    ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict"] as const) : []),
+    "Internal",
+  ];
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set([...implied, ...route.errors])) {
+    const status = route.errorStatus?.[code] ?? ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return byStatus;
+}
+
+function responses(route: CatalogRoute): Record<string, OpenApiResponse> {
+  const answers: Record<string, OpenApiResponse> = {};
+  for (const [status, { description, schema, content = "json" }] of Object.entries(route.responses)) {
+    answers[status] = { description, ...(content !== "none" && { content: { [MEDIA[content]]: schema ? { schema: jsonSchemaOf(schema) } : {} } }) };
+  }
+  for (const [status, codes] of [...errorCodesByStatus(route)].sort(([a], [b]) => a - b)) {
+    const schema: JsonSchema = { $ref: "#/components/schemas/ErrorResponse", properties: { error: { properties: { code: { enum: codes } } } } };
+    answers[String(status)] = {
+      description: codes.map((code) => `\`${code}\``).join(", "),
+      content: { [MEDIA.json]: { schema } },
+      "x-error-codes": codes,
+      ...(status === 503 && { headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } }),
+    };
+  }
+  return answers;
+}
+
+function operation(route: CatalogRoute): OpenApiOperation {
+  const { body } = route;
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description && { description: route.description }),
+    tags: [route.tag],
+    security: SECURITY[route.auth],
+    "x-auth": route.auth,
+    parameters: parameters(route),
+    ...(body && {
+      requestBody: {
+        required: !isOptional(body),
+        content: { [MEDIA.json]: { schema: jsonSchemaOf(body), ...(route.example !== undefined && { example: route.example }) } },
+      },
+    }),
+    responses: responses(route),
+  };
+}
+
+export function buildOpenApiDocument(catalog: readonly CatalogRoute[] = CATALOG): OpenApiDocument {
+  const paths: OpenApiDocument["paths"] = {};
+  for (const route of catalog) paths[route.path] = { ...paths[route.path], [route.method]: operation(route) };
+  const schemas: Record<string, JsonSchemaWithExtensions> = toJsonSchemaDefs(COMPONENTS, BASE_CONFIG);
+  schemas.ApiError = { ...schemas.ApiError, "x-status-by-code": { ...ERROR_STATUS } };
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Durable Agent Sessions API",
+      // The API's version, as in its base path `/v1`.
+      version: "1",
+      description:
+        "A durable agent-session runtime: JSON over HTTPS, base path `/v1`, `Authorization: Bearer <key>`. Errors are " +
+        "`{ \"error\": { code, message, details?, requestId } }` with the code's status (`ApiError`). Creating POSTs accept `Idempotency-Key`.",
+    },
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
+    paths,
+    components: {
+      schemas,
+      parameters: {
+        IdempotencyKey: {
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          description: "The same key and body replay the remembered answer (`Idempotency-Replayed: true`); another body is 422, a concurrent duplicate 409.",
+          schema: { type: "string", pattern: IDEMPOTENCY_KEY.source },
+        },
+      },
+      securitySchemes: {
+        tenantKey: { type: "http", scheme: "bearer", description: "A tenant API key `sk_<tenantId>_<random>`; WebSocket routes also accept the subprotocol `bearer.<key>`." },
+        adminToken: { type: "http", scheme: "bearer", description: "The deployment's admin token (the `ADMIN_TOKEN` secret)." },
+      },
+    },
+  };
+}
+
+let cached: OpenApiDocument | undefined;
+
+/** The document, built once per isolate. */
+export function openApiDocument(): OpenApiDocument {
+  cached ??= buildOpenApiDocument();
+  return cached;
+}

@@ -1,0 +1,58 @@
+import { Hono } from "hono";
+import { BranchEntriesQuerySchema, BranchNameSchema, CreateBranchSchema, NewBranchEntrySchema } from "../../schema/api-sessions.ts";
+import { toWire } from "../../schema/wire.ts";
+import type { AppContext, AppEnv } from "../env.ts";
+import { HttpFailure, replyValue } from "../http-error.ts";
+import { requireTenant } from "../middleware/auth.ts";
+import { jsonBody, validate } from "../validate.ts";
+import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts";
+
+// Named branches: movable tips into the session's tree (spec/API.md "Branches"). Mounted at
+// `/v1/sessions/:sid/branches`.
+
+function branchTarget(c: AppContext) {
+  const target = sessionTarget(c);
+  return { ...target, name: validate(BranchNameSchema, c.req.param("name")) };
+}
+
+export const branchRoutes = new Hono<AppEnv>()
+  .use(requireTenant)
+  // `[{ name, tipId, lane }]`: `lane` says whether a lane is bound to the branch (a lane's branch
+  // carries the lane's name).
+  .get("/", async (c) => {
+    const { stub } = sessionTarget(c);
+    const [branches, lanes] = await Promise.all([stub.branches(), stub.lanes()]);
+    const listed = replyValue(branches);
+    const laneNames = new Set(replyValue(lanes).map((lane) => lane.name));
+    return c.json(listed.map((branch) => ({ ...branch, lane: laneNames.has(branch.name) })));
+  })
+  // `{ name, at: entryId | null }` → 201 `{ name, tipId }`; 409 BranchExists, 404 UnknownTarget.
+  .post("/", sessionIdempotency, async (c) => {
+    const { stub } = sessionTarget(c);
+    const { name, at } = await jsonBody(c, CreateBranchSchema);
+    return c.json(replyValue(await stub.createBranch(name, at)), 201);
+  })
+  // The branch scan of reference §1.6, a page at a time (`limit` ≤ 1000, default 50; the cursor is
+  // the last returned seq). newestFirst walks root-ward from `start` and stops once the page is
+  // full. oldestFirst has to read the whole path's structure (ids, types, seqs) from `start` to
+  // the root before ordering, so each of its pages costs the path length; payloads are read only
+  // for the page.
+  .get("/:name/entries", async (c) => {
+    const { stub, name } = branchTarget(c);
+    const { limit, cursor, ...scan } = validate(BranchEntriesQuerySchema, c.req.query());
+    const rows = replyValue(await stub.scanBranch(name, { ...scan, limit: limit + 1, ...(cursor && { cursor }) }));
+    return c.json(seqPage(rows, limit));
+  })
+  // `{ message }` or `{ customType, data? }` → 201 `{ entryId, placed }`. On a lane's branch this
+  // is the lane's operation-aware append (placed now when idle, queued as a `write` when busy,
+  // `placed: false`); on a plain branch a raw append at the tip (always placed).
+  .post("/:name/entries", sessionIdempotency, async (c) => {
+    const { stub, name } = branchTarget(c);
+    const entry = toWire(await jsonBody(c, NewBranchEntrySchema));
+    try {
+      return c.json(replyValue(await stub.appendToLane(name, entry)), 201);
+    } catch (error) {
+      if (!(error instanceof HttpFailure && error.error.code === "UnknownLane")) throw error;
+    }
+    return c.json({ ...replyValue(await stub.appendToBranch(name, entry)), placed: true }, 201);
+  });

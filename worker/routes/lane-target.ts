@@ -1,0 +1,27 @@
+import type { Context } from "hono";
+import { IdSchema } from "../../schema/api.ts";
+import { LaneNameSchema, WaitQuerySchema } from "../../schema/lane-api.ts";
+import { sessionStub, type AppEnv } from "../env.ts";
+import { idempotent } from "../middleware/idempotency.ts";
+import { validate } from "../validate.ts";
+
+/**
+ * The session object and lane name a lane route addresses, validated before the object is
+ * touched. The tenant comes only from the verified key: another tenant's session id names an
+ * object that does not exist, which answers 404 SessionNotFound.
+ */
+export function laneTarget(c: Context<AppEnv>) {
+  const { tenantId } = c.get("caller");
+  const sessionId = validate(IdSchema, c.req.param("sid"));
+  const lane = validate(LaneNameSchema, c.req.param("lane"));
+  return { stub: sessionStub(c.env, tenantId, sessionId), lane };
+}
+
+/** A further id in the path (entry or operation id), validated like ids. */
+export const pathId = (c: Context<AppEnv>, name: string): string => validate(IdSchema, c.req.param(name));
+
+/** `?wait=<seconds ≤ 60>` in milliseconds, or `fallbackMs` when absent. */
+export const waitMs = (c: Context<AppEnv>, fallbackMs: number): number => validate(WaitQuerySchema, c.req.query()).wait ?? fallbackMs;
+
+/** Idempotency-Key on the lane's creating POSTs (D15), remembered by the session object. */
+export const sessionIdempotency = idempotent((c) => sessionStub(c.env, c.get("caller").tenantId, validate(IdSchema, c.req.param("sid"))));

@@ -1,0 +1,94 @@
+import { Hono, type Context } from "hono";
+import type { ConvenienceOutcome } from "../../durable-objects/session/session-lane-rpc.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import { OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS } from "../../schema/lane-api.ts";
+import { toWire, type Wire } from "../../schema/wire.ts";
+import type { AppEnv } from "../env.ts";
+import { fail, HttpFailure, replyValue } from "../http-error.ts";
+import { jsonBody } from "../validate.ts";
+import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
+
+// Operations of a lane (spec/API.md "Operations: primitives" and the prompt/abort/resume
+// conveniences), mounted by lanes.ts behind its authentication. Acceptance runs no work in the
+// request: the object starts the pass itself, and a waiting request observes that one pass
+// through an in-object promise bounded by its wait (ARCHITECTURE D7).
+
+/** Conveniences wait up to the maximum unless told otherwise; primitives only when asked. */
+const CONVENIENCE_WAIT_MS = MAX_WAIT_SECONDS * 1000;
+/** The abort convenience waits this long to report the reconciled (aborted) record. */
+const ABORT_WAIT_MS = 10_000;
+
+export const operationRoutes = new Hono<AppEnv>()
+  .post("/:lane/operations", sessionIdempotency, async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const request = await jsonBody(c, OperationRequestSchema);
+    if (request.kind === "compaction" || request.kind === "navigation") {
+      throw fail("UnsupportedOperation", `Operations of kind ${request.kind} are not supported by this deployment yet`, { kind: request.kind });
+    }
+    return c.json(replyValue(await stub.acceptOperation(lane, toWire(request))), 202);
+  })
+  // drive(id) made total; `?wait=` long-polls until settled or a durable wait.
+  .get("/:lane/operations/:opId", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const operationId = pathId(c, "opId");
+    const wait = waitMs(c, 0);
+    return unknownIsNotFound(c, await stub.operation(lane, operationId, wait));
+  })
+  // requestAbort(id): a stale id (not the current operation) is 409 OperationMismatch.
+  .post("/:lane/operations/:opId/abort", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const operationId = pathId(c, "opId");
+    return c.json(replyValue(await stub.abortOperation(lane, operationId)));
+  })
+  // One deferred poll permit / drive now; answers like GET.
+  .post("/:lane/operations/:opId/resume", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const operationId = pathId(c, "opId");
+    const wait = waitMs(c, 0);
+    return unknownIsNotFound(c, await stub.resumeOperation(lane, operationId, wait));
+  })
+  // accept + wait: the settled record, a suspended run, or 202 with the id when the wait ran out.
+  .post("/:lane/prompt", sessionIdempotency, async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const { prompt, images, wait, operationId } = await jsonBody(c, PromptConvenienceSchema);
+    const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }) };
+    const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+    return convenience(c, replyValue(await stub.acceptAndAwait(lane, toWire(request), waitFor)));
+  })
+  // requestAbort(current) + the reconciliation pass; 422 NoActiveOperation when idle.
+  .post("/:lane/abort", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const wait = waitMs(c, ABORT_WAIT_MS);
+    return c.json(replyValue(await stub.abortCurrent(lane, wait)));
+  })
+  // Drive the current operation with one deferred poll permit; 422 NothingToResume when idle.
+  .post("/:lane/resume", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const wait = waitMs(c, CONVENIENCE_WAIT_MS);
+    return convenience(c, replyValue(await stub.resumeCurrent(lane, wait)));
+  });
+
+function convenience(c: Context<AppEnv>, outcome: ConvenienceOutcome): Response {
+  switch (outcome.state) {
+    case "settled":
+      return c.json(outcome.result, 200);
+    case "suspended":
+      return c.json({ status: "suspended", operationId: outcome.operationId, deferred: outcome.deferred }, 200);
+    case "pending":
+      return c.json({ operationId: outcome.operationId }, 202);
+  }
+}
+
+/**
+ * API.md answers GET (and resume) of an id that is neither current nor settled with 404
+ * OperationMismatch; only the stale-id abort keeps the code's usual 409.
+ */
+function unknownIsNotFound<T>(c: Context<AppEnv>, reply: Wire<RpcResult<T>>): Response {
+  try {
+    return c.json(replyValue(reply));
+  } catch (error) {
+    if (!(error instanceof HttpFailure) || error.error.code !== "OperationMismatch") throw error;
+    const requestId = c.get("requestId");
+    return c.json({ error: { ...error.error, ...(typeof requestId === "string" && { requestId }) } }, 404);
+  }
+}

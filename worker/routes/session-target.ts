@@ -1,0 +1,29 @@
+import { IdSchema } from "../../schema/api.ts";
+import { encodeSeqCursor } from "../../schema/api-sessions.ts";
+import { sessionStub, type AppContext } from "../env.ts";
+import { idempotent } from "../middleware/idempotency.ts";
+import { validate } from "../validate.ts";
+
+/**
+ * The caller's session named by the `sid` path parameter, validated before anything is touched.
+ * The object is `${tenantId}:${sessionId}` with the tenant of the verified key, so another
+ * tenant's session id names an object that holds no session: 404 SessionNotFound.
+ */
+export function sessionTarget(c: AppContext) {
+  const { tenantId } = c.get("caller");
+  const sessionId = validate(IdSchema, c.req.param("sid"));
+  return { tenantId, sessionId, stub: sessionStub(c.env, tenantId, sessionId) };
+}
+
+/**
+ * One page of seq-ordered rows fetched with `limit + 1`: the extra row only says that more exist;
+ * the cursor is the last returned seq, opaque to clients.
+ */
+export function seqPage<T extends { seq: number }>(rows: readonly T[], limit: number): { items: T[]; nextCursor: string | null } {
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return { items, nextCursor: rows.length > limit && last ? encodeSeqCursor(last.seq) : null };
+}
+
+/** Idempotency-Key on a session's creating POSTs (D15), remembered by the session object. */
+export const sessionIdempotency = idempotent((c) => sessionTarget(c).stub);
