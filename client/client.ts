@@ -1,0 +1,104 @@
+import type { JsonObject } from "../schema/json.ts";
+import { AdminApi, me, models } from "./admin.ts";
+import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts";
+import { LanesApi, QueueApi } from "./lanes.ts";
+import { OperationsApi } from "./operations.ts";
+import { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
+import { EntriesApi, SessionsApi, usage } from "./sessions.ts";
+import type { Me, ModelCatalogEntry, UsagePage, UsageQuery } from "./types.ts";
+import { watchLane, type LaneWatch, type WatchLaneOptions } from "./watch.ts";
+
+export type ClientOptions = HttpClientOptions;
+
+/**
+ * The typed REST client of the API, one area per group of routes:
+ *
+ * ```ts
+ * const client = new AgentSessionsClient({ baseUrl: "https://…", key: "sk_…" });
+ * const session = await client.sessions.create({ name: "demo" });
+ * await client.lanes.put(session.id, "main");
+ * const outcome = await client.operations.prompt(session.id, "main", "Hello!");
+ * ```
+ *
+ * Every method throws ApiRequestError (see `isApiError`) for a non-2xx answer.
+ */
+export class AgentSessionsClient {
+  readonly http: HttpClient;
+  /** Tenants and keys (needs `adminToken`). */
+  readonly admin: AdminApi;
+  readonly sessions: SessionsApi;
+  /** The session-wide entry inventory and labels. */
+  readonly entries: EntriesApi;
+  readonly values: ValuesApi;
+  readonly lists: ListsApi;
+  readonly branches: BranchesApi;
+  readonly lanes: LanesApi;
+  readonly queue: QueueApi;
+  /** Operation primitives and the prompt / abort / resume conveniences. */
+  readonly operations: OperationsApi;
+
+  constructor(options: ClientOptions) {
+    this.http = new HttpClient(options);
+    this.admin = new AdminApi(this.http);
+    this.sessions = new SessionsApi(this.http);
+    this.entries = new EntriesApi(this.http);
+    this.values = new ValuesApi(this.http);
+    this.lists = new ListsApi(this.http);
+    this.branches = new BranchesApi(this.http);
+    this.lanes = new LanesApi(this.http);
+    this.queue = new QueueApi(this.http);
+    this.operations = new OperationsApi(this.http);
+  }
+
+  /** `GET /v1/me` → `{ tenantId, keyId }`. */
+  me(options: CallOptions = {}): Promise<Me> {
+    return me(this.http, options);
+  }
+
+  /** `GET /v1/models` → the model catalog. */
+  models(options: CallOptions = {}): Promise<ModelCatalogEntry[]> {
+    return models(this.http, options);
+  }
+
+  /** `GET /openapi.json`: the generated OpenAPI document (no authentication needed). */
+  openApiDocument(options: CallOptions = {}): Promise<JsonObject> {
+    return this.http.json({ ...options, method: "GET", path: "/openapi.json" });
+  }
+
+  /** `GET /health` → `{ status: "ok" }`. */
+  health(options: CallOptions = {}): Promise<{ status: string }> {
+    return this.http.json({ ...options, method: "GET", path: "/health" });
+  }
+
+  /** `GET /v1/sessions/{sid}/usage?fromSeq&limit` → `{ rows, totals, nextFromSeq }`. */
+  usage(sessionId: string, query: UsageQuery = {}, options: CallOptions = {}): Promise<UsagePage> {
+    return usage(this.http, sessionId, query, options);
+  }
+
+  /** Shorthand for `operations.prompt`. */
+  prompt(...args: Parameters<OperationsApi["prompt"]>): ReturnType<OperationsApi["prompt"]> {
+    return this.operations.prompt(...args);
+  }
+
+  /** Shorthand for `operations.abortCurrent`. */
+  abort(...args: Parameters<OperationsApi["abortCurrent"]>): ReturnType<OperationsApi["abortCurrent"]> {
+    return this.operations.abortCurrent(...args);
+  }
+
+  /** Shorthand for `operations.resumeCurrent`. */
+  resume(...args: Parameters<OperationsApi["resumeCurrent"]>): ReturnType<OperationsApi["resumeCurrent"]> {
+    return this.operations.resumeCurrent(...args);
+  }
+
+  /** `watchLane` with this client's base URL and key. */
+  watchLane(sessionId: string, lane: string, options: Omit<WatchLaneOptions, "baseUrl" | "key" | "sessionId" | "lane"> = {}): LaneWatch {
+    const key = this.http.key;
+    if (key === undefined) throw new TypeError("watchLane needs a client created with a key");
+    return watchLane({ ...options, baseUrl: this.http.baseUrl, key, sessionId, lane });
+  }
+}
+
+/** `new AgentSessionsClient(options)`. */
+export function createClient(options: ClientOptions): AgentSessionsClient {
+  return new AgentSessionsClient(options);
+}

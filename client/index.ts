@@ -1,0 +1,62 @@
+// The client SDK (ARCHITECTURE §2): typed REST calls and watchLane() with reconnect + fold.
+// Imports only schema/.
+
+export { AgentSessionsClient, createClient, type ClientOptions } from "./client.ts";
+export {
+  ApiRequestError,
+  HttpClient,
+  isApiError,
+  toResult,
+  type CallOptions,
+  type FetchLike,
+  type HttpClientOptions,
+  type HttpResponse,
+  type RequestSpec,
+  type Result,
+} from "./http.ts";
+export { AdminApi } from "./admin.ts";
+export { EntriesApi, SessionsApi } from "./sessions.ts";
+export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
+export { LanesApi, QueueApi } from "./lanes.ts";
+export { OperationsApi, type PromptOptions, type WaitOptions } from "./operations.ts";
+export { pages, paginate } from "./paging.ts";
+export {
+  bearerProtocol,
+  laneWatchUrl,
+  watchLane,
+  WatchError,
+  type BackoffOptions,
+  type GapRule,
+  type LaneWatch,
+  type LaneWatchListener,
+  type LaneWatchUpdate,
+  type ResnapshotReason,
+  type SnapshotReason,
+  type WatchLaneOptions,
+  type WatchSocket,
+  type WatchSocketConstructor,
+  type WatchStatus,
+} from "./watch.ts";
+export type * from "./types.ts";
+
+// The wire types the SDK's answers are made of, and the shared fold.
+export type { Entry, EntryType } from "../schema/entries.ts";
+export type { ApiError, ErrorCode } from "../schema/errors.ts";
+export type { JsonValue } from "../schema/json.ts";
+export type {
+  CurrentOperationInfo,
+  HarnessEvent,
+  LaneConfiguration,
+  LaneEvent,
+  LaneExecutionInfo,
+  LaneInfo,
+  LaneQueuedItem,
+  LaneSnapshot,
+  OperationResultRecord,
+  SnapshotOperation,
+} from "../schema/lane.ts";
+export type { AgentMessage, AssistantMessage, ImageContent, UserMessage } from "../schema/messages.ts";
+export type { HarnessSettings, HarnessSettingsPatch } from "../schema/settings.ts";
+export type { SessionStats, Usage, UsageRow } from "../schema/usage.ts";
+export type { LaneWatchMessage } from "../schema/watch.ts";
+export { isRebase, reduceLaneSnapshot, type LaneRebase } from "../schema/reduce-lane-snapshot.ts";

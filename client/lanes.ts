@@ -1,0 +1,97 @@
+import type { LaneConfiguration, LaneExecutionInfo, LaneInfo } from "../schema/lane.ts";
+import type { AgentMessage, ImageContent } from "../schema/messages.ts";
+import { path, type CallOptions, type HttpClient } from "./http.ts";
+import { sessionPath } from "./sessions.ts";
+import type {
+  AppendedEntry,
+  CancelQueuedResult,
+  EnqueuedItem,
+  LaneConfigPatchBody,
+  LaneSnapshotAt,
+  NewLaneEntryBody,
+  PutLaneResult,
+  QueueKind,
+} from "./types.ts";
+
+/** `/v1/sessions/{sid}/lanes/{lane}` plus a sub-path. */
+export const lanePath = (sessionId: string, lane: string, rest = ""): string => sessionPath(sessionId, `/lanes${path(lane)}${rest}`);
+
+/** Lanes of a session (spec/API.md "Lanes"): an agent bound to a branch of the same name. */
+export class LanesApi {
+  constructor(private readonly http: HttpClient) {}
+
+  /**
+   * `PUT …/lanes/{lane}` `{ createAt? }`: get or create. `created` is true when this request created
+   * the lane (201), false when it existed (200). 404 UnknownTarget for an unknown `createAt`.
+   */
+  async put(sessionId: string, lane: string, body: { createAt?: string | null } = {}, options: CallOptions = {}): Promise<PutLaneResult> {
+    const response = await this.http.send<LaneInfo>({ ...options, method: "PUT", path: lanePath(sessionId, lane), body });
+    return { lane: response.body, created: response.status === 201 };
+  }
+
+  /** `GET …/lanes` → `LaneInfo[]`. */
+  list(sessionId: string, options: CallOptions = {}): Promise<LaneInfo[]> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/lanes") });
+  }
+
+  /** `GET …/lanes/{lane}` → LaneExecutionInfo (404 UnknownLane). */
+  get(sessionId: string, lane: string, options: CallOptions = {}): Promise<LaneExecutionInfo> {
+    return this.http.json({ ...options, method: "GET", path: lanePath(sessionId, lane) });
+  }
+
+  /** `PATCH …/lanes/{lane}/config` `{ model?, thinkingLevel?, activeTools? }` → the configuration. */
+  configure(sessionId: string, lane: string, patch: LaneConfigPatchBody, options: CallOptions = {}): Promise<LaneConfiguration> {
+    return this.http.json({ ...options, method: "PATCH", path: lanePath(sessionId, lane, "/config"), body: patch });
+  }
+
+  /**
+   * `POST …/lanes/{lane}/entries` `{ message }` | `{ customType, data? }` → 201 `{ entryId, placed }`:
+   * placed now when idle, queued as a `write` item (`placed: false`) when busy. Accepts `idempotencyKey`.
+   */
+  append(sessionId: string, lane: string, body: NewLaneEntryBody, options: CallOptions = {}): Promise<AppendedEntry> {
+    return this.http.json({ ...options, method: "POST", path: lanePath(sessionId, lane, "/entries"), body });
+  }
+
+  /** `GET …/lanes/{lane}/snapshot` → `{ seq, snapshot }`. */
+  snapshot(sessionId: string, lane: string, options: CallOptions = {}): Promise<LaneSnapshotAt> {
+    return this.http.json({ ...options, method: "GET", path: lanePath(sessionId, lane, "/snapshot") });
+  }
+}
+
+/** A lane's queue (spec/API.md "Queue"): admitted whether the lane is idle or busy. */
+export class QueueApi {
+  constructor(private readonly http: HttpClient) {}
+
+  /** `POST …/lanes/{lane}/queue` `{ kind, message, images? }` → 201 `{ entryId }`. Accepts `idempotencyKey`. */
+  enqueue(
+    sessionId: string,
+    lane: string,
+    kind: QueueKind,
+    message: string | AgentMessage,
+    extra: { images?: ImageContent[] } = {},
+    options: CallOptions = {},
+  ): Promise<EnqueuedItem> {
+    return this.http.json({ ...options, method: "POST", path: lanePath(sessionId, lane, "/queue"), body: { kind, message, ...extra } });
+  }
+
+  /** `steer`: delivered into the running run at its next steering point. */
+  steer(sessionId: string, lane: string, message: string | AgentMessage, options: CallOptions = {}): Promise<EnqueuedItem> {
+    return this.enqueue(sessionId, lane, "steer", message, {}, options);
+  }
+
+  /** `followUp`: continues the run after it would otherwise stop. */
+  followUp(sessionId: string, lane: string, message: string | AgentMessage, options: CallOptions = {}): Promise<EnqueuedItem> {
+    return this.enqueue(sessionId, lane, "followUp", message, {}, options);
+  }
+
+  /** `nextRun`: held for the lane's next run. */
+  nextRun(sessionId: string, lane: string, message: string | AgentMessage, options: CallOptions = {}): Promise<EnqueuedItem> {
+    return this.enqueue(sessionId, lane, "nextRun", message, {}, options);
+  }
+
+  /** `DELETE …/lanes/{lane}/queue/{entryId}` → `"cancelled" | "already_consumed" | "not_found"`. */
+  async cancel(sessionId: string, lane: string, entryId: string, options: CallOptions = {}): Promise<CancelQueuedResult> {
+    const body = await this.http.json<{ result: CancelQueuedResult }>({ ...options, method: "DELETE", path: lanePath(sessionId, lane, `/queue${path(entryId)}`) });
+    return body.result;
+  }
+}

@@ -1,0 +1,87 @@
+import type { OperationResultRecord } from "../schema/lane.ts";
+import type { DeferredHandle, ImageContent } from "../schema/messages.ts";
+import { path, waitSeconds, type CallOptions, type HttpClient, type HttpResponse } from "./http.ts";
+import { lanePath } from "./lanes.ts";
+import type { AbortOutcome, AbortRequestResult, ConvenienceOutcome, OperationAdmission, OperationRequestBody, OperationView, PromptInput } from "./types.ts";
+
+/** Waiting options: seconds, at most 60 (decimals allowed). */
+export interface WaitOptions extends CallOptions {
+  wait?: number;
+}
+
+export interface PromptOptions extends CallOptions {
+  images?: ImageContent[];
+  /** Seconds to wait for the result (server default 60, at most 60). */
+  wait?: number;
+  /** A fresh UUIDv7 chosen by the caller. */
+  operationId?: string;
+}
+
+/**
+ * Operations of a lane: the primitives (spec/API.md "Operations: primitives") and the prompt,
+ * abort and resume conveniences. Acceptance runs no work; the session object drives the operation.
+ */
+export class OperationsApi {
+  constructor(private readonly http: HttpClient) {}
+
+  /** `POST …/operations` OperationRequest → 202 `{ operationId, kind, startedAt }` (409 LaneBusy). Accepts `idempotencyKey`. */
+  accept(sessionId: string, lane: string, request: OperationRequestBody, options: CallOptions = {}): Promise<OperationAdmission> {
+    return this.http.json({ ...options, method: "POST", path: lanePath(sessionId, lane, "/operations"), body: request });
+  }
+
+  /**
+   * `GET …/operations/{opId}?wait=` → settled record or the active view; `wait` long-polls until
+   * settled or a durable wait. 404 OperationMismatch for an id neither current nor settled.
+   */
+  get(sessionId: string, lane: string, operationId: string, options: WaitOptions = {}): Promise<OperationView> {
+    const { wait, ...call } = options;
+    return this.http.json({ ...call, method: "GET", path: lanePath(sessionId, lane, `/operations${path(operationId)}`), query: { wait: waitSeconds(wait) } });
+  }
+
+  /** `POST …/operations/{opId}/abort` (requestAbort) → `{ operationId, newlyRequested, steer, followUp }`; 409 for a stale id. */
+  abort(sessionId: string, lane: string, operationId: string, options: CallOptions = {}): Promise<AbortRequestResult> {
+    return this.http.json({ ...options, method: "POST", path: lanePath(sessionId, lane, `/operations${path(operationId)}/abort`) });
+  }
+
+  /** `POST …/operations/{opId}/resume?wait=`: one deferred poll permit / drive now; answers like `get`. */
+  resume(sessionId: string, lane: string, operationId: string, options: WaitOptions = {}): Promise<OperationView> {
+    const { wait, ...call } = options;
+    return this.http.json({ ...call, method: "POST", path: lanePath(sessionId, lane, `/operations${path(operationId)}/resume`), query: { wait: waitSeconds(wait) } });
+  }
+
+  /**
+   * `POST …/prompt` `{ prompt, images?, wait?, operationId? }`: accept and wait. Settled → the record;
+   * a deferred run → `suspended`; the wait ran out → `pending` with the id (poll it with `get`).
+   * Accepts `idempotencyKey`.
+   */
+  async prompt(sessionId: string, lane: string, prompt: PromptInput, options: PromptOptions = {}): Promise<ConvenienceOutcome> {
+    const { images, wait, operationId, ...call } = options;
+    const body = { prompt, ...(images !== undefined && { images }), ...(wait !== undefined && { wait }), ...(operationId !== undefined && { operationId }) };
+    return convenienceOutcome(await this.http.send<ConvenienceBody>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body }));
+  }
+
+  /** `POST …/abort?wait=`: aborts the current operation (422 NoActiveOperation when idle); `record` once reconciled (default wait 10 s). */
+  abortCurrent(sessionId: string, lane: string, options: WaitOptions = {}): Promise<AbortOutcome> {
+    const { wait, ...call } = options;
+    return this.http.json({ ...call, method: "POST", path: lanePath(sessionId, lane, "/abort"), query: { wait: waitSeconds(wait) } });
+  }
+
+  /** `POST …/resume?wait=`: drives the current operation (422 NothingToResume when idle); answers like `prompt`. */
+  async resumeCurrent(sessionId: string, lane: string, options: WaitOptions = {}): Promise<ConvenienceOutcome> {
+    const { wait, ...call } = options;
+    return convenienceOutcome(
+      await this.http.send<ConvenienceBody>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/resume"), query: { wait: waitSeconds(wait) } }),
+    );
+  }
+}
+
+/** What the waiting conveniences send: the record (200), a suspended run (200), or the id (202). */
+type ConvenienceBody = OperationResultRecord | { status: "suspended"; operationId: string; deferred: DeferredHandle } | { operationId: string };
+
+function convenienceOutcome(response: HttpResponse<ConvenienceBody>): ConvenienceOutcome {
+  const body = response.body;
+  if (response.status === 202) return { state: "pending", operationId: body.operationId };
+  if ("status" in body && body.status === "suspended") return { state: "suspended", operationId: body.operationId, deferred: body.deferred };
+  if ("kind" in body) return { state: "settled", result: body };
+  return { state: "pending", operationId: body.operationId };
+}

@@ -1,0 +1,77 @@
+import type { Entry } from "../schema/entries.ts";
+import { path, type CallOptions, type HttpClient } from "./http.ts";
+import { paginate } from "./paging.ts";
+import type { CreateSessionBody, EntriesQuery, LabelResult, Page, PageQuery, PatchSessionBody, Session, UsagePage, UsageQuery } from "./types.ts";
+
+/** `/v1/sessions/{sid}` plus a sub-path. */
+export const sessionPath = (sessionId: string, rest = ""): string => `/v1/sessions${path(sessionId)}${rest}`;
+
+/** Sessions of the key's tenant (spec/API.md "Sessions"). */
+export class SessionsApi {
+  constructor(private readonly http: HttpClient) {}
+
+  /** `POST /v1/sessions` → 201 Session. Accepts `idempotencyKey`. */
+  create(body: CreateSessionBody = {}, options: CallOptions = {}): Promise<Session> {
+    return this.http.json({ ...options, method: "POST", path: "/v1/sessions", body });
+  }
+
+  /** `GET /v1/sessions?limit&cursor`: one page, oldest first. */
+  list(query: PageQuery = {}, options: CallOptions = {}): Promise<Page<Session>> {
+    return this.http.json({ ...options, method: "GET", path: "/v1/sessions", query: { limit: query.limit, cursor: query.cursor } });
+  }
+
+  /** Every session, page by page (`limit` is the page size): `for await (const session of client.sessions.all()) …`. */
+  all(query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<Session, void, undefined> {
+    return paginate((cursor) => this.list({ ...query, ...(cursor !== undefined && { cursor }) }, options));
+  }
+
+  /** `GET /v1/sessions/{sid}` (404 SessionNotFound). */
+  get(sessionId: string, options: CallOptions = {}): Promise<Session> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId) });
+  }
+
+  /** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`: `name: null` removes the name; settings are a partial patch. */
+  patch(sessionId: string, body: PatchSessionBody, options: CallOptions = {}): Promise<Session> {
+    return this.http.json({ ...options, method: "PATCH", path: sessionPath(sessionId), body });
+  }
+
+  /** `DELETE /v1/sessions/{sid}` → 204; afterwards the session is 404 (a repeated delete too). */
+  async delete(sessionId: string, options: CallOptions = {}): Promise<void> {
+    await this.http.send({ ...options, method: "DELETE", path: sessionPath(sessionId) });
+  }
+}
+
+/** The session-wide entry inventory and entry labels. */
+export class EntriesApi {
+  constructor(private readonly http: HttpClient) {}
+
+  /** `GET …/entries?type&customType&order&limit&cursor`: every entry of the session by seq. */
+  list(sessionId: string, query: EntriesQuery = {}, options: CallOptions = {}): Promise<Page<Entry>> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/entries"), query: { ...query } });
+  }
+
+  /** Every entry matching `query`, page by page. */
+  all(sessionId: string, query: Omit<EntriesQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<Entry, void, undefined> {
+    return paginate((cursor) => this.list(sessionId, { ...query, ...(cursor !== undefined && { cursor }) }, options));
+  }
+
+  /** `GET …/entries/{entryId}` (404 UnknownEntry). */
+  get(sessionId: string, entryId: string, options: CallOptions = {}): Promise<Entry> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, `/entries${path(entryId)}`) });
+  }
+
+  /** `PUT …/entries/{entryId}/label` `{ label }` (404 UnknownEntry). */
+  setLabel(sessionId: string, entryId: string, label: string, options: CallOptions = {}): Promise<LabelResult> {
+    return this.http.json({ ...options, method: "PUT", path: sessionPath(sessionId, `/entries${path(entryId)}/label`), body: { label } });
+  }
+
+  /** `DELETE …/entries/{entryId}/label` → 204 (idempotent). */
+  async deleteLabel(sessionId: string, entryId: string, options: CallOptions = {}): Promise<void> {
+    await this.http.send({ ...options, method: "DELETE", path: sessionPath(sessionId, `/entries${path(entryId)}/label`) });
+  }
+}
+
+/** `GET …/usage?fromSeq&limit`: ledger rows (ascending) and the session totals. */
+export function usage(http: HttpClient, sessionId: string, query: UsageQuery = {}, options: CallOptions = {}): Promise<UsagePage> {
+  return http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/usage"), query: { fromSeq: query.fromSeq, limit: query.limit } });
+}

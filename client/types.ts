@@ -1,0 +1,216 @@
+import type * as v from "valibot";
+import type { CreateSessionSchema } from "../schema/api.ts";
+import type { CreateBranchSchema, NewBranchEntrySchema, PatchSessionSchema } from "../schema/api-sessions.ts";
+import type { EntryType } from "../schema/entries.ts";
+import type { JsonValue } from "../schema/json.ts";
+import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptConvenienceSchema } from "../schema/lane-api.ts";
+import type { LaneInfo, LaneSnapshot, LiveStatus, OperationKind, OperationResultRecord } from "../schema/lane.ts";
+import type { AgentMessage, DeferredHandle } from "../schema/messages.ts";
+import type { HarnessSettings } from "../schema/settings.ts";
+import type { SessionStats, Usage, UsageRow } from "../schema/usage.ts";
+
+// Request and response shapes of the REST API. Requests are the inputs of the schemas the server
+// validates with (schema/api*.ts, schema/lane-api.ts); responses reuse schema/ types and spell out
+// the routes' own shapes (worker/routes/*.ts) where the server answers an ad-hoc object.
+
+// ── Requests ────────────────────────────────────────────────────────────────────────────────────
+
+export type CreateSessionBody = NonNullable<v.InferInput<typeof CreateSessionSchema>>;
+export type PatchSessionBody = v.InferInput<typeof PatchSessionSchema>;
+export type CreateBranchBody = v.InferInput<typeof CreateBranchSchema>;
+/** `{ message }` or `{ customType, data? }`. */
+export type NewBranchEntryBody = v.InferInput<typeof NewBranchEntrySchema>;
+export type NewLaneEntryBody = v.InferInput<typeof NewLaneEntrySchema>;
+export type LaneConfigPatchBody = v.InferInput<typeof LaneConfigPatchSchema>;
+export type EnqueueBody = v.InferInput<typeof EnqueueSchema>;
+export type QueueKind = EnqueueBody["kind"];
+export type OperationRequestBody = v.InferInput<typeof OperationRequestSchema>;
+export type PromptBody = v.InferInput<typeof PromptConvenienceSchema>;
+/** What a prompt may be: text, one message, or several messages. */
+export type PromptInput = PromptBody["prompt"];
+
+export interface PageQuery {
+  /** 1–1000, default 50. */
+  limit?: number;
+  /** `nextCursor` of the previous page, unchanged (same filters and order). */
+  cursor?: string;
+}
+
+export interface EntriesQuery extends PageQuery {
+  type?: EntryType;
+  customType?: string;
+  order?: "asc" | "desc";
+}
+
+export interface BranchEntriesQuery extends PageQuery {
+  start?: string;
+  stopAtType?: EntryType;
+  stopAtId?: string;
+  type?: EntryType;
+  customType?: string;
+  order?: "newestFirst" | "oldestFirst";
+}
+
+export interface ListQuery extends PageQuery {
+  order?: "asc" | "desc";
+}
+
+export interface UsageQuery {
+  fromSeq?: number;
+  limit?: number;
+}
+
+// ── Responses ───────────────────────────────────────────────────────────────────────────────────
+
+/** One page of a listing; `nextCursor` is null on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface Tenant {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+/** `POST /v1/admin/tenants/{tenantId}/keys`: the key is shown once. */
+export interface CreatedKey {
+  keyId: string;
+  key: string;
+}
+
+/** `GET /v1/me`. */
+export interface Me {
+  tenantId: string;
+  keyId: string;
+}
+
+/** One row of `GET /v1/models`. */
+export interface ModelCatalogEntry {
+  provider: string;
+  modelId: string;
+  contextWindow: number;
+  maxTokens: number;
+  input: ("text" | "image")[];
+  reasoning: boolean;
+}
+
+export interface Branch {
+  name: string;
+  tipId: string | null;
+}
+
+/** A branch in a listing: `lane` says whether a lane is bound to it. */
+export interface BranchListing extends Branch {
+  lane: boolean;
+}
+
+/** The public Session. */
+export interface Session {
+  id: string;
+  tenantId: string;
+  name: string | null;
+  createdAt: number;
+  parentSessionId?: string;
+  stats: SessionStats;
+  settings: HarnessSettings;
+  branches: BranchListing[];
+  lanes: LaneInfo[];
+}
+
+/** `PUT …/entries/{entryId}/label`. */
+export interface LabelResult {
+  entryId: string;
+  label: string | null;
+}
+
+/** `GET …/usage`: rows with seq ≥ fromSeq; continue with `fromSeq: nextFromSeq` (null at the end). */
+export interface UsagePage {
+  rows: UsageRow[];
+  totals: Usage;
+  nextFromSeq: number | null;
+}
+
+/** `GET …/values/{namespace}/{key}`. */
+export interface StoredValue<T extends JsonValue = JsonValue> {
+  value: T;
+  seq: number;
+}
+
+/** The session seq a write took (`PUT …/values/…`, `POST …/lists/…`). */
+export interface SeqAck {
+  seq: number;
+}
+
+export interface ListItem<T extends JsonValue = JsonValue> {
+  seq: number;
+  value: T;
+}
+
+/** `POST …/branches/{name}/entries`, `POST …/lanes/{lane}/entries`: `placed: false` when queued as a write. */
+export interface AppendedEntry {
+  entryId: string;
+  placed: boolean;
+}
+
+/** `PUT …/lanes/{lane}`: the lane, and whether this request created it (201) or it existed (200). */
+export interface PutLaneResult {
+  lane: LaneInfo;
+  created: boolean;
+}
+
+/** `GET …/lanes/{lane}/snapshot`. */
+export interface LaneSnapshotAt {
+  seq: number;
+  snapshot: LaneSnapshot;
+}
+
+/** `POST …/lanes/{lane}/queue`. */
+export interface EnqueuedItem {
+  entryId: string;
+}
+
+export type CancelQueuedResult = "cancelled" | "already_consumed" | "not_found";
+
+/** `POST …/lanes/{lane}/operations` (202). */
+export interface OperationAdmission {
+  operationId: string;
+  kind: OperationKind;
+  startedAt: number;
+}
+
+/** `GET …/operations/{opId}` and the resume primitive: drive(id) made total. */
+export type OperationView =
+  | { state: "settled"; result: OperationResultRecord }
+  | {
+      state: "active";
+      status: LiveStatus;
+      /** The leaf the operation is at. */
+      at: string;
+      retry?: { attempt: number; notBefore: number };
+      deferred?: DeferredHandle;
+    };
+
+/** `POST …/operations/{opId}/abort` (requestAbort): the queued steer / follow-up messages it returned. */
+export interface AbortRequestResult {
+  operationId: string;
+  newlyRequested: boolean;
+  steer: AgentMessage[];
+  followUp: AgentMessage[];
+}
+
+/** `POST …/lanes/{lane}/abort`: requestAbort's answer plus the record when reconciliation settled within the wait. */
+export interface AbortOutcome extends AbortRequestResult {
+  record?: OperationResultRecord;
+}
+
+/**
+ * What the waiting conveniences (`prompt`, `resume`) answer, normalised: the server sends the
+ * record (200), `{ status: "suspended", operationId, deferred }` (200) or `{ operationId }` (202,
+ * the wait ran out); the SDK tags them by `state`.
+ */
+export type ConvenienceOutcome =
+  | { state: "settled"; result: OperationResultRecord }
+  | { state: "suspended"; operationId: string; deferred: DeferredHandle }
+  | { state: "pending"; operationId: string };

@@ -1,0 +1,50 @@
+import type { LaneWatchMessage } from "../schema/watch.ts";
+import { path } from "./http.ts";
+
+// The socket side of watchLane: the WebSocket surface it needs, the watch URL and subprotocol, and
+// the envelope check of server messages.
+
+/** The browser WebSocket surface the replica needs; `globalThis.WebSocket` fits, so do adapters. */
+export interface WatchSocket {
+  /** 0 connecting, 1 open, 2 closing, 3 closed. */
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "open", listener: () => void): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "close", listener: (event: { code: number; reason: string }) => void): void;
+  addEventListener(type: "error", listener: (event: unknown) => void): void;
+}
+
+export type WatchSocketConstructor = new (url: string, protocols?: string | string[]) => WatchSocket;
+
+/** `ws(s)://…/v1/sessions/{sid}/lanes/{lane}/watch` from an http(s) base URL. */
+export function laneWatchUrl(baseUrl: string, sessionId: string, lane: string): string {
+  const base = baseUrl.replace(/\/+$/, "").replace(/^http(s?):\/\//i, (_match, secure: string) => `ws${secure}://`);
+  return `${base}/v1/sessions${path(sessionId)}/lanes${path(lane)}/watch`;
+}
+
+/** The subprotocol a browser authenticates a watch with. */
+export const bearerProtocol = (key: string): string => `bearer.${key}`;
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * A server message, checked for its envelope (type, integer seq, an object payload). The payload
+ * itself is trusted as the server's LaneSnapshot / event: the fold ignores what it does not know.
+ */
+export function parseWatchMessage(text: string): LaneWatchMessage | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return isLaneWatchMessage(parsed) ? parsed : undefined;
+}
+
+function isLaneWatchMessage(value: unknown): value is LaneWatchMessage {
+  if (!isRecord(value) || typeof value.seq !== "number" || !Number.isSafeInteger(value.seq)) return false;
+  if (value.type === "snapshot") return isRecord(value.snapshot);
+  return value.type === "event" && isRecord(value.event) && typeof value.event.type === "string";
+}

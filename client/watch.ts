@@ -1,0 +1,305 @@
+import type { HarnessEvent, LaneSnapshot } from "../schema/lane.ts";
+import { isRebase, reduceLaneSnapshot } from "../schema/reduce-lane-snapshot.ts";
+import { laneWatchUrl, bearerProtocol, parseWatchMessage, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
+
+export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
+
+// watchLane (ARCHITECTURE D13, spec/API.md "Watch protocol"): a lane's live replica. One socket at
+// a time to `…/sessions/{sid}/lanes/{lane}/watch`, authenticated with the `bearer.<key>`
+// subprotocol (browsers cannot set headers on an upgrade). The server sends a snapshot, then
+// events; the replica folds them with the shared `reduceLaneSnapshot`. A rebase (`navigation_end`)
+// or a seq inconsistency sends `{"type":"resnapshot"}`; a closed or failed socket is replaced after
+// a jittered, capped exponential backoff, and its fresh snapshot replaces the replica.
+//
+// Seq rule (docs/api-watch.md "Seq"): seqs are the session's event counter, strictly increasing on
+// a socket, and a lane stream legitimately skips the numbers of events it does not carry (other
+// lanes' events, turn events, …). So a forward jump is not a gap; the server never drops an event
+// from an open socket (it closes the socket instead, and reconnecting gives a fresh snapshot). The
+// default rule `"monotonic"` therefore treats only a seq that does not increase (≤ the last seq
+// seen on this socket, the snapshot's included) as a gap. `"contiguous"` (seq must be last + 1) is
+// for a stream that numbers its own events consecutively (e.g. a relay that renumbers); against
+// this server it would resnapshot after nearly every run.
+
+export type GapRule = "monotonic" | "contiguous";
+
+export interface BackoffOptions {
+  /** First reconnect delay before jitter (default 500 ms); doubles per consecutive failure. */
+  initialMs?: number;
+  /** Cap of the delay (default 30 s). */
+  maxMs?: number;
+  /** Consecutive failed connections (no snapshot received) before giving up; default unlimited. */
+  maxAttempts?: number;
+}
+
+export type SnapshotReason = "connect" | "resnapshot";
+export type ResnapshotReason = "rebase" | "seq_gap";
+export type WatchStatus = "connecting" | "open" | "reconnecting" | "closed";
+
+/** Everything a watcher observes, in order. */
+export type LaneWatchUpdate =
+  | { type: "snapshot"; seq: number; snapshot: LaneSnapshot; reason: SnapshotReason }
+  /** An event folded into the replica; `snapshot` is the replica after it. */
+  | { type: "event"; seq: number; event: HarnessEvent; snapshot: LaneSnapshot }
+  /** A resnapshot was requested; events are ignored until the fresh snapshot arrives. `event` is the one that caused it. */
+  | { type: "resnapshot"; reason: ResnapshotReason; seq: number; event: HarnessEvent }
+  | { type: "status"; status: WatchStatus; attempt?: number; delayMs?: number; code?: number; reason?: string };
+
+export type LaneWatchListener = (update: LaneWatchUpdate) => void;
+
+export class WatchError extends Error {
+  override readonly name = "WatchError";
+  constructor(
+    /** socket: the socket reported an error or could not be created; protocol: an unreadable message; listener: a callback threw; ended: the watch stopped for good. */
+    readonly kind: "socket" | "protocol" | "listener" | "ended",
+    message: string,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export interface WatchLaneOptions {
+  /** The API's base URL (`https://…` or `http://…`; `wss://`/`ws://` are derived). */
+  baseUrl: string;
+  /** The tenant key, offered as the `bearer.<key>` subprotocol. */
+  key: string;
+  sessionId: string;
+  lane: string;
+  /** The WebSocket implementation (default `globalThis.WebSocket`). */
+  WebSocket?: WatchSocketConstructor;
+  onSnapshot?: (snapshot: LaneSnapshot, info: { seq: number; reason: SnapshotReason }) => void;
+  onEvent?: (event: HarnessEvent, snapshot: LaneSnapshot, seq: number) => void;
+  onError?: (error: WatchError) => void;
+  backoff?: BackoffOptions;
+  /** How a seq gap is detected (see the module comment); default `"monotonic"`. */
+  gapRule?: GapRule;
+  /** Sends the text `ping` this often while open (answered `pong` without waking the object); 0 disables. Default 30 s. */
+  pingIntervalMs?: number;
+  /** Jitter source in [0, 1) (default Math.random). */
+  random?: () => number;
+}
+
+export interface LaneWatch {
+  /** The current replica: the last snapshot with every later event folded in; undefined before the first. */
+  snapshot(): LaneSnapshot | undefined;
+  /** The seq the replica reflects. */
+  seq(): number | undefined;
+  status(): WatchStatus;
+  /** The first snapshot; rejects with WatchError if the watch ends before one arrives. */
+  readonly ready: Promise<LaneSnapshot>;
+  /** Adds a listener; returns its removal. */
+  on(listener: LaneWatchListener): () => void;
+  /** Closes the socket and stops reconnecting. */
+  close(): void;
+}
+
+const RESNAPSHOT = JSON.stringify({ type: "resnapshot" });
+const OPEN = 1;
+/** A close with 1000 from the server means the session was deleted: reconnecting cannot succeed. */
+const SERVER_DONE = 1000;
+
+interface Connection {
+  socket: WatchSocket;
+  /** Events are ignored until the next snapshot: before the first one, or while a resnapshot is pending. */
+  awaitingSnapshot: boolean;
+  hadSnapshot: boolean;
+  /** The last seq accepted on this socket (the snapshot's included). */
+  lastSeq: number;
+  ping?: ReturnType<typeof setInterval>;
+}
+
+export function watchLane(options: WatchLaneOptions): LaneWatch {
+  const Socket = options.WebSocket ?? globalThis.WebSocket;
+  if (typeof Socket !== "function") throw new TypeError("No WebSocket implementation: pass options.WebSocket");
+  const url = laneWatchUrl(options.baseUrl, options.sessionId, options.lane);
+  const protocols = [bearerProtocol(options.key)];
+  const initialMs = Math.max(1, options.backoff?.initialMs ?? 500);
+  const maxMs = Math.max(initialMs, options.backoff?.maxMs ?? 30_000);
+  const maxAttempts = options.backoff?.maxAttempts ?? Number.POSITIVE_INFINITY;
+  const gapRule = options.gapRule ?? "monotonic";
+  const pingIntervalMs = options.pingIntervalMs ?? 30_000;
+  const random = options.random ?? Math.random;
+  const listeners = new Set<LaneWatchListener>();
+
+  let replica: { seq: number; snapshot: LaneSnapshot } | undefined;
+  let active: Connection | undefined;
+  let status: WatchStatus = "connecting";
+  let ended = false;
+  let failures = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let settleReady: { resolve: (snapshot: LaneSnapshot) => void; reject: (error: WatchError) => void } | undefined;
+  const ready = new Promise<LaneSnapshot>((resolve, reject) => {
+    settleReady = { resolve, reject };
+  });
+  // A watch that ends before its first snapshot must not surface as an unhandled rejection.
+  ready.catch(() => undefined);
+
+  const report = (error: WatchError): void => {
+    try {
+      options.onError?.(error);
+    } catch {
+      // An error handler that throws has nowhere left to report to.
+    }
+  };
+  const guarded = (call: () => void): void => {
+    try {
+      call();
+    } catch (error) {
+      report(new WatchError("listener", "A watch listener threw", error));
+    }
+  };
+  const emit = (update: LaneWatchUpdate): void => {
+    for (const listener of [...listeners]) guarded(() => listener(update));
+  };
+  const setStatus = (next: WatchStatus, extra: { attempt?: number; delayMs?: number; code?: number; reason?: string } = {}): void => {
+    status = next;
+    emit({ type: "status", status: next, ...extra });
+  };
+
+  function end(error: WatchError | undefined, close?: { code: number; reason: string }): void {
+    if (ended) return;
+    ended = true;
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    const connection = active;
+    active = undefined;
+    if (connection) dispose(connection, 1000, "client closed");
+    if (error) report(error);
+    settleReady?.reject(error ?? new WatchError("ended", "The watch was closed before its first snapshot"));
+    settleReady = undefined;
+    setStatus("closed", close ?? {});
+  }
+
+  function dispose(connection: Connection, code: number, reason: string): void {
+    if (connection.ping !== undefined) clearInterval(connection.ping);
+    connection.ping = undefined;
+    try {
+      if (connection.socket.readyState < 2) connection.socket.close(code, reason);
+    } catch {
+      // Already closing.
+    }
+  }
+
+  function connect(): void {
+    timer = undefined;
+    if (ended) return;
+    setStatus("connecting");
+    let socket: WatchSocket;
+    try {
+      socket = new Socket(url, protocols);
+    } catch (error) {
+      // A URL or protocol the implementation refuses will not work on a retry either.
+      end(new WatchError("ended", "The WebSocket could not be created", error));
+      return;
+    }
+    const connection: Connection = { socket, awaitingSnapshot: true, hadSnapshot: false, lastSeq: Number.NEGATIVE_INFINITY };
+    active = connection;
+    socket.addEventListener("open", () => {
+      if (active !== connection) return;
+      setStatus("open");
+      if (pingIntervalMs > 0) connection.ping = setInterval(() => send(connection, "ping"), pingIntervalMs);
+    });
+    socket.addEventListener("message", (event) => {
+      if (active === connection) receive(connection, event.data);
+    });
+    socket.addEventListener("error", (event) => {
+      if (active === connection) report(new WatchError("socket", "The watch socket reported an error", event));
+    });
+    socket.addEventListener("close", (event) => {
+      if (active !== connection) return;
+      active = undefined;
+      if (connection.ping !== undefined) clearInterval(connection.ping);
+      if (event.code === SERVER_DONE) {
+        end(new WatchError("ended", `The server ended the watch: ${event.reason || "normal closure"}`), { code: event.code, reason: event.reason });
+        return;
+      }
+      retry({ code: event.code, reason: event.reason });
+    });
+  }
+
+  /** Replaces a lost connection after the backoff; a snapshot since the last failure resets it. */
+  function retry(close: { code: number; reason: string }): void {
+    if (ended) return;
+    failures += 1;
+    if (failures > maxAttempts) {
+      end(new WatchError("ended", `Gave up after ${maxAttempts} failed connection attempts`), close);
+      return;
+    }
+    const ceiling = Math.min(maxMs, initialMs * 2 ** Math.min(failures - 1, 30));
+    // Equal jitter: at least half the step, so a crowd of clients spreads without reconnecting at once.
+    const delayMs = Math.round(ceiling / 2 + random() * (ceiling / 2));
+    setStatus("reconnecting", { attempt: failures, delayMs, ...close });
+    timer = setTimeout(connect, delayMs);
+  }
+
+  /** Drops a connection that can no longer be trusted and reconnects. */
+  function drop(connection: Connection, reason: string): void {
+    if (active !== connection) return;
+    active = undefined;
+    dispose(connection, 4000, reason);
+    retry({ code: 4000, reason });
+  }
+
+  function send(connection: Connection, text: string): void {
+    if (connection.socket.readyState !== OPEN) return;
+    try {
+      connection.socket.send(text);
+    } catch (error) {
+      report(new WatchError("socket", "Sending on the watch socket failed", error));
+      drop(connection, "send failed");
+    }
+  }
+
+  function resnapshot(connection: Connection, reason: ResnapshotReason, seq: number, event: HarnessEvent): void {
+    connection.awaitingSnapshot = true;
+    emit({ type: "resnapshot", reason, seq, event });
+    send(connection, RESNAPSHOT);
+  }
+
+  function receive(connection: Connection, data: unknown): void {
+    const text = typeof data === "string" ? data : data instanceof ArrayBuffer ? new TextDecoder().decode(data) : undefined;
+    if (text === "pong") return;
+    const message = text === undefined ? undefined : parseWatchMessage(text);
+    if (message === undefined) {
+      report(new WatchError("protocol", `Unreadable watch message: ${String(text ?? typeof data).slice(0, 120)}`));
+      return;
+    }
+    if (message.type === "snapshot") {
+      const reason: SnapshotReason = connection.hadSnapshot ? "resnapshot" : "connect";
+      connection.hadSnapshot = true;
+      connection.awaitingSnapshot = false;
+      connection.lastSeq = message.seq;
+      replica = { seq: message.seq, snapshot: message.snapshot };
+      failures = 0;
+      settleReady?.resolve(message.snapshot);
+      settleReady = undefined;
+      emit({ type: "snapshot", seq: message.seq, snapshot: message.snapshot, reason });
+      if (options.onSnapshot) guarded(() => options.onSnapshot?.(message.snapshot, { seq: message.seq, reason }));
+      return;
+    }
+    // Before the first snapshot, or while a resnapshot is pending: the coming snapshot covers it.
+    if (connection.awaitingSnapshot || replica === undefined) return;
+    const gap = gapRule === "contiguous" ? message.seq !== connection.lastSeq + 1 : message.seq <= connection.lastSeq;
+    if (gap) return resnapshot(connection, "seq_gap", message.seq, message.event);
+    connection.lastSeq = message.seq;
+    const folded = reduceLaneSnapshot(replica.snapshot, message.event);
+    if (isRebase(folded)) return resnapshot(connection, "rebase", message.seq, message.event);
+    replica = { seq: message.seq, snapshot: folded };
+    emit({ type: "event", seq: message.seq, event: message.event, snapshot: folded });
+    if (options.onEvent) guarded(() => options.onEvent?.(message.event, folded, message.seq));
+  }
+
+  connect();
+
+  return {
+    snapshot: () => replica?.snapshot,
+    seq: () => replica?.seq,
+    status: () => status,
+    ready,
+    on(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close: () => end(undefined),
+  };
+}

@@ -1,0 +1,233 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import {
+  isRebase,
+  laneWatchUrl,
+  reduceLaneSnapshot,
+  watchLane,
+  type HarnessEvent,
+  type LaneSnapshot,
+  type LaneWatchUpdate,
+  type WatchError,
+  type WatchLaneOptions,
+} from "../../client/index.ts";
+import { eventually, FakeSocket } from "./sockets.ts";
+
+// watchLane against a scripted socket: the exact message sequences (snapshot, events, gaps,
+// rebases, closes) are crafted here; the live counterpart is watch-live.test.ts.
+
+const RESNAPSHOT = JSON.stringify({ type: "resnapshot" });
+
+function laneSnapshot(overrides: Partial<LaneSnapshot> = {}): LaneSnapshot {
+  return {
+    lane: "main",
+    tipId: null,
+    transcript: [],
+    configuration: { model: { provider: "scripted", modelId: "echo" }, thinkingLevel: "off", activeToolNames: [] },
+    stats: {
+      messageCount: 0,
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    },
+    operation: null,
+    queues: [],
+    faulted: false,
+    ...overrides,
+  };
+}
+
+const runStart = (runId: string, lane = "main"): HarnessEvent => ({ type: "run_start", lane, runId, startedAt: 1 });
+const thinking = (value: string): HarnessEvent => ({ type: "config_update", lane: "main", property: "thinkingLevel", value, previous: "off" });
+const runEnd = (runId: string): HarnessEvent => ({ type: "run_end", lane: "main", runId, status: "completed", fromTipId: null, tipId: null, endedAt: 2 });
+const navigationEnd: HarnessEvent = { type: "navigation_end", lane: "main", runId: "nav", status: "completed", fromTipId: null, tipId: "e1", endedAt: 3 };
+
+function fold(snapshot: LaneSnapshot, events: HarnessEvent[]): LaneSnapshot {
+  return events.reduce((acc: LaneSnapshot, event) => {
+    const next = reduceLaneSnapshot(acc, event);
+    if (isRebase(next)) throw new Error("unexpected rebase");
+    return next;
+  }, snapshot);
+}
+
+function watch(extra: Partial<WatchLaneOptions> = {}) {
+  const updates: LaneWatchUpdate[] = [];
+  const errors: WatchError[] = [];
+  const handle = watchLane({
+    baseUrl: "http://api.test/",
+    key: "sk_t_key",
+    sessionId: "s1",
+    lane: "main",
+    WebSocket: FakeSocket,
+    backoff: { initialMs: 10, maxMs: 40 },
+    pingIntervalMs: 0,
+    onError: (error) => errors.push(error),
+    ...extra,
+  });
+  handle.on((update) => updates.push(update));
+  return { handle, updates, errors, socket: FakeSocket.latest() };
+}
+
+describe("watchLane (scripted socket)", () => {
+  beforeEach(() => FakeSocket.reset());
+
+  it("connects to the lane's ws URL with the bearer subprotocol, resolves ready with the snapshot and folds events", async () => {
+    const events: { type: string; seq: number }[] = [];
+    const { handle, socket, errors } = watch({ onEvent: (event, _snapshot, seq) => events.push({ type: event.type, seq }) });
+    expect(socket.url).toBe("ws://api.test/v1/sessions/s1/lanes/main/watch");
+    expect(socket.protocols).toEqual(["bearer.sk_t_key"]);
+    expect(laneWatchUrl("https://x.example/api", "a b", "main")).toBe("wss://x.example/api/v1/sessions/a%20b/lanes/main/watch");
+    expect(handle.snapshot()).toBeUndefined();
+    const first = laneSnapshot();
+    socket.open().deliver({ type: "snapshot", seq: 10, snapshot: first });
+    await expect(handle.ready).resolves.toStrictEqual(first);
+    // Seqs are per session: a lane stream skips other events' numbers (11, 13, 14), which is no gap.
+    const received = [runStart("r1"), runStart("r9", "other"), thinking("high"), runEnd("r1")];
+    received.forEach((event, i) => socket.deliver({ type: "event", seq: 12 + i * 3, event }));
+    expect(handle.snapshot()).toStrictEqual(fold(first, received));
+    expect(handle.snapshot()).toMatchObject({ configuration: { thinkingLevel: "high" }, lastResult: { operationId: "r1", status: "completed" }, operation: null });
+    expect(handle.seq()).toBe(21);
+    expect(events).toEqual([
+      { type: "run_start", seq: 12 },
+      { type: "run_start", seq: 15 },
+      { type: "config_update", seq: 18 },
+      { type: "run_end", seq: 21 },
+    ]);
+    expect(socket.resnapshots()).toBe(0);
+    expect(errors).toEqual([]);
+    handle.close();
+    expect(socket.closedWith).toEqual({ code: 1000, reason: "client closed" });
+    expect(handle.status()).toBe("closed");
+  });
+
+  it("a seq that does not increase is a gap: one resnapshot, events dropped until the fresh snapshot replaces the replica", () => {
+    const { handle, socket, updates } = watch();
+    socket.open().deliver({ type: "snapshot", seq: 10, snapshot: laneSnapshot() });
+    socket.deliver({ type: "event", seq: 12, event: runStart("r1") });
+    socket.deliver({ type: "event", seq: 12, event: thinking("low") });
+    expect(socket.sent).toEqual([RESNAPSHOT]);
+    // Pending: later events are covered by the coming snapshot; no second request.
+    socket.deliver({ type: "event", seq: 9, event: thinking("medium") });
+    socket.deliver({ type: "event", seq: 13, event: thinking("high") });
+    expect(socket.resnapshots()).toBe(1);
+    expect(handle.snapshot()?.configuration.thinkingLevel).toBe("off");
+    const fresh = laneSnapshot({ tipId: "e7", configuration: { ...laneSnapshot().configuration, thinkingLevel: "high" } });
+    socket.deliver({ type: "snapshot", seq: 13, snapshot: fresh });
+    expect(handle.snapshot()).toStrictEqual(fresh);
+    socket.deliver({ type: "event", seq: 14, event: runStart("r2") });
+    expect(handle.snapshot()?.operation).toMatchObject({ id: "r2", kind: "run" });
+    expect(updates.filter((u) => u.type !== "status").map((u) => `${u.type}:${u.seq}`)).toEqual([
+      "snapshot:10",
+      "event:12",
+      "resnapshot:12",
+      "snapshot:13",
+      "event:14",
+    ]);
+    expect(updates.find((u) => u.type === "resnapshot")).toMatchObject({ reason: "seq_gap" });
+    expect(updates.filter((u) => u.type === "snapshot").map((u) => u.type === "snapshot" && u.reason)).toEqual(["connect", "resnapshot"]);
+    handle.close();
+  });
+
+  it("with gapRule contiguous, events with a gap (10 → 12) ask for a resnapshot", () => {
+    const { handle, socket } = watch({ gapRule: "contiguous" });
+    socket.open().deliver({ type: "snapshot", seq: 10, snapshot: laneSnapshot() });
+    socket.deliver({ type: "event", seq: 11, event: runStart("r1") });
+    expect(socket.sent).toEqual([]);
+    socket.deliver({ type: "event", seq: 13, event: thinking("high") });
+    expect(socket.sent).toEqual([RESNAPSHOT]);
+    expect(handle.snapshot()?.configuration.thinkingLevel).toBe("off");
+    expect(handle.snapshot()?.operation?.id).toBe("r1");
+    handle.close();
+  });
+
+  it("navigation_end is a rebase: the fold stops and a resnapshot is requested", () => {
+    const { handle, socket, updates } = watch();
+    socket.open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+    socket.deliver({ type: "event", seq: 2, event: navigationEnd });
+    expect(socket.sent).toEqual([RESNAPSHOT]);
+    expect(updates.at(-1)).toMatchObject({ type: "resnapshot", reason: "rebase", seq: 2, event: { type: "navigation_end" } });
+    const moved = laneSnapshot({ tipId: "e1" });
+    socket.deliver({ type: "snapshot", seq: 3, snapshot: moved });
+    expect(handle.snapshot()).toStrictEqual(moved);
+    handle.close();
+  });
+
+  it("reconnects after a close with a fresh snapshot; close() stops reconnecting", async () => {
+    const { handle, socket, updates } = watch();
+    socket.open().deliver({ type: "snapshot", seq: 5, snapshot: laneSnapshot() });
+    await handle.ready;
+    socket.serverClose(1013, "slow consumer");
+    expect(handle.status()).toBe("reconnecting");
+    expect(updates.at(-1)).toMatchObject({ type: "status", status: "reconnecting", attempt: 1, code: 1013, reason: "slow consumer" });
+    // The replica stays readable while disconnected.
+    expect(handle.snapshot()?.tipId).toBeNull();
+    await eventually(() => FakeSocket.instances.length === 2, "a second socket");
+    const second = FakeSocket.latest();
+    expect(second.protocols).toEqual(["bearer.sk_t_key"]);
+    const fresh = laneSnapshot({ tipId: "e9" });
+    second.open().deliver({ type: "snapshot", seq: 2000, snapshot: fresh });
+    expect(handle.snapshot()).toStrictEqual(fresh);
+    expect(handle.seq()).toBe(2000);
+    second.serverClose(1006);
+    handle.close();
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(FakeSocket.instances).toHaveLength(2);
+    expect(handle.status()).toBe("closed");
+  });
+
+  it("backs off exponentially with jitter up to the cap while connections fail, and resets after a snapshot", async () => {
+    const { handle, updates } = watch({ backoff: { initialMs: 8, maxMs: 32 }, random: () => 0.5 });
+    const delays = () => updates.flatMap((u) => (u.type === "status" && u.status === "reconnecting" ? [u.delayMs] : []));
+    for (let failed = 1; failed <= 4; failed++) {
+      await eventually(() => FakeSocket.instances.length === failed, `socket ${failed}`);
+      FakeSocket.latest().serverClose(1006);
+    }
+    // Ceilings 8, 16, 32, 32 (capped); equal jitter at 0.5 → three quarters of each.
+    expect(delays()).toEqual([6, 12, 24, 24]);
+    await eventually(() => FakeSocket.instances.length === 5, "socket 5");
+    FakeSocket.latest().open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+    FakeSocket.latest().serverClose(1006);
+    expect(delays().at(-1)).toBe(6);
+    handle.close();
+  });
+
+  it("a server close 1000 (session deleted) ends the watch; ready rejects when no snapshot came", async () => {
+    const { handle, socket, errors } = watch();
+    socket.open().serverClose(1000, "Session deleted");
+    await expect(handle.ready).rejects.toMatchObject({ name: "WatchError", kind: "ended" });
+    expect(handle.status()).toBe("closed");
+    expect(errors.map((e) => e.kind)).toEqual(["ended"]);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(FakeSocket.instances).toHaveLength(1);
+  });
+
+  it("gives up after backoff.maxAttempts failed connections", async () => {
+    const { handle } = watch({ backoff: { initialMs: 1, maxMs: 2, maxAttempts: 2 } });
+    for (let n = 1; n <= 3; n++) {
+      await eventually(() => FakeSocket.instances.length === n, `socket ${n}`);
+      FakeSocket.latest().serverClose(1006);
+    }
+    await expect(handle.ready).rejects.toMatchObject({ kind: "ended" });
+    expect(handle.status()).toBe("closed");
+  });
+
+  it("pings while open, ignores pong, and reports unreadable messages without dropping the socket", async () => {
+    const { handle, socket, errors } = watch({ pingIntervalMs: 5 });
+    socket.open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+    await eventually(() => socket.sent.includes("ping"), "a ping");
+    socket.deliver("pong");
+    socket.deliver("not json");
+    socket.deliver({ type: "event", seq: "2", event: runStart("r1") });
+    expect(errors.map((e) => e.kind)).toEqual(["protocol", "protocol"]);
+    expect(handle.status()).toBe("open");
+    expect(handle.snapshot()?.operation).toBeNull();
+    // A throwing listener is reported, and the replica keeps folding.
+    handle.on(() => {
+      throw new Error("listener bug");
+    });
+    socket.deliver({ type: "event", seq: 2, event: runStart("r1") });
+    expect(handle.snapshot()?.operation?.id).toBe("r1");
+    expect(errors.at(-1)?.kind).toBe("listener");
+    handle.close();
+    const pings = socket.sent.length;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(socket.sent.length).toBe(pings);
+  });
+});
