@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { HarnessResourcesSchema, HarnessSettingsPatchSchema } from "./settings.ts";
+import { HarnessResourcesSchema, HarnessSettingsPatchSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
 
 // Request bodies and parameters of the public API (spec/API.md). The front worker validates with
 // these before any object is touched; types are inferred here once.
@@ -33,3 +33,8 @@ export const PageQuerySchema = v.object({
   limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/), v.transform(Number), v.minValue(1), v.maxValue(1000))),
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
+
+/** Skill and prompt-template names (the keys of `pi.resources`). */
+export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . -"));
+export const PutSkillSchema = SkillSchema;
+export const PutTemplateSchema = PromptTemplateSchema;

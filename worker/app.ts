@@ -8,6 +8,7 @@ import { docsRoutes } from "./routes/docs.ts";
 import { laneRoutes } from "./routes/lanes.ts";
 import { entryRoutes, usageRoutes } from "./routes/session-entries.ts";
 import { listRoutes, valueRoutes } from "./routes/session-values.ts";
+import { resourceRoutes } from "./routes/resources.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
 import { watchRoutes } from "./routes/watch.ts";
@@ -34,6 +35,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid/usage", usageRoutes);
   app.route("/v1/sessions/:sid/values", valueRoutes);
   app.route("/v1/sessions/:sid/lists", listRoutes);
+  app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
   app.notFound((c) => errorResponse(c, { code: "NotFound", message: "No such route" }));

@@ -5,7 +5,7 @@ import type { CancelQueuedResult } from "../../harness/runtime/queue.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
-import type { HarnessSettings, HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import type { OperationView } from "../session-runtime.ts";
@@ -169,6 +169,20 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
 
   async updateSettings(patch: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<HarnessSettings>>> {
     return asResult(async () => (await this.harness()).updateSettings(parseWire(patch)));
+  }
+
+  /** Sets (or, with null, removes) one skill or prompt template of the session's resources (D6). */
+  async setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>): Promise<Wire<RpcResult<{ name: string }>>> {
+    return asResult(async () => {
+      const harness = await this.harness();
+      const next = parseWire(body);
+      const current = harness.resources();
+      const entries: Record<string, Skill | PromptTemplate> = { ...current[kind] };
+      if (next === null) delete entries[name];
+      else entries[name] = next;
+      await harness.setResources({ ...current, [kind]: entries });
+      return { name };
+    });
   }
 
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */

@@ -1,4 +1,4 @@
-import { CreateSessionSchema, IdSchema, PageQuerySchema } from "../../schema/api.ts";
+import { CreateSessionSchema, IdSchema, PageQuerySchema, PutSkillSchema, PutTemplateSchema, ResourceNameSchema } from "../../schema/api.ts";
 import {
   AddressParamsSchema,
   BranchEntriesQuerySchema,
@@ -28,6 +28,32 @@ const SESSION = "The Session `{ id, tenantId, name, createdAt, parentSessionId?,
 const userMessage = { role: "user", content: "Hello", timestamp: 1_700_000_000_000 };
 
 export const sessionCatalog: readonly CatalogRoute[] = [
+  {
+    method: "put", path: "/v1/sessions/{sid}/skills/{name}", operationId: "putSkill", tag: "Sessions", auth: "tenant",
+    summary: "Set a skill (used by `{ kind: \"skill\" }` runs)", pathParams: { ...SID, name: ResourceNameSchema },
+    body: PutSkillSchema, example: { description: "Reviews a diff", content: "Review the change for correctness." },
+    responses: { 200: { description: "`{ name }`" } },
+    errors: [...SESSION_ERRORS],
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}/skills/{name}", operationId: "deleteSkill", tag: "Sessions", auth: "tenant",
+    summary: "Remove a skill (idempotent)", pathParams: { ...SID, name: ResourceNameSchema },
+    responses: { 204: { description: "Removed (or absent)", content: "none" } },
+    errors: [...SESSION_ERRORS],
+  },
+  {
+    method: "put", path: "/v1/sessions/{sid}/templates/{name}", operationId: "putTemplate", tag: "Sessions", auth: "tenant",
+    summary: "Set a prompt template (`$1`…`$9`, `$@`; used by `{ kind: \"prompt_template\" }` runs)",
+    pathParams: { ...SID, name: ResourceNameSchema }, body: PutTemplateSchema, example: { content: "Summarize $1 in $2 words." },
+    responses: { 200: { description: "`{ name }`" } },
+    errors: [...SESSION_ERRORS],
+  },
+  {
+    method: "delete", path: "/v1/sessions/{sid}/templates/{name}", operationId: "deleteTemplate", tag: "Sessions", auth: "tenant",
+    summary: "Remove a prompt template (idempotent)", pathParams: { ...SID, name: ResourceNameSchema },
+    responses: { 204: { description: "Removed (or absent)", content: "none" } },
+    errors: [...SESSION_ERRORS],
+  },
   {
     method: "post", path: "/v1/sessions", operationId: "createSession", tag: "Sessions", auth: "tenant",
     summary: "Create a session",
