@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, HttpFailure } from "./http-error.ts";
+import { corsFromEnv } from "./middleware/cors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { branchRoutes } from "./routes/branches.ts";
 import { docsRoutes } from "./routes/docs.ts";
@@ -22,6 +23,7 @@ export type { AppEnv };
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId());
+  app.use("/v1/*", corsFromEnv());
   app.get("/health", (c) => c.json({ status: "ok" }));
   // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.
   app.route("/", docsRoutes);

@@ -118,3 +118,18 @@ describe("sessions", () => {
     expect(arrays.map((r) => r.status)).toEqual([400, 400, 400]);
   });
 });
+
+describe("CORS", () => {
+  it("answers a preflight for the configured origins and exposes the request id", async () => {
+    const preflight = await call("/v1/sessions", {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("idempotency-key");
+    const { key } = await newTenant("cors");
+    const me = await call("/v1/me", { token: key, headers: { origin: "https://app.example" } });
+    expect(me.headers.get("access-control-expose-headers")).toContain("x-request-id");
+  });
+});
