@@ -1,3 +1,4 @@
+import type { Branch, BranchListing, Session } from "../schema/session.ts";
 import type * as v from "valibot";
 import type { CreateSessionSchema } from "../schema/api.ts";
 import type { CreateBranchSchema, NewBranchEntrySchema, PatchSessionSchema } from "../schema/api-sessions.ts";
@@ -6,8 +7,7 @@ import type { JsonValue } from "../schema/json.ts";
 import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptConvenienceSchema } from "../schema/lane-api.ts";
 import type { LaneInfo, LaneSnapshot, LiveStatus, OperationKind, OperationResultRecord } from "../schema/lane.ts";
 import type { AgentMessage, DeferredHandle } from "../schema/messages.ts";
-import type { HarnessSettings } from "../schema/settings.ts";
-import type { SessionStats, Usage, UsageRow } from "../schema/usage.ts";
+import type { Usage, UsageRow } from "../schema/usage.ts";
 
 // Request and response shapes of the REST API. Requests are the inputs of the schemas the server
 // validates with (schema/api*.ts, schema/lane-api.ts); responses reuse schema/ types and spell out
@@ -94,29 +94,6 @@ export interface ModelCatalogEntry {
   maxTokens: number;
   input: ("text" | "image")[];
   reasoning: boolean;
-}
-
-export interface Branch {
-  name: string;
-  tipId: string | null;
-}
-
-/** A branch in a listing: `lane` says whether a lane is bound to it. */
-export interface BranchListing extends Branch {
-  lane: boolean;
-}
-
-/** The public Session. */
-export interface Session {
-  id: string;
-  tenantId: string;
-  name: string | null;
-  createdAt: number;
-  parentSessionId?: string;
-  stats: SessionStats;
-  settings: HarnessSettings;
-  branches: BranchListing[];
-  lanes: LaneInfo[];
 }
 
 /** `PUT …/entries/{entryId}/label`. */
@@ -214,3 +191,5 @@ export type ConvenienceOutcome =
   | { state: "settled"; result: OperationResultRecord }
   | { state: "suspended"; operationId: string; deferred: DeferredHandle }
   | { state: "pending"; operationId: string };
+
+export type { Branch, BranchListing, Session };

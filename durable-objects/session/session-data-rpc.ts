@@ -5,22 +5,17 @@ import type { ListElement, ListReadOptions, UsageScan } from "../../harness/sess
 import type { Entry } from "../../schema/entries.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
-import type { LaneInfo } from "../../schema/lane.ts";
-import type { HarnessSettings } from "../../schema/settings.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
 import { migrate } from "../sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
+import type { Session as SessionWire } from "../../schema/session.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { SessionHost, type BranchInfo, type NewBranchEntry, type SessionInfo, type SessionInit } from "./session-host.ts";
 
 /** The public Session (spec/API.md): info plus settings, lanes, and which branches carry a lane. */
-export interface SessionView extends Omit<SessionInfo, "branches"> {
-  settings: HarnessSettings;
-  branches: (BranchInfo & { lane: boolean })[];
-  lanes: LaneInfo[];
-}
+export type SessionView = SessionWire;
 
 /** How long deletion waits for the harness to close before it closes storage regardless. */
 const CLOSE_BOUND_MS = 5_000;

@@ -6,6 +6,7 @@ import { Session } from "../../harness/session/session.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
+import type { Branch } from "../../schema/session.ts";
 import type { SessionStats } from "../../schema/usage.ts";
 import { DueWork } from "../due-work.ts";
 import { IdempotencyStore, type IdempotencyClaim } from "../idempotency.ts";
@@ -31,10 +32,7 @@ export interface SessionInfo {
   branches: BranchInfo[];
 }
 
-export interface BranchInfo {
-  name: string;
-  tipId: string | null;
-}
+export type BranchInfo = Branch;
 
 export type NewBranchEntry = { message: AgentMessage } | { customType: string; data?: JsonValue };
 

@@ -1,4 +1,5 @@
 import type { Migration } from "./migrations.ts";
+import { IDEMPOTENCY_STATEMENTS } from "./idempotency-table.ts";
 
 // Append-only (D5). Never edit an entry once it has shipped; add a new one.
 //
@@ -81,16 +82,6 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: "idempotency",
-    statements: [
-      // Remembered responses of creating POSTs (ARCHITECTURE D15), kept 24 h.
-      `CREATE TABLE idempotency (
-        key TEXT PRIMARY KEY,
-        request_hash TEXT NOT NULL,
-        status INTEGER,
-        body TEXT,
-        created_at INTEGER NOT NULL
-      )`,
-      "CREATE INDEX idempotency_by_time ON idempotency (created_at)",
-    ],
+    statements: IDEMPOTENCY_STATEMENTS,
   },
 ];

@@ -1,4 +1,5 @@
 import type { Migration } from "./migrations.ts";
+import { IDEMPOTENCY_STATEMENTS } from "./idempotency-table.ts";
 
 // Append-only (D5): the TenantObject's tables.
 export const TENANT_MIGRATIONS: readonly Migration[] = [
@@ -30,16 +31,6 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: "idempotency",
-    statements: [
-      // Remembered responses of creating POSTs (ARCHITECTURE D15), kept 24 h.
-      `CREATE TABLE idempotency (
-        key TEXT PRIMARY KEY,
-        request_hash TEXT NOT NULL,
-        status INTEGER,
-        body TEXT,
-        created_at INTEGER NOT NULL
-      )`,
-      "CREATE INDEX idempotency_by_time ON idempotency (created_at)",
-    ],
+    statements: IDEMPOTENCY_STATEMENTS,
   },
 ];

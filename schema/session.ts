@@ -1,0 +1,29 @@
+import type { LaneInfo } from "./lane.ts";
+import type { HarnessSettings } from "./settings.ts";
+import type { SessionStats } from "./usage.ts";
+
+// The public session shapes (spec/API.md "Sessions"), shared by the session object and the SDK.
+
+/** A branch: a named movable tip into the session's tree. */
+export interface Branch {
+  name: string;
+  tipId: string | null;
+}
+
+/** A branch in a listing: `lane` says whether a lane is bound to it. */
+export interface BranchListing extends Branch {
+  lane: boolean;
+}
+
+/** The public Session. */
+export interface Session {
+  id: string;
+  tenantId: string;
+  name: string | null;
+  createdAt: number;
+  parentSessionId?: string;
+  stats: SessionStats;
+  settings: HarnessSettings;
+  branches: BranchListing[];
+  lanes: LaneInfo[];
+}
