@@ -12,6 +12,15 @@ export interface TenantInfo {
   createdAt: number;
 }
 
+/** Requests per minute a tenant may make when no quota of its own is set. */
+export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
+
+export interface TenantQuotas {
+  requestsPerMinute: number;
+}
+
+export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
+
 export interface SessionPage {
   items: { sessionId: string; createdAt: number }[];
   nextCursor: string | null;
@@ -72,6 +81,55 @@ export class TenantObject extends DurableObject<Env> {
 
   /** The key id for a presented key's hash, or null (unknown or revoked), compared in constant time. */
   async verifyKey(hash: string): Promise<{ keyId: string } | null> {
+    return this.matchKey(hash);
+  }
+
+  /**
+   * Authenticates a request and counts it against the tenant's per-minute quota in one
+   * synchronous turn (no await between the count's read and its write). Null: not authenticated.
+   */
+  async authorize(hash: string, now = Date.now()): Promise<Authorization | null> {
+    const key = this.matchKey(hash);
+    if (!key) return null;
+    const limit = this.quotas().requestsPerMinute;
+    const windowStart = now - (now % 60_000);
+    const current = this.ctx.storage.sql
+      .exec<{ window_start: number; count: number }>("SELECT window_start, count FROM request_window WHERE singleton = 1")
+      .toArray()[0];
+    const count = current && current.window_start === windowStart ? current.count : 0;
+    if (count >= limit) return { keyId: key.keyId, limited: true, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000)) };
+    this.ctx.storage.sql.exec(
+      `INSERT INTO request_window (singleton, window_start, count) VALUES (1, ?, ?)
+       ON CONFLICT (singleton) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
+      windowStart,
+      count + 1,
+    );
+    return { keyId: key.keyId, limited: false };
+  }
+
+  async getQuotas(): Promise<Wire<RpcResult<TenantQuotas>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return this.quotas();
+    });
+  }
+
+  async setQuotas(quotas: Partial<TenantQuotas>): Promise<Wire<RpcResult<TenantQuotas>>> {
+    return asResult(() => {
+      this.requireTenant();
+      if (quotas.requestsPerMinute !== undefined) {
+        this.ctx.storage.sql.exec("UPDATE tenant SET requests_per_minute = ? WHERE singleton = 1", quotas.requestsPerMinute);
+      }
+      return this.quotas();
+    });
+  }
+
+  private quotas(): TenantQuotas {
+    const row = this.ctx.storage.sql.exec<{ requests_per_minute: number | null }>("SELECT requests_per_minute FROM tenant WHERE singleton = 1").toArray()[0];
+    return { requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE };
+  }
+
+  private matchKey(hash: string): { keyId: string } | null {
     const row = this.ctx.storage.sql.exec<KeyRow>("SELECT key_id, hash, revoked_at FROM api_keys WHERE hash = ?", hash).toArray()[0];
     if (!row || row.revoked_at !== null) return null;
     const a = encoder.encode(row.hash);

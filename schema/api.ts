@@ -38,3 +38,8 @@ export const PageQuerySchema = v.object({
 export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . -"));
 export const PutSkillSchema = SkillSchema;
 export const PutTemplateSchema = PromptTemplateSchema;
+
+/** Per-tenant quotas an administrator may set (omitted fields keep their value). */
+export const TenantQuotasPatchSchema = v.strictObject({
+  requestsPerMinute: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1_000_000))),
+});

@@ -17,7 +17,10 @@ export function errorResponse(c: Context, error: ApiError): Response {
   const status = ERROR_STATUS[error.code];
   const requestId = c.get("requestId");
   const headers: Record<string, string> = {};
-  if (error.code === "Overloaded" || error.code === "SessionClosed" || error.code === "RateLimited") headers["Retry-After"] = "1";
+  if (error.code === "Overloaded" || error.code === "SessionClosed" || error.code === "RateLimited") {
+    const after = error.details?.retryAfterSeconds;
+    headers["Retry-After"] = typeof after === "number" ? String(after) : "1";
+  }
   return c.json({ error: { ...error, ...(typeof requestId === "string" && { requestId }) } }, status, headers);
 }
 

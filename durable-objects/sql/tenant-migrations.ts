@@ -33,4 +33,17 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
     name: "idempotency",
     statements: IDEMPOTENCY_STATEMENTS,
   },
+  {
+    version: 3,
+    name: "quotas",
+    statements: [
+      // Per-tenant quotas (null: the service default) and the current one-minute request window.
+      "ALTER TABLE tenant ADD COLUMN requests_per_minute INTEGER",
+      `CREATE TABLE request_window (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        window_start INTEGER NOT NULL,
+        count INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];

@@ -133,3 +133,26 @@ describe("CORS", () => {
     expect(me.headers.get("access-control-expose-headers")).toContain("x-request-id");
   });
 });
+
+describe("quotas", () => {
+  it("answers 429 RateLimited with Retry-After once a tenant's requests per minute are used up", async () => {
+    const { tenantId, key } = await newTenant("quota");
+    const set = await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 3 }, token: adminToken() });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toEqual({ requestsPerMinute: 3 });
+    const statuses: number[] = [];
+    let limited: Response | undefined;
+    for (let i = 0; i < 5; i++) {
+      const response = await call("/v1/me", { token: key });
+      statuses.push(response.status);
+      if (response.status === 429) limited = response;
+    }
+    // A minute boundary may fall inside the loop; the quota still holds within every window.
+    expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(6);
+    expect(statuses).toContain(429);
+    expect(limited?.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await errorCode(limited ?? new Response("{}"))).toBe("RateLimited");
+    expect((await call(`/v1/admin/tenants/${tenantId}/quotas`, { token: adminToken() })).status).toBe(200);
+    expect((await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 0 }, token: adminToken() })).status).toBe(400);
+  });
+});

@@ -20,15 +20,21 @@ export function presentedKey(headers: Headers): string | undefined {
 
 /**
  * Authenticates a tenant key (ARCHITECTURE D17): shape first, then the SHA-256 hash against the
- * tenant's object, every request (revocation is immediate). Anything wrong is the same 401.
+ * tenant's object, every request (revocation is immediate), counting the request against the
+ * tenant's per-minute quota in the same call (429 RateLimited). Any bad key is the same 401.
  */
 export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
   const key = presentedKey(c.req.raw.headers);
   const match = key ? KEY.exec(key) : null;
   const tenantId = match?.[1];
   if (!key || !tenantId) throw fail("Unauthenticated", "A valid API key is required");
-  const verified = await tenantStub(c.env, tenantId).verifyKey(await sha256Hex(key));
+  const verified = await tenantStub(c.env, tenantId).authorize(await sha256Hex(key));
   if (!verified) throw fail("Unauthenticated", "A valid API key is required");
+  if (verified.limited) {
+    throw fail("RateLimited", `The tenant's request quota is used up; retry in ${verified.retryAfterSeconds} s`, {
+      retryAfterSeconds: verified.retryAfterSeconds,
+    });
+  }
   c.set("caller", { tenantId, keyId: verified.keyId });
   await next();
 });

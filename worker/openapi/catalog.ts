@@ -1,4 +1,4 @@
-import { CreateKeySchema, CreateTenantSchema, IdSchema } from "../../schema/api.ts";
+import { CreateKeySchema, CreateTenantSchema, IdSchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
@@ -47,6 +47,19 @@ export const CATALOG: readonly CatalogRoute[] = [
     summary: "Revoke an API key", description: "Effective immediately.",
     pathParams: { tenantId: IdSchema, keyId: IdSchema },
     responses: { 204: { description: "Revoked", content: "none" } },
+    errors: ["NotFound"],
+  },
+  {
+    method: "get", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "getQuotas", tag: "Admin", auth: "admin",
+    summary: "A tenant's quotas", pathParams: { tenantId: IdSchema },
+    responses: { 200: { description: "`{ requestsPerMinute }`" } },
+    errors: ["NotFound"],
+  },
+  {
+    method: "patch", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "setQuotas", tag: "Admin", auth: "admin",
+    summary: "Set a tenant's quotas", description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`.",
+    pathParams: { tenantId: IdSchema }, body: TenantQuotasPatchSchema, example: { requestsPerMinute: 600 },
+    responses: { 200: { description: "`{ requestsPerMinute }`" } },
     errors: ["NotFound"],
   },
   {

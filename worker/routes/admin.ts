@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { CreateKeySchema, CreateTenantSchema, IdSchema } from "../../schema/api.ts";
+import { CreateKeySchema, CreateTenantSchema, IdSchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { requireAdmin } from "../middleware/auth.ts";
@@ -22,6 +22,15 @@ export const adminRoutes = new Hono<AppEnv>()
     const tenantId = validate(IdSchema, c.req.param("tenantId"));
     const body = await jsonBody(c, CreateKeySchema);
     return c.json(replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? "")), 201);
+  })
+  .get("/tenants/:tenantId/quotas", async (c) => {
+    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    return c.json(replyValue(await tenantStub(c.env, tenantId).getQuotas()));
+  })
+  .patch("/tenants/:tenantId/quotas", async (c) => {
+    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const patch = await jsonBody(c, TenantQuotasPatchSchema);
+    return c.json(replyValue(await tenantStub(c.env, tenantId).setQuotas(patch)));
   })
   .delete("/tenants/:tenantId/keys/:keyId", async (c) => {
     const tenantId = validate(IdSchema, c.req.param("tenantId"));
