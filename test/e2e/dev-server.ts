@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterEach } from "vitest";
 
 /** A free loopback port, as the OS hands it out. */
 export async function freePort(): Promise<number> {
@@ -21,7 +22,10 @@ export interface DevServer {
   baseUrl: string;
   persistDir: string;
   output: () => string;
+  /** SIGTERM to the process group; removes the persist directory when startDevServer created it. */
   stop: () => Promise<void>;
+  /** SIGKILLs the whole process group (npm, wrangler, workerd) at once, as a crash would, and waits (bounded) until none of them is left. */
+  kill: () => Promise<void>;
 }
 
 /**
@@ -40,19 +44,30 @@ export async function startDevServer(options: { persistDir?: string; timeoutMs?:
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const baseUrl = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode !== null || child.pid === undefined) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    process.kill(-child.pid, "SIGTERM");
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-    if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  // Both wait (bounded) until no process of the group is left, so a restart on the same persist
+  // directory never races the old workerd.
+  let gone = false;
+  const end = async (signal: NodeJS.Signals) => {
+    if (gone || child.pid === undefined) return;
+    signalGroup(child.pid, signal);
+    gone = await groupGone(child.pid, 5000);
+    if (!gone && signal !== "SIGKILL") return end("SIGKILL");
   };
+  const stop = async () => {
+    await end("SIGTERM");
+    if (options.persistDir === undefined) rmSync(persistDir, { recursive: true, force: true });
+  };
+  const kill = () => end("SIGKILL");
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
+    if (exited()) {
+      await stop();
+      throw new Error(`npm start exited early:\n${output}`);
+    }
     try {
       const response = await fetch(`${baseUrl}/health`);
-      if (response.ok) return { baseUrl, persistDir, output: () => output, stop };
+      if (response.ok) return { baseUrl, persistDir, output: () => output, stop, kill };
     } catch {
       // not listening yet
     }
@@ -60,4 +75,37 @@ export async function startDevServer(options: { persistDir?: string; timeoutMs?:
   }
   await stop();
   throw new Error(`npm start did not answer /health in time:\n${output}`);
+}
+
+/** Waits until no process of the group `pgid` is alive (signal 0 probes); false after `timeoutMs`. */
+async function groupGone(pgid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return true;
+    }
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Signals the process group `pgid`; a group that is already gone is not an error. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch (error) {
+    if (!(error instanceof Error && "code" in error && error.code === "ESRCH")) throw error;
+  }
+}
+
+/** Prints the tail of each server's output after a failed test (what the server logged is the first clue). */
+export function printServerOutputOnFailure(servers: () => (DevServer | undefined)[]): void {
+  afterEach((context) => {
+    if (context.task.result?.state !== "fail") return;
+    for (const server of servers()) {
+      if (server) console.error(`--- npm start output (${server.baseUrl}), last 6000 characters ---\n${server.output().slice(-6000)}`);
+    }
+  });
 }
