@@ -2,19 +2,20 @@ import * as v from "valibot";
 import { QueueModeSchema } from "./lane.ts";
 
 // Durable harness settings (ARCHITECTURE D6): session data at `pi.settings`, captured into each
-// operation at acceptance. Validated here once; the engine trusts what passed.
+// operation at acceptance. Validated here once; the engine trusts what passed. Objects are strict:
+// an unknown member is refused (400), as the published JSON Schemas say, never silently dropped.
 
 const nonNegativeInt = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 const headerRecord = v.record(v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(4096)));
 
-export const RetryPolicySchema = v.object({
+export const RetryPolicySchema = v.strictObject({
   enabled: v.boolean(),
   maxRetries: nonNegativeInt,
   baseDelayMs: nonNegativeInt,
 });
 export type RetryPolicy = v.InferOutput<typeof RetryPolicySchema>;
 
-export const CompactionSettingsSchema = v.object({
+export const CompactionSettingsSchema = v.strictObject({
   enabled: v.boolean(),
   reserveTokens: nonNegativeInt,
   keepRecentTokens: nonNegativeInt,
@@ -25,7 +26,7 @@ export const ToolExecutionModeSchema = v.picklist(["sequential", "parallel"]);
 export type ToolExecutionMode = v.InferOutput<typeof ToolExecutionModeSchema>;
 
 /** Curated provider stream options (reference §7.1): no signal, no lifecycle callbacks. */
-export const StreamOptionsSchema = v.object({
+export const StreamOptionsSchema = v.strictObject({
   transport: v.optional(v.pipe(v.string(), v.maxLength(64))),
   timeoutMs: v.optional(nonNegativeInt),
   maxRetries: v.optional(nonNegativeInt),
@@ -33,11 +34,11 @@ export const StreamOptionsSchema = v.object({
   headers: v.optional(headerRecord),
   metadata: v.optional(headerRecord),
   cacheRetention: v.optional(v.picklist(["none", "short", "long"])),
-  deferred: v.optional(v.union([v.boolean(), v.object({ window: v.optional(v.picklist(["15m", "1h", "24h"])) })])),
+  deferred: v.optional(v.union([v.boolean(), v.strictObject({ window: v.optional(v.picklist(["15m", "1h", "24h"])) })])),
 });
 export type StreamOptions = v.InferOutput<typeof StreamOptionsSchema>;
 
-export const HarnessSettingsSchema = v.object({
+export const HarnessSettingsSchema = v.strictObject({
   systemPrompt: v.nullable(v.pipe(v.string(), v.maxLength(200_000))),
   retry: RetryPolicySchema,
   compaction: CompactionSettingsSchema,
@@ -62,15 +63,15 @@ export const DEFAULT_SETTINGS: HarnessSettings = {
 };
 
 const resourceName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/));
-export const SkillSchema = v.object({
+export const SkillSchema = v.strictObject({
   description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
   content: v.pipe(v.string(), v.maxLength(200_000)),
 });
-export const PromptTemplateSchema = v.object({
+export const PromptTemplateSchema = v.strictObject({
   description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
   content: v.pipe(v.string(), v.maxLength(200_000)),
 });
-export const HarnessResourcesSchema = v.object({
+export const HarnessResourcesSchema = v.strictObject({
   skills: v.record(resourceName, SkillSchema),
   promptTemplates: v.record(resourceName, PromptTemplateSchema),
 });
