@@ -84,6 +84,8 @@ export interface CreatedKey {
 export interface Me {
   tenantId: string;
   keyId: string;
+  /** The tenant's usage totals (forwarded asynchronously by its sessions, so they can lag a run). */
+  usage: Usage;
 }
 
 /** One row of `GET /v1/models`. */

@@ -27,6 +27,11 @@ export class DueWork implements WakeScheduler {
   constructor(
     private readonly host: AlarmHost,
     private readonly clock: () => number = Date.now,
+    /**
+     * Told synchronously, inside the committing mutation, that an operation settled (or its row
+     * was dropped). It must not await or throw: the host fires its notification and moves on.
+     */
+    private readonly onSettled: (operationId: string) => void = () => {},
   ) {}
 
   /**
@@ -49,6 +54,11 @@ export class DueWork implements WakeScheduler {
   settled(_lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
     this.rearm();
+    try {
+      this.onSettled(operationId);
+    } catch {
+      // A notification is best-effort; it must never break the commit that settled the operation.
+    }
   }
 
   /** Every scheduled operation (one per lane at most), earliest first. */

@@ -1,10 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import type { RpcResult } from "../schema/errors.ts";
+import type { Usage } from "../schema/usage.ts";
 import type { Wire } from "../schema/wire.ts";
 import { IdempotencyStore, type IdempotencyClaim } from "./idempotency.ts";
 import { asResult, RpcError } from "./rpc-errors.ts";
 import { migrate } from "./sql/migrations.ts";
 import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
+import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
 
 export interface TenantInfo {
   id: string;
@@ -17,6 +19,8 @@ export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
 
 export interface TenantQuotas {
   requestsPerMinute: number;
+  /** Operations the tenant may have open (accepted, not yet settled) at once, across its sessions. */
+  maxOpenOperations: number;
 }
 
 export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
@@ -34,7 +38,8 @@ const encoder = new TextEncoder();
 
 /**
  * One per tenant (ARCHITECTURE D2, D17): the tenant record, SHA-256 hashes of its API keys with
- * immediate revocation, and the index of its sessions for listing. Keys are minted here and shown
+ * immediate revocation, the index of its sessions for listing, its quotas (requests per minute,
+ * open operations: tenant-operations.ts) and its usage totals. Keys are minted here and shown
  * once; only their hashes are stored.
  */
 export class TenantObject extends DurableObject<Env> {
@@ -120,13 +125,52 @@ export class TenantObject extends DurableObject<Env> {
       if (quotas.requestsPerMinute !== undefined) {
         this.ctx.storage.sql.exec("UPDATE tenant SET requests_per_minute = ? WHERE singleton = 1", quotas.requestsPerMinute);
       }
+      if (quotas.maxOpenOperations !== undefined) {
+        this.ctx.storage.sql.exec("UPDATE tenant SET max_open_operations = ? WHERE singleton = 1", quotas.maxOpenOperations);
+      }
       return this.quotas();
     });
   }
 
   private quotas(): TenantQuotas {
-    const row = this.ctx.storage.sql.exec<{ requests_per_minute: number | null }>("SELECT requests_per_minute FROM tenant WHERE singleton = 1").toArray()[0];
-    return { requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE };
+    const row = this.ctx.storage.sql
+      .exec<{ requests_per_minute: number | null; max_open_operations: number | null }>("SELECT requests_per_minute, max_open_operations FROM tenant WHERE singleton = 1")
+      .toArray()[0];
+    return {
+      requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
+      maxOpenOperations: row?.max_open_operations ?? DEFAULT_MAX_OPEN_OPERATIONS,
+    };
+  }
+
+  /**
+   * Takes a slot of the open-operations quota for an accept about to be made on `sessionId`/`lane`,
+   * in one synchronous turn (D5): expired unbound reservations are dropped, the rest counted.
+   */
+  async reserveOperation(sessionId: string, lane: string, now = Date.now()): Promise<Reservation> {
+    return this.operations().reserve(sessionId, lane, this.quotas().maxOpenOperations, now);
+  }
+
+  /** The accept succeeded: the reservation's slot now belongs to `operationId`. */
+  async bindOperation(reservationId: string, operationId: string): Promise<void> {
+    this.operations().bind(reservationId, operationId, Date.now());
+  }
+
+  /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
+  async releaseOperation(id: string): Promise<void> {
+    this.operations().release(id, Date.now());
+  }
+
+  /** Adds one usage-ledger row's usage to the tenant's totals (forwarded by session objects). */
+  async addUsage(usage: Usage): Promise<void> {
+    this.operations().addUsage(usage);
+  }
+
+  async usageTotals(): Promise<Usage> {
+    return this.operations().usage();
+  }
+
+  private operations(): TenantOperations {
+    return new TenantOperations(this.ctx.storage.sql);
   }
 
   private matchKey(hash: string): { keyId: string } | null {

@@ -42,4 +42,5 @@ export const PutTemplateSchema = PromptTemplateSchema;
 /** Per-tenant quotas an administrator may set (omitted fields keep their value). */
 export const TenantQuotasPatchSchema = v.strictObject({
   requestsPerMinute: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1_000_000))),
+  maxOpenOperations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(10_000))),
 });

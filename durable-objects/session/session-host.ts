@@ -62,7 +62,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     super(ctx, env);
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current.
     migrate(ctx.storage, SESSION_MIGRATIONS);
-    this.dueWork = new DueWork(ctx.storage);
+    this.dueWork = new DueWork(ctx.storage, Date.now, (operationId) => this.releaseOpenOperation(operationId));
     // A restarted object must never forget an open operation (D7, agents#1119).
     if (this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
   }
@@ -105,7 +105,38 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   protected runtimeFor(session: Session): SessionRuntime {
-    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on", (harness) => this.harnessCreated(harness));
+    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on", (harness) => {
+      this.forwardUsage(harness);
+      this.harnessCreated(harness);
+    });
+  }
+
+  /**
+   * The tenant's open-operations quota (tenant-operations.ts): a settled operation frees its slot.
+   * Called inside the committing mutation, so the call is fired and never awaited (D4); a lost
+   * release is healed by the worker's check when the quota next refuses.
+   */
+  private releaseOpenOperation(operationId: string): void {
+    const tenantId = this.tenantId();
+    if (tenantId === undefined) return;
+    this.env.TENANTS.getByName(tenantId).releaseOperation(operationId).catch(() => undefined);
+  }
+
+  /**
+   * The tenant's usage totals: each usage-ledger row is forwarded once, after its commit, fire and
+   * forget. At most once: a crash or a failed call between the commit and the forward loses that
+   * row from the tenant totals (the session's own ledger and stats stay exact).
+   */
+  private forwardUsage(harness: AgentHarness): void {
+    harness.events.on("usage", (event) => {
+      const tenantId = this.tenantId();
+      if (tenantId === undefined) return;
+      this.env.TENANTS.getByName(tenantId).addUsage(event.row.usage).catch(() => undefined);
+    });
+  }
+
+  private tenantId(): string | undefined {
+    return (this.opened?.storage ?? SqlSessionStorage.open(this.ctx.storage))?.tenantId;
   }
 
   /**

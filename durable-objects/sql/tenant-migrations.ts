@@ -46,4 +46,29 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 4,
+    name: "open_operations_and_usage",
+    statements: [
+      // The tenant's concurrent open operations quota (null: the service default).
+      "ALTER TABLE tenant ADD COLUMN max_open_operations INTEGER",
+      // A row per open operation: keyed by a reservation id until bound to the operation id.
+      `CREATE TABLE open_operations (
+        operation_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        lane TEXT NOT NULL,
+        reserved_at INTEGER NOT NULL,
+        bound INTEGER NOT NULL DEFAULT 0
+      )`,
+      // Releases that arrived before their bind (the operation settled first); pruned after minutes.
+      `CREATE TABLE released_operations (
+        operation_id TEXT PRIMARY KEY,
+        released_at INTEGER NOT NULL
+      )`,
+      `CREATE TABLE usage_totals (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        totals TEXT NOT NULL
+      )`,
+    ],
+  },
 ];

@@ -57,6 +57,13 @@ beforeAll(async () => {
   await ok(await call(`${base}/values/app/k`, { method: "PUT", body: { theme: "dark" }, token: tenant.key }), 200);
   await ok(await call(`${base}/lists/app/k`, { body: { step: 1 }, token: tenant.key }), 201);
   await ok(await call(`${base}/branches`, { body: { name: "side", at: null }, token: tenant.key }), 201);
+  // The setup run's usage reaches /v1/me asynchronously (forwarded after the commit): let it land
+  // before the state snapshot is taken (bounded).
+  for (let i = 0; i < 200; i++) {
+    const me = await ok<{ usage?: { totalTokens: number } }>(await call("/v1/me", { token: tenant.key }), 200);
+    if (me.usage === undefined || me.usage.totalTokens > 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   const entries = await ok<{ items: { id: string }[] }>(await call(`${base}/entries`, { token: tenant.key }), 200);
   const entryId = entries.items[0]?.id ?? "missing";
   ctx = {

@@ -17,7 +17,7 @@ describe("admin routes", () => {
     expect(key).toMatch(/^sk_acme_admin_1_[A-Za-z0-9_-]{43}$/);
     const me = await call("/v1/me", { token: key });
     expect(me.status).toBe(200);
-    expect(await me.json()).toEqual({ tenantId: "acme_admin_1", keyId });
+    expect(await me.json()).toEqual({ tenantId: "acme_admin_1", keyId, usage: expect.objectContaining({ totalTokens: 0 }) });
   });
 
   it("refuse a missing or wrong admin token with 401, and bad bodies with 400", async () => {
@@ -139,7 +139,7 @@ describe("quotas", () => {
     const { tenantId, key } = await newTenant("quota");
     const set = await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 3 }, token: adminToken() });
     expect(set.status).toBe(200);
-    expect(await set.json()).toEqual({ requestsPerMinute: 3 });
+    expect(await set.json()).toEqual({ requestsPerMinute: 3, maxOpenOperations: 50 });
     const statuses: number[] = [];
     let limited: Response | undefined;
     for (let i = 0; i < 5; i++) {

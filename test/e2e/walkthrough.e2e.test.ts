@@ -36,7 +36,7 @@ describe("the docs/api.md walkthrough", () => {
     const created = await admin.expect<{ keyId: string; key: string }>(201, "POST", `/v1/admin/tenants/${tenantId}/keys`, { body: { name: "dev" } });
     expect(created.key.startsWith(`sk_${tenantId}_`)).toBe(true);
     const api = new Api(server.baseUrl, created.key);
-    expect(await api.expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: created.keyId });
+    expect(await api.expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: created.keyId, usage: expect.objectContaining({ totalTokens: 0 }) });
     // The admin token is not a tenant key, and a tenant key is not an admin token.
     expect((await admin.request<ErrorBody>("GET", "/v1/me")).status).toBe(401);
     expect((await api.request<ErrorBody>("POST", "/v1/admin/tenants", { body: { name: "x" } })).status).toBe(401);
@@ -91,7 +91,7 @@ describe("the docs/api.md walkthrough", () => {
     expect(denied.status).toBe(401);
     expect(denied.body.error.code).toBe("Unauthenticated");
     expect((await api.request<ErrorBody>("GET", "/v1/sessions")).status).toBe(401);
-    expect(await new Api(server.baseUrl, other.key).expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: other.keyId });
+    expect(await new Api(server.baseUrl, other.key).expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: other.keyId, usage: expect.any(Object) });
   });
 
   it("another tenant gets 404 on the first tenant's session, as if it did not exist", async () => {

@@ -20,6 +20,7 @@ const LANE = { ...SID, lane: LaneNameSchema };
 const OPERATION = { ...LANE, opId: IdSchema };
 const OPERATION_VIEW = "`{ state: \"settled\", result }` or `{ state: \"active\", status, at, retry? }`";
 const CONVENIENCE = "The settled record, or `{ status: \"suspended\", operationId, deferred }`";
+const OPEN_QUOTA = "While the tenant has `maxOpenOperations` operations open (accepted, not settled), 429 `RateLimited` with `details.quota: \"maxOpenOperations\"` and `Retry-After`.";
 const WAIT_DEFAULT = (seconds: number) => `\`?wait=\` seconds (≤ 60, default ${seconds}).`;
 
 export const laneCatalog: readonly CatalogRoute[] = [
@@ -78,10 +79,10 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations", operationId: "acceptOperation", tag: "Operations", auth: "tenant",
     summary: "Accept an operation",
-    description: "Acceptance runs no work; the session object drives it. `compaction` and `navigation` are validated, then refused with 422 `UnsupportedOperation` by this build.",
+    description: "Acceptance runs no work; the session object drives it. `compaction` and `navigation` are validated, then refused with 422 `UnsupportedOperation` by this build. " + OPEN_QUOTA,
     pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
     responses: { 202: { description: "`{ operationId, kind, startedAt }`" } },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "InvalidOperationId", "UnsupportedOperation"],
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "InvalidOperationId", "UnsupportedOperation", "RateLimited"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}", operationId: "getOperation", tag: "Operations", auth: "tenant",
@@ -107,10 +108,10 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", operationId: "prompt", tag: "Operations", auth: "tenant",
-    summary: "Prompt and wait (accept + wait)", description: "`wait` in seconds (≤ 60, default 60).",
+    summary: "Prompt and wait (accept + wait)", description: `\`wait\` in seconds (≤ 60, default 60). ${OPEN_QUOTA}`,
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
     responses: { 200: { description: CONVENIENCE }, 202: { description: "`{ operationId }`: the wait ran out" } },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId"],
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId", "RateLimited"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", operationId: "abortCurrent", tag: "Operations", auth: "tenant",

@@ -1,3 +1,5 @@
+import * as v from "valibot";
+import { UsageSchema } from "../../schema/usage.ts";
 import { CreateKeySchema, CreateTenantSchema, IdSchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
@@ -9,6 +11,8 @@ import type { CatalogRoute } from "./catalog-types.ts";
  * copied). document.ts builds /openapi.json from this list; test/api/openapi.test.ts fails when a
  * route the Hono app serves has no entry here, or an entry names a route that is not served.
  */
+const MeSchema = v.object({ tenantId: v.string(), keyId: v.string(), usage: UsageSchema });
+
 export const CATALOG: readonly CatalogRoute[] = [
   {
     method: "get", path: "/health", operationId: "health", tag: "Meta", auth: "none",
@@ -52,20 +56,22 @@ export const CATALOG: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "getQuotas", tag: "Admin", auth: "admin",
     summary: "A tenant's quotas", pathParams: { tenantId: IdSchema },
-    responses: { 200: { description: "`{ requestsPerMinute }`" } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations }`" } },
     errors: ["NotFound"],
   },
   {
     method: "patch", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "setQuotas", tag: "Admin", auth: "admin",
-    summary: "Set a tenant's quotas", description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`.",
+    summary: "Set a tenant's quotas",
+    description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`; accepting an operation while `maxOpenOperations` are open (accepted, not settled) answers 429 `RateLimited` with `details.quota: \"maxOpenOperations\"`.",
     pathParams: { tenantId: IdSchema }, body: TenantQuotasPatchSchema, example: { requestsPerMinute: 600 },
-    responses: { 200: { description: "`{ requestsPerMinute }`" } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations }`" } },
     errors: ["NotFound"],
   },
   {
     method: "get", path: "/v1/me", operationId: "getMe", tag: "Tenant", auth: "tenant",
-    summary: "Who the caller is",
-    responses: { 200: { description: "`{ tenantId, keyId }`" } },
+    summary: "Who the caller is, and the tenant's usage totals",
+    description: "`usage` sums the usage ledgers of the tenant's sessions; rows are forwarded asynchronously after each commit (at most once), so totals can lag a moment behind a run.",
+    responses: { 200: { description: "`{ tenantId, keyId, usage }`", schema: MeSchema } },
     errors: [],
   },
   {

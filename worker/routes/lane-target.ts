@@ -14,7 +14,7 @@ export function laneTarget(c: Context<AppEnv>) {
   const { tenantId } = c.get("caller");
   const sessionId = validate(IdSchema, c.req.param("sid"));
   const lane = validate(LaneNameSchema, c.req.param("lane"));
-  return { stub: sessionStub(c.env, tenantId, sessionId), lane };
+  return { stub: sessionStub(c.env, tenantId, sessionId), lane, sessionId };
 }
 
 /** A further id in the path (entry or operation id), validated like ids. */

@@ -7,6 +7,7 @@ import type { AppEnv } from "../env.ts";
 import { fail, HttpFailure, replyValue } from "../http-error.ts";
 import { jsonBody } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
+import { withOpenOperation } from "./open-operations.ts";
 
 // Operations of a lane (spec/API.md "Operations: primitives" and the prompt/abort/resume
 // conveniences), mounted by lanes.ts behind its authentication. Acceptance runs no work in the
@@ -20,12 +21,14 @@ const ABORT_WAIT_MS = 10_000;
 
 export const operationRoutes = new Hono<AppEnv>()
   .post("/:lane/operations", sessionIdempotency, async (c) => {
-    const { stub, lane } = laneTarget(c);
+    const { stub, lane, sessionId } = laneTarget(c);
     const request = await jsonBody(c, OperationRequestSchema);
     if (request.kind === "compaction" || request.kind === "navigation") {
       throw fail("UnsupportedOperation", `Operations of kind ${request.kind} are not supported by this deployment yet`, { kind: request.kind });
     }
-    return c.json(replyValue(await stub.acceptOperation(lane, toWire(request))), 202);
+    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
+    const admission = await withOpenOperation(c.env, scope, () => stub.acceptOperation(lane, toWire(request)), (value) => value.operationId);
+    return c.json(admission, 202);
   })
   // drive(id) made total; `?wait=` long-polls until settled or a durable wait.
   .get("/:lane/operations/:opId", async (c) => {
@@ -49,11 +52,13 @@ export const operationRoutes = new Hono<AppEnv>()
   })
   // accept + wait: the settled record, a suspended run, or 202 with the id when the wait ran out.
   .post("/:lane/prompt", sessionIdempotency, async (c) => {
-    const { stub, lane } = laneTarget(c);
+    const { stub, lane, sessionId } = laneTarget(c);
     const { prompt, images, wait, operationId } = await jsonBody(c, PromptConvenienceSchema);
     const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }) };
     const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-    return convenience(c, replyValue(await stub.acceptAndAwait(lane, toWire(request), waitFor)));
+    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
+    const outcome = await withOpenOperation(c.env, scope, () => stub.acceptAndAwait(lane, toWire(request), waitFor), operationIdOf);
+    return convenience(c, outcome);
   })
   // requestAbort(current) + the reconciliation pass; 422 NoActiveOperation when idle.
   .post("/:lane/abort", async (c) => {
@@ -67,6 +72,9 @@ export const operationRoutes = new Hono<AppEnv>()
     const wait = waitMs(c, CONVENIENCE_WAIT_MS);
     return convenience(c, replyValue(await stub.resumeCurrent(lane, wait)));
   });
+
+/** The id a convenience's outcome is about (a settled slot is released by the session, bound or not). */
+const operationIdOf = (outcome: ConvenienceOutcome): string => (outcome.state === "settled" ? outcome.result.operationId : outcome.operationId);
 
 function convenience(c: Context<AppEnv>, outcome: ConvenienceOutcome): Response {
   switch (outcome.state) {

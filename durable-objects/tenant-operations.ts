@@ -1,0 +1,102 @@
+import * as v from "valibot";
+import { addUsage, zeroUsage } from "../harness/session/usage.ts";
+import { UsageSchema, type Usage } from "../schema/usage.ts";
+
+/** Concurrent open operations a tenant may have when no quota of its own is set. */
+export const DEFAULT_MAX_OPEN_OPERATIONS = 50;
+
+/**
+ * An unbound reservation (its accept is still in flight) expires after this long. Longer than the
+ * 60 s the prompt convenience may wait inside its accept call, so a slow accept keeps its slot.
+ */
+export const UNBOUND_RESERVATION_MS = 90_000;
+
+/** A release that arrived before its bind is remembered this long. */
+const RELEASED_TTL_MS = 10 * 60_000;
+
+/** How many open operations a refusal lists for the caller's self-heal check. */
+const LISTED_OPEN_OPERATIONS = 100;
+
+export interface OpenOperation {
+  sessionId: string;
+  lane: string;
+  operationId: string;
+}
+
+export type Reservation = { ok: true; reservationId: string } | { ok: false; openOperations: OpenOperation[] };
+
+type OpenRow = { operation_id: string; session_id: string; lane: string };
+
+/**
+ * The TenantObject's open-operations ledger (ARCHITECTURE D2 quotas) and usage totals. Every
+ * method is one synchronous SQL turn: no await between a read and the write that depends on it
+ * (D5), so two concurrent reservations cannot both take the last slot.
+ *
+ * Rows are keyed by a reservation id until the worker binds them to the accepted operation's id;
+ * the session object releases by operation id when the operation settles. Either order of bind
+ * and release works (a release that finds no row leaves a short-lived tombstone the bind honours).
+ * Lost releases (a crash, a dropped fire-and-forget call) are healed by the worker, which asks the
+ * listed sessions whether their operations are still current when a reservation is refused.
+ */
+export class TenantOperations {
+  constructor(private readonly sql: SqlStorage) {}
+
+  reserve(sessionId: string, lane: string, max: number, now: number): Reservation {
+    this.sql.exec("DELETE FROM open_operations WHERE bound = 0 AND reserved_at < ?", now - UNBOUND_RESERVATION_MS);
+    const { n } = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one();
+    if (n >= max) {
+      const rows = this.sql
+        .exec<OpenRow>("SELECT operation_id, session_id, lane FROM open_operations WHERE bound = 1 ORDER BY reserved_at LIMIT ?", LISTED_OPEN_OPERATIONS)
+        .toArray();
+      return { ok: false, openOperations: rows.map((row) => ({ sessionId: row.session_id, lane: row.lane, operationId: row.operation_id })) };
+    }
+    const reservationId = `rsv_${crypto.randomUUID()}`;
+    this.sql.exec("INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 0)", reservationId, sessionId, lane, now);
+    return { ok: true, reservationId };
+  }
+
+  /** Re-keys a reservation by its operation id; an operation already released frees the slot instead. */
+  bind(reservationId: string, operationId: string, now: number): void {
+    this.pruneReleased(now);
+    const released = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM released_operations WHERE operation_id = ?", operationId).one().n > 0;
+    if (released) {
+      this.sql.exec("DELETE FROM released_operations WHERE operation_id = ?", operationId);
+      this.sql.exec("DELETE FROM open_operations WHERE operation_id = ?", reservationId);
+      return;
+    }
+    this.sql.exec("UPDATE open_operations SET operation_id = ?, bound = 1 WHERE operation_id = ? AND bound = 0", operationId, reservationId);
+  }
+
+  /** Frees the slot of an operation id or a reservation id; idempotent. */
+  release(id: string, now: number): void {
+    this.pruneReleased(now);
+    const removed = this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", id).toArray().length;
+    if (removed === 0 && !id.startsWith("rsv_")) {
+      this.sql.exec("INSERT INTO released_operations (operation_id, released_at) VALUES (?, ?) ON CONFLICT (operation_id) DO NOTHING", id, now);
+    }
+  }
+
+  /** Adds one ledger row's usage to the tenant's totals; a malformed value is ignored. */
+  addUsage(usage: unknown): Usage {
+    const parsed = v.safeParse(UsageSchema, usage);
+    const current = this.usage();
+    if (!parsed.success) return current;
+    const next = addUsage(current, parsed.output);
+    this.sql.exec(
+      "INSERT INTO usage_totals (singleton, totals) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET totals = excluded.totals",
+      JSON.stringify(next),
+    );
+    return next;
+  }
+
+  usage(): Usage {
+    const row = this.sql.exec<{ totals: string }>("SELECT totals FROM usage_totals WHERE singleton = 1").toArray()[0];
+    if (!row) return zeroUsage();
+    const parsed = v.safeParse(UsageSchema, JSON.parse(row.totals));
+    return parsed.success ? parsed.output : zeroUsage();
+  }
+
+  private pruneReleased(now: number): void {
+    this.sql.exec("DELETE FROM released_operations WHERE released_at < ?", now - RELEASED_TTL_MS);
+  }
+}

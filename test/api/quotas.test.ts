@@ -1,0 +1,149 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { uuidv7Ids } from "../../harness/session/ids.ts";
+import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { Usage } from "../../schema/usage.ts";
+import { adminToken, call, newTenant } from "./helpers.ts";
+
+// The tenant's concurrent open operations quota (maxOpenOperations) and usage totals at /v1/me,
+// through the real Hono app with the scripted models. No timing assertions: a slow scripted step
+// only keeps the first operation open while the test acts; asynchronous forwards are polled
+// within a bound.
+
+let counter = 0;
+
+async function setQuota(tenantId: string, maxOpenOperations: number): Promise<void> {
+  const response = await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations }, token: adminToken() });
+  expect(response.status).toBe(200);
+  expect(await response.json()).toMatchObject({ maxOpenOperations });
+}
+
+/** A session of the tenant with the lane `main`. */
+async function session(key: string): Promise<{ sid: string; lanePath: string }> {
+  const sid = `s_quota_${(counter++).toString(36)}`;
+  expect((await call("/v1/sessions", { body: { id: sid }, token: key })).status).toBe(201);
+  expect((await call(`/v1/sessions/${sid}/lanes/main`, { method: "PUT", token: key })).status).toBe(201);
+  return { sid, lanePath: `/v1/sessions/${sid}/lanes/main` };
+}
+
+/** Switches the lane to `scripted/script` with one slowly streamed step. */
+async function slowScript(key: string, target: { sid: string; lanePath: string }): Promise<void> {
+  const text = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
+  expect((await call(`/v1/sessions/${target.sid}/lists/scripted/steps`, { body: { text, chunkMs: 50 }, token: key })).status).toBe(201);
+  const patched = await call(`${target.lanePath}/config`, { method: "PATCH", body: { model: { provider: "scripted", modelId: "script" } }, token: key });
+  expect(patched.status).toBe(200);
+}
+
+async function accept(key: string, lanePath: string, prompt: string): Promise<Response> {
+  return call(`${lanePath}/operations`, { body: { kind: "prompt", prompt }, token: key });
+}
+
+/** Rows of the tenant's open-operations ledger. */
+async function openRows(tenantId: string): Promise<number> {
+  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) =>
+    state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n,
+  );
+}
+
+async function usageOf(key: string): Promise<Usage> {
+  const response = await call("/v1/me", { token: key });
+  expect(response.status).toBe(200);
+  return (await response.json<{ usage: Usage }>()).usage;
+}
+
+describe("maxOpenOperations", () => {
+  it("defaults to 50 and is settable through PATCH quotas", async () => {
+    const { tenantId } = await newTenant("qdef");
+    const quotas = await call(`/v1/admin/tenants/${tenantId}/quotas`, { token: adminToken() });
+    expect(await quotas.json()).toMatchObject({ maxOpenOperations: 50 });
+    await setQuota(tenantId, 3);
+    const bad = await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 0 }, token: adminToken() });
+    expect(bad.status).toBe(400);
+  });
+
+  it("refuses a second concurrent operation with 429, and accepts again once the first settles", async () => {
+    const { tenantId, key } = await newTenant("qopen");
+    await setQuota(tenantId, 1);
+    const slow = await session(key);
+    const other = await session(key);
+    await slowScript(key, slow);
+
+    const first = await accept(key, slow.lanePath, "slow one");
+    expect(first.status).toBe(202);
+    const { operationId } = await first.json<{ operationId: string }>();
+
+    const refused = await accept(key, other.lanePath, "too many");
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+    const body = await refused.json<{ error: { code: string; details?: Record<string, unknown> } }>();
+    expect(body.error.code).toBe("RateLimited");
+    expect(body.error.details).toMatchObject({ quota: "maxOpenOperations" });
+    // The prompt convenience is governed by the same quota.
+    expect((await call(`${other.lanePath}/prompt`, { body: { prompt: "also too many", wait: 1 }, token: key })).status).toBe(429);
+
+    const settled = await call(`${slow.lanePath}/operations/${operationId}?wait=30`, { token: key });
+    expect(await settled.json()).toMatchObject({ state: "settled" });
+    // The session releases the slot itself when the operation settles (fire and forget: polled).
+    let open = await openRows(tenantId);
+    for (let i = 0; i < 200 && open > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      open = await openRows(tenantId);
+    }
+    expect(open).toBe(0);
+
+    const again = await call(`${other.lanePath}/prompt`, { body: { prompt: "now there is room", wait: 10 }, token: key });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ status: "completed" });
+    // Settled operations free their slots: one more still fits.
+    expect((await accept(key, other.lanePath, "and another")).status).toBe(202);
+  });
+
+  it("a refused accept on a missing session releases its reservation", async () => {
+    const { tenantId, key } = await newTenant("qfail");
+    await setQuota(tenantId, 1);
+    expect((await accept(key, "/v1/sessions/s_missing/lanes/main", "nobody")).status).toBe(404);
+    const target = await session(key);
+    expect((await accept(key, `/v1/sessions/${target.sid}/lanes/nolane`, "no lane")).status).toBe(404);
+    expect((await accept(key, target.lanePath, "fits")).status).toBe(202);
+  });
+
+  it("heals a lost release: an open row for an operation its session does not know is dropped", async () => {
+    const { tenantId, key } = await newTenant("qheal");
+    await setQuota(tenantId, 1);
+    const target = await session(key);
+    const tenant = env.TENANTS.getByName(tenantId);
+    const reserved = await tenant.reserveOperation(target.sid, "main");
+    if (!reserved.ok) throw new Error("the first reservation must fit");
+    await tenant.bindOperation(reserved.reservationId, uuidv7Ids.next());
+    const full = await tenant.reserveOperation(target.sid, "main");
+    expect(full.ok).toBe(false);
+
+    const response = await call(`${target.lanePath}/prompt`, { body: { prompt: "after the heal", wait: 10 }, token: key });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: "completed" });
+  });
+});
+
+describe("usage totals", () => {
+  it("GET /v1/me reports the tenant's usage, growing after a run", async () => {
+    const { key } = await newTenant("qusage");
+    const before = await usageOf(key);
+    expect(before).toMatchObject({ input: 0, output: 0, totalTokens: 0 });
+    const target = await session(key);
+    const run = await call(`${target.lanePath}/prompt`, { body: { prompt: "count these tokens please", wait: 10 }, token: key });
+    expect(run.status).toBe(200);
+
+    // The forward is asynchronous (fire and forget after the commit): poll, bounded.
+    let after = before;
+    for (let i = 0; i < 200 && after.totalTokens === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      after = await usageOf(key);
+    }
+    expect(after.totalTokens).toBeGreaterThan(0);
+    expect(after.input).toBeGreaterThan(0);
+    const ledger = await call(`/v1/sessions/${target.sid}/usage`, { token: key });
+    const { totals } = await ledger.json<{ totals: Usage }>();
+    expect(after).toEqual(totals);
+  });
+});
