@@ -158,6 +158,23 @@ describe("watching a lane over a real WebSocket", () => {
     watch.close();
     expect(watch.status()).toBe("closed");
   });
+
+  it("a watcher survives the object hibernating while idle and receives the next run's events", async () => {
+    const sid = "hibernating";
+    await scriptedSession(api, sid);
+    await appendSteps(api, sid, [{ text: "after the nap" }]);
+    const client = await openLaneWatch(server.baseUrl, key, sid, "main");
+    sockets.push(client);
+    const snapshot = await client.next();
+    expect(snapshot.type).toBe("snapshot");
+    // An object whose only connections are hibernatable sockets hibernates after ~10 s idle
+    // (platform reference §1.7); wait past that, then start a run from outside.
+    await new Promise((resolve) => setTimeout(resolve, 12_000));
+    const operationId = await startRun(api, sid, "wake up");
+    const received = await client.until(isEvent("run_end", operationId));
+    expect(eventsOf(received).map((e) => e.event.type)).toContain("run_start");
+    expect((await settled(api, sid, operationId)).status).toBe("completed");
+  }, 60_000);
 });
 
 /** Equal as JSON values (what the wire can carry: undefined properties are absent). */
