@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../schema/messages.ts";
-import { baseline, crashAt, leafOf, never, settledRecord } from "./invariants.ts";
+import { baseline, crashAt, leafOf, never, parkInHook, settledRecord } from "./invariants.ts";
 
 // Crash recovery per leaf (reference §4.6, §9.3 Tier A; QUALITY R1): the run is parked at the
 // leaf, every object is killed with abortAllDurableObjects(), a fresh object re-attaches and drives
@@ -14,14 +14,7 @@ describe("crash at starting", () => {
     let reran = 0;
     const crashed = await crashAt({
       steps,
-      park: ({ harness }) => {
-        let entered = false;
-        harness.hooks.on("before_run", () => {
-          entered = true;
-          return never();
-        });
-        return () => entered;
-      },
+      park: parkInHook("before_run"),
       reopen: ({ harness }) => {
         harness.hooks.on("before_run", () => {
           reran++;
@@ -91,14 +84,7 @@ describe("crash at checkpoint{may_finish}", () => {
     let reran = 0;
     const crashed = await crashAt({
       steps,
-      park: ({ harness }) => {
-        let entered = false;
-        harness.hooks.on("before_run_end", () => {
-          entered = true;
-          return never();
-        });
-        return () => entered;
-      },
+      park: parkInHook("before_run_end"),
       reopen: ({ harness }) => {
         harness.hooks.on("before_run_end", () => {
           reran++;
@@ -124,14 +110,7 @@ describe("crash at checkpoint{may_finish}", () => {
     const steps = [{ text: "first" }, { text: "second" }];
     const crashed = await crashAt({
       steps,
-      park: ({ harness }) => {
-        let entered = false;
-        harness.hooks.on("before_run_end", () => {
-          entered = true;
-          return never();
-        });
-        return () => entered;
-      },
+      park: parkInHook("before_run_end"),
       whileParked: async (_rig, lane) => {
         const queued = await lane.followUp("one more thing");
         const next = await lane.nextRun("for the next run");

@@ -1,5 +1,6 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { HookName } from "../../harness/execution/hooks.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import type { Result } from "../../harness/runtime/errors.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";
@@ -295,6 +296,18 @@ export async function baseline(setup: BaselineSetup): Promise<{ shape: Shape[]; 
     if (!driven.ok || driven.value.kind !== "settled") throw new Error(`baseline did not settle: ${JSON.stringify(driven)}`);
     return { shape: shapeOf(transcriptOf(lane)), record: driven.value.outcome, violations: objectInvariants(instance, state) };
   });
+}
+
+/** A `park` that holds the first pass inside the named hook pipeline until the object is killed. */
+export function parkInHook(name: HookName): CrashScenario["park"] {
+  return ({ harness }) => {
+    let entered = false;
+    harness.hooks.on(name, () => {
+      entered = true;
+      return never();
+    });
+    return () => entered;
+  };
 }
 
 export interface CrashScenario {
