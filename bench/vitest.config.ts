@@ -1,4 +1,4 @@
-import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { workersPool } from "../vitest.workers.ts";
 import { defineConfig } from "vitest/config";
 import TableReporter from "./node/table-reporter.ts";
 
@@ -7,12 +7,7 @@ import TableReporter from "./node/table-reporter.ts";
 // they assert only that what they read is correct. The root config includes only test/**.
 export default defineConfig({
   plugins: [
-    cloudflareTest({
-      main: "./worker/index.ts",
-      wrangler: { configPath: "./wrangler.toml" },
-      // The admin token is a secret (.dev.vars locally); tests use a fixed one so a clean clone runs.
-      miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token" } },
-    }),
+    workersPool(),
   ],
   test: {
     include: ["bench/**/*.bench-test.ts"],
