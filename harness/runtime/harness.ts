@@ -13,11 +13,11 @@ import { HarnessClosed, HarnessFault, errorMessage } from "../execution/errors.t
 import { EventBus } from "../execution/event-bus.ts";
 import { HookRegistry, hookErrorEvent } from "../execution/hooks.ts";
 import type { ModelsPort } from "../execution/models.ts";
-import { branchTip, laneConfig, laneState } from "../session/builtin-addresses.ts";
-import { UnknownTarget } from "../session/errors.ts";
+import { branchTip, entryLabel, laneConfig, laneState, sessionName } from "../session/builtin-addresses.ts";
+import { PayloadTooLarge, UnknownTarget } from "../session/errors.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import type { Session } from "../session/session.ts";
-import { setValue } from "../session/writes.ts";
+import { deleteValue, setValue } from "../session/writes.ts";
 import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts";
 import { DrivePassFailed } from "./driver.ts";
 import { InvalidLane } from "./errors.ts";
@@ -231,16 +231,25 @@ export class AgentHarness {
     return this.options.session.getName();
   }
 
+  /** Latest-wins session name (`undefined` deletes it); the event is bound in the committing mutation (§5.2). */
   async setName(name: string | undefined): Promise<void> {
     this.assertOpen();
-    await this.options.session.setName(name);
-    await this.events.emitBatch([{ type: "value_update", value: "session_name", name: name ?? null }]);
+    const { delivered } = await this.options.session.mutate((m) => {
+      this.commit(m, [name === undefined ? deleteValue(sessionName) : setValue(sessionName, name)]);
+      return { delivered: this.events.emitBatch([{ type: "value_update", value: "session_name", name: name ?? null }]) };
+    });
+    await delivered;
   }
 
+  /** Latest-wins label of an existing entry (`undefined` deletes it); never moves a tip. */
   async setLabel(targetId: string, label: string | undefined): Promise<void> {
     this.assertOpen();
-    await this.options.session.setLabel(targetId, label);
-    await this.events.emitBatch([{ type: "value_update", value: "entry_label", targetId, label: label ?? null }]);
+    const { delivered } = await this.options.session.mutate((m) => {
+      if (label !== undefined && !m.getEntries([targetId]).has(targetId)) throw new UnknownTarget(targetId);
+      this.commit(m, [label === undefined ? deleteValue(entryLabel(targetId)) : setValue(entryLabel(targetId), label)]);
+      return { delivered: this.events.emitBatch([{ type: "value_update", value: "entry_label", targetId, label: label ?? null }]) };
+    });
+    await delivered;
   }
 
   // Lifecycle.
@@ -287,6 +296,8 @@ export class AgentHarness {
     try {
       m.commit(writes);
     } catch (error) {
+      // A refused payload wrote nothing and leaves state coherent; any other failure is a fault.
+      if (error instanceof PayloadTooLarge) throw error;
       throw this.fault(error);
     }
   }

@@ -10,14 +10,38 @@ export type ConfigProperty = "model" | "thinkingLevel" | "activeTools";
 const pick = (configuration: LaneConfiguration, property: ConfigProperty): JsonValue =>
   property === "model" ? configuration.model : property === "thinkingLevel" ? configuration.thinkingLevel : configuration.activeToolNames;
 
-/** A config setter (reference §2.3): one laneConfig write and `config_update{property, previous, value}`. */
-export function planConfigure(lane: string, property: ConfigProperty, next: LaneConfiguration): Planner<LaneConfiguration> {
-  return (_m, state) => ({
-    writes: [setValue(laneConfig<LaneConfiguration>(lane), next)],
-    next: { ...state, configuration: next },
-    events: () => [{ type: "config_update", lane, property, value: pick(next, property), previous: pick(state.configuration, property) }],
-    value: next,
-  });
+/** One configuration property and its new value. */
+export type ConfigChange =
+  | { property: "model"; value: LaneConfiguration["model"] }
+  | { property: "thinkingLevel"; value: LaneConfiguration["thinkingLevel"] }
+  | { property: "activeTools"; value: string[] };
+
+function apply(configuration: LaneConfiguration, change: ConfigChange): LaneConfiguration {
+  switch (change.property) {
+    case "model":
+      return { ...configuration, model: change.value };
+    case "thinkingLevel":
+      return { ...configuration, thinkingLevel: change.value };
+    case "activeTools":
+      return { ...configuration, activeToolNames: [...change.value] };
+  }
+}
+
+/**
+ * A config setter (reference §2.3): one laneConfig write and `config_update{property, previous,
+ * value}`. The next configuration is computed on the line from the state the planner is given,
+ * never from a projection read before the command was queued (WP06 lost-update prevention).
+ */
+export function planConfigure(lane: string, change: ConfigChange): Planner<LaneConfiguration> {
+  return (_m, state) => {
+    const next = apply(state.configuration, change);
+    return {
+      writes: [setValue(laneConfig<LaneConfiguration>(lane), next)],
+      next: { ...state, configuration: next },
+      events: () => [{ type: "config_update", lane, property: change.property, value: pick(next, change.property), previous: pick(state.configuration, change.property) }],
+      value: next,
+    };
+  };
 }
 
 /** An adjustment row in the usage ledger and its `usage` event with the new totals (§1.7). */

@@ -22,7 +22,7 @@ import type { LaneHandle } from "./drive/pass.ts";
 import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun } from "./conveniences.ts";
 import { Drive, observe, runPass } from "./driver.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
-import { planConfigure, planRecordUsage, type ConfigProperty } from "./lane-config.ts";
+import { planConfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
 import { runLaneCommand, type Planner } from "./lane-command.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { normalizeQueued, type PromptInput } from "./messages.ts";
@@ -168,7 +168,12 @@ export class AgentLane implements LaneHandle {
     try {
       const result = await runLaneCommand(this.core, this, planRequestAbort(this.core, this.name, operationId, () => {
         marked();
-        drive?.control.signalAbort();
+        // §4.4.3: after the commit, signal the live gate — the pass live now, which may have been
+        // installed after this call (its hooks and effects were admitted under an open gate).
+        const live = this.activeDrive;
+        if (live?.operationId !== operationId) return;
+        live.control.beginAbort(cancellation);
+        live.control.signalAbort();
       }));
       if (!result.ok || !result.value.newlyRequested) marked();
       return result;
@@ -232,26 +237,23 @@ export class AgentLane implements LaneHandle {
     return this.projection.configuration.model;
   }
   setModel(model: ModelIdentity): Promise<Result<LaneConfiguration>> {
-    return this.configure("model", { ...this.projection.configuration, model });
+    return this.configure({ property: "model", value: model });
   }
   getThinkingLevel(): ThinkingLevel {
     return this.projection.configuration.thinkingLevel;
   }
   setThinkingLevel(thinkingLevel: ThinkingLevel): Promise<Result<LaneConfiguration>> {
-    return this.configure("thinkingLevel", { ...this.projection.configuration, thinkingLevel });
+    return this.configure({ property: "thinkingLevel", value: thinkingLevel });
   }
   getActiveTools(): string[] {
     return this.projection.configuration.activeToolNames;
   }
   setActiveTools(activeToolNames: string[]): Promise<Result<LaneConfiguration>> {
-    return this.configure("activeTools", { ...this.projection.configuration, activeToolNames: [...activeToolNames] });
+    return this.configure({ property: "activeTools", value: [...activeToolNames] });
   }
 
-  private configure(
-    property: ConfigProperty,
-    next: LaneConfiguration,
-  ): Promise<Result<LaneConfiguration>> {
-    return this.command(planConfigure(this.name, property, next), (value) => ok(value));
+  private configure(change: ConfigChange): Promise<Result<LaneConfiguration>> {
+    return this.command(planConfigure(this.name, change), (value) => ok(value));
   }
 
   /** An adjustment row in the usage ledger (reference §1.7). */

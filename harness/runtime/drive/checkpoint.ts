@@ -32,6 +32,8 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
     const placement = place(core, pass.lane.name, pass.operationId, lane, operation.state, state.continuation.kind === "may_finish");
     const ready = readyFor(core, placement, state, operation.state);
     if (ready) return ready;
+    // Without a before_run_end handler there is nothing to mediate: finish now, reading no context.
+    if (!core.hooks.has("before_run_end")) return finishPlan(placement);
     planned = placement.ids;
     return { kind: "return" };
   });
@@ -56,7 +58,7 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
         const writes: Write[] = [...placement.writes.filter((write) => write.kind !== "value" || write.namespace !== "pi.branch.tip"), insertEntry(entry), setValue(branchTip(pass.lane.name), id)];
         return commitReady(core, { ...placement, writes, tipId: id }, operation.state, id, false);
       }
-      return { kind: "finish", writes: placement.writes, status: "completed", patch: placement.patch, events: placement.events };
+      return finishPlan(placement);
     }),
   );
 }
@@ -126,6 +128,10 @@ function commitReady(core: HarnessCore, placement: Placement, current: Operation
     patch: { ...placement.patch, tipId: placement.tipId },
     events: placement.events,
   };
+}
+
+function finishPlan(placement: Placement): TransitionPlan {
+  return { kind: "finish", writes: placement.writes, status: "completed", patch: placement.patch, events: placement.events };
 }
 
 function sameIds(a: readonly string[], b: readonly string[]): boolean {
