@@ -71,6 +71,11 @@ export class DueWork implements WakeScheduler {
     return row.due ?? undefined;
   }
 
+  /** Moves an operation's row `delayMs` from now (a pass that failed is retried later). */
+  postpone(operationId: string, delayMs: number): void {
+    this.host.sql.exec("UPDATE due_work SET due_at = ? WHERE operation_id = ?", this.clock() + delayMs, operationId);
+  }
+
   forget(operationId: string): void {
     this.settled("", operationId);
   }

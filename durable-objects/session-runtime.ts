@@ -7,6 +7,9 @@ import type { Session } from "../harness/session/session.ts";
 import type { OperationResultRecord } from "../schema/lane.ts";
 import type { DueWork } from "./due-work.ts";
 
+/** How long an operation whose pass failed waits before the alarm tries it again. */
+export const FAILED_PASS_RETRY_MS = 60_000;
+
 /** The lane seed of new lanes until tenant defaults exist: the local scripted echo model. */
 export const DEFAULT_LANE_MODEL = { provider: "scripted", modelId: "echo" } as const;
 
@@ -69,18 +72,27 @@ export class SessionRuntime {
    * without writing, a settled operation answers its record, a stale row is dropped.
    */
   async runDue(): Promise<void> {
-    const harness = await this.harness();
-    const rows = this.dueWork.all();
-    await Promise.all(
-      rows.map(async (row) => {
-        const lane = harness.getLane(row.lane);
-        if (!lane) return this.dueWork.forget(row.operation_id);
-        const driven = await lane.drive({ operationId: row.operation_id, waitForRetry: false });
-        if (!driven.ok) this.dueWork.forget(row.operation_id);
-      }),
-    );
-    // The delivered alarm is consumed: point it at whatever is still scheduled.
-    this.dueWork.rearm();
+    try {
+      const harness = await this.harness();
+      // Settled one by one: a lane whose pass keeps failing must not starve the others (or the re-arm).
+      await Promise.allSettled(
+        this.dueWork.all().map(async (row) => {
+          const lane = harness.getLane(row.lane);
+          if (!lane) return this.dueWork.forget(row.operation_id);
+          try {
+            const driven = await lane.drive({ operationId: row.operation_id, waitForRetry: false });
+            if (!driven.ok) this.dueWork.forget(row.operation_id);
+          } catch (error) {
+            // The row stays (the operation is still open) but is retried later, not in a hot loop.
+            this.dueWork.postpone(row.operation_id, FAILED_PASS_RETRY_MS);
+            throw error;
+          }
+        }),
+      );
+    } finally {
+      // The delivered alarm is consumed: point it at whatever is still scheduled, whatever failed.
+      this.dueWork.rearm();
+    }
   }
 
   /**
