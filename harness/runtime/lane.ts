@@ -10,7 +10,8 @@ import type {
   OperationResultRecord,
   ThinkingLevel,
 } from "../../schema/lane.ts";
-import type { AgentMessage, AssistantMessage, ImageContent } from "../../schema/messages.ts";
+import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
+import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
@@ -21,6 +22,7 @@ import type { HarnessCore } from "./core.ts";
 import type { LaneHandle } from "./drive/pass.ts";
 import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun } from "./conveniences.ts";
 import { Drive, observe, runPass } from "./driver.ts";
+import { pendingCopy } from "./drive/settle-response.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
 import { planConfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
 import { runLaneCommand, type Planner } from "./lane-command.ts";
@@ -60,7 +62,7 @@ export type { SuspendedRun } from "./conveniences.ts";
 export class AgentLane implements LaneHandle {
   private projection: LaneProjection;
   private activeDrive: Drive | undefined;
-  private streaming: AssistantMessage | undefined;
+  private streaming: ProviderAssistant | undefined;
   private idleOwner: Promise<void> | undefined;
   private idleWaiters: (() => void)[] = [];
 
@@ -82,8 +84,14 @@ export class AgentLane implements LaneHandle {
     this.notifyIdle();
   }
 
-  setStreaming(message: AssistantMessage | undefined): void {
-    this.streaming = message;
+  setStreaming(partial: ProviderAssistant): void {
+    this.streaming = partial;
+  }
+
+  takeStreaming(): ProviderAssistant | undefined {
+    const partial = this.streaming;
+    this.streaming = undefined;
+    return partial;
   }
 
   // Branch surface (operation-aware append).
@@ -321,7 +329,8 @@ export class AgentLane implements LaneHandle {
    * hosts that subscribe on the line themselves (openWatch, an EventFeed capture).
    */
   captureSnapshot(m: SessionMutator): LaneSnapshot {
-    const live = { ...(this.streaming && { streaming: this.streaming }), faulted: this.host.isFaulted() };
+    // The provider keeps growing its live partial in place: the snapshot gets a frozen copy.
+    const live = { ...(this.streaming && { streaming: pendingCopy(this.streaming) }), faulted: this.host.isFaulted() };
     return captureSnapshot(m, this.name, this.projection, live);
   }
 

@@ -53,8 +53,8 @@ function operationView(m: SessionMutator, state: LaneProjection, streaming: Assi
     view.retry = { attempt: leaf.nextAttempt, maxAttempts: leaf.generationContext.retryPolicy.maxAttempts, nextAttemptAt: leaf.notBefore };
   }
   if (leaf.at === "assistant.effect_pending") {
-    // The live partial keeps growing in place while the provider streams: the snapshot gets a copy.
-    const partial = streaming ? structuredClone(streaming) : reduceFrames(committedFrames(m, meta.operationId, leaf.responseEntryId));
+    // The live partial (already a frozen copy) while a pass streams it, else the committed frames.
+    const partial = streaming ?? reduceFrames(committedFrames(m, meta.operationId, leaf.responseEntryId));
     if (partial) view.streamingMessage = partial;
   }
   if (leaf.at === "tools") view.runningTools = toolRows(m, meta.operationId, leaf.batch);

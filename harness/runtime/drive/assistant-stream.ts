@@ -5,14 +5,14 @@ import { SessionClosed } from "../../session/errors.ts";
 import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
 import type { JsonValue } from "../../../schema/json.ts";
-import { storedAssistant } from "./settle-response.ts";
+import { pendingCopy, storedAssistant } from "./settle-response.ts";
 import type { Pass } from "./pass.ts";
 
 /**
  * The assistant effect (reference §7.1 execution block): one gated `streamSimple`, progress frames
  * coalesced per ARCHITECTURE D10 and appended without awaiting storage per frame, live
  * `message_start`/`message_update` events throttled for the wire, then — after the last frame
- * write is awaited — `after_response` and `message_end`. Returns the settled response.
+ * write is awaited — `after_response`. Returns the response; its settlement emits `message_end`.
  */
 export async function streamAssistant(
   pass: Pass,
@@ -74,14 +74,14 @@ export async function streamAssistant(
       continue;
     }
     persist(coalescer.push(event));
-    // A copy: the provider keeps growing its live partial in place, and an event is frozen at emit.
-    const partial = structuredClone({ ...storedAssistant(event.partial), stopReason: "pending" as const });
-    pass.lane.setStreaming(partial);
+    // A reference: the provider grows its live partial in place. It is copied only when an event
+    // is emitted (events are frozen at emit) or a snapshot is captured, never per delta.
+    pass.lane.setStreaming(event.partial);
     if (!started) {
       started = true;
-      await core.events.emitBatch([{ type: "message_start", lane, runId, message: partial }]);
+      await core.events.emitBatch([{ type: "message_start", lane, runId, message: pendingCopy(event.partial) }]);
     } else if (throttle.shouldEmit()) {
-      await core.events.emitBatch([{ type: "message_update", lane, runId, message: partial }]);
+      await core.events.emitBatch([{ type: "message_update", lane, runId, message: pendingCopy(event.partial) }]);
     }
   }
   // D10's write "at settlement" is the settlement commit itself, which holds the whole response.
@@ -105,8 +105,8 @@ export async function streamAssistant(
       else if (!pass.gate.signal.aborted && !cancelled()) throw error;
     }
   }
-  pass.lane.setStreaming(undefined);
-  await core.events.emitBatch([{ type: "message_end", lane, runId, message: storedAssistant(response) }]);
+  // The live partial stays the snapshot's streaming message until the settlement commit, which
+  // clears it and emits message_end in its own batch: no capture can fall between the two (§5.3).
   return response;
 }
 

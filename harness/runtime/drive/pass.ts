@@ -1,5 +1,5 @@
 import type { OperationResultRecord } from "../../../schema/lane.ts";
-import type { AssistantMessage } from "../../../schema/messages.ts";
+import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { Gate } from "../../execution/effect-gate.ts";
 import type { HarnessCore } from "../core.ts";
 import type { LaneProjection } from "../lane-state.ts";
@@ -10,8 +10,10 @@ export interface LaneHandle {
   readonly name: string;
   readonly state: LaneProjection;
   publish(next: LaneProjection): void;
-  /** The live in-process partial of the streaming response (snapshot precedence, §5.3). */
-  setStreaming(message: AssistantMessage | undefined): void;
+  /** The provider's live partial of the streaming response (snapshot precedence, §5.3), by reference. */
+  setStreaming(partial: ProviderAssistant): void;
+  /** Clears the live partial (on the line, by its settlement); returns what was set. */
+  takeStreaming(): ProviderAssistant | undefined;
 }
 
 /** One process-local pass over one operation (reference §4.1). */

@@ -18,6 +18,11 @@ export function storedAssistant(message: ProviderAssistant): AssistantMessage {
   return { ...message };
 }
 
+/** A frozen copy of the provider's live partial as a pending assistant (for an event or a snapshot). */
+export function pendingCopy(partial: ProviderAssistant): AssistantMessage {
+  return structuredClone({ ...storedAssistant(partial), stopReason: "pending" as const });
+}
+
 /**
  * Settles one assistant attempt (reference §3.5): one transaction commits the response entry, its
  * usage row under the reserved id, the tip, the frame-list delete and exactly one successor,
@@ -45,11 +50,13 @@ export async function settleResponse(pass: Pass, response: ProviderAssistant, op
     ];
     const turnId = state.generationContext.stepId;
     const attempt = state.attempt;
-    // A synthetic (recovered) settlement has no live stream to end the message: when committed
-    // frames exist, a watcher may hold the partial restored from them, so end it here (§5.4 fold).
+    // The message ends in the settlement's own batch (§5.3): a live stream's partial stays the
+    // snapshot's streaming message until this commit; a recovered settlement ends the partial a
+    // watcher may hold from committed frames (§5.4 fold).
+    const streamed = pass.lane.takeStreaming() !== undefined;
     const restoredPartial = options.recovery && m.readList(pendingAssistantFrames(runId, R), { limit: 1 }).length > 0;
     const baseEvents = (done: Parameters<NonNullable<Extract<TransitionPlan, { kind: "commit" }>["events"]>>[0]): HarnessEvent[] => [
-      ...(restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
+      ...(streamed || restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
       ...(done?.entries ?? []).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
       ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
     ];
