@@ -5,9 +5,12 @@ import type { EventSink } from "./core.ts";
 
 export interface WatchHandle<T = LaneSnapshot> {
   readonly snapshot: T;
-  /** Delivers the events buffered since the snapshot, then live ones, in order. */
+  /** Delivers the events held since the latest snapshot, then live ones, in order. */
   start(listener: (event: HarnessEvent) => void): void;
-  /** A fresh snapshot; events bound before it are dropped, later ones follow it (§5.3). */
+  /**
+   * A fresh snapshot (§5.3): events bound before it are dropped; events bound after it are held
+   * until the caller has installed it and calls `start` again, so none reaches the old replica.
+   */
   resnapshot(): Promise<T>;
   unsubscribe(): void;
 }
@@ -21,16 +24,17 @@ export interface WatchSource {
 /**
  * A gap-free watch (reference §5.3): the snapshot is captured inside a no-commit mutation and the
  * subscription is made in the same callback, so every batch bound after the capture reaches the
- * watcher and none bound before it does.
+ * watcher and none bound before it does. Each capture starts a new generation whose events are
+ * held until `start` hands them a listener.
  */
 export async function openWatch<T>(source: WatchSource, capture: (m: SessionMutator) => T): Promise<WatchHandle<T>> {
-  let buffer: HarnessEvent[] = [];
+  let held: HarnessEvent[] = [];
   let listener: ((event: HarnessEvent) => void) | undefined;
   let generation = 0;
   const deliver = (mine: number) => (event: HarnessEvent) => {
     if (mine !== generation) return;
     if (listener) listener(event);
-    else buffer.push(event);
+    else held.push(event);
   };
   let unsubscribe = () => {};
   const recapture = async (): Promise<T> => {
@@ -40,7 +44,9 @@ export async function openWatch<T>(source: WatchSource, capture: (m: SessionMuta
       snapshot = capture(m);
       unsubscribe();
       generation++;
-      buffer = [];
+      held = [];
+      // The caller has not installed this snapshot yet: hold its events until `start`.
+      listener = undefined;
       unsubscribe = source.events.on("*", deliver(generation));
     });
     return snapshot;
@@ -50,8 +56,8 @@ export async function openWatch<T>(source: WatchSource, capture: (m: SessionMuta
     snapshot,
     start(next) {
       listener = next;
-      const pending = buffer;
-      buffer = [];
+      const pending = held;
+      held = [];
       for (const event of pending) next(event);
     },
     resnapshot: recapture,

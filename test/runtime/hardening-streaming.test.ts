@@ -105,3 +105,29 @@ describe("hardening 7: streaming costs do not grow with the response length", ()
     expect(result.clonedChars).toBeLessThan(40 * text.length);
   });
 });
+
+describe("hardening 9: openWatch().resnapshot() holds later events until the new snapshot is installed", () => {
+  it("an event committed after the new capture folds into the new replica, not the old one", async () => {
+    const { stub } = await createSession("resnapshot");
+    const result = await runInDurableObject(stub, async (instance: SessionObject) => {
+      const rig = await attach(instance);
+      const lane = await rig.harness.lane("main");
+      const watch = await lane.watch();
+      let replica = watch.snapshot;
+      const fold = (event: HarnessEvent) => void (replica = foldEvents(replica, [event]));
+      watch.start(fold);
+      const next = watch.resnapshot();
+      // Committed (and delivered, as far as the bus goes) after the capture, before the caller installs it.
+      await lane.steer("after the capture");
+      await deliveredSoFar(rig.harness);
+      replica = await next;
+      watch.start(fold);
+      await deliveredSoFar(rig.harness);
+      const fresh = await lane.watch();
+      fresh.unsubscribe();
+      return { replica, fresh: fresh.snapshot };
+    });
+    expect(result.fresh.queues).toHaveLength(1);
+    expect(result.replica).toStrictEqual(result.fresh);
+  });
+});
