@@ -204,6 +204,8 @@ export type LaneEvent =
   | { type: "queue_update"; lane: string; queues: LaneQueuedItem[] }
   | { type: "config_update"; lane: string; property: "model" | "thinkingLevel" | "activeTools"; value: JsonValue; previous: JsonValue }
   | { type: "usage"; lane?: string; row: UsageRow; totals: Usage }
+  /** Session-wide: the session stats after a commit that placed messages (any lane, any branch). */
+  | { type: "stats"; stats: SessionStats }
   | { type: "lane_created"; lane: string; at: string | null }
   | { type: "fault"; code: string; message: string };
 

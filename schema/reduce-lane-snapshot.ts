@@ -29,13 +29,10 @@ export function isRebase(x: LaneSnapshot | LaneRebase): x is LaneRebase {
 }
 
 export function reduceLaneSnapshot(snapshot: LaneSnapshot, event: HarnessEvent): LaneSnapshot | LaneRebase {
-  // Global rule: lane-scoped events for other lanes are ignored; `usage` is session-wide. So are
-  // the stats: another lane's placed message still counts in `stats.messageCount`, otherwise the
-  // fold could never equal a later snapshot (its stats are the session's, §5.4 conformance).
-  if ("lane" in event && event.lane !== undefined && event.lane !== snapshot.lane && event.type !== "usage") {
-    if (event.type === "entry_added" && event.entry.type === "message") return countMessage(snapshot);
-    return snapshot;
-  }
+  // Global rule: lane-scoped events for other lanes are ignored; `usage` and `stats` are
+  // session-wide. The stats are the session's, so messages placed elsewhere (another lane, a
+  // data-only branch) reach a lane stream through `stats` events, never its entry_added (§5.4).
+  if ("lane" in event && event.lane !== undefined && event.lane !== snapshot.lane && event.type !== "usage") return snapshot;
   switch (event.type) {
     case "run_start":
       return openOperation(snapshot, event.runId, "run", event.startedAt);
@@ -137,6 +134,8 @@ export function reduceLaneSnapshot(snapshot: LaneSnapshot, event: HarnessEvent):
       return { ...snapshot, queues: event.queues };
     case "usage":
       return { ...snapshot, stats: { ...snapshot.stats, usage: event.totals } };
+    case "stats":
+      return { ...snapshot, stats: event.stats };
     case "config_update": {
       const configuration = applyConfig(snapshot.configuration, event.property, event.value);
       return configuration === snapshot.configuration ? snapshot : { ...snapshot, configuration };
@@ -183,10 +182,6 @@ function updateOperation(
   if (op === null || op.id !== operationId) return snapshot;
   const next = update(op);
   return next === op ? snapshot : { ...snapshot, operation: next };
-}
-
-function countMessage(snapshot: LaneSnapshot): LaneSnapshot {
-  return { ...snapshot, stats: { ...snapshot.stats, messageCount: snapshot.stats.messageCount + 1 } };
 }
 
 function addEntry(snapshot: LaneSnapshot, entry: Entry): LaneSnapshot {

@@ -45,11 +45,11 @@ const NOT_IN_LANE_STREAMS: ReadonlySet<HarnessEvent["type"]> = new Set([
 
 /**
  * Whether a lane stream carries an event (the fold's global rule, §5.4): the lane's own events,
- * plus the session-wide `usage` and `fault`. Other lanes' events are not delivered.
+ * plus the session-wide `usage`, `stats` and `fault`. Other lanes' events are not delivered.
  */
 export function inLaneStream(event: HarnessEvent, lane: string): boolean {
   if (NOT_IN_LANE_STREAMS.has(event.type)) return false;
-  if (event.type === "usage" || event.type === "fault") return true;
+  if (event.type === "usage" || event.type === "stats" || event.type === "fault") return true;
   return "lane" in event && event.lane === lane;
 }
 
@@ -66,6 +66,7 @@ const IN_SESSION_STREAM: ReadonlySet<HarnessEvent["type"]> = new Set([
   "run_suspend",
   "run_resume",
   "usage",
+  "stats",
   "fault",
   "settings_update",
 ]);

@@ -64,11 +64,21 @@ export async function runLaneCommand<T>(
       done = { commit, ...committed(writes, commit) };
     }
     if (plan.next) lane.publish(plan.next);
-    const events = plan.events?.(done) ?? [];
+    const events = withStats(plan.events?.(done) ?? [], done);
     const delivered = events.length > 0 ? core.events.emitBatch(events) : Promise.resolve();
     plan.afterCommit?.();
     return { value: plan.value, delivered };
   });
   await delivered;
   return value;
+}
+
+/**
+ * Placed messages change the session stats every lane stream replicates (§5.4 fold, all lanes):
+ * a `stats` event follows the batch's last `entry_added` / `usage`.
+ */
+export function withStats(events: HarnessEvent[], done: Pick<Committed, "entries" | "commit"> | undefined): HarnessEvent[] {
+  if (!done?.entries.some((entry) => entry.type === "message")) return events;
+  const after = events.findLastIndex((event) => event.type === "entry_added" || event.type === "usage") + 1;
+  return [...events.slice(0, after), { type: "stats", stats: done.commit.stats }, ...events.slice(after)];
 }

@@ -54,7 +54,7 @@ describe("abort mid-stream (admission first)", () => {
     expect(run.last?.role === "assistant" && run.last.errorMessage).toBeTruthy();
     const all = kinds(run.events);
     // D14.3: operation_abort is bound before the gate is signalled, so it precedes the cut stream.
-    expect(all.slice(all.indexOf("operation_abort"))).toEqual(["operation_abort", "message_end", "entry_added", "usage", "turn_end", "run_end"]);
+    expect(all.slice(all.indexOf("operation_abort"))).toEqual(["operation_abort", "message_end", "entry_added", "usage", "stats", "turn_end", "run_end"]);
     expect(ofType(run.events, "turn_end")).toMatchObject([{ message: { stopReason: "aborted" } }]);
     expect(ofType(run.events, "run_end")).toMatchObject([{ status: "aborted" }]);
     expect(run.frames).toEqual([]);
@@ -150,7 +150,7 @@ describe("abort first: the provider is never called", () => {
     expect(run.last).toMatchObject({ role: "assistant", stopReason: "aborted", content: [], api: "unknown", provider: "scripted", model: "script" });
     expect(run.last?.role === "assistant" && run.last.usage.totalTokens).toBe(0);
     const all = kinds(run.events);
-    expect(all.slice(all.indexOf("turn_start"))).toEqual(["turn_start", "operation_abort", "entry_added", "usage", "turn_end", "run_end"]);
+    expect(all.slice(all.indexOf("turn_start"))).toEqual(["turn_start", "operation_abort", "entry_added", "usage", "stats", "turn_end", "run_end"]);
     expect(run.leftovers).toEqual([]);
   });
 
@@ -202,6 +202,7 @@ describe("abort reconciles a tool batch", () => {
       "message_start",
       "message_end",
       "entry_added",
+      "stats",
       "turn_end",
       "run_end",
     ]);

@@ -38,7 +38,7 @@ describe("prompt input normalization", () => {
     });
     expect(result.entries).toEqual(["user:one", "assistant:two", "user:three"]);
     expect(result.meta?.intent).toEqual({ kind: "run", promptEntryIds: result.ids });
-    expect(result.events).toEqual(["run_start", ...Array.from({ length: 3 }, () => ["message_start", "message_end", "entry_added"]).flat()]);
+    expect(result.events).toEqual(["run_start", ...Array.from({ length: 3 }, () => ["message_start", "message_end", "entry_added"]).flat(), "stats"]);
   });
 
   it("rejects pending assistants and images with non-user messages before writing anything", async () => {

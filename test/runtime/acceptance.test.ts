@@ -70,6 +70,7 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
       "run_start",
       "entry_added",
       ...Array.from({ length: 8 }, () => ["message_start", "message_end", "entry_added"]).flat(),
+      "stats",
       "queue_update",
     ]);
     expect(result.events[0]).toMatchObject({ type: "run_start", lane: "main", runId: result.admission.operationId, startedAt: result.admission.startedAt });

@@ -71,14 +71,14 @@ describe("classification: a multi-turn run", () => {
     expect(kinds(run.events)).toEqual([
       "lane_created",
       "run_start",
-      "message_start", "message_end", "entry_added", // the prompt
+      "message_start", "message_end", "entry_added", "stats", // the prompt
       "turn_start",
-      "message_start", "message_end", "entry_added", "usage", // the tool-use assistant
+      "message_start", "message_end", "entry_added", "usage", "stats", // the tool-use assistant
       "tool_start", "tool_end", // staged synthetic outcome
-      "message_start", "message_end", "entry_added", // the placed result
+      "message_start", "message_end", "entry_added", "stats", // the placed result
       "turn_end",
       "turn_start",
-      "message_start", "message_end", "entry_added", "usage",
+      "message_start", "message_end", "entry_added", "usage", "stats",
       "turn_end",
       "run_end",
     ]);
@@ -108,7 +108,7 @@ describe("classification: errors and retries", () => {
     expect(run.record).toMatchObject({ status: "failed", error: { code: "assistant_error", message: "scripted: the model refused" } });
     expect(run.briefs).toEqual(["user: go", "assistant(error): "]);
     expect(run.record.tipId).toBe(run.tip);
-    expect(kinds(run.events).slice(-6)).toEqual(["message_start", "message_end", "entry_added", "usage", "turn_end", "run_end"]);
+    expect(kinds(run.events).slice(-7)).toEqual(["message_start", "message_end", "entry_added", "usage", "stats", "turn_end", "run_end"]);
     expect(ofType(run.events, "run_end")).toMatchObject([{ status: "failed", error: { code: "assistant_error" } }]);
     expect(kinds(run.events).filter((type) => type.startsWith("retry_"))).toEqual([]);
     expect(run.leftovers).toEqual([]);
@@ -127,10 +127,10 @@ describe("classification: errors and retries", () => {
     const all = kinds(run.events);
     expect(all.slice(all.indexOf("turn_start"))).toEqual([
       "turn_start",
-      "message_start", "message_end", "entry_added", "usage",
+      "message_start", "message_end", "entry_added", "usage", "stats",
       "retry_scheduled",
       "retry_start",
-      "message_start", "message_end", "entry_added", "usage",
+      "message_start", "message_end", "entry_added", "usage", "stats",
       "retry_end",
       "turn_end",
       "run_end",

@@ -184,7 +184,7 @@ describe("operation-aware append (§2.3)", () => {
     expect(result.stored).toMatchObject({ id: result.custom.entryId, parentId: result.before, type: "custom", customType: "note", data: { a: 1 } });
     expect(result.entries).toEqual(["user:hello", "assistant:hello", "custom:note", "user:typed"]);
     expect(result.chain).toBe(true);
-    expect(types(result.events)).toEqual(["entry_added", "message_start", "message_end", "entry_added"]);
+    expect(types(result.events)).toEqual(["entry_added", "message_start", "message_end", "entry_added", "stats"]);
   });
 
   it("idle with queued writes: places them first, in inbox order, then the new entry, in one commit", async () => {
@@ -222,7 +222,7 @@ describe("operation-aware append (§2.3)", () => {
     expect(result.tip).toBe(result.appended.entryId);
     expect(result.queue).toEqual(["nextRun:stays"]);
     expect(result.payloads).toEqual([]);
-    expect(types(result.events)).toEqual(["entry_added", "message_start", "message_end", "entry_added", "entry_added", "queue_update"]);
+    expect(types(result.events)).toEqual(["entry_added", "message_start", "message_end", "entry_added", "entry_added", "stats", "queue_update"]);
     expect(queueOf(ofType(result.events, "queue_update")[0])).toEqual(["nextRun:stays"]);
   });
 

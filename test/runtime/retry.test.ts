@@ -144,7 +144,7 @@ describe("retry waits in process (waitForRetry: true)", () => {
     expect(result.abort).toMatchObject({ newlyRequested: true });
     expect(result.record.status).toBe("aborted");
     expect(result.briefs).toEqual(["user: go", "assistant(error): "]);
-    expect(kinds(result.rig.events).slice(-3)).toEqual(["retry_scheduled", "operation_abort", "run_end"]);
+    expect(kinds(result.rig.events).slice(-4)).toEqual(["stats", "retry_scheduled", "operation_abort", "run_end"]);
     expect(ofType(result.rig.events, "run_end")).toMatchObject([{ status: "aborted" }]);
     expect(result.leftovers).toEqual([]);
   });
@@ -166,7 +166,7 @@ describe("retry waits in process (waitForRetry: true)", () => {
     );
     expect(result.abort).toMatchObject({ newlyRequested: true });
     expect(result.record.status).toBe("aborted");
-    expect(kinds(result.rig.events).slice(-3)).toEqual(["retry_scheduled", "operation_abort", "run_end"]);
+    expect(kinds(result.rig.events).slice(-4)).toEqual(["stats", "retry_scheduled", "operation_abort", "run_end"]);
     expect(result.leftovers).toEqual([]);
   });
 

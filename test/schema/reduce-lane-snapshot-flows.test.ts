@@ -68,19 +68,21 @@ function busySnapshot(): LaneSnapshot {
 }
 
 describe("lane scoping", () => {
-  it("ignores every lane-scoped event addressed to another lane (a placed message still counts in the session stats)", () => {
+  it("ignores every lane-scoped event addressed to another lane (the lane stream never carries them)", () => {
     for (const event of catalog("other")) {
       const snapshot = busySnapshot();
-      if (event.type === "entry_added" && event.entry.type === "message") {
-        expect(reduce(snapshot, event)).toStrictEqual({ ...snapshot, stats: { ...snapshot.stats, messageCount: snapshot.stats.messageCount + 1 } });
-        continue;
-      }
       expect(reduce(snapshot, event), event.type).toBe(snapshot);
     }
     const navigation = reduceLaneSnapshot(busySnapshot(), {
       type: "navigation_end", lane: "other", runId: "op1", status: "completed", fromTipId: null, tipId: null, endedAt: 1,
     });
     expect(navigation).toStrictEqual(busySnapshot());
+  });
+
+  it("replaces the session stats with a stats event: messages placed anywhere reach every lane", () => {
+    const stats = { messageCount: 42, usage: usage(5) };
+    const next = reduce(busySnapshot(), { type: "stats", stats });
+    expect(next).toStrictEqual({ ...busySnapshot(), stats });
   });
 
   it("applies usage from any lane, and without a lane, as session-wide totals", () => {
@@ -98,6 +100,7 @@ describe("purity", () => {
       { type: "navigation_end", lane: LANE, runId: "op1", status: "completed", fromTipId: "e1", tipId: null, endedAt: 1 },
       { type: "usage", row: { id: "u", seq: 1, usage: usage(1), adjustment: false }, totals: usage(3) },
       { type: "fault", code: "c", message: "m" },
+      { type: "stats", stats: { messageCount: 3, usage: usage(3) } },
     ];
     for (const event of [...catalog(LANE), ...sessionWide]) {
       deepFreeze(event);
