@@ -12,7 +12,7 @@ import { migrate } from "../sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import type { Session as SessionWire } from "../../schema/session.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
-import { SessionHost, type BranchInfo, type NewBranchEntry, type SessionInfo, type SessionInit } from "./session-host.ts";
+import { SessionHost, type BranchInfo, type SessionInfo, type SessionInit } from "./session-host.ts";
 
 /** The public Session (spec/API.md): info plus settings, lanes, and which branches carry a lane. */
 export type SessionView = SessionWire;
@@ -96,19 +96,6 @@ export abstract class SessionDataRpc extends SessionHost {
 
   async branches(): Promise<Wire<RpcResult<BranchInfo[]>>> {
     return asResult(() => this.listBranches());
-  }
-
-  async appendToBranch(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string }>>> {
-    return asResult(async () => {
-      const entry = parseWire(body);
-      const branch = this.session().branch(name);
-      if (!branch) throw new RpcError({ code: "UnknownBranch", message: `Branch "${name}" does not exist` });
-      const entryId =
-        "message" in entry
-          ? await branch.appendMessage(entry.message)
-          : await branch.appendCustomEntry(entry.customType, entry.data);
-      return { entryId };
-    });
   }
 
   async scanBranch(name: string, scan: BranchScan = {}): Promise<Wire<RpcResult<Entry[]>>> {

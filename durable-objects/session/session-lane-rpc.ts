@@ -1,7 +1,7 @@
 import type { AbortRequestResult } from "../../harness/runtime/abort.ts";
 import type { OperationAdmission, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import type { CancelQueuedResult } from "../../harness/runtime/queue.ts";
+import type { AppendInput, CancelQueuedResult } from "../../harness/runtime/queue.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
@@ -152,6 +152,18 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
       const lane = await this.lane(name);
       const entry = parseWire(body);
       return unwrapLane("message" in entry ? await lane.appendMessage(entry.message) : await lane.appendCustomEntry(entry.customType, entry.data));
+    });
+  }
+
+  /**
+   * An append to any branch: through its lane when one exists (placed, or queued as a write while
+   * an operation is open), else raw at the tip. Decided inside the object, on the line, in one call.
+   */
+  async appendToBranch(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+    return asResult(async () => {
+      const entry = parseWire(body);
+      const input: AppendInput = "message" in entry ? { type: "message", message: entry.message } : { type: "custom", customType: entry.customType, ...(entry.data !== undefined && { data: entry.data }) };
+      return unwrapLane(await (await this.harness()).appendToBranch(name, input));
     });
   }
 

@@ -1,4 +1,5 @@
 import type { HarnessEvent, LaneConfiguration, LaneInfo, ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
+import type { NewEntry } from "../../schema/entries.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionSnapshot } from "../../schema/watch.ts";
 import {
@@ -14,15 +15,19 @@ import { EventBus } from "../execution/event-bus.ts";
 import { HookRegistry, hookErrorEvent } from "../execution/hooks.ts";
 import type { ModelsPort } from "../execution/models.ts";
 import { branchTip, entryLabel, laneConfig, laneState, sessionName } from "../session/builtin-addresses.ts";
-import { PayloadTooLarge, UnknownTarget } from "../session/errors.ts";
+import { PayloadTooLarge, UnknownBranch, UnknownTarget } from "../session/errors.ts";
 import type { SessionMutator } from "../session/mutation.ts";
+import type { CommitResult, Write } from "../session/storage.ts";
+import { validateBranchName } from "../session/branch.ts";
 import type { Session } from "../session/session.ts";
-import { deleteValue, setValue } from "../session/writes.ts";
+import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts";
 import { DrivePassFailed } from "./driver.ts";
-import { InvalidLane } from "./errors.ts";
+import { err, InvalidLane, ok, type Result } from "./errors.ts";
 import { AgentLane } from "./lane.ts";
-import type { LaneProjection } from "./lane-state.ts";
+import { withStats } from "./lane-command.ts";
+import { committed, type LaneProjection } from "./lane-state.ts";
+import type { AppendInput } from "./queue.ts";
 import { inventoryLanes, restoreLane } from "./restore.ts";
 import { resourcesAddress, settingsAddress } from "./settings.ts";
 import type { DurableLaneState } from "./types.ts";
@@ -164,6 +169,43 @@ export class AgentHarness {
     return [...this.lanesByName.values()].map((lane) => lane.info());
   }
 
+  /**
+   * Appends one entry to a branch, deciding on the line whether a lane owns it: through the lane
+   * (operation-aware, §2.3: placed when idle, queued as a `write` while busy), else raw at the
+   * branch tip (§2.2). One decision in one mutation, so a lane created meanwhile never keeps a
+   * stale tip. Lanes are never removed, so handing over to a lane that appeared is safe.
+   */
+  async appendToBranch(name: string, input: AppendInput): Promise<Result<{ entryId: string; placed: boolean }>> {
+    this.assertOpen();
+    validateBranchName(name);
+    if (input.type === "message" && input.message.role === "assistant" && input.message.stopReason === "pending") {
+      return err({ code: "InvalidMessage", lane: name, reason: "pending_assistant" });
+    }
+    for (;;) {
+      const lane = this.lanesByName.get(name);
+      if (lane) return input.type === "message" ? lane.appendMessage(input.message) : lane.appendCustomEntry(input.customType, input.data);
+      const entryId = this.core.ids.next();
+      const raw = await this.options.session.mutate((m) => {
+        this.assertOpen();
+        if (this.lanesByName.has(name)) return undefined;
+        const tip = m.getValue(branchTip(name));
+        if (!tip) throw new UnknownBranch(name);
+        const entry: NewEntry =
+          input.type === "message"
+            ? { id: entryId, parentId: tip.value, type: "message", message: input.message }
+            : { id: entryId, parentId: tip.value, type: "custom", customType: input.customType, ...(input.data !== undefined && { data: input.data }) };
+        const writes = [insertEntry(entry), setValue(branchTip(name), entryId)];
+        const commit = this.commit(m, writes);
+        // No lane, so no lane events; the session stats every lane replicates still changed.
+        return { delivered: this.events.emitBatch(withStats([], { commit, ...committed(writes, commit) })) };
+      });
+      if (raw) {
+        await raw.delivered;
+        return ok({ entryId, placed: true });
+      }
+    }
+  }
+
   // Session-wide observation (ARCHITECTURE D14.13).
 
   /** The session snapshot, captured inside the caller's no-commit mutation: lane inventory, fault, stats. */
@@ -292,9 +334,9 @@ export class AgentHarness {
     if (this.state.at === "closed") throw new HarnessClosed();
   }
 
-  private commit(m: Parameters<Parameters<Session["mutate"]>[0]>[0], writes: Parameters<typeof m.commit>[0]): void {
+  private commit(m: SessionMutator, writes: readonly Write[]): CommitResult {
     try {
-      m.commit(writes);
+      return m.commit(writes);
     } catch (error) {
       // A refused payload wrote nothing and leaves state coherent; any other failure is a fault.
       if (error instanceof PayloadTooLarge) throw error;

@@ -37,40 +37,51 @@ export type Planner<T> = (m: SessionMutator, state: LaneProjection) => LanePlan<
  * Runs one lane command as one synchronous session mutation (ARCHITECTURE D4): plan, commit,
  * publish the projection, bind event recipients; delivery is awaited after the line is released.
  */
-export async function runLaneCommand<T>(
-  core: HarnessCore,
-  lane: { name: string; state: LaneProjection; publish(next: LaneProjection): void },
-  planner: Planner<T>,
-): Promise<T> {
+export async function runLaneCommand<T>(core: HarnessCore, lane: LaneTarget, planner: Planner<T>): Promise<T> {
   core.assertOpen();
-  const { value, delivered } = await core.session.mutate((m) => {
-    const plan = planner(m, lane.state);
-    const writes = [...plan.writes];
-    const before: DurableLaneState = durableLaneState(lane.state);
-    if (plan.next) {
-      const after = durableLaneState(plan.next);
-      if (!sameDurableLaneState(before, after)) writes.push(setValue(laneState<DurableLaneState>(lane.name), after));
-    }
-    let done: Committed | undefined;
-    if (writes.length > 0) {
-      let commit: CommitResult;
-      try {
-        commit = m.commit(writes);
-      } catch (error) {
-        // A refused payload wrote nothing and leaves state coherent; any other failure is a fault.
-        if (error instanceof PayloadTooLarge) throw error;
-        throw core.fault(error);
-      }
-      done = { commit, ...committed(writes, commit) };
-    }
-    if (plan.next) lane.publish(plan.next);
-    const events = withStats(plan.events?.(done) ?? [], done);
-    const delivered = events.length > 0 ? core.events.emitBatch(events) : Promise.resolve();
-    plan.afterCommit?.();
-    return { value: plan.value, delivered };
-  });
+  const { value, delivered } = await core.session.mutate((m) => applyLanePlan(core, lane, m, planner));
   await delivered;
   return value;
+}
+
+/** The lane a command publishes to. */
+export interface LaneTarget {
+  name: string;
+  state: LaneProjection;
+  publish(next: LaneProjection): void;
+}
+
+/**
+ * One lane decision inside a mutation the caller holds: for commands that first decide on the
+ * line whether a lane is involved at all (e.g. an append to a branch that may have a lane).
+ */
+export function applyLanePlan<T>(core: HarnessCore, lane: LaneTarget, m: SessionMutator, planner: Planner<T>): { value: T; delivered: Promise<void> } {
+  // A fault or close between queuing and running seals the lane: nothing more may commit (§2.4).
+  core.assertOpen();
+  const plan = planner(m, lane.state);
+  const writes = [...plan.writes];
+  const before: DurableLaneState = durableLaneState(lane.state);
+  if (plan.next) {
+    const after = durableLaneState(plan.next);
+    if (!sameDurableLaneState(before, after)) writes.push(setValue(laneState<DurableLaneState>(lane.name), after));
+  }
+  let done: Committed | undefined;
+  if (writes.length > 0) {
+    let commit: CommitResult;
+    try {
+      commit = m.commit(writes);
+    } catch (error) {
+      // A refused payload wrote nothing and leaves state coherent; any other failure is a fault.
+      if (error instanceof PayloadTooLarge) throw error;
+      throw core.fault(error);
+    }
+    done = { commit, ...committed(writes, commit) };
+  }
+  if (plan.next) lane.publish(plan.next);
+  const events = withStats(plan.events?.(done) ?? [], done);
+  const delivered = events.length > 0 ? core.events.emitBatch(events) : Promise.resolve();
+  plan.afterCommit?.();
+  return { value: plan.value, delivered };
 }
 
 /**

@@ -21,9 +21,12 @@ describe("hardening 2: lane-stream fold equals a fresh snapshot with two lanes r
     for (const lane of ["b", "a", "b"] as const) {
       const runId = await prompt(stub, lane, `a prompt on lane ${lane}`);
       await settled(stub, lane, runId);
-      // A raw entry on the other lane's branch while it is idle counts as a message too.
+      // An entry appended to the idle lane counts as a message too.
       unwrap(await stub.appendToLane(lane, toWire({ message: { role: "user", content: "a note", timestamp: 1 } })));
     }
+    // A data-only branch (no lane) counts as well.
+    unwrap(await stub.createBranch("data", null));
+    unwrap(await stub.appendToBranch("data", toWire({ message: { role: "user", content: "data", timestamp: 1 } })));
     // Each stream is read up to a resnapshot boundary, placed after everything above.
     for (const [name, client, first] of [["a", watchA, firstA], ["b", watchB, firstB]] as const) {
       client.send(JSON.stringify({ type: "resnapshot" }));
@@ -35,7 +38,7 @@ describe("hardening 2: lane-stream fold equals a fresh snapshot with two lanes r
       const fresh: LaneSnapshot = unwrap(await stub.laneSnapshot(name));
       expect(folded).toStrictEqual(fresh);
       expect(again.snapshot).toStrictEqual(fresh);
-      expect(fresh.stats.messageCount).toBe(9);
+      expect(fresh.stats.messageCount).toBe(10);
     }
     // The session stream carries the same stats as they change.
     watchSession.send(JSON.stringify({ type: "resnapshot" }));

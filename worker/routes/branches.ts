@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { BranchEntriesQuerySchema, BranchNameSchema, CreateBranchSchema, NewBranchEntrySchema } from "../../schema/api-sessions.ts";
 import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { HttpFailure, replyValue } from "../http-error.ts";
+import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, validate } from "../validate.ts";
 import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts";
@@ -49,10 +49,5 @@ export const branchRoutes = new Hono<AppEnv>()
   .post("/:name/entries", sessionIdempotency, async (c) => {
     const { stub, name } = branchTarget(c);
     const entry = toWire(await jsonBody(c, NewBranchEntrySchema));
-    try {
-      return c.json(replyValue(await stub.appendToLane(name, entry)), 201);
-    } catch (error) {
-      if (!(error instanceof HttpFailure && error.error.code === "UnknownLane")) throw error;
-    }
-    return c.json({ ...replyValue(await stub.appendToBranch(name, entry)), placed: true }, 201);
+    return c.json(replyValue(await stub.appendToBranch(name, entry)), 201);
   });
