@@ -56,6 +56,12 @@ export class SessionRuntime {
     return harness;
   }
 
+  /** Closes the hosted harness (and its session) for good; its successor restores from storage. */
+  retire(): void {
+    if (this.created) void this.created.close().catch(() => undefined);
+    else void this.session.close().catch(() => undefined);
+  }
+
   /** A faulted harness never recovers in place: the object reopens session and harness from storage. */
   get faulted(): boolean {
     return this.created?.faulted === true;

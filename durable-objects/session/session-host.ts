@@ -99,6 +99,9 @@ export abstract class SessionHost extends DurableObject<Env> {
     if (this.opened && !this.opened.session.closed && !this.opened.runtime.faulted) return this.opened;
     const storage = SqlSessionStorage.open(this.ctx.storage);
     if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
+    // A faulted (or closed) predecessor is retired before its successor restores: its line is
+    // sealed, its gates closed and its admitted work signalled, so only one harness ever writes.
+    this.opened?.runtime.retire();
     const session = new Session(storage);
     this.opened = { session, storage, runtime: this.runtimeFor(session) };
     return this.opened;

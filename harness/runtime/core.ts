@@ -44,6 +44,11 @@ export interface HarnessCore {
   resources(): HarnessResources;
   /** Throws HarnessClosed / HarnessFault once the harness no longer admits work. */
   assertOpen(): void;
+  /**
+   * Throws HarnessFault after a fault. Checked on the line by every mutation: after a close,
+   * mutations admitted before the seal still finish (D14.4); after a fault nothing commits.
+   */
+  assertUnfaulted(): void;
   /** Seals everything after a storage failure or invariant violation (reference §2.4). */
   fault(error: unknown): Error;
 }

@@ -19,7 +19,7 @@ import { PayloadTooLarge, UnknownBranch, UnknownTarget } from "../session/errors
 import type { SessionMutator } from "../session/mutation.ts";
 import type { CommitResult, Write } from "../session/storage.ts";
 import { validateBranchName } from "../session/branch.ts";
-import type { Session } from "../session/session.ts";
+import type { MutationCallback, Session } from "../session/session.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts";
 import { DrivePassFailed } from "./driver.ts";
@@ -84,6 +84,9 @@ export class AgentHarness {
       settings: () => this.currentSettings,
       resources: () => this.currentResources,
       assertOpen: () => this.assertOpen(),
+      assertUnfaulted: () => {
+        if (this.state.at === "faulted") throw this.state.error;
+      },
       fault: (error) => this.fault(error),
     };
     for (const [name, projection] of restored.lanes) this.lanesByName.set(name, this.newLane(name, projection));
@@ -115,7 +118,7 @@ export class AgentHarness {
     this.assertOpen();
     const existing = this.lanesByName.get(name);
     if (existing) return existing;
-    const { lane, delivered } = await this.options.session.mutate((m) => {
+    const { lane, delivered } = await this.mutate((m) => {
       const published = this.lanesByName.get(name);
       if (published) return { lane: published, delivered: Promise.resolve() };
       const tip = m.getValue(branchTip(name));
@@ -185,8 +188,7 @@ export class AgentHarness {
       const lane = this.lanesByName.get(name);
       if (lane) return input.type === "message" ? lane.appendMessage(input.message) : lane.appendCustomEntry(input.customType, input.data);
       const entryId = this.core.ids.next();
-      const raw = await this.options.session.mutate((m) => {
-        this.assertOpen();
+      const raw = await this.mutate((m) => {
         if (this.lanesByName.has(name)) return undefined;
         const tip = m.getValue(branchTip(name));
         if (!tip) throw new UnknownBranch(name);
@@ -231,7 +233,7 @@ export class AgentHarness {
 
   async updateSettings(patch: HarnessSettingsPatch): Promise<HarnessSettings> {
     this.assertOpen();
-    const { next, delivered } = await this.options.session.mutate((m) => {
+    const { next, delivered } = await this.mutate((m) => {
       const previous = this.currentSettings;
       const next: HarnessSettings = { ...previous, ...patch };
       const changed = (Object.keys(patch) as (keyof HarnessSettings)[]).filter(
@@ -258,7 +260,7 @@ export class AgentHarness {
 
   async setResources(resources: HarnessResources): Promise<void> {
     this.assertOpen();
-    const { delivered } = await this.options.session.mutate((m) => {
+    const { delivered } = await this.mutate((m) => {
       this.commit(m, [setValue(resourcesAddress, resources)]);
       this.currentResources = resources;
       // Resources are notification-only (reference §5.2): clients re-fetch them.
@@ -276,7 +278,7 @@ export class AgentHarness {
   /** Latest-wins session name (`undefined` deletes it); the event is bound in the committing mutation (§5.2). */
   async setName(name: string | undefined): Promise<void> {
     this.assertOpen();
-    const { delivered } = await this.options.session.mutate((m) => {
+    const { delivered } = await this.mutate((m) => {
       this.commit(m, [name === undefined ? deleteValue(sessionName) : setValue(sessionName, name)]);
       return { delivered: this.events.emitBatch([{ type: "value_update", value: "session_name", name: name ?? null }]) };
     });
@@ -286,7 +288,7 @@ export class AgentHarness {
   /** Latest-wins label of an existing entry (`undefined` deletes it); never moves a tip. */
   async setLabel(targetId: string, label: string | undefined): Promise<void> {
     this.assertOpen();
-    const { delivered } = await this.options.session.mutate((m) => {
+    const { delivered } = await this.mutate((m) => {
       if (label !== undefined && !m.getEntries([targetId]).has(targetId)) throw new UnknownTarget(targetId);
       this.commit(m, [label === undefined ? deleteValue(entryLabel(targetId)) : setValue(entryLabel(targetId), label)]);
       return { delivered: this.events.emitBatch([{ type: "value_update", value: "entry_label", targetId, label: label ?? null }]) };
@@ -326,12 +328,27 @@ export class AgentHarness {
     this.state = { at: "faulted", error: fault };
     for (const lane of this.lanesByName.values()) lane.seal(fault);
     if (wasOpen) void this.events.emitBatch([{ type: "fault", code: fault.code, message: fault.message }]);
+    // Seal the line too: a host reopens over the same storage, and nothing of this harness may
+    // commit beside the new one (lane and harness mutations already queued re-check and refuse).
+    void this.options.session.close().catch(() => undefined);
     return fault;
   }
 
   private assertOpen(): void {
     if (this.state.at === "faulted") throw this.state.error;
     if (this.state.at === "closed") throw new HarnessClosed();
+  }
+
+  /**
+   * A harness mutation: like every lane command it re-checks on the line that the harness has
+   * not faulted, so nothing queued before a fault commits after it (§2.4). Mutations admitted
+   * before a close still finish (D14.4).
+   */
+  private mutate<T>(callback: MutationCallback<T>): Promise<T> {
+    return this.options.session.mutate<T>((m) => {
+      this.core.assertUnfaulted();
+      return callback(m);
+    });
   }
 
   private commit(m: SessionMutator, writes: readonly Write[]): CommitResult {

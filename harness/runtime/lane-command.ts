@@ -56,8 +56,9 @@ export interface LaneTarget {
  * line whether a lane is involved at all (e.g. an append to a branch that may have a lane).
  */
 export function applyLanePlan<T>(core: HarnessCore, lane: LaneTarget, m: SessionMutator, planner: Planner<T>): { value: T; delivered: Promise<void> } {
-  // A fault or close between queuing and running seals the lane: nothing more may commit (§2.4).
-  core.assertOpen();
+  // A fault between queuing and running: nothing more may commit (§2.4). (After a close,
+  // mutations admitted before the seal still finish, D14.4.)
+  core.assertUnfaulted();
   const plan = planner(m, lane.state);
   const writes = [...plan.writes];
   const before: DurableLaneState = durableLaneState(lane.state);

@@ -336,9 +336,14 @@ export class AgentLane implements LaneHandle {
 
   // Internals.
 
-  /** Seals this lane for close/fault: the live pass's gate refuses every further admission. */
+  /**
+   * Seals this lane for close/fault: the live pass's gate refuses every further admission, and
+   * admitted provider and tool work is signalled to stop — nothing it produces can commit any
+   * more, so letting it run would only spend tokens (§4.7: a host may signal cooperative work).
+   */
   seal(error: Parameters<Drive["control"]["close"]>[0]): void {
     this.activeDrive?.control.close(error);
+    this.activeDrive?.control.signalAbort();
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 

@@ -92,7 +92,10 @@ async function runWithFailure(steps: ScriptStep[], failWhen: (writes: readonly W
       (value) => (value.ok ? "accepted" : value.error.code),
       (error: unknown) => `threw ${String(error)}`,
     );
-    const taken = stepsTaken(session);
+    // The faulted harness sealed its session (and storage): read what is durable through a new one.
+    const reader = SqlSessionStorage.open(state.storage);
+    if (!reader) throw new Error("no session");
+    const taken = stepsTaken(new Session(reader));
     // Every delivery bound before the fault has been delivered once close() resolves.
     await harness.close().catch(() => undefined);
     return {

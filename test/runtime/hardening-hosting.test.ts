@@ -44,3 +44,55 @@ describe("hardening 5: one failing drive does not stop the alarm", () => {
     expect(after.alarm).toBe(Math.min(...after.rows.map((row) => row.due_at)));
   });
 });
+
+describe("hardening 11: a fault reopen retires the old harness", () => {
+  it("mutations queued on the faulted harness's line never commit, and its provider stream is aborted", { timeout: 20_000 }, async () => {
+    const { stub } = await createSession("fault-reopen");
+    unwrap(await stub.acquireLane("main"));
+    const words = Array.from({ length: 400 }, (_, i) => `w${i}`).join(" ");
+    await runInDurableObject(stub, (instance: SessionObject) => appendScriptSteps(instance.session(), [{ text: words, chunkMs: 50 }]));
+    unwrap(await stub.configureLane("main", toWire({ model: { provider: "scripted", modelId: "script" } })));
+    const result = await runInDurableObject(stub, async (instance: SessionObject) => {
+      const old = await instance.harness();
+      const lane = old.getLane("main");
+      if (!lane) throw new Error("no lane");
+      let updates = 0;
+      const streaming = new Promise<void>((resolve) =>
+        old.events.on("message_update", () => {
+          updates++;
+          resolve();
+        }),
+      );
+      unwrap(await instance.acceptOperation("main", toWire({ kind: "prompt", prompt: "talk for a long time" })));
+      await streaming;
+      const pass = lane.activePass;
+      // A command queued on the old line before the fault...
+      const scope = await instance.session().beginMutation();
+      const late = lane.steer("queued before the fault").then(
+        (result) => (result.ok ? "committed" : result.error.code),
+        (error: unknown) => (error instanceof Error ? error.name : "rejected"),
+      );
+      old.fault(new Error("injected fault"));
+      scope.end();
+      const lateOutcome = await late;
+      // ...and the old stream: it must stop long before its 20 s of chunks.
+      const passOutcome = await Promise.race([
+        (pass ?? Promise.resolve()).then(() => "settled", () => "stopped"),
+        new Promise((resolve) => setTimeout(() => resolve("still streaming"), 4_000)),
+      ]);
+      const updatesAtStop = updates;
+      // The next call reopens a new harness over the same storage.
+      const oldSessionClosed = instance.session() !== undefined && old.faulted;
+      const fresh = await instance.harness();
+      const info = fresh.getLane("main")?.inspectExecution();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return { lateOutcome, passOutcome, updatesAfter: updates - updatesAtStop, replaced: fresh !== old, inbox: info?.queues.length, faulted: fresh.faulted, oldSessionClosed };
+    });
+    expect(result.lateOutcome).toBe("HarnessFault");
+    expect(result.inbox).toBe(0);
+    expect(result.passOutcome).toBe("stopped");
+    expect(result.updatesAfter).toBe(0);
+    expect(result.replaced).toBe(true);
+    expect(result.faulted).toBe(false);
+  });
+});
