@@ -23,14 +23,29 @@ export class Drive {
   readonly gate: Gate;
   readonly control: GateControl;
   completion!: Promise<DriveOutcome>;
+  /** Deferred polls this pass may make: 1 when installed with `pollDeferred`, else 0 (§4.1, §3.11). */
+  private deferredPermits: number;
 
   constructor(
     readonly operationId: string,
     readonly waitForRetry: boolean,
+    pollDeferred = false,
   ) {
     const { gate, control } = createEffectGate();
     this.gate = gate;
     this.control = control;
+    this.deferredPermits = pollDeferred ? 1 : 0;
+  }
+
+  /** Spends the pass's deferred poll permit; false when it has none (left). */
+  takeDeferredPermit(): boolean {
+    if (this.deferredPermits === 0) return false;
+    this.deferredPermits--;
+    return true;
+  }
+
+  get permits(): number {
+    return this.deferredPermits;
   }
 }
 
@@ -40,7 +55,14 @@ export class Drive {
  * state or made control cancelled; anything else is a procedure that made no progress.
  */
 export async function runPass(core: HarnessCore, lane: LaneHandle, drive: Drive): Promise<DriveOutcome> {
-  const pass: Pass = { core, lane, operationId: drive.operationId, gate: drive.gate, waitForRetry: drive.waitForRetry };
+  const pass: Pass = {
+    core,
+    lane,
+    operationId: drive.operationId,
+    gate: drive.gate,
+    waitForRetry: drive.waitForRetry,
+    takeDeferredPermit: () => drive.takeDeferredPermit(),
+  };
   const opening = lane.state.operation;
   if (opening?.meta.operationId === drive.operationId && opening.state.control.status === "running") {
     try {

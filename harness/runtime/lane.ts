@@ -351,8 +351,14 @@ export class AgentLane implements LaneHandle {
     return this.activeDrive?.completion;
   }
 
+  /** The live pass's options as installed (joiners' options are ignored, §4.1). */
+  passInfo(): { operationId: string; waitForRetry: boolean; deferredPermits: number } | undefined {
+    const drive = this.activeDrive;
+    return drive && { operationId: drive.operationId, waitForRetry: drive.waitForRetry, deferredPermits: drive.permits };
+  }
+
   private install(options: DriveOptions): Drive {
-    const drive = new Drive(options.operationId, options.waitForRetry ?? false);
+    const drive = new Drive(options.operationId, options.waitForRetry ?? false, options.pollDeferred ?? false);
     this.activeDrive = drive;
     drive.completion = runPass(this.core, this, drive);
     drive.completion.then(

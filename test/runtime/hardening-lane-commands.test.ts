@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { laneConfig } from "../../harness/session/builtin-addresses.ts";
+import { ProgressWriter } from "../../harness/runtime/drive/progress.ts";
+import { laneConfig, pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
+import { appendList } from "../../harness/session/writes.ts";
 import type { LaneConfiguration } from "../../schema/lane.ts";
 import { ECHO, SCRIPT } from "./helpers.ts";
 import { deferred, ofType, settledRecord, sleep, unwrap, withDriveRig } from "./drive-helpers.ts";
@@ -150,5 +152,52 @@ describe("hardening 4: requestAbort signals the live pass, even one installed af
     });
     expect(result.aborted).toBe(true);
     expect(result.outcome).toBe("aborted");
+  });
+});
+
+describe("hardening 12: the drive's deferred permit is real, and progress writes are fenced", () => {
+  it("a pass installed with pollDeferred holds one permit; a joiner's options never add one", async () => {
+    const result = await withDriveRig(async ({ harness }) => {
+      const lane = await harness.lane("main");
+      const { operationId } = unwrap(await lane.accept({ kind: "prompt", prompt: "go" }));
+      const entered = deferred();
+      const release = deferred();
+      harness.hooks.on("before_drive", async () => {
+        entered.resolve();
+        await release.promise;
+      });
+      const installed = lane.drive({ operationId, pollDeferred: true });
+      await entered.promise;
+      const first = lane.passInfo();
+      const joined = lane.drive({ operationId, waitForRetry: true });
+      const afterJoin = lane.passInfo();
+      release.resolve();
+      await Promise.all([installed, joined]);
+      const plainId = unwrap(await lane.accept({ kind: "prompt", prompt: "again" })).operationId;
+      const plain = lane.drive({ operationId: plainId });
+      const plainInfo = lane.passInfo();
+      await plain;
+      return { first, afterJoin, plainInfo, operationId };
+    }, { model: ECHO });
+    expect(result.first).toEqual({ operationId: result.operationId, waitForRetry: false, deferredPermits: 1 });
+    expect(result.afterJoin).toEqual(result.first);
+    expect(result.plainInfo?.deferredPermits).toBe(0);
+  });
+
+  it("a progress write that reaches the line after its leaf settled writes nothing", async () => {
+    const result = await withDriveRig(async ({ harness, session }) => {
+      const lane = await harness.lane("main");
+      const { operationId } = unwrap(await lane.accept({ kind: "prompt", prompt: "go" }));
+      settledRecord(await lane.drive({ operationId }));
+      // A writer of that (now settled) operation, as a late frame of its stream would use it.
+      const core = { session, assertUnfaulted: () => {}, fault: (error: unknown) => (error instanceof Error ? error : new Error(String(error))) };
+      const writer = new ProgressWriter({ core, lane, operationId, gate: { closeSignal: new AbortController().signal } }, (state) => state.at === "assistant.effect_pending");
+      const address = pendingAssistantFrames(operationId, "late");
+      writer.write([appendList(address, { k: "delta", blocks: [] })]);
+      await writer.flushed();
+      return { fenced: writer.fenced, stored: session.readList(address).length };
+    }, { model: ECHO });
+    expect(result.fenced).toBe(1);
+    expect(result.stored).toBe(0);
   });
 });

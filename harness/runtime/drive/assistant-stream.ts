@@ -1,9 +1,9 @@
 import type { AssistantMessage as ProviderAssistant, Context, Model, Api, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import { AbortRequested } from "../../execution/effect-gate.ts";
-import { HarnessClosed } from "../../execution/errors.ts";
-import { SessionClosed } from "../../session/errors.ts";
 import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
+import { appendList } from "../../session/writes.ts";
+import { ProgressWriter } from "./progress.ts";
 import type { JsonValue } from "../../../schema/json.ts";
 import { pendingCopy, storedAssistant } from "./settle-response.ts";
 import type { Pass } from "./pass.ts";
@@ -46,21 +46,11 @@ export async function streamAssistant(
   const stream = pass.gate.admit((signal) => core.models.streamSimple(model, context, { ...requestOptions, signal }));
   const coalescer = new FrameCoalescer({ clock: core.clock });
   const throttle = new UpdateThrottle(undefined, core.clock);
-  let lastFrameWrite: Promise<unknown> = Promise.resolve();
+  // Frames are fenced to this attempt: a frame that reaches the line once the response settled
+  // (or the harness closed) writes nothing.
+  const progress = new ProgressWriter(pass, (state) => state.at === "assistant.effect_pending" && state.responseEntryId === responseEntryId);
   const persist = (frame: AssistantFrame | undefined): void => {
-    if (!frame) return;
-    // Chained in order and never awaited per frame (reference §7.1 step 6). A close stops the
-    // writes quietly (close writes nothing); any other failed write faults the harness.
-    const write = lastFrameWrite.then(() => {
-      // Once the harness closed (or faulted) no later frame reaches the session (D14.4).
-      if (pass.gate.closeSignal.aborted) throw pass.gate.closeSignal.reason;
-      return core.session.appendList(frames, frame).catch((error: unknown) => {
-        throw error instanceof SessionClosed ? new HarnessClosed() : core.fault(error);
-      });
-    });
-    // The failure surfaces at the final `await lastFrameWrite`; until then it is not unhandled.
-    write.catch(() => undefined);
-    lastFrameWrite = write;
+    if (frame) progress.write([appendList(frames, frame)]);
   };
   let final: ProviderAssistant | undefined;
   let started = false;
@@ -88,7 +78,7 @@ export async function streamAssistant(
   // Only an after_response pipeline (which may take a while) sits between the stream's end and
   // that commit, so only then is the unframed tail persisted first for crash recovery.
   if (core.hooks.has("after_response")) persist(coalescer.flush());
-  await lastFrameWrite;
+  await progress.flushed();
   let response = final ?? (await stream.result());
   const cancelled = (): boolean => pass.lane.state.operation?.state.control.status === "cancel_requested";
   const stopReason = response.stopReason;

@@ -23,6 +23,11 @@ export interface Pass {
   readonly operationId: string;
   readonly gate: Gate;
   readonly waitForRetry: boolean;
+  /**
+   * Spends the pass's one deferred poll permit (installed with `pollDeferred`); a pass without
+   * one leaves a suspended run suspended (`waiting{deferred}`, §4.6). Joiners never add permits.
+   */
+  takeDeferredPermit(): boolean;
 }
 
 /** What a procedure hands back to the loop. */
