@@ -1,7 +1,9 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { readAttachment } from "../../durable-objects/watch-flow.ts";
+import type { SessionObject } from "../../durable-objects/session-object.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import { WATCH_MESSAGE_BURST, WATCH_UNACKED_WINDOW_BYTES } from "../../schema/watch.ts";
+import { WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_UNACKED_WINDOW_BYTES } from "../../schema/watch.ts";
 import { connect, expectSnapshot, fillLane, isRunEnd, prompt, settled, watchSetup, type Client } from "./watch-helpers.ts";
 
 // Slow consumers are bounded in the protocol (docs/api-watch.md "Acknowledgements"): workerd gives
@@ -128,5 +130,30 @@ describe("watch backpressure", { timeout: 60_000 }, () => {
     const close = await client.closed();
     expect(close.code).toBe(1008);
     expect(close.reason).toMatch(/acknowledg/i);
+  });
+
+  it("closes a socket past its maximum age with 1001 when its next message is due", async () => {
+    const { key, stub, sessionPath } = await watchSetup("bp_age");
+    const old = await connect(`${sessionPath}/lanes/main/watch`, key);
+    const young = await connect(`${sessionPath}/lanes/main/watch`, key);
+    await expectSnapshot(old);
+    await expectSnapshot(young);
+    // Age one socket's attachment (as a day of hibernation would), then restart the object.
+    await runInDurableObject(stub, (_instance: SessionObject, state) => {
+      const [first] = state.getWebSockets("lane:main");
+      const attachment = first && readAttachment(first);
+      if (!first || !attachment) throw new Error("no watch socket");
+      first.serializeAttachment({ ...attachment, openedAt: Date.now() - WATCH_MAX_SOCKET_AGE_MS - 1000 });
+    });
+    await evictDurableObject(stub);
+    const runId = await prompt(stub, "main", "who is still here?");
+    await settled(stub, "main", runId);
+    const first = await Promise.race([
+      old.closed().then((close) => ({ close, survivor: young })),
+      young.closed().then((close) => ({ close, survivor: old })),
+    ]);
+    expect(first.close.code).toBe(1001);
+    await first.survivor.until(isRunEnd(runId));
+    first.survivor.ws.close(1000);
   });
 });
