@@ -86,13 +86,14 @@ export class WatchHub {
   }
 
   /**
-   * A client message is about to be handled: false (and the socket closed 1008) when the socket
-   * exceeds its message rate or its state is unknown.
+   * A client message is about to be handled: false (and the socket closed) when the socket exceeds
+   * its message rate (1008) or its state is unknown (1011).
    */
   admit(ws: WebSocket): boolean {
     const flow = this.flow(ws);
-    if (flow?.admitMessage(this.now())) return true;
-    this.drop(ws, WATCH_CLOSE.policy, flow ? "Too many messages: rate limited" : "Unknown watch state");
+    if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    else if (flow.admitMessage(this.now())) return true;
+    else this.drop(ws, WATCH_CLOSE.policy, "Too many messages: rate limited");
     return false;
   }
 
