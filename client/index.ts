@@ -30,6 +30,7 @@ export {
   type LaneWatch,
   type LaneWatchListener,
   type LaneWatchUpdate,
+  type OlderEntriesOptions,
   type ResnapshotReason,
   type SnapshotReason,
   type WatchLaneOptions,

@@ -1,4 +1,5 @@
-import type { LaneWatchMessage } from "../schema/watch.ts";
+import { utf8Length } from "../schema/utf8.ts";
+import { WATCH_ACK_EVERY_BYTES, type LaneWatchMessage } from "../schema/watch.ts";
 import { path } from "./http.ts";
 
 // The socket side of watchLane: the WebSocket surface it needs, the watch URL and subprotocol, and
@@ -47,4 +48,23 @@ function isLaneWatchMessage(value: unknown): value is LaneWatchMessage {
   if (!isRecord(value) || typeof value.seq !== "number" || !Number.isSafeInteger(value.seq)) return false;
   if (value.type === "snapshot") return isRecord(value.snapshot);
   return value.type === "event" && isRecord(value.event) && typeof value.event.type === "string";
+}
+
+/**
+ * The client half of flow control: counts the UTF-8 bytes of every server message but the
+ * runtime's `pong`, and acknowledges the total (`{"type":"ack","bytes":n}`) each time another
+ * `WATCH_ACK_EVERY_BYTES` arrived, well inside the server's window.
+ */
+export class Acknowledger {
+  private total = 0;
+  private acknowledged = 0;
+
+  constructor(private readonly send: (text: string) => void) {}
+
+  received(text: string): void {
+    this.total += utf8Length(text);
+    if (this.total - this.acknowledged < WATCH_ACK_EVERY_BYTES) return;
+    this.acknowledged = this.total;
+    this.send(JSON.stringify({ type: "ack", bytes: this.total }));
+  }
 }

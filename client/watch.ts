@@ -1,6 +1,10 @@
+import type { Entry } from "../schema/entries.ts";
 import type { HarnessEvent, LaneSnapshot } from "../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../schema/reduce-lane-snapshot.ts";
-import { laneWatchUrl, bearerProtocol, parseWatchMessage, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
+import { WATCH_CLOSE } from "../schema/watch.ts";
+import { HttpClient, type FetchLike } from "./http.ts";
+import { BranchesApi } from "./session-data.ts";
+import { Acknowledger, laneWatchUrl, bearerProtocol, parseWatchMessage, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 
 export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 
@@ -19,6 +23,11 @@ export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstru
 // seen on this socket, the snapshot's included) as a gap. `"contiguous"` (seq must be last + 1) is
 // for a stream that numbers its own events consecutively (e.g. a relay that renumbers); against
 // this server it would resnapshot after nearly every run.
+//
+// Flow control (docs/api-watch.md "Acknowledgements"): the replica acknowledges the bytes it has
+// received every megabyte, so the server never closes it as a slow consumer while it keeps up.
+// A long transcript arrives as its newest part (`snapshot.olderEntries`); `olderEntries()` reads
+// the rest by REST.
 
 export type GapRule = "monotonic" | "contiguous";
 
@@ -77,6 +86,14 @@ export interface WatchLaneOptions {
   pingIntervalMs?: number;
   /** Jitter source in [0, 1) (default Math.random). */
   random?: () => number;
+  /** The fetch `olderEntries()` reads with (default `globalThis.fetch`). */
+  fetch?: FetchLike;
+}
+
+export interface OlderEntriesOptions {
+  /** Entries per REST page (default 100, at most 1000). */
+  pageSize?: number;
+  signal?: AbortSignal;
 }
 
 export interface LaneWatch {
@@ -89,14 +106,23 @@ export interface LaneWatch {
   readonly ready: Promise<LaneSnapshot>;
   /** Adds a listener; returns its removal. */
   on(listener: LaneWatchListener): () => void;
+  /**
+   * The transcript entries before the replica's `transcript`, newest first, back to the newest
+   * compaction (included), read by REST a page at a time; none when the transcript is complete
+   * (no `olderEntries` on the replica). A snapshot carries only the newest part of a long transcript.
+   */
+  olderEntries(options?: OlderEntriesOptions): AsyncGenerator<Entry, void, undefined>;
   /** Closes the socket and stops reconnecting. */
   close(): void;
 }
 
 const RESNAPSHOT = JSON.stringify({ type: "resnapshot" });
 const OPEN = 1;
-/** A close with 1000 from the server means the session was deleted: reconnecting cannot succeed. */
-const SERVER_DONE = 1000;
+/**
+ * Closes after which reconnecting cannot succeed: 1000 the session was deleted; 1003 and 1008 the
+ * server refused this client (its key was revoked, or a protocol violation).
+ */
+const SERVER_DONE: ReadonlySet<number> = new Set([WATCH_CLOSE.sessionDeleted, WATCH_CLOSE.binary, WATCH_CLOSE.policy]);
 
 interface Connection {
   socket: WatchSocket;
@@ -106,6 +132,7 @@ interface Connection {
   /** The last seq accepted on this socket (the snapshot's included). */
   lastSeq: number;
   ping?: ReturnType<typeof setInterval>;
+  acks: Acknowledger;
 }
 
 export function watchLane(options: WatchLaneOptions): LaneWatch {
@@ -192,7 +219,13 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       end(new WatchError("ended", "The WebSocket could not be created", error));
       return;
     }
-    const connection: Connection = { socket, awaitingSnapshot: true, hadSnapshot: false, lastSeq: Number.NEGATIVE_INFINITY };
+    const connection: Connection = {
+      socket,
+      awaitingSnapshot: true,
+      hadSnapshot: false,
+      lastSeq: Number.NEGATIVE_INFINITY,
+      acks: new Acknowledger((ack) => send(connection, ack)),
+    };
     active = connection;
     socket.addEventListener("open", () => {
       if (active !== connection) return;
@@ -209,7 +242,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       if (active !== connection) return;
       active = undefined;
       if (connection.ping !== undefined) clearInterval(connection.ping);
-      if (event.code === SERVER_DONE) {
+      if (SERVER_DONE.has(event.code)) {
         end(new WatchError("ended", `The server ended the watch: ${event.reason || "normal closure"}`), { code: event.code, reason: event.reason });
         return;
       }
@@ -259,6 +292,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   function receive(connection: Connection, data: unknown): void {
     const text = typeof data === "string" ? data : data instanceof ArrayBuffer ? new TextDecoder().decode(data) : undefined;
     if (text === "pong") return;
+    if (text !== undefined) connection.acks.received(text);
     const message = text === undefined ? undefined : parseWatchMessage(text);
     if (message === undefined) {
       report(new WatchError("protocol", `Unreadable watch message: ${String(text ?? typeof data).slice(0, 120)}`));
@@ -289,6 +323,14 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     if (options.onEvent) guarded(() => options.onEvent?.(message.event, folded, message.seq));
   }
 
+  let branches: BranchesApi | undefined;
+  async function* olderEntries(start: string | undefined, { pageSize = 100, signal }: OlderEntriesOptions): AsyncGenerator<Entry, void, undefined> {
+    if (start === undefined) return;
+    branches ??= new BranchesApi(new HttpClient({ baseUrl: options.baseUrl, key: options.key, ...(options.fetch && { fetch: options.fetch }) }));
+    const query = { start, stopAtType: "compaction" as const, limit: pageSize };
+    yield* branches.allEntries(options.sessionId, options.lane, query, signal ? { signal } : {});
+  }
+
   connect();
 
   return {
@@ -300,6 +342,8 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    // The start is read at the call: later snapshots do not move an iteration already begun.
+    olderEntries: (olderOptions = {}) => olderEntries(replica?.snapshot.olderEntries?.start, olderOptions),
     close: () => end(undefined),
   };
 }

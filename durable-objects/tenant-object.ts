@@ -7,6 +7,7 @@ import { asResult, RpcError } from "./rpc-errors.ts";
 import { migrate } from "./sql/migrations.ts";
 import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
+import { TenantWatches } from "./tenant-watches.ts";
 
 export interface TenantInfo {
   id: string;
@@ -73,14 +74,36 @@ export class TenantObject extends DurableObject<Env> {
     });
   }
 
-  /** Effective on the next request: verification reads this row every time (no cache). */
+  /**
+   * Effective on the next request: verification reads this row every time (no cache). The key's
+   * open watch sockets are closed before the answer (a batch of sessions; the alarm does the rest).
+   */
   async revokeKey(keyId: string): Promise<Wire<RpcResult<{ revoked: boolean }>>> {
-    return asResult(() => {
+    return asResult(async () => {
       this.requireTenant();
       const row = this.ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys WHERE key_id = ?", keyId).one();
       if (row.n === 0) throw new RpcError({ code: "NotFound", message: `Key ${keyId} does not exist` });
       this.ctx.storage.sql.exec("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?", Date.now(), keyId);
+      await this.watches().closeRevoked(Date.now());
       return { revoked: true };
+    });
+  }
+
+  /** A session accepted a watch socket opened with `keyId` (tenant-watches.ts); inactive: the key is revoked. */
+  async registerWatch(keyId: string, sessionId: string): Promise<{ active: boolean }> {
+    return this.watches().register(keyId, sessionId, Date.now());
+  }
+
+  /** Continues closing revoked keys' watch sockets past a batch or after a failed notification. */
+  override async alarm(): Promise<void> {
+    await this.watches().closeRevoked(Date.now());
+  }
+
+  private watches(): TenantWatches {
+    return new TenantWatches(this.ctx.storage.sql, this.ctx.storage, (sessionId, keyId) => {
+      const tenant = this.requireTenant();
+      // The session object's name (ARCHITECTURE D2), as the front worker derives it.
+      return this.env.SESSIONS.getByName(`${tenant.id}:${sessionId}`).closeWatchesOfKey(keyId);
     });
   }
 

@@ -2,28 +2,15 @@ import type { AgentHarness } from "../harness/runtime/harness.ts";
 import type { EventFeed } from "../harness/runtime/watch.ts";
 import type { SessionMutator } from "../harness/session/mutation.ts";
 import type { HarnessEvent } from "../schema/lane.ts";
-import { inLaneStream, inSessionStream } from "../schema/watch.ts";
+import { utf8Length } from "../schema/utf8.ts";
+import { inLaneStream, inSessionStream, WATCH_CLOSE, WATCH_UNACKED_WINDOW_BYTES, type WatchCloseCode } from "../schema/watch.ts";
+import { WatchFlow, type WatchTarget } from "./watch-flow.ts";
 
-/** What a watch socket follows: one lane's stream, or the session-wide stream. */
-export type WatchTarget = { kind: "lane"; lane: string } | { kind: "session" };
-
-/**
- * Per-socket state, kept with the socket through hibernation (ids only, far below 16 KiB).
- * `ready` turns true once the first snapshot was sent: a socket found unready after a restart
- * never got its baseline and is closed so that its client reconnects.
- */
-export interface WatchAttachment {
-  v: 1;
-  target: WatchTarget;
-  keyId: string;
-  ready: boolean;
-}
+export type { WatchTarget } from "./watch-flow.ts";
 
 /** Tags let the platform list a lane's sockets (`lane:<name>`) or the session watchers. */
 export const watchTags = (target: WatchTarget): string[] => (target.kind === "lane" ? ["watch", `lane:${target.lane}`] : ["watch", "session"]);
 
-/** A socket whose unsent output exceeds this is a slow consumer: closed 1013, its client resnapshots. */
-export const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 /** Seqs are reserved in blocks: one storage write per block (and per wake), never one per event. */
 export const SEQ_BLOCK = 1024;
 const SEQ_KEY = "watch.seq.reserved";
@@ -46,16 +33,21 @@ export class WatchHub {
   private feed: { harness: AgentHarness; feed: EventFeed } | undefined;
   /** Registry of sockets past their first snapshot; undefined until loaded in this instance. */
   private watchers: { lanes: Map<string, Set<WebSocket>>; session: Set<WebSocket> } | undefined;
+  /** Flow control of every socket this instance touched (restored from attachments on first use). */
+  private readonly flows = new Map<WebSocket, WatchFlow>();
   /** Accepted in this instance, first snapshot not yet sent. */
   private readonly joining = new Set<WebSocket>();
-  /** At most one resnapshot in flight per socket; further requests meanwhile are coalesced. */
+  /** At most one resnapshot in flight per socket; requests meanwhile are answered by that one. */
   private readonly resnapshotting = new Set<WebSocket>();
   /** REST snapshot reads waiting for their boundary (failed when the feed is left). */
   private readonly reads = new Set<(error: Error) => void>();
   private seq = 0;
   private reserved = 0;
 
-  constructor(private readonly ctx: DurableObjectState) {}
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** A new harness exists: follow its feed when any socket is open (hosts call this before anyone else uses it). */
   attach(harness: AgentHarness): void {
@@ -70,26 +62,57 @@ export class WatchHub {
   }
 
   /**
-   * A socket accepted right after `prepare(harness)`: captures its snapshot on the line and sends
-   * it at its place in the feed; events follow from there.
+   * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
+   * on the line and sends it at its place in the feed; events follow from there.
    */
-  join(ws: WebSocket, target: WatchTarget, harness: AgentHarness): void {
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness): void {
+    const flow = WatchFlow.open(ws, target, keyId, this.now());
+    this.flows.set(ws, flow);
     this.joining.add(ws);
     this.capture(ws, target, harness, () => {
       this.joining.delete(ws);
-      const attachment = readAttachment(ws);
-      if (attachment) ws.serializeAttachment({ ...attachment, ready: true });
+      flow.markReady();
       this.add(ws, target);
     });
   }
 
   /** A client's resnapshot request: a fresh snapshot after which events continue from its seq. */
   resnapshot(ws: WebSocket, harness: AgentHarness): void {
-    const attachment = readAttachment(ws);
-    if (!attachment?.ready) return;
+    const flow = this.flow(ws);
+    if (!flow?.ready) return;
     if (this.resnapshotting.has(ws) || this.joining.has(ws)) return;
     this.resnapshotting.add(ws);
-    this.capture(ws, attachment.target, harness, () => this.resnapshotting.delete(ws));
+    this.capture(ws, flow.target, harness, () => this.resnapshotting.delete(ws));
+  }
+
+  /**
+   * A client message is about to be handled: false (and the socket closed) when the socket exceeds
+   * its message rate (1008) or its state is unknown (1011).
+   */
+  admit(ws: WebSocket): boolean {
+    const flow = this.flow(ws);
+    if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    else if (flow.admitMessage(this.now())) return true;
+    else this.drop(ws, WATCH_CLOSE.policy, "Too many messages: rate limited");
+    return false;
+  }
+
+  /** `{"type":"ack","bytes":n}`: needs no harness, so an acknowledgement never opens the session. */
+  acknowledge(ws: WebSocket, bytes: number): void {
+    const flow = this.flow(ws);
+    if (!flow) return this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    if (flow.acknowledge(bytes) === "beyond_sent") this.drop(ws, WATCH_CLOSE.policy, "Acknowledged more bytes than were sent");
+  }
+
+  /** Closes (1008) every socket opened with `keyId`, for a revoked key; returns how many. */
+  closeKey(keyId: string): number {
+    let closed = 0;
+    for (const ws of this.ctx.getWebSockets("watch")) {
+      if (this.flow(ws)?.keyId !== keyId) continue;
+      this.drop(ws, WATCH_CLOSE.policy, "The API key was revoked");
+      closed++;
+    }
+    return closed;
   }
 
   /**
@@ -114,6 +137,7 @@ export class WatchHub {
 
   /** The socket is gone (closed, errored or dropped). */
   forget(ws: WebSocket): void {
+    this.flows.delete(ws);
     this.joining.delete(ws);
     this.resnapshotting.delete(ws);
     if (!this.watchers) return;
@@ -121,6 +145,20 @@ export class WatchHub {
     for (const [lane, sockets] of this.watchers.lanes) {
       if (sockets.delete(ws) && sockets.size === 0) this.watchers.lanes.delete(lane);
     }
+  }
+
+  private drop(ws: WebSocket, code: WatchCloseCode, reason: string): void {
+    this.forget(ws);
+    close(ws, code, reason);
+  }
+
+  private flow(ws: WebSocket): WatchFlow | undefined {
+    let flow = this.flows.get(ws);
+    if (!flow) {
+      flow = WatchFlow.restore(ws, this.now());
+      if (flow) this.flows.set(ws, flow);
+    }
+    return flow;
   }
 
   private capture(ws: WebSocket, target: WatchTarget, harness: AgentHarness, sent: () => void): void {
@@ -133,12 +171,11 @@ export class WatchHub {
     };
     const atBoundary = (snapshot: ReturnType<typeof read>) => {
       if (!isOpen(ws)) return this.forget(ws);
-      if (!this.send(ws, JSON.stringify({ type: "snapshot", seq: this.seq, snapshot }))) return;
+      if (!this.send(ws, outgoing({ type: "snapshot", seq: this.seq, snapshot }))) return;
       sent();
     };
     feed.capture(read, atBoundary).catch((error: unknown) => {
-      this.forget(ws);
-      close(ws, 1011, `Snapshot failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.drop(ws, WATCH_CLOSE.internal, `Snapshot failed: ${error instanceof Error ? error.message : String(error)}`);
     });
   }
 
@@ -158,7 +195,7 @@ export class WatchHub {
     this.feed.feed.close();
     this.feed = undefined;
     this.resnapshotting.clear();
-    for (const ws of this.joining) close(ws, 1012, "The session restarted; reconnect");
+    for (const ws of this.joining) this.drop(ws, WATCH_CLOSE.restart, "The session restarted; reconnect");
     this.joining.clear();
     for (const abandon of this.reads) abandon(new Error("The session restarted during the snapshot"));
     this.reads.clear();
@@ -173,10 +210,10 @@ export class WatchHub {
     this.reserve();
     for (const ws of this.ctx.getWebSockets("watch")) {
       if (this.joining.has(ws) || !isOpen(ws)) continue;
-      const attachment = readAttachment(ws);
-      if (!attachment) close(ws, 1011, "Unknown watch state");
-      else if (!attachment.ready) close(ws, 1012, "Restarted before the snapshot; reconnect");
-      else this.add(ws, attachment.target);
+      const flow = this.flow(ws);
+      if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+      else if (!flow.ready) this.drop(ws, WATCH_CLOSE.restart, "Restarted before the snapshot; reconnect");
+      else this.add(ws, flow.target);
     }
   }
 
@@ -197,8 +234,8 @@ export class WatchHub {
     const seq = this.next();
     const watchers = this.watchers;
     if (!watchers) return;
-    let text: string | undefined;
-    const deliver = (ws: WebSocket) => this.send(ws, (text ??= JSON.stringify({ type: "event", seq, event })));
+    let message: Outgoing | undefined;
+    const deliver = (ws: WebSocket) => this.send(ws, (message ??= outgoing({ type: "event", seq, event })));
     if (inSessionStream(event)) for (const ws of watchers.session) deliver(ws);
     for (const [lane, sockets] of watchers.lanes) {
       if (!inLaneStream(event, lane)) continue;
@@ -221,54 +258,46 @@ export class WatchHub {
     }
   }
 
-  /** Sends, or drops a socket that is closed, broken or too far behind (closed 1013). */
-  private send(ws: WebSocket, text: string): boolean {
-    if (!isOpen(ws)) {
+  /** Sends, or drops a socket that is closed, broken, too old or too far behind. */
+  private send(ws: WebSocket, message: Outgoing): boolean {
+    const flow = this.flow(ws);
+    if (!isOpen(ws) || !flow) {
       this.forget(ws);
       return false;
     }
-    if (bufferedBytes(ws) > MAX_BUFFERED_BYTES) {
-      this.forget(ws);
-      close(ws, 1013, "slow consumer");
+    const verdict = flow.beforeSend(this.now());
+    if (verdict === "slow") {
+      this.drop(ws, WATCH_CLOSE.slowConsumer, `Slow consumer: more than ${WATCH_UNACKED_WINDOW_BYTES} bytes unacknowledged`);
+      return false;
+    }
+    if (verdict === "expired") {
+      this.drop(ws, WATCH_CLOSE.maxAge, "The socket reached its maximum age; reconnect");
       return false;
     }
     try {
-      ws.send(text);
-      return true;
+      ws.send(message.text);
     } catch (error) {
-      this.forget(ws);
-      close(ws, 1011, `Send failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.drop(ws, WATCH_CLOSE.internal, `Send failed: ${error instanceof Error ? error.message : String(error)}`);
       return false;
     }
+    flow.sent(message.bytes);
+    return true;
   }
 }
 
-export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
-  let value: unknown;
-  try {
-    value = ws.deserializeAttachment();
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== "object" || value === null || !("v" in value) || value.v !== 1) return undefined;
-  if (!("target" in value) || !("ready" in value) || !("keyId" in value)) return undefined;
-  const { target, ready, keyId } = value;
-  if (typeof ready !== "boolean" || typeof keyId !== "string" || typeof target !== "object" || target === null) return undefined;
-  if ("kind" in target && target.kind === "session") return { v: 1, target: { kind: "session" }, ready, keyId };
-  if ("kind" in target && target.kind === "lane" && "lane" in target && typeof target.lane === "string") {
-    return { v: 1, target: { kind: "lane", lane: target.lane }, ready, keyId };
-  }
-  return undefined;
+/** A server message and its UTF-8 size (what flow control counts), measured once for every socket. */
+interface Outgoing {
+  text: string;
+  bytes: number;
+}
+
+function outgoing(message: object): Outgoing {
+  const text = JSON.stringify(message);
+  return { text, bytes: utf8Length(text) };
 }
 
 function isOpen(ws: WebSocket): boolean {
   return ws.readyState === WebSocket.READY_STATE_OPEN;
-}
-
-/** `bufferedAmount` where the runtime reports it; 0 otherwise. */
-function bufferedBytes(ws: WebSocket): number {
-  const amount: unknown = ws.bufferedAmount;
-  return typeof amount === "number" ? amount : 0;
 }
 
 /** Closes once, never throws; reasons are cut to the protocol's 123 bytes. */
@@ -281,9 +310,8 @@ export function close(ws: WebSocket, code: number, reason: string): void {
 }
 
 function truncateUtf8(text: string, maxBytes: number): string {
-  const encoder = new TextEncoder();
-  if (encoder.encode(text).byteLength <= maxBytes) return text;
+  if (utf8Length(text) <= maxBytes) return text;
   let out = text;
-  while (encoder.encode(out).byteLength > maxBytes) out = out.slice(0, -1);
+  while (utf8Length(out) > maxBytes) out = out.slice(0, -1);
   return out;
 }

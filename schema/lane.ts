@@ -2,6 +2,7 @@ import * as v from "valibot";
 import type { Entry } from "./entries.ts";
 import type { JsonValue } from "./json.ts";
 import type { AgentMessage, AssistantMessage, DeferredHandle, ToolResultMessage } from "./messages.ts";
+import type { OlderEntries } from "./transcript-bounds.ts";
 import type { SessionStats, Usage, UsageRow } from "./usage.ts";
 
 // Lane-facing wire shapes: configuration, queue, operation records, snapshots and events
@@ -117,8 +118,13 @@ export interface SnapshotOperation {
 export interface LaneSnapshot {
   lane: string;
   tipId: string | null;
-  /** Compaction-bounded, oldest first: the newest compaction (if any) first, then up to the tip. */
+  /**
+   * Compaction-bounded, oldest first: the newest compaction (if any) first, then up to the tip;
+   * only its newest part when `olderEntries` is set (bounds in transcript-bounds.ts).
+   */
   transcript: Entry[];
+  /** Set when older entries of the compaction-bounded transcript were left out of `transcript`. */
+  olderEntries?: OlderEntries;
   lastResult?: OperationResultRecord;
   configuration: LaneConfiguration;
   stats: SessionStats;

@@ -14,6 +14,7 @@ import {
   type SnapshotOperation,
   type ThinkingLevel,
 } from "./lane.ts";
+import { boundTranscript } from "./transcript-bounds.ts";
 
 // The normative client fold (reference §5.4, ARCHITECTURE D13/D14.6): a watcher applies every event
 // after its snapshot. Pure: the input snapshot (and everything reachable from it) is never mutated;
@@ -192,10 +193,15 @@ function addEntry(snapshot: LaneSnapshot, entry: Entry): LaneSnapshot {
     const runningTools = operation.runningTools.filter((r) => r.toolCallId !== toolCallId);
     if (runningTools.length !== operation.runningTools.length) operation = { ...operation, runningTools };
   }
-  const transcript = entry.type === "compaction" ? [entry] : [...snapshot.transcript, entry];
+  // A compaction starts a new transcript; otherwise the tail may outgrow the snapshot bounds.
+  const { transcript, olderEntries } =
+    entry.type === "compaction" ? boundTranscript([entry], undefined) : boundTranscript([...snapshot.transcript, entry], snapshot.olderEntries);
   const stats =
     entry.type === "message" ? { ...snapshot.stats, messageCount: snapshot.stats.messageCount + 1 } : snapshot.stats;
-  return { ...snapshot, transcript, tipId: entry.id, stats, operation };
+  const next: LaneSnapshot = { ...snapshot, transcript, tipId: entry.id, stats, operation };
+  if (olderEntries) next.olderEntries = olderEntries;
+  else delete next.olderEntries;
+  return next;
 }
 
 function resultRecord(

@@ -23,12 +23,55 @@ export type WatchMessage<S> = { type: "snapshot"; seq: number; snapshot: S } | {
 export type LaneWatchMessage = WatchMessage<LaneSnapshot>;
 export type SessionWatchMessage = WatchMessage<SessionSnapshot>;
 
-/** Client → server, besides the literal text `"ping"` (answered `"pong"` without waking the object). */
-export const WatchClientMessageSchema = v.strictObject({ type: v.literal("resnapshot") });
+/**
+ * Client → server, besides the literal text `"ping"` (answered `"pong"` without waking the object):
+ * `resnapshot` asks for a fresh snapshot; `ack` reports `bytes`, the UTF-8 byte length of every
+ * snapshot and event message received on this socket so far (flow control, below).
+ */
+export const WatchClientMessageSchema = v.variant("type", [
+  v.strictObject({ type: v.literal("resnapshot") }),
+  v.strictObject({ type: v.literal("ack"), bytes: v.pipe(v.number(), v.safeInteger(), v.minValue(0)) }),
+]);
 export type WatchClientMessage = v.InferOutput<typeof WatchClientMessageSchema>;
 
 /** The longest client message (in characters) the server reads; anything longer is a protocol violation. */
 export const MAX_WATCH_CLIENT_MESSAGE_CHARS = 1024;
+
+// Flow control. workerd reports no `bufferedAmount` and no drain on server sockets, so the bound
+// on what a socket may leave unread lives in the protocol: the server counts the bytes it sent on
+// each socket, the client acknowledges what it received, and a socket whose unacknowledged bytes
+// exceed the window when the next message is due is closed 1013 (its client reconnects and gets a
+// fresh snapshot; nothing is lost but the socket). So one socket holds at most the window plus one
+// message in the platform's send buffers, however slowly it reads.
+
+/** Unacknowledged bytes a socket may hold before it is closed as a slow consumer (1013). */
+export const WATCH_UNACKED_WINDOW_BYTES = 16 * 1024 * 1024;
+/** A client acknowledges once this many bytes arrived since its last acknowledgement (the SDK does). */
+export const WATCH_ACK_EVERY_BYTES = 1024 * 1024;
+/** Client messages per socket: a burst of this many, refilled at `WATCH_MESSAGES_PER_SECOND`; more closes 1008. */
+export const WATCH_MESSAGE_BURST = 100;
+export const WATCH_MESSAGES_PER_SECOND = 10;
+/** A socket is closed (1001) once this old at its next message, so clients reconnect at least daily. */
+export const WATCH_MAX_SOCKET_AGE_MS = 24 * 60 * 60 * 1000;
+
+/** Every close code the server sends on a watch socket (docs/api-watch.md "Close codes"). */
+export const WATCH_CLOSE = {
+  /** The session was deleted: reconnecting cannot succeed. */
+  sessionDeleted: 1000,
+  /** The socket reached its maximum age: reconnect. */
+  maxAge: 1001,
+  /** A binary frame. */
+  binary: 1003,
+  /** A protocol violation (invalid, oversized, too many or over-acknowledging messages) or a revoked key. */
+  policy: 1008,
+  /** The snapshot or a send failed on the server. */
+  internal: 1011,
+  /** The session restarted before the socket's first snapshot: reconnect. */
+  restart: 1012,
+  /** A slow consumer: more than the window unacknowledged. Reconnect. */
+  slowConsumer: 1013,
+} as const;
+export type WatchCloseCode = (typeof WATCH_CLOSE)[keyof typeof WATCH_CLOSE];
 
 /**
  * The JSON variant of LaneWatchEvent (reference §5.4): not in lane streams at all, whatever the

@@ -3,10 +3,10 @@ import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import { IdSchema } from "../../schema/api.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WatchClientMessageSchema } from "../../schema/watch.ts";
+import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema } from "../../schema/watch.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc-errors.ts";
-import { close, readAttachment, WatchHub, watchTags, type WatchAttachment, type WatchTarget } from "../watch-hub.ts";
+import { close, WatchHub, watchTags, type WatchTarget } from "../watch-hub.ts";
 import { SessionLaneRpc } from "./session-lane-rpc.ts";
 
 /**
@@ -53,7 +53,8 @@ export abstract class SessionWatch extends SessionLaneRpc {
       return errorResponse({ code: "UpgradeRequired", message: "Expected a WebSocket upgrade" });
     }
     const target = watchTarget(request.headers);
-    if (!target) return errorResponse({ code: "ValidationFailed", message: "Invalid watch target" });
+    const keyId = request.headers.get(WATCH_HEADERS.keyId);
+    if (!target || !keyId) return errorResponse({ code: "ValidationFailed", message: "Invalid watch target" });
     let harness: AgentHarness;
     try {
       harness = await this.harness();
@@ -65,39 +66,78 @@ export abstract class SessionWatch extends SessionLaneRpc {
     if (target.kind === "lane" && !harness.getLane(target.lane)) {
       return errorResponse({ code: "UnknownLane", message: `Lane "${target.lane}" does not exist` });
     }
-    // Accepted, tagged and attached synchronously before the 101 (agents#321): no await from here.
+    // Accepted, tagged and attached synchronously (agents#321): no await until the socket is whole.
     this.hub.prepare(harness);
     const pair = new WebSocketPair();
     const client = pair[0];
     const server = pair[1];
     this.ctx.acceptWebSocket(server, watchTags(target));
-    const attachment: WatchAttachment = { v: 1, target, keyId: request.headers.get(WATCH_HEADERS.keyId) ?? "", ready: false };
-    server.serializeAttachment(attachment);
-    this.hub.join(server, target, harness);
+    this.hub.join(server, target, keyId, harness);
+    const refusal = await this.registerWatch(keyId);
+    if (refusal) {
+      this.hub.forget(server);
+      close(server, WATCH_CLOSE.policy, refusal.message);
+      return errorResponse(refusal);
+    }
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  /** `{"type":"resnapshot"}` is the only client message ("ping" is answered by the runtime). */
+  /**
+   * Revocation reaches open sockets (D17 "revocation is immediate"): the TenantObject calls this
+   * for every session where the key registered a watch. Cheap: no session or harness is opened.
+   */
+  async closeWatchesOfKey(keyId: string): Promise<number> {
+    return this.hub.closeKey(keyId);
+  }
+
+  /**
+   * Registers the accepted socket's key with the TenantObject, which refuses a key revoked by now.
+   * Registering after the accept closes the race with a concurrent revocation: a revocation
+   * ordered before the registration is seen by it (refused here); one ordered after it finds the
+   * registration and closes the already accepted socket (closeWatchesOfKey). Awaited, so a socket
+   * the tenant does not know of is never handed out; a failed call refuses the upgrade (503).
+   */
+  private async registerWatch(keyId: string): Promise<ApiError | undefined> {
+    const { session, storage } = this.open();
+    try {
+      const { active } = await this.env.TENANTS.getByName(storage.tenantId).registerWatch(keyId, session.metadata.id);
+      return active ? undefined : { code: "Unauthenticated", message: "The API key was revoked" };
+    } catch {
+      return { code: "Overloaded", message: "The watch could not be registered; retry" };
+    }
+  }
+
+  /**
+   * Client messages: `{"type":"resnapshot"}` and `{"type":"ack","bytes":n}` ("ping" is answered by
+   * the runtime). Every message counts against the socket's rate before anything else is done.
+   */
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    if (typeof message !== "string") return close(ws, 1003, "Binary messages are not supported");
+    if (!this.hub.admit(ws)) return;
+    if (typeof message !== "string") return this.refuse(ws, WATCH_CLOSE.binary, "Binary messages are not supported");
     if (message === "ping") return ws.send("pong");
-    if (message.length > MAX_WATCH_CLIENT_MESSAGE_CHARS) return close(ws, 1008, "Message too large");
+    if (message.length > MAX_WATCH_CLIENT_MESSAGE_CHARS) return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
     let parsed: unknown;
     try {
       parsed = JSON.parse(message);
     } catch {
-      return close(ws, 1008, "Messages are JSON");
+      return this.refuse(ws, WATCH_CLOSE.policy, "Messages are JSON");
     }
-    if (!v.is(WatchClientMessageSchema, parsed)) return close(ws, 1008, 'Unknown message; expected {"type":"resnapshot"}');
-    if (!readAttachment(ws)?.ready) return;
+    if (!v.is(WatchClientMessageSchema, parsed)) {
+      return this.refuse(ws, WATCH_CLOSE.policy, 'Unknown message; expected {"type":"resnapshot"} or {"type":"ack","bytes":n}');
+    }
+    if (parsed.type === "ack") return this.hub.acknowledge(ws, parsed.bytes);
     let harness: AgentHarness;
     try {
       harness = await this.harness();
     } catch (error) {
-      this.hub.forget(ws);
-      return close(ws, 1011, expectedError(error)?.message ?? "The session is unavailable");
+      return this.refuse(ws, WATCH_CLOSE.internal, expectedError(error)?.message ?? "The session is unavailable");
     }
     this.hub.resnapshot(ws, harness);
+  }
+
+  private refuse(ws: WebSocket, code: number, reason: string): void {
+    this.hub.forget(ws);
+    close(ws, code, reason);
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {

@@ -71,4 +71,18 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 5,
+    name: "watch_registrations",
+    statements: [
+      // Where each key has watch sockets open, so revoking it can close them (tenant-watches.ts).
+      `CREATE TABLE watch_registrations (
+        key_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        registered_at INTEGER NOT NULL,
+        PRIMARY KEY (key_id, session_id)
+      )`,
+      "CREATE INDEX watch_registrations_by_time ON watch_registrations (registered_at)",
+    ],
+  },
 ];

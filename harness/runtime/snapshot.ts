@@ -5,6 +5,7 @@ import { operationResult, operationToolArgs, pendingEntry } from "../session/bui
 import type { SessionMutator } from "../session/mutation.ts";
 import { committedFrames } from "./drive/recover-assistant.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
+import { readTranscriptTail } from "./transcript-tail.ts";
 import type { ToolBatch } from "./types.ts";
 
 /**
@@ -18,8 +19,7 @@ export function captureSnapshot(
   state: LaneProjection,
   live: { streaming?: AssistantMessage; faulted: boolean },
 ): LaneSnapshot {
-  const transcript =
-    state.tipId === null ? [] : m.scanBranch({ start: state.tipId, order: "newestFirst", stopAtType: "compaction" }).reverse();
+  const { transcript, olderEntries } = readTranscriptTail(m, state.tipId);
   const lastResult =
     state.lastOperationId === null ? undefined : m.getValue(operationResult<OperationResultRecord>(state.lastOperationId))?.value;
   if (state.lastOperationId !== null && lastResult === undefined) throw new Error(`Invariant: record ${state.lastOperationId} is missing`);
@@ -27,6 +27,7 @@ export function captureSnapshot(
     lane,
     tipId: state.tipId,
     transcript,
+    ...(olderEntries && { olderEntries }),
     ...(lastResult && { lastResult }),
     configuration: state.configuration,
     stats: m.getStats(),

@@ -8,6 +8,7 @@ import { call, newTenant } from "./helpers.ts";
 
 /** Every wait on a socket is bounded: a missing message fails the test instead of hanging it. */
 const WAIT_MS = 8_000;
+const utf8 = new TextEncoder();
 
 export type Received<S> = WatchMessage<S> | { type: "text"; text: string };
 
@@ -21,6 +22,10 @@ export interface Client<S> {
   /** The close the socket saw (bounded wait). */
   closed(): Promise<{ code: number; reason: string }>;
   send(text: string): void;
+  /** UTF-8 bytes of the snapshot and event messages received so far (what an acknowledgement counts). */
+  receivedBytes(): number;
+  /** Acknowledges every message received so far (`{"type":"ack","bytes":n}`). */
+  ack(): void;
 }
 
 export function upgrade(path: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -38,11 +43,13 @@ export async function connect<S = LaneSnapshot>(path: string, auth: string | { p
   const inbox: Received<S>[] = [];
   const waiters: (() => void)[] = [];
   let closedWith: { code: number; reason: string } | undefined;
+  let receivedBytes = 0;
   const wake = () => waiters.splice(0).forEach((resolve) => resolve());
   ws.addEventListener("message", (event) => {
     const text = typeof event.data === "string" ? event.data : "<binary>";
     if (!text.startsWith("{")) inbox.push({ type: "text", text });
     else {
+      receivedBytes += utf8.encode(text).byteLength;
       const message: WatchMessage<S> = JSON.parse(text);
       inbox.push(message);
     }
@@ -80,7 +87,16 @@ export async function connect<S = LaneSnapshot>(path: string, auth: string | { p
       if (match(message)) return read;
     }
   };
-  return { ws, response, next, until, closed: () => bounded(closed, "close"), send: (text) => ws.send(text) };
+  return {
+    ws,
+    response,
+    next,
+    until,
+    closed: () => bounded(closed, "close"),
+    send: (text) => ws.send(text),
+    receivedBytes: () => receivedBytes,
+    ack: () => ws.send(JSON.stringify({ type: "ack", bytes: receivedBytes })),
+  };
 }
 
 function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
@@ -148,4 +164,14 @@ export async function settled(stub: ReturnType<typeof sessionObject>, lane: stri
 
 export function strictlyIncreasing(seqs: number[]): boolean {
   return seqs.every((seq, i) => i === 0 || seq > (seqs[i - 1] ?? Number.POSITIVE_INFINITY));
+}
+
+/** Appends `count` custom entries of about `bytes` each to a lane (over RPC, one commit each). */
+export async function fillLane(stub: ReturnType<typeof sessionObject>, lane: string, count: number, bytes: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const data = `${i}:`.padEnd(bytes, "x");
+    ids.push(unwrap(await stub.appendToLane(lane, toWire({ customType: "blob", data }))).entryId);
+  }
+  return ids;
 }

@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { readAttachment } from "../../durable-objects/watch-hub.ts";
+import { readAttachment } from "../../durable-objects/watch-flow.ts";
 import type { SessionSnapshot } from "../../schema/watch.ts";
 import { unwrap } from "../helpers/sessions.ts";
 import { connect, events, expectSnapshot, fold, isRunEnd, prompt, settled, strictlyIncreasing, watchSetup } from "./watch-helpers.ts";
@@ -28,7 +28,9 @@ describe("watch across eviction", { timeout: 30_000 }, () => {
       lane: state.getWebSockets("lane:main").map((ws) => readAttachment(ws)),
       session: state.getWebSockets("session").length,
     }));
-    expect(survived.lane).toEqual([{ v: 1, target: { kind: "lane", lane: "main" }, keyId: expect.any(String), ready: true }]);
+    expect(survived.lane).toEqual([
+      { v: 2, target: { kind: "lane", lane: "main" }, keyId: expect.any(String), ready: true, openedAt: expect.any(Number), sent: expect.any(Number), acked: 0 },
+    ]);
     expect(survived.session).toBe(1);
 
     const after = await prompt(stub, "main", "after the eviction");

@@ -10,6 +10,7 @@ import {
   type WatchError,
   type WatchLaneOptions,
 } from "../../client/index.ts";
+import { WATCH_ACK_EVERY_BYTES } from "../../schema/watch.ts";
 import { eventually, FakeSocket } from "./sockets.ts";
 
 // watchLane against a scripted socket: the exact message sequences (snapshot, events, gaps,
@@ -229,5 +230,65 @@ describe("watchLane (scripted socket)", () => {
     const pings = socket.sent.length;
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(socket.sent.length).toBe(pings);
+  });
+
+  it("acknowledges the UTF-8 bytes of every server message but pong, each time another megabyte arrived", () => {
+    const { socket } = watch();
+    socket.open();
+    const utf8 = new TextEncoder();
+    const messages = [
+      JSON.stringify({ type: "snapshot", seq: 1, snapshot: laneSnapshot() }),
+      ...Array.from({ length: 12 }, (_, i) => JSON.stringify({ type: "event", seq: i + 2, event: thinking(`é🙂${"x".repeat(200_000)}`) })),
+    ];
+    let total = 0;
+    const expected: string[] = [];
+    let acknowledged = 0;
+    for (const text of messages) {
+      socket.deliver(text);
+      socket.deliver("pong");
+      total += utf8.encode(text).byteLength;
+      if (total - acknowledged >= WATCH_ACK_EVERY_BYTES) {
+        acknowledged = total;
+        expected.push(JSON.stringify({ type: "ack", bytes: total }));
+      }
+    }
+    expect(expected.length).toBeGreaterThanOrEqual(2);
+    expect(socket.sent.filter((text) => text.startsWith('{"type":"ack"'))).toEqual(expected);
+  });
+
+  it("a server close 1008 (key revoked, or a refused message) or 1003 ends the watch instead of reconnecting", async () => {
+    for (const code of [1008, 1003]) {
+      FakeSocket.reset();
+      const { handle, socket, errors } = watch();
+      socket.open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+      await handle.ready;
+      socket.serverClose(code, "The API key was revoked");
+      expect(handle.status()).toBe("closed");
+      expect(errors.at(-1)).toMatchObject({ kind: "ended", message: expect.stringContaining("revoked") });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(FakeSocket.instances).toHaveLength(1);
+    }
+  });
+
+  it("olderEntries() reads the entries before the replica's tail by REST, newest first, page by page", async () => {
+    const requests: string[] = [];
+    const pages: Record<string, { items: { id: string }[]; nextCursor: string | null }> = {
+      "": { items: [{ id: "e3" }, { id: "e2" }], nextCursor: "2" },
+      "2": { items: [{ id: "e1" }], nextCursor: null },
+    };
+    const fetch = async (input: string) => {
+      requests.push(input);
+      const cursor = new URL(input).searchParams.get("cursor") ?? "";
+      return Response.json(pages[cursor]);
+    };
+    const { handle, socket } = watch({ fetch });
+    expect(await handle.olderEntries().next()).toEqual({ done: true, value: undefined });
+    socket.open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot({ tipId: "e4", olderEntries: { start: "e3" } }) });
+    await handle.ready;
+    const ids: string[] = [];
+    for await (const entry of handle.olderEntries({ pageSize: 2 })) ids.push(entry.id);
+    expect(ids).toEqual(["e3", "e2", "e1"]);
+    expect(requests[0]).toBe("http://api.test/v1/sessions/s1/branches/main/entries?start=e3&stopAtType=compaction&limit=2");
+    handle.close();
   });
 });

@@ -1,7 +1,10 @@
-import { exports } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createClient, watchLane, type AgentSessionsClient, type LaneWatchUpdate, type WatchError } from "../../client/index.ts";
-import { newTenant } from "../api/helpers.ts";
+import { SNAPSHOT_TRANSCRIPT_MAX_BYTES } from "../../schema/transcript-bounds.ts";
+import { WATCH_UNACKED_WINDOW_BYTES } from "../../schema/watch.ts";
+import { adminToken, call, newTenant } from "../api/helpers.ts";
 import { eventually, WorkerdWebSocket } from "./sockets.ts";
 
 // watchLane over real sockets to the app in workerd (the WorkerdWebSocket adapter performs the
@@ -9,12 +12,12 @@ import { eventually, WorkerdWebSocket } from "./sockets.ts";
 
 const BASE_URL = "http://api.test";
 
-async function setup(prefix: string): Promise<{ client: AgentSessionsClient; key: string; sessionId: string }> {
-  const { key } = await newTenant(prefix);
+async function setup(prefix: string): Promise<{ client: AgentSessionsClient; key: string; keyId: string; tenantId: string; sessionId: string }> {
+  const { key, keyId, tenantId } = await newTenant(prefix);
   const client = createClient({ baseUrl: BASE_URL, key, fetch: (input, init) => exports.default.fetch(input, init) });
   const { id } = await client.sessions.create();
   await client.lanes.put(id, "main");
-  return { client, key, sessionId: id };
+  return { client, key, keyId, tenantId, sessionId: id };
 }
 
 describe("watchLane over a real socket", { timeout: 30_000 }, () => {
@@ -51,7 +54,7 @@ describe("watchLane over a real socket", { timeout: 30_000 }, () => {
   });
 
   it("reconnects after the server closes the socket and keeps folding from the fresh snapshot", async () => {
-    const { client, key, sessionId } = await setup("sdk_reconnect");
+    const { client, key, sessionId, tenantId } = await setup("sdk_reconnect");
     const handle = watchLane({ baseUrl: BASE_URL, key, sessionId, lane: "main", WebSocket: WorkerdWebSocket, backoff: { initialMs: 20, maxMs: 100 } });
     const statuses: string[] = [];
     handle.on((update) => {
@@ -59,10 +62,10 @@ describe("watchLane over a real socket", { timeout: 30_000 }, () => {
     });
     await handle.ready;
     await client.prompt(sessionId, "main", "before the drop");
-    // A message the server refuses: it closes the socket with 1008.
-    WorkerdWebSocket.opened[0]?.send("not json");
+    // A deploy-style restart of the session object closes its sockets.
+    await evictDurableObject(env.SESSIONS.getByName(`${tenantId}:${sessionId}`), { webSockets: "close" });
     await eventually(() => WorkerdWebSocket.opened.length === 2 && handle.status() === "open", "a second connection");
-    expect(statuses).toContain("reconnecting:1008");
+    expect(statuses.some((status) => status.startsWith("reconnecting:"))).toBe(true);
     const outcome = await client.prompt(sessionId, "main", "after the reconnect");
     expect(outcome.state).toBe("settled");
     const rest = await client.lanes.snapshot(sessionId, "main");
@@ -84,5 +87,43 @@ describe("watchLane over a real socket", { timeout: 30_000 }, () => {
     const refused = watchLane({ baseUrl: BASE_URL, key: "sk_nobody_bad", sessionId, lane: "main", WebSocket: WorkerdWebSocket, backoff: { initialMs: 5, maxAttempts: 1 } });
     await expect(refused.ready).rejects.toMatchObject({ kind: "ended" });
     expect(WorkerdWebSocket.opened).toHaveLength(3);
+  });
+
+  it("acknowledges what it receives: more than the server's window of events arrives on one socket; older entries come by REST", async () => {
+    const { client, key, sessionId } = await setup("sdk_acks");
+    const fetch = (input: string, init?: RequestInit) => exports.default.fetch(input, init);
+    const handle = watchLane({ baseUrl: BASE_URL, key, sessionId, lane: "main", WebSocket: WorkerdWebSocket, fetch });
+    await handle.ready;
+    const appended: string[] = [];
+    const entryBytes = 900_000;
+    const count = Math.ceil((WATCH_UNACKED_WINDOW_BYTES * 1.5) / entryBytes);
+    for (let i = 0; i < count; i++) {
+      appended.push((await client.lanes.append(sessionId, "main", { customType: "blob", data: `${i}:`.padEnd(entryBytes, "x") })).entryId);
+    }
+    await eventually(() => handle.snapshot()?.tipId === appended.at(-1), "the last entry in the replica");
+    // One socket the whole time: the server never closed it as a slow consumer.
+    expect(WorkerdWebSocket.opened).toHaveLength(1);
+    const rest = await client.lanes.snapshot(sessionId, "main");
+    expect(handle.snapshot()).toStrictEqual(rest.snapshot);
+
+    const replica = handle.snapshot();
+    if (!replica?.olderEntries) throw new Error("a transcript this long is a tail");
+    expect(replica.transcript.length).toBeLessThanOrEqual(Math.ceil(SNAPSHOT_TRANSCRIPT_MAX_BYTES / entryBytes));
+    const older: string[] = [];
+    for await (const entry of handle.olderEntries({ pageSize: 4 })) older.push(entry.id);
+    expect([...older.reverse(), ...replica.transcript.map((entry) => entry.id)]).toEqual(appended);
+    handle.close();
+  });
+
+  it("ends when its key is revoked (close 1008) instead of reconnecting", async () => {
+    const { key, keyId, tenantId, sessionId } = await setup("sdk_revoked");
+    const errors: WatchError[] = [];
+    const handle = watchLane({ baseUrl: BASE_URL, key, sessionId, lane: "main", WebSocket: WorkerdWebSocket, onError: (error) => errors.push(error) });
+    await handle.ready;
+    const revoked = await call(`/v1/admin/tenants/${tenantId}/keys/${keyId}`, { method: "DELETE", token: adminToken() });
+    expect(revoked.status).toBeLessThan(300);
+    await eventually(() => handle.status() === "closed", "the watch to end");
+    expect(errors.at(-1)).toMatchObject({ kind: "ended", message: expect.stringContaining("revoked") });
+    expect(WorkerdWebSocket.opened).toHaveLength(1);
   });
 });

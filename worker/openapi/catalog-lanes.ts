@@ -10,10 +10,35 @@ import {
   WaitQuerySchema,
 } from "../../schema/lane-api.ts";
 import { LaneConfigurationSchema } from "../../schema/lane.ts";
+import { SNAPSHOT_TRANSCRIPT_MAX_BYTES, SNAPSHOT_TRANSCRIPT_MAX_ENTRIES } from "../../schema/transcript-bounds.ts";
+import {
+  WATCH_ACK_EVERY_BYTES,
+  WATCH_CLOSE,
+  WATCH_MAX_SOCKET_AGE_MS,
+  WATCH_MESSAGE_BURST,
+  WATCH_MESSAGES_PER_SECOND,
+  WATCH_UNACKED_WINDOW_BYTES,
+} from "../../schema/watch.ts";
 import { LANE_ERRORS, SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
 
 // spec/API.md "Lanes", "Queue", "Operations" and "Watch protocol": worker/routes/lanes.ts,
 // operations.ts and watch.ts (docs/api-lanes.md, docs/api-watch.md).
+
+/** The watch protocol's flow control and close codes, in both watch routes (docs/api-watch.md). */
+const WATCH_PROTOCOL =
+  `Acknowledge received bytes with \`{ "type": "ack", "bytes": n }\` (the UTF-8 length of all snapshot and event messages so far) at least every ${mib(WATCH_ACK_EVERY_BYTES)}: ` +
+  `more than ${mib(WATCH_UNACKED_WINDOW_BYTES)} unacknowledged closes the socket ${WATCH_CLOSE.slowConsumer}. ` +
+  `Client messages: a burst of ${WATCH_MESSAGE_BURST}, then ${WATCH_MESSAGES_PER_SECOND} per second. Close codes: ${WATCH_CLOSE.sessionDeleted} session deleted, ` +
+  `${WATCH_CLOSE.maxAge} socket older than ${WATCH_MAX_SOCKET_AGE_MS / 3_600_000} h, ${WATCH_CLOSE.binary} binary frame, ${WATCH_CLOSE.policy} invalid or oversized message, ` +
+  `rate limit, acknowledgement beyond what was sent, or the key was revoked; ${WATCH_CLOSE.internal} server failure, ` +
+  `${WATCH_CLOSE.restart} restarted before the first snapshot, ${WATCH_CLOSE.slowConsumer} slow consumer. See docs/api-watch.md.`;
+const SNAPSHOT_TRANSCRIPT =
+  `\`snapshot.transcript\` is at most the newest ${SNAPSHOT_TRANSCRIPT_MAX_ENTRIES} entries and ${mib(SNAPSHOT_TRANSCRIPT_MAX_BYTES)}; ` +
+  "`snapshot.olderEntries.start` then names the newest entry left out (read older ones with `GET …/branches/{lane}/entries?start=…&stopAtType=compaction`).";
+
+function mib(bytes: number): string {
+  return `${bytes / (1024 * 1024)} MiB`;
+}
 
 const SID = { sid: IdSchema };
 const LANE = { ...SID, lane: LaneNameSchema };
@@ -60,7 +85,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", operationId: "getLaneSnapshot", tag: "Lanes", auth: "tenant",
     summary: "A lane's snapshot", pathParams: LANE,
-    responses: { 200: { description: "`{ seq, snapshot: LaneSnapshot }`" } },
+    responses: { 200: { description: `\`{ seq, snapshot: LaneSnapshot }\`. ${SNAPSHOT_TRANSCRIPT}` } },
     errors: LANE_ERRORS,
   },
   {
@@ -130,17 +155,17 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}/watch", operationId: "watchSession", tag: "Watch", auth: "tenant",
     summary: "Watch a session (WebSocket)",
-    description: "Lane inventory, lane lifecycle, operation starts and ends, usage, faults and settings. Authenticate with the header or the subprotocol `bearer.<key>` (selected in the 101). See docs/api-watch.md.",
+    description: `Lane inventory, lane lifecycle, operation starts and ends, usage, faults and settings. Authenticate with the header or the subprotocol \`bearer.<key>\` (selected in the 101). ${WATCH_PROTOCOL}`,
     pathParams: SID,
     responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
-    errors: ["SessionNotFound", "UpgradeRequired"],
+    errors: ["SessionNotFound", "UpgradeRequired", "Overloaded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/watch", operationId: "watchLane", tag: "Watch", auth: "tenant",
     summary: "Watch a lane (WebSocket)",
-    description: "`{ type: \"snapshot\", seq, snapshot }` first, then `{ type: \"event\", seq, event }` in order; send `{ \"type\": \"resnapshot\" }` for a fresh snapshot, `ping` for `pong`.",
+    description: `\`{ type: "snapshot", seq, snapshot }\` first, then \`{ type: "event", seq, event }\` in order; send \`{ "type": "resnapshot" }\` for a fresh snapshot, \`ping\` for \`pong\`. The snapshot's transcript is its newest part (see getLaneSnapshot). ${WATCH_PROTOCOL}`,
     pathParams: LANE,
     responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
-    errors: ["SessionNotFound", "UnknownLane", "UpgradeRequired"],
+    errors: ["SessionNotFound", "UnknownLane", "UpgradeRequired", "Overloaded"],
   },
 ];
