@@ -32,13 +32,19 @@ export const WaitQuerySchema = v.object({
   ),
 });
 
-export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)) }), {});
-
-export const LaneConfigPatchSchema = v.strictObject({
+const laneConfigEntries = {
   model: v.optional(ModelIdentitySchema),
   thinkingLevel: v.optional(ThinkingLevelSchema),
   activeTools: v.optional(v.pipe(v.array(shortText), v.maxLength(256))),
-});
+};
+
+export const LaneConfigPatchSchema = v.strictObject(laneConfigEntries);
+
+/**
+ * `PUT …/lanes/{lane}`: where a new lane's branch starts and, optionally, its configuration. Both
+ * apply only when the request creates the lane; the configuration is checked either way.
+ */
+export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)), ...laneConfigEntries }), {});
 
 /** `{ message }` or `{ customType, data? }`: one lane entry (placed now when idle, queued when busy). */
 export const NewLaneEntrySchema = v.union([

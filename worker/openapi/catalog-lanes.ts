@@ -21,6 +21,8 @@ const OPERATION = { ...LANE, opId: IdSchema };
 const OPERATION_VIEW = "`{ state: \"settled\", result }` or `{ state: \"active\", status, at, retry? }`";
 const CONVENIENCE = "The settled record, or `{ status: \"suspended\", operationId, deferred }`";
 const OPEN_QUOTA = "While the tenant has `maxOpenOperations` operations open (accepted, not settled), 429 `RateLimited` with `details.quota: \"maxOpenOperations\"` and `Retry-After`.";
+const CONFIG_CHECK =
+  "A model this deployment does not offer (see `GET /v1/models`) is 422 `UnknownModel`, tools that do not exist 422 `UnknownTool` (no tools exist in this build yet); nothing is written then.";
 const WAIT_DEFAULT = (seconds: number) => `\`?wait=\` seconds (≤ 60, default ${seconds}).`;
 
 export const laneCatalog: readonly CatalogRoute[] = [
@@ -32,10 +34,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "put", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "putLane", tag: "Lanes", auth: "tenant",
-    summary: "Get or create a lane", description: "`createAt` is the entry a new lane's branch starts at (null: empty).",
-    pathParams: LANE, body: PutLaneSchema, example: { createAt: null },
+    summary: "Get or create a lane",
+    description:
+      "`createAt` is the entry a new lane's branch starts at (null: empty); `model`, `thinkingLevel` and `activeTools` configure a new lane (default: `scripted/echo`, `off`, none). Both apply only when the request creates the lane. " +
+      CONFIG_CHECK,
+    pathParams: LANE, body: PutLaneSchema, example: { createAt: null, model: { provider: "scripted", modelId: "echo" } },
     responses: { 200: { description: "The existing lane's LaneInfo" }, 201: { description: "The created lane's LaneInfo" } },
-    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane"],
+    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",
@@ -45,10 +50,10 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "patch", path: "/v1/sessions/{sid}/lanes/{lane}/config", operationId: "configureLane", tag: "Lanes", auth: "tenant",
-    summary: "Configure a lane (model, thinking level, active tools)",
+    summary: "Configure a lane (model, thinking level, active tools)", description: CONFIG_CHECK,
     pathParams: LANE, body: LaneConfigPatchSchema, example: { thinkingLevel: "low" },
     responses: { 200: { description: "The configuration", schema: LaneConfigurationSchema } },
-    errors: LANE_ERRORS,
+    errors: [...LANE_ERRORS, "UnknownModel", "UnknownTool"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/entries", operationId: "appendLaneEntry", tag: "Lanes", auth: "tenant",
