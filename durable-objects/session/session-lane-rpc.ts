@@ -7,8 +7,10 @@ import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, Oper
 import type { DeferredHandle } from "../../schema/messages.ts";
 import type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { Wire } from "../../schema/wire.ts";
+import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import { DEFAULT_LANE_MODEL, type OperationView } from "../session-runtime.ts";
+import { appendedMessages } from "./appended-messages.ts";
 import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { SessionDataRpc } from "./session-data-rpc.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
@@ -17,8 +19,8 @@ import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host
  * What a waiting convenience answers (reference §3.9 over HTTP): the settled record, a run
  * suspended on a deferred response, or the id of an operation still going when the wait ran out.
  */
-export type ConvenienceOutcome =
-  | { state: "settled"; result: OperationResultRecord }
+export type ConvenienceOutcome<Settled = OperationResultRecord> =
+  | { state: "settled"; result: Settled }
   | { state: "suspended"; operationId: string; deferred: DeferredHandle }
   | { state: "pending"; operationId: string };
 
@@ -101,13 +103,18 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
     });
   }
 
-  /** prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`. */
-  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome>>> {
+  /**
+   * prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`.
+   * A settled run answers its record with the messages it appended, so one call gets the answer.
+   */
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
       const admission = unwrapLane(await lane.accept(parseWire(request)));
       this.open().runtime.startPass(lane, admission.operationId);
-      return this.outcomeWithin(lane, admission.operationId, waitMs);
+      const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
+      if (outcome.state !== "settled") return outcome;
+      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.openStorage(), outcome.result) } };
     });
   }
 
