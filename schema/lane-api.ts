@@ -102,9 +102,10 @@ export const PromptConvenienceSchema = v.strictObject({
  * How much of a run the prompt convenience returns: the newest messages up to this many and this
  * many bytes of JSON. The final message is returned whatever its size (an entry is bounded on its
  * own); older messages past a bound are left out and `messagesTruncated` says so. The whole run is
- * on the lane's branch: `GET …/branches/{lane}/entries?start={tipId}&stopAtId={fromTipId}`.
+ * on the lane's branch: `GET …/branches/{lane}/entries?start={tipId}&stopAtId={fromTipId}`. The
+ * byte bound keeps an answer well inside what an Idempotency-Key replay can store (one SQLite row).
  */
-export const PROMPT_ANSWER_LIMITS = { messages: 64, bytes: 1024 * 1024 } as const;
+export const PROMPT_ANSWER_LIMITS = { messages: 64, bytes: 512 * 1024 } as const;
 
 /** `OperationResultRecord` of schema/lane.ts as a schema, for the answers that carry one. */
 const OperationResultRecordEntries = {

@@ -118,7 +118,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", operationId: "prompt", tag: "Operations", auth: "tenant",
     summary: "Prompt and wait (accept + wait)",
-    description: `\`wait\` in seconds (≤ 60, default 60). A settled run answers its record plus \`messages\`: what the run placed on the lane's branch, oldest first, the final assistant message last; the newest ${PROMPT_ANSWER_LIMITS.messages} messages within ${PROMPT_ANSWER_LIMITS.bytes / 1024 / 1024} MiB (the final message always), \`messagesTruncated: true\` when older ones were left out. ${OPEN_QUOTA}`,
+    description: `\`wait\` in seconds (≤ 60, default 60). A settled run answers its record plus \`messages\`: what the run placed on the lane's branch, oldest first, the final assistant message last; the newest ${PROMPT_ANSWER_LIMITS.messages} messages within ${PROMPT_ANSWER_LIMITS.bytes / 1024} KiB (the final message always), \`messagesTruncated: true\` when older ones were left out. ${OPEN_QUOTA}`,
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
     responses: {
       200: { description: "The settled record with `messages` and `messagesTruncated`, or `{ status: \"suspended\", operationId, deferred }`", schema: v.union([PromptAnswerSchema, SuspendedRunSchema]) },
