@@ -3,6 +3,7 @@ import { AdminApi, me, models } from "./admin.ts";
 import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts";
 import { LanesApi, QueueApi } from "./lanes.ts";
 import { OperationsApi } from "./operations.ts";
+import { ResourcesApi } from "./resources.ts";
 import { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 import { EntriesApi, SessionsApi, usage } from "./sessions.ts";
 import type { Me, ModelCatalogEntry, UsagePage, UsageQuery } from "./types.ts";
@@ -17,7 +18,8 @@ export type ClientOptions = HttpClientOptions;
  * const client = new AgentSessionsClient({ baseUrl: "https://…", key: "sk_…" });
  * const session = await client.sessions.create({ name: "demo" });
  * await client.lanes.put(session.id, "main");
- * const outcome = await client.operations.prompt(session.id, "main", "Hello!");
+ * const outcome = await client.prompt(session.id, "main", "Hello!");
+ * if (outcome.state === "settled") console.log(outcome.result.messages.at(-1));
  * ```
  *
  * Every method throws ApiRequestError (see `isApiError`) for a non-2xx answer.
@@ -32,6 +34,8 @@ export class AgentSessionsClient {
   readonly values: ValuesApi;
   readonly lists: ListsApi;
   readonly branches: BranchesApi;
+  /** Skills and prompt templates of a session. */
+  readonly resources: ResourcesApi;
   readonly lanes: LanesApi;
   readonly queue: QueueApi;
   /** Operation primitives and the prompt / abort / resume conveniences. */
@@ -45,6 +49,7 @@ export class AgentSessionsClient {
     this.values = new ValuesApi(this.http);
     this.lists = new ListsApi(this.http);
     this.branches = new BranchesApi(this.http);
+    this.resources = new ResourcesApi(this.http);
     this.lanes = new LanesApi(this.http);
     this.queue = new QueueApi(this.http);
     this.operations = new OperationsApi(this.http);

@@ -1,5 +1,5 @@
 // The client SDK (ARCHITECTURE §2): typed REST calls and watchLane() with reconnect + fold.
-// Imports only schema/.
+// Imports only schema/; the package build (tsconfig.build.json) emits those schema modules beside it.
 
 export { AgentSessionsClient, createClient, type ClientOptions } from "./client.ts";
 export {
@@ -19,6 +19,7 @@ export { EntriesApi, SessionsApi } from "./sessions.ts";
 export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";
 export { OperationsApi, type PromptOptions, type WaitOptions } from "./operations.ts";
+export { ResourcesApi } from "./resources.ts";
 export { pages, paginate } from "./paging.ts";
 export {
   bearerProtocol,
@@ -57,7 +58,7 @@ export type {
   SnapshotOperation,
 } from "../schema/lane.ts";
 export type { AgentMessage, AssistantMessage, ImageContent, UserMessage } from "../schema/messages.ts";
-export type { HarnessSettings, HarnessSettingsPatch } from "../schema/settings.ts";
+export type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../schema/settings.ts";
 export type { SessionStats, Usage, UsageRow } from "../schema/usage.ts";
 export type { LaneWatchMessage } from "../schema/watch.ts";
 export { isRebase, reduceLaneSnapshot, type LaneRebase } from "../schema/reduce-lane-snapshot.ts";

@@ -9,6 +9,7 @@ import type {
   LaneConfigPatchBody,
   LaneSnapshotAt,
   NewLaneEntryBody,
+  PutLaneBody,
   PutLaneResult,
   QueueKind,
 } from "./types.ts";
@@ -21,10 +22,12 @@ export class LanesApi {
   constructor(private readonly http: HttpClient) {}
 
   /**
-   * `PUT …/lanes/{lane}` `{ createAt? }`: get or create. `created` is true when this request created
-   * the lane (201), false when it existed (200). 404 UnknownTarget for an unknown `createAt`.
+   * `PUT …/lanes/{lane}` `{ createAt?, model?, thinkingLevel?, activeTools? }`: get or create; the
+   * start entry and configuration apply only to a lane this request creates. `created` is true when
+   * this request created the lane (201), false when it existed (200). 404 UnknownTarget for an
+   * unknown `createAt`; 422 UnknownModel / UnknownTool for names the deployment does not know.
    */
-  async put(sessionId: string, lane: string, body: { createAt?: string | null } = {}, options: CallOptions = {}): Promise<PutLaneResult> {
+  async put(sessionId: string, lane: string, body: PutLaneBody = {}, options: CallOptions = {}): Promise<PutLaneResult> {
     const response = await this.http.send<LaneInfo>({ ...options, method: "PUT", path: lanePath(sessionId, lane), body });
     return { lane: response.body, created: response.status === 201 };
   }
@@ -39,7 +42,10 @@ export class LanesApi {
     return this.http.json({ ...options, method: "GET", path: lanePath(sessionId, lane) });
   }
 
-  /** `PATCH …/lanes/{lane}/config` `{ model?, thinkingLevel?, activeTools? }` → the configuration. */
+  /**
+   * `PATCH …/lanes/{lane}/config` `{ model?, thinkingLevel?, activeTools? }` → the configuration.
+   * 422 UnknownModel / UnknownTool (nothing written) for names the deployment does not know.
+   */
   configure(sessionId: string, lane: string, patch: LaneConfigPatchBody, options: CallOptions = {}): Promise<LaneConfiguration> {
     return this.http.json({ ...options, method: "PATCH", path: lanePath(sessionId, lane, "/config"), body: patch });
   }

@@ -2,7 +2,7 @@ import type { OperationResultRecord } from "../schema/lane.ts";
 import type { DeferredHandle, ImageContent } from "../schema/messages.ts";
 import { path, waitSeconds, type CallOptions, type HttpClient, type HttpResponse } from "./http.ts";
 import { lanePath } from "./lanes.ts";
-import type { AbortOutcome, AbortRequestResult, ConvenienceOutcome, OperationAdmission, OperationRequestBody, OperationView, PromptInput } from "./types.ts";
+import type { AbortOutcome, AbortRequestResult, ConvenienceOutcome, OperationAdmission, OperationRequestBody, OperationView, PromptAnswer, PromptInput, PromptOutcome } from "./types.ts";
 
 /** Waiting options: seconds, at most 60 (decimals allowed). */
 export interface WaitOptions extends CallOptions {
@@ -50,14 +50,15 @@ export class OperationsApi {
   }
 
   /**
-   * `POST …/prompt` `{ prompt, images?, wait?, operationId? }`: accept and wait. Settled → the record;
-   * a deferred run → `suspended`; the wait ran out → `pending` with the id (poll it with `get`).
+   * `POST …/prompt` `{ prompt, images?, wait?, operationId? }`: accept and wait. Settled → the record
+   * with the messages the run appended (`result.messages`, the final assistant message last); a
+   * deferred run → `suspended`; the wait ran out → `pending` with the id (poll it with `get`).
    * Accepts `idempotencyKey`.
    */
-  async prompt(sessionId: string, lane: string, prompt: PromptInput, options: PromptOptions = {}): Promise<ConvenienceOutcome> {
+  async prompt(sessionId: string, lane: string, prompt: PromptInput, options: PromptOptions = {}): Promise<PromptOutcome> {
     const { images, wait, operationId, ...call } = options;
     const body = { prompt, ...(images !== undefined && { images }), ...(wait !== undefined && { wait }), ...(operationId !== undefined && { operationId }) };
-    return convenienceOutcome(await this.http.send<ConvenienceBody>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body }));
+    return convenienceOutcome(await this.http.send<ConvenienceBody<PromptAnswer>>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body }));
   }
 
   /** `POST …/abort?wait=`: aborts the current operation (422 NoActiveOperation when idle); `record` once reconciled (default wait 10 s). */
@@ -76,9 +77,12 @@ export class OperationsApi {
 }
 
 /** What the waiting conveniences send: the record (200), a suspended run (200), or the id (202). */
-type ConvenienceBody = OperationResultRecord | { status: "suspended"; operationId: string; deferred: DeferredHandle } | { operationId: string };
+type ConvenienceBody<Settled extends OperationResultRecord = OperationResultRecord> =
+  | Settled
+  | { status: "suspended"; operationId: string; deferred: DeferredHandle }
+  | { operationId: string };
 
-function convenienceOutcome(response: HttpResponse<ConvenienceBody>): ConvenienceOutcome {
+function convenienceOutcome<Settled extends OperationResultRecord>(response: HttpResponse<ConvenienceBody<Settled>>): ConvenienceOutcome<Settled> {
   const body = response.body;
   if (response.status === 202) return { state: "pending", operationId: body.operationId };
   if ("status" in body && body.status === "suspended") return { state: "suspended", operationId: body.operationId, deferred: body.deferred };

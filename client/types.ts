@@ -4,7 +4,7 @@ import type { CreateSessionSchema } from "../schema/api.ts";
 import type { CreateBranchSchema, NewBranchEntrySchema, PatchSessionSchema } from "../schema/api-sessions.ts";
 import type { EntryType } from "../schema/entries.ts";
 import type { JsonValue } from "../schema/json.ts";
-import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptConvenienceSchema } from "../schema/lane-api.ts";
+import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptAnswer, PromptConvenienceSchema, PutLaneSchema } from "../schema/lane-api.ts";
 import type { LaneInfo, LaneSnapshot, LiveStatus, OperationKind, OperationResultRecord } from "../schema/lane.ts";
 import type { AgentMessage, DeferredHandle } from "../schema/messages.ts";
 import type { Usage, UsageRow } from "../schema/usage.ts";
@@ -22,6 +22,8 @@ export type CreateBranchBody = v.InferInput<typeof CreateBranchSchema>;
 export type NewBranchEntryBody = v.InferInput<typeof NewBranchEntrySchema>;
 export type NewLaneEntryBody = v.InferInput<typeof NewLaneEntrySchema>;
 export type LaneConfigPatchBody = v.InferInput<typeof LaneConfigPatchSchema>;
+/** `PUT …/lanes/{lane}`: where a new lane starts and its configuration (both used only on creation). */
+export type PutLaneBody = NonNullable<v.InferInput<typeof PutLaneSchema>>;
 export type EnqueueBody = v.InferInput<typeof EnqueueSchema>;
 export type QueueKind = EnqueueBody["kind"];
 export type OperationRequestBody = v.InferInput<typeof OperationRequestSchema>;
@@ -189,9 +191,17 @@ export interface AbortOutcome extends AbortRequestResult {
  * record (200), `{ status: "suspended", operationId, deferred }` (200) or `{ operationId }` (202,
  * the wait ran out); the SDK tags them by `state`.
  */
-export type ConvenienceOutcome =
-  | { state: "settled"; result: OperationResultRecord }
+export type ConvenienceOutcome<Settled = OperationResultRecord> =
+  | { state: "settled"; result: Settled }
   | { state: "suspended"; operationId: string; deferred: DeferredHandle }
   | { state: "pending"; operationId: string };
 
+/**
+ * What `prompt` answers: when settled, the record plus the messages the run placed on the lane's
+ * branch (`result.messages`, oldest first, the final assistant message last; `messagesTruncated`
+ * when older ones were left out by the answer's bounds).
+ */
+export type PromptOutcome = ConvenienceOutcome<PromptAnswer>;
+
+export type { PromptAnswer };
 export type { Branch, BranchListing, Session };

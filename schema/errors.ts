@@ -32,6 +32,10 @@ export const ERROR_STATUS = {
   NothingToCompact: 422,
   NothingToResume: 422,
   NoActiveOperation: 422,
+  /** A lane configuration names a model the deployment does not offer (GET /v1/models). */
+  UnknownModel: 422,
+  /** A lane configuration activates tools that do not exist. */
+  UnknownTool: 422,
   /** A documented operation kind this build does not execute yet (compaction, navigation). */
   UnsupportedOperation: 422,
   IdempotencyConflict: 422,

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { IdSchema } from "./api.ts";
 import { JsonValueSchema } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
-import { AgentMessageSchema, ImageContentSchema } from "./messages.ts";
+import { AgentMessageSchema, DeferredHandleSchema, ImageContentSchema } from "./messages.ts";
 
 // Request bodies and parameters of spec/API.md "Lanes", "Queue" and "Operations" (primitives and
 // conveniences). The front worker validates with these before any object is touched.
@@ -32,13 +32,19 @@ export const WaitQuerySchema = v.object({
   ),
 });
 
-export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)) }), {});
-
-export const LaneConfigPatchSchema = v.strictObject({
+const laneConfigEntries = {
   model: v.optional(ModelIdentitySchema),
   thinkingLevel: v.optional(ThinkingLevelSchema),
   activeTools: v.optional(v.pipe(v.array(shortText), v.maxLength(256))),
-});
+};
+
+export const LaneConfigPatchSchema = v.strictObject(laneConfigEntries);
+
+/**
+ * `PUT …/lanes/{lane}`: where a new lane's branch starts and, optionally, its configuration. Both
+ * apply only when the request creates the lane; the configuration is checked either way.
+ */
+export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)), ...laneConfigEntries }), {});
 
 /** `{ message }` or `{ customType, data? }`: one lane entry (placed now when idle, queued when busy). */
 export const NewLaneEntrySchema = v.union([
@@ -91,3 +97,39 @@ export const PromptConvenienceSchema = v.strictObject({
   wait: v.optional(waitSeconds),
   operationId,
 });
+
+/**
+ * How much of a run the prompt convenience returns: the newest messages up to this many and this
+ * many bytes of JSON. The final message is returned whatever its size (an entry is bounded on its
+ * own); older messages past a bound are left out and `messagesTruncated` says so. The whole run is
+ * on the lane's branch: `GET …/branches/{lane}/entries?start={tipId}&stopAtId={fromTipId}`. The
+ * byte bound keeps an answer well inside what an Idempotency-Key replay can store (one SQLite row).
+ */
+export const PROMPT_ANSWER_LIMITS = { messages: 64, bytes: 512 * 1024 } as const;
+
+/** `OperationResultRecord` of schema/lane.ts as a schema, for the answers that carry one. */
+const OperationResultRecordEntries = {
+  operationId: v.string(),
+  kind: v.picklist(["run", "compaction", "navigation"]),
+  status: v.picklist(["completed", "declined", "aborted", "failed"]),
+  error: v.optional(v.object({ code: v.string(), message: v.string(), details: v.optional(JsonValueSchema) })),
+  fromTipId: v.nullable(v.string()),
+  tipId: v.nullable(v.string()),
+  startedAt: v.number(),
+  endedAt: v.number(),
+};
+
+/**
+ * What `POST …/prompt` answers (200) once the run settled: its result record plus the messages it
+ * placed on the lane's branch between `fromTipId` and `tipId`, oldest first (the prompt, any queued
+ * messages the run took in, the assistant's answers), bounded by PROMPT_ANSWER_LIMITS.
+ */
+export const PromptAnswerSchema = v.object({
+  ...OperationResultRecordEntries,
+  messages: v.array(AgentMessageSchema),
+  messagesTruncated: v.boolean(),
+});
+export type PromptAnswer = v.InferOutput<typeof PromptAnswerSchema>;
+
+/** A waiting convenience's answer for a run parked on a deferred provider response (200). */
+export const SuspendedRunSchema = v.object({ status: v.literal("suspended"), operationId: v.string(), deferred: DeferredHandleSchema });

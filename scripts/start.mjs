@@ -1,39 +1,28 @@
 #!/usr/bin/env node
-// `npm start [-- --port <n>] [-- --dev-key]`: serves the API locally with `wrangler dev` and local
-// persistence under .wrangler/state, so state (and interrupted runs) survive a restart of this
-// process. `--dev-key` also prints a ready API key of a local tenant "dev" once the server is up.
+// `npm start [-- <wrangler dev flags>] [-- --dev-key]`: serves the API locally with `wrangler dev`
+// and local persistence under .wrangler/state, so state (and interrupted runs) survive a restart of
+// this process. Any flag the script sets by default (--port, --ip, --persist-to, …) can be passed
+// to override it. `--dev-key` also prints a ready API key of a local tenant "dev" once the server is up.
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { wranglerDevArgs } from "./dev-args.mjs";
+import { devVar, ensureDevVars } from "./dev-vars.mjs";
 
 const devKey = process.argv.includes("--dev-key");
-const args = process.argv.slice(2).filter((arg) => arg !== "--dev-key");
 const devVars = ".dev.vars";
 
-// The admin token is a secret; locally wrangler reads it from .dev.vars (never committed).
-if (!existsSync(devVars) || !/^ADMIN_TOKEN=/m.test(readFileSync(devVars, "utf8"))) {
-  const token = `adm_${randomBytes(24).toString("base64url")}`;
-  const previous = existsSync(devVars) ? readFileSync(devVars, "utf8") : "";
-  writeFileSync(devVars, `${previous}${previous && !previous.endsWith("\n") ? "\n" : ""}ADMIN_TOKEN=${token}\n`, { mode: 0o600 });
-  console.log(`Created ${devVars} with a new admin token:\n\n  ADMIN_TOKEN=${token}\n`);
-}
+// The admin token is a secret; locally wrangler reads it (and the local settings) from .dev.vars.
+const added = ensureDevVars(devVars);
+if (added.length > 0) console.log(`Added to ${devVars} (local only, never committed):\n\n${added.map((line) => `  ${line}`).join("\n")}\n`);
 
-const portIndex = args.indexOf("--port");
-const port = portIndex >= 0 ? args[portIndex + 1] : "8787";
-const rest = portIndex >= 0 ? [...args.slice(0, portIndex), ...args.slice(portIndex + 2)] : args;
-
-const persist = rest.includes("--persist-to") ? [] : ["--persist-to", ".wrangler/state"];
-const child = spawn(
-  "wrangler",
-  ["dev", "--port", String(port), "--ip", "127.0.0.1", ...persist, "--show-interactive-dev-session=false", ...rest],
-  { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
-);
+const { args, port } = wranglerDevArgs(process.argv.slice(2).filter((arg) => arg !== "--dev-key"));
+const child = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 if (devKey) void printDevKey(`http://127.0.0.1:${port}`);
 
 /** Waits for /health, makes sure tenant "dev" exists, and prints a fresh key for it. */
 async function printDevKey(base) {
-  const token = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(devVars, "utf8"))?.[1]?.trim();
+  const token = devVar(readFileSync(devVars, "utf8"), "ADMIN_TOKEN");
   for (let attempt = 0; attempt < 240; attempt++) {
     try {
       if ((await fetch(`${base}/health`)).ok) break;

@@ -7,8 +7,11 @@ import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, Oper
 import type { DeferredHandle } from "../../schema/messages.ts";
 import type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { Wire } from "../../schema/wire.ts";
+import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
-import type { OperationView } from "../session-runtime.ts";
+import { DEFAULT_LANE_MODEL, type OperationView } from "../session-runtime.ts";
+import { appendedMessages } from "./appended-messages.ts";
+import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { SessionDataRpc } from "./session-data-rpc.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
 
@@ -16,8 +19,8 @@ import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host
  * What a waiting convenience answers (reference §3.9 over HTTP): the settled record, a run
  * suspended on a deferred response, or the id of an operation still going when the wait ran out.
  */
-export type ConvenienceOutcome =
-  | { state: "settled"; result: OperationResultRecord }
+export type ConvenienceOutcome<Settled = OperationResultRecord> =
+  | { state: "settled"; result: Settled }
   | { state: "suspended"; operationId: string; deferred: DeferredHandle }
   | { state: "pending"; operationId: string };
 
@@ -26,11 +29,23 @@ export type AbortOutcome = AbortRequestResult & { record?: OperationResultRecord
 
 /** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
 export abstract class SessionLaneRpc extends SessionDataRpc {
-  async acquireLane(name: string, createAt?: string | null): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
+  private catalog: LaneConfigCatalog | undefined;
+
+  /**
+   * Get-or-create. A configuration given with it is checked first (422, nothing written) and, like
+   * `createAt`, applied only by the request that creates the lane; an existing lane keeps its own.
+   */
+  async acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
     return asResult(async () => {
       const harness = await this.harness();
+      const patch = configuration === undefined ? {} : parseWire(configuration);
       const existed = harness.getLane(name) !== undefined;
+      if (existed) assertKnownConfiguration(patch, this.configCatalog());
+      else assertCreatableLane(patch, this.configCatalog(), DEFAULT_LANE_MODEL);
       const lane = await harness.lane(name, createAt === undefined ? {} : { createAt });
+      // The engine seeds every new lane alike, so the requested configuration follows in its own
+      // commits (config_update events after lane_created).
+      if (!existed) await this.applyConfiguration(lane, patch);
       return { ...lane.info(), created: !existed };
     });
   }
@@ -43,13 +58,13 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
     return asResult(async () => (await this.lane(name)).inspectExecution());
   }
 
+  /** Checks the whole patch against the engine's registry before writing any part of it (422). */
   async configureLane(name: string, patch: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneConfiguration>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
-      const { model, thinkingLevel, activeTools } = parseWire(patch);
-      if (model) unwrapLane(await lane.setModel(model));
-      if (thinkingLevel) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
-      if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
+      const configuration = parseWire(patch);
+      assertKnownConfiguration(configuration, this.configCatalog());
+      await this.applyConfiguration(lane, configuration);
       return lane.inspectExecution().configuration;
     });
   }
@@ -88,13 +103,18 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
     });
   }
 
-  /** prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`. */
-  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome>>> {
+  /**
+   * prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`.
+   * A settled run answers its record with the messages it appended, so one call gets the answer.
+   */
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
       const admission = unwrapLane(await lane.accept(parseWire(request)));
       this.open().runtime.startPass(lane, admission.operationId);
-      return this.outcomeWithin(lane, admission.operationId, waitMs);
+      const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
+      if (outcome.state !== "settled") return outcome;
+      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.openStorage(), outcome.result) } };
     });
   }
 
@@ -195,6 +215,18 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
       await harness.setResources({ ...current, [kind]: entries });
       return { name };
     });
+  }
+
+  private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch): Promise<void> {
+    if (model) unwrapLane(await lane.setModel(model));
+    if (thinkingLevel) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
+    if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
+  }
+
+  /** Built once per object from the switch the hosted harness's registry is built with. */
+  private configCatalog(): LaneConfigCatalog {
+    this.catalog ??= laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on" });
+    return this.catalog;
   }
 
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */

@@ -65,11 +65,11 @@ describe("lanes", () => {
     const { key, lanePath } = await laneSetup("lane_cfg");
     const patched = await call(`${lanePath}/config`, {
       method: "PATCH",
-      body: { model: { provider: "scripted", modelId: "script" }, thinkingLevel: "high", activeTools: ["read"] },
+      body: { model: { provider: "scripted", modelId: "script" }, thinkingLevel: "high", activeTools: [] },
       token: key,
     });
     expect(patched.status).toBe(200);
-    expect(await patched.json()).toEqual({ model: { provider: "scripted", modelId: "script" }, thinkingLevel: "high", activeToolNames: ["read"] });
+    expect(await patched.json()).toEqual({ model: { provider: "scripted", modelId: "script" }, thinkingLevel: "high", activeToolNames: [] });
     expect((await execution({ key, lanePath })).configuration.thinkingLevel).toBe("high");
     const invalid = [
       await call(`${lanePath}/config`, { method: "PATCH", body: { thinkingLevel: "extreme" }, token: key }),

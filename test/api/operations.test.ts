@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import type { Entry } from "../../schema/entries.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
+import type { PromptAnswer } from "../../schema/lane-api.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";
 import { execution, laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
@@ -33,8 +34,9 @@ describe("prompt convenience", () => {
     const setup = await laneSetup("flow");
     const response = await call(`${setup.lanePath}/prompt`, { body: { prompt: "hello there", wait: 10 }, token: setup.key });
     expect(response.status).toBe(200);
-    const record = await response.json<OperationResultRecord>();
+    const { messages, messagesTruncated, ...record } = await response.json<PromptAnswer>();
     expect(record).toMatchObject({ kind: "run", status: "completed", fromTipId: null, operationId: expect.any(String) });
+    expect({ roles: messages.map((message) => message.role), messagesTruncated }).toEqual({ roles: ["user", "assistant"], messagesTruncated: false });
     const snap = await snapshot(setup);
     expect(transcript(snap.transcript)).toEqual(["user: hello there", "assistant: hello there"]);
     expect(snap.tipId).toBe(record.tipId);

@@ -53,7 +53,9 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     expect(outcome.result).toMatchObject({ kind: "run", status: "completed" });
 
     const { snapshot } = await client.lanes.snapshot(session.id, "main");
-    expect(snapshot.lastResult).toEqual(outcome.result);
+    const { messages, messagesTruncated, ...record } = outcome.result;
+    expect(snapshot.lastResult).toEqual(record);
+    expect({ last: messages.at(-1)?.role, messagesTruncated }).toEqual({ last: "assistant", messagesTruncated: false });
     expect(snapshot.tipId).toBe(outcome.result.tipId);
     const roles = snapshot.transcript.map((entry) => (entry.type === "message" ? entry.message.role : entry.type));
     expect(roles).toEqual(["user", "assistant"]);

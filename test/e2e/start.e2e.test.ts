@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevServer, type DevServer } from "./dev-server.ts";
+import { wranglerDevArgs } from "../../scripts/dev-args.mjs";
+import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
-// The README's promise: `npm start` serves the API locally and answers GET /health.
+// The README's promise: `npm start` serves the API locally and answers GET /health, and any
+// `wrangler dev` flag passed after `--` wins over the script's own default for it.
 describe("npm start", () => {
   let server: DevServer;
   beforeAll(async () => {
@@ -15,5 +17,39 @@ describe("npm start", () => {
     const response = await fetch(`${server.baseUrl}/health`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
+  });
+});
+
+describe("npm start -- <a flag the script also sets>", () => {
+  let server: DevServer | undefined;
+  printServerOutputOnFailure(() => [server]);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("serves with --ip 0.0.0.0 instead of making wrangler exit on a repeated flag", async () => {
+    server = await startDevServer({ extraArgs: ["--ip", "0.0.0.0"] });
+    const response = await fetch(`${server.baseUrl}/health`);
+    expect(response.status).toBe(200);
+  }, 90_000);
+});
+
+describe("the wrangler dev command line of npm start", () => {
+  it("passes the script's defaults when the user passes no flag", () => {
+    expect(wranglerDevArgs([])).toEqual({
+      args: ["dev", "--port=8787", "--ip=127.0.0.1", "--persist-to=.wrangler/state", "--show-interactive-dev-session=false"],
+      port: "8787",
+    });
+  });
+
+  it("leaves out each default the user overrides, in either flag form, and keeps the user's flags", () => {
+    const { args, port } = wranglerDevArgs(["--ip", "0.0.0.0", "--port=9000", "--persist-to", "/tmp/x", "--show-interactive-dev-session"]);
+    expect(args).toEqual(["dev", "--ip", "0.0.0.0", "--port=9000", "--persist-to", "/tmp/x", "--show-interactive-dev-session"]);
+    expect(port).toBe("9000");
+    expect(wranglerDevArgs(["--no-show-interactive-dev-session"]).args).not.toContain("--show-interactive-dev-session=false");
+  });
+
+  it("passes other wrangler flags through after the defaults", () => {
+    expect(wranglerDevArgs(["--log-level", "debug"]).args.slice(-2)).toEqual(["--log-level", "debug"]);
   });
 });

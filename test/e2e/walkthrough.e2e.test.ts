@@ -1,15 +1,33 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LaneInfo, LaneSnapshot } from "../../schema/lane.ts";
-import { Api, createTenant, readAdminToken, transcriptText, type ErrorBody, type OperationRecord } from "./client-helpers.ts";
+import type { LaneInfo } from "../../schema/lane.ts";
+import { Api, createTenant, readAdminToken, type ErrorBody } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
+import { fencedBlocks } from "./doc-blocks.ts";
 
-// docs/api.md sections 1 and 2, step by step, over real HTTP against `npm start`.
+// docs/api.md as a new user follows it: its `sh` blocks, exactly as written, run in order in one
+// bash against `npm start` (only the documented address is replaced by the test server's), from
+// the repository folder where `npm start` wrote .dev.vars. Then what the walkthrough implies about
+// keys and tenants, over real HTTP.
+
+const run = promisify(execFile);
+const repo = fileURLToPath(new URL("../../", import.meta.url));
+const DOCUMENTED_BASE = "http://127.0.0.1:8787";
 
 interface SessionBody {
   id: string;
   name: string;
   createdAt: number;
   lanes: LaneInfo[];
+}
+
+/** Runs the blocks in one bash (variables carry over) and answers each block's output. */
+async function runBlocks(blocks: string[], base: string): Promise<string[]> {
+  const script = blocks.map((block, index) => `echo "@@block ${index}"\n${block.replaceAll(DOCUMENTED_BASE, base)}\necho`).join("\n");
+  const { stdout } = await run("bash", ["-c", `set -euo pipefail\n${script}`], { cwd: repo, timeout: 150_000, maxBuffer: 16 * 1024 * 1024 });
+  return stdout.split(/^@@block \d+$/m).slice(1);
 }
 
 describe("the docs/api.md walkthrough", () => {
@@ -25,62 +43,36 @@ describe("the docs/api.md walkthrough", () => {
     await server?.stop();
   });
 
-  it("admin token → tenant → key → /v1/me → session (idempotent) → lane → prompt → snapshot → list", async () => {
-    // 1. A tenant and a key, with the admin token from .dev.vars.
-    const tenantId = `acme-${Date.now().toString(36)}`;
-    const tenant = await admin.expect<{ id: string; name: string; createdAt: number }>(201, "POST", "/v1/admin/tenants", {
-      body: { id: tenantId, name: "Acme" },
-    });
-    expect(tenant).toMatchObject({ id: tenantId, name: "Acme" });
-    expect(typeof tenant.createdAt).toBe("number");
-    const created = await admin.expect<{ keyId: string; key: string }>(201, "POST", `/v1/admin/tenants/${tenantId}/keys`, { body: { name: "dev" } });
-    expect(created.key.startsWith(`sk_${tenantId}_`)).toBe(true);
-    const api = new Api(server.baseUrl, created.key);
-    expect(await api.expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: created.keyId, usage: expect.objectContaining({ totalTokens: 0 }) });
-    // The admin token is not a tenant key, and a tenant key is not an admin token.
-    expect((await admin.request<ErrorBody>("GET", "/v1/me")).status).toBe(401);
-    expect((await api.request<ErrorBody>("POST", "/v1/admin/tenants", { body: { name: "x" } })).status).toBe(401);
+  it("runs every shell block of docs/api.md as written: key, session, prompt, scripted steer, watch", async () => {
+    const blocks = fencedBlocks("docs/api.md", "sh");
+    expect(blocks).toHaveLength(4);
+    expect(blocks[0]).toContain(`export BASE=${DOCUMENTED_BASE}`);
+    const [key, prompt, scripted, watch] = await runBlocks(blocks, server.baseUrl);
 
-    // 2. A session with an Idempotency-Key; the repeat replays the first response.
-    const createSession = () =>
-      api.request<SessionBody>("POST", "/v1/sessions", { body: { id: "demo", name: "Demo" }, headers: { "idempotency-key": "demo-1" } });
-    const first = await createSession();
-    expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({ id: "demo", name: "Demo", lanes: [] });
-    const replay = await createSession();
-    expect(replay.status).toBe(201);
-    expect(replay.headers.get("idempotency-replayed")).toBe("true");
-    expect(replay.body).toEqual(first.body);
-    // Without the key, the same id is a conflict, not a second session.
-    const again = await api.request<ErrorBody>("POST", "/v1/sessions", { body: { id: "demo", name: "Demo" } });
-    expect(again.status).toBe(409);
-    expect(again.body.error.code).toBe("SessionExists");
-
-    // A lane: created (201), then existing (200).
-    expect(await api.expect(201, "PUT", "/v1/sessions/demo/lanes/main", { body: {} })).toEqual({ name: "main", tipId: null, operation: null });
-    expect((await api.request("PUT", "/v1/sessions/demo/lanes/main", { body: {} })).status).toBe(200);
-
-    // A prompt that waits: the settled record; scripted/echo answers with the last user text.
-    const record = await api.expect<OperationRecord>(200, "POST", "/v1/sessions/demo/lanes/main/prompt", {
-      body: { prompt: "hello there", wait: 30 },
-    });
-    expect(record).toMatchObject({ kind: "run", status: "completed", fromTipId: null });
-    expect(record.tipId).not.toBeNull();
-
-    const { snapshot } = await api.expect<{ seq: number; snapshot: LaneSnapshot }>(200, "GET", "/v1/sessions/demo/lanes/main/snapshot");
-    expect(transcriptText(snapshot)).toEqual(["user: hello there", "assistant: hello there"]);
-    expect(snapshot).toMatchObject({ lane: "main", tipId: record.tipId, operation: null, queues: [], faulted: false });
-    expect(snapshot.lastResult).toEqual(record);
-    expect(snapshot.configuration.model).toEqual({ provider: "scripted", modelId: "echo" });
-    expect(snapshot.stats.messageCount).toBe(2);
-    // The settled record stays readable by id.
-    expect(await api.expect(200, "GET", `/v1/sessions/demo/lanes/main/operations/${record.operationId}`)).toEqual({ state: "settled", result: record });
-
-    const list = await api.expect<{ items: SessionBody[]; nextCursor: string | null }>(200, "GET", "/v1/sessions?limit=10");
-    expect(list.items.map((session) => session.id)).toEqual(["demo"]);
-    expect(list.items[0]?.lanes).toEqual([{ name: "main", tipId: record.tipId, operation: null }]);
-    expect(list.nextCursor).toBeNull();
-  });
+    // 1. The tenant, and /v1/me with its new key.
+    expect(key).toContain('{"id":"acme","name":"Acme"');
+    expect(key).toContain('"tenantId":"acme"');
+    // 2. The session, the lane, the prompt's answer with the run's messages, the snapshot.
+    expect(prompt).toMatch(/^\s*\{"id":"demo","tenantId":"acme","name":"Demo"/);
+    expect(prompt).toContain('{"name":"main","tipId":null,"operation":null}');
+    expect(prompt).toMatch(/"kind":"run","status":"completed".*"messages":\[\{"role":"user","content":"hello there".*"text":"hello there".*"messagesTruncated":false/);
+    expect(prompt).toContain('"snapshot":{');
+    // 3. The unknown model is refused by name; the steered run settles with two turns on the branch.
+    expect(scripted).toMatch(/"code":"UnknownModel","message":"Unknown model scripted\/nope/);
+    expect(scripted).toContain('{"model":{"provider":"scripted","modelId":"script"}');
+    expect(scripted).toMatch(/"state":"settled","result":\{[^}]*"status":"completed"/);
+    const order = ["\"go\"", "a slow answer that streams word by word", "also mention the weather", "and a second turn after the steer"].map((text) => scripted?.lastIndexOf(text) ?? -1);
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    // 4. The watch: a snapshot first, then the run's events from its start to its end.
+    // (curl prints no newline, so the first socket message shares a line with curl's answer.)
+    const received = [...(watch ?? "").matchAll(/\{"type":"(snapshot|event)","seq":\d+,"(?:snapshot|event)":\{"(?:lane|type)":"([a-z_]+)"/g)];
+    expect(received[0]?.[1]).toBe("snapshot");
+    const types = received.slice(1).map((match) => match[2]);
+    expect(types[0]).toBe("run_start");
+    expect(types).toContain("message_update");
+    expect(types.at(-1)).toBe("run_end");
+  }, 180_000);
 
   it("a revoked key gets 401 on its next request; other keys of the tenant keep working", async () => {
     const { tenantId, keyId, api } = await createTenant(admin, "revoke");

@@ -1,3 +1,4 @@
+import * as v from "valibot";
 import { IdSchema } from "../../schema/api.ts";
 import {
   EnqueueSchema,
@@ -5,8 +6,11 @@ import {
   LaneNameSchema,
   NewLaneEntrySchema,
   OperationRequestSchema,
+  PROMPT_ANSWER_LIMITS,
+  PromptAnswerSchema,
   PromptConvenienceSchema,
   PutLaneSchema,
+  SuspendedRunSchema,
   WaitQuerySchema,
 } from "../../schema/lane-api.ts";
 import { LaneConfigurationSchema } from "../../schema/lane.ts";
@@ -46,6 +50,8 @@ const OPERATION = { ...LANE, opId: IdSchema };
 const OPERATION_VIEW = "`{ state: \"settled\", result }` or `{ state: \"active\", status, at, retry? }`";
 const CONVENIENCE = "The settled record, or `{ status: \"suspended\", operationId, deferred }`";
 const OPEN_QUOTA = "While the tenant has `maxOpenOperations` operations open (accepted, not settled), 429 `RateLimited` with `details.quota: \"maxOpenOperations\"` and `Retry-After`.";
+const CONFIG_CHECK =
+  "A model this deployment does not offer (see `GET /v1/models`) is 422 `UnknownModel`, tools that do not exist 422 `UnknownTool` (no tools exist in this build yet); nothing is written then.";
 const WAIT_DEFAULT = (seconds: number) => `\`?wait=\` seconds (≤ 60, default ${seconds}).`;
 
 export const laneCatalog: readonly CatalogRoute[] = [
@@ -57,10 +63,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "put", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "putLane", tag: "Lanes", auth: "tenant",
-    summary: "Get or create a lane", description: "`createAt` is the entry a new lane's branch starts at (null: empty).",
-    pathParams: LANE, body: PutLaneSchema, example: { createAt: null },
+    summary: "Get or create a lane",
+    description:
+      "`createAt` is the entry a new lane's branch starts at (null: empty); `model`, `thinkingLevel` and `activeTools` configure a new lane (default: `scripted/echo`, `off`, none). Both apply only when the request creates the lane. " +
+      CONFIG_CHECK,
+    pathParams: LANE, body: PutLaneSchema, example: { createAt: null, model: { provider: "scripted", modelId: "echo" } },
     responses: { 200: { description: "The existing lane's LaneInfo" }, 201: { description: "The created lane's LaneInfo" } },
-    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane"],
+    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",
@@ -70,10 +79,10 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "patch", path: "/v1/sessions/{sid}/lanes/{lane}/config", operationId: "configureLane", tag: "Lanes", auth: "tenant",
-    summary: "Configure a lane (model, thinking level, active tools)",
+    summary: "Configure a lane (model, thinking level, active tools)", description: CONFIG_CHECK,
     pathParams: LANE, body: LaneConfigPatchSchema, example: { thinkingLevel: "low" },
     responses: { 200: { description: "The configuration", schema: LaneConfigurationSchema } },
-    errors: LANE_ERRORS,
+    errors: [...LANE_ERRORS, "UnknownModel", "UnknownTool"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/entries", operationId: "appendLaneEntry", tag: "Lanes", auth: "tenant",
@@ -133,9 +142,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", operationId: "prompt", tag: "Operations", auth: "tenant",
-    summary: "Prompt and wait (accept + wait)", description: `\`wait\` in seconds (≤ 60, default 60). ${OPEN_QUOTA}`,
+    summary: "Prompt and wait (accept + wait)",
+    description: `\`wait\` in seconds (≤ 60, default 60). A settled run answers its record plus \`messages\`: what the run placed on the lane's branch, oldest first, the final assistant message last; the newest ${PROMPT_ANSWER_LIMITS.messages} messages within ${PROMPT_ANSWER_LIMITS.bytes / 1024} KiB (the final message always), \`messagesTruncated: true\` when older ones were left out. ${OPEN_QUOTA}`,
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
-    responses: { 200: { description: CONVENIENCE }, 202: { description: "`{ operationId }`: the wait ran out" } },
+    responses: {
+      200: { description: "The settled record with `messages` and `messagesTruncated`, or `{ status: \"suspended\", operationId, deferred }`", schema: v.union([PromptAnswerSchema, SuspendedRunSchema]) },
+      202: { description: "`{ operationId }`: the wait ran out" },
+    },
     errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId", "RateLimited"],
   },
   {

@@ -24,14 +24,15 @@ export const laneRoutes = new Hono<AppEnv>()
   // Get-or-create: 201 when this request created the lane, 200 when it existed.
   .put("/:lane", async (c) => {
     const { stub, lane } = laneTarget(c);
-    const body = await jsonBody(c, PutLaneSchema);
-    const { created, ...info } = replyValue(await stub.acquireLane(lane, body.createAt));
+    const { createAt, ...configuration } = await jsonBody(c, PutLaneSchema);
+    const { created, ...info } = replyValue(await stub.acquireLane(lane, createAt, toWire(configuration)));
     return c.json(info, created ? 201 : 200);
   })
   .get("/:lane", async (c) => {
     const { stub, lane } = laneTarget(c);
     return c.json(replyValue(await stub.laneExecution(lane)));
   })
+  // 422 UnknownModel / UnknownTool for what the deployment does not offer; nothing is written then.
   .patch("/:lane/config", async (c) => {
     const { stub, lane } = laneTarget(c);
     const patch = await jsonBody(c, LaneConfigPatchSchema);

@@ -50,7 +50,8 @@ export const operationRoutes = new Hono<AppEnv>()
     const wait = waitMs(c, 0);
     return unknownIsNotFound(c, await stub.resumeOperation(lane, operationId, wait));
   })
-  // accept + wait: the settled record, a suspended run, or 202 with the id when the wait ran out.
+  // accept + wait: the settled record with the run's messages, a suspended run, or 202 with the id
+  // when the wait ran out.
   .post("/:lane/prompt", sessionIdempotency, async (c) => {
     const { stub, lane, sessionId } = laneTarget(c);
     const { prompt, images, wait, operationId } = await jsonBody(c, PromptConvenienceSchema);
@@ -74,9 +75,10 @@ export const operationRoutes = new Hono<AppEnv>()
   });
 
 /** The id a convenience's outcome is about (a settled slot is released by the session, bound or not). */
-const operationIdOf = (outcome: ConvenienceOutcome): string => (outcome.state === "settled" ? outcome.result.operationId : outcome.operationId);
+const operationIdOf = (outcome: ConvenienceOutcome<{ operationId: string }>): string => (outcome.state === "settled" ? outcome.result.operationId : outcome.operationId);
 
-function convenience(c: Context<AppEnv>, outcome: ConvenienceOutcome): Response {
+/** The record (with the run's messages, for prompt), a suspended run, or 202 with the id. */
+function convenience<Settled extends object>(c: Context<AppEnv>, outcome: ConvenienceOutcome<Settled>): Response {
   switch (outcome.state) {
     case "settled":
       return c.json(outcome.result, 200);

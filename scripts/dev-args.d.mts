@@ -1,0 +1,4 @@
+export declare const DEV_DEFAULTS: readonly (readonly [string, string])[];
+export declare function flagValue(args: readonly string[], name: string): string | undefined;
+export declare function hasFlag(args: readonly string[], name: string): boolean;
+export declare function wranglerDevArgs(args: readonly string[]): { args: string[]; port: string };

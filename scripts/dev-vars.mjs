@@ -1,0 +1,31 @@
+// `.dev.vars`: the local secrets and settings `wrangler dev` reads over wrangler.toml's [vars].
+// It is never committed. Deployments get wrangler.toml's safe defaults (scripted models off, no
+// CORS); local development turns the scripted models on here.
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+
+/** Local settings `npm start` adds when missing; a value the user set is kept. */
+export const LOCAL_SETTINGS = { SCRIPTED_MODELS: "on" };
+
+/** The value of `NAME=value` in a .dev.vars text, or undefined. */
+export function devVar(text, name) {
+  return new RegExp(`^${name}=(.*)$`, "m").exec(text)?.[1]?.trim();
+}
+
+/**
+ * Makes sure `path` has an ADMIN_TOKEN (a new random one when missing) and every local setting,
+ * appending only what is missing. Returns the lines it added.
+ */
+export function ensureDevVars(path) {
+  const previous = existsSync(path) ? readFileSync(path, "utf8") : "";
+  const added = [];
+  if (devVar(previous, "ADMIN_TOKEN") === undefined) added.push(`ADMIN_TOKEN=adm_${randomBytes(24).toString("base64url")}`);
+  for (const [name, value] of Object.entries(LOCAL_SETTINGS)) {
+    if (devVar(previous, name) === undefined) added.push(`${name}=${value}`);
+  }
+  if (added.length > 0) {
+    const separator = previous && !previous.endsWith("\n") ? "\n" : "";
+    writeFileSync(path, `${previous}${separator}${added.join("\n")}\n`, { mode: 0o600 });
+  }
+  return added;
+}

@@ -1,0 +1,53 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { unstable_readConfig } from "wrangler";
+import { afterEach, describe, expect, it } from "vitest";
+import { devVar, ensureDevVars } from "../../scripts/dev-vars.mjs";
+
+// Honest defaults: what wrangler.toml ships to a deployment is safe (no scripted test models, no
+// cross-origin browser access); local development turns the scripted models on through the
+// .dev.vars that `npm start` writes, which deployments never read.
+
+describe("the deployment defaults in wrangler.toml", () => {
+  it("ship the scripted models off and no CORS origin", () => {
+    const config = unstable_readConfig({ config: "wrangler.toml" }, { hideWarnings: true });
+    expect(config.vars).toEqual({ SCRIPTED_MODELS: "off", CORS_ORIGINS: "" });
+  });
+});
+
+describe("the .dev.vars npm start writes", () => {
+  let dir: string | undefined;
+  const file = () => {
+    dir ??= mkdtempSync(join(tmpdir(), "das-devvars-"));
+    return join(dir, ".dev.vars");
+  };
+  afterEach(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  it("is created with a random admin token and the scripted models on, readable only by the user", () => {
+    const path = file();
+    const added = ensureDevVars(path);
+    const text = readFileSync(path, "utf8");
+    expect(devVar(text, "ADMIN_TOKEN")).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
+    expect(devVar(text, "SCRIPTED_MODELS")).toBe("on");
+    expect(added).toHaveLength(2);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it("gains the missing local settings without touching the existing token", () => {
+    const path = file();
+    writeFileSync(path, "ADMIN_TOKEN=adm_existing", { mode: 0o600 });
+    expect(ensureDevVars(path)).toEqual(["SCRIPTED_MODELS=on"]);
+    expect(readFileSync(path, "utf8")).toBe("ADMIN_TOKEN=adm_existing\nSCRIPTED_MODELS=on\n");
+  });
+
+  it("keeps a setting the user chose and adds nothing when complete", () => {
+    const path = file();
+    writeFileSync(path, "ADMIN_TOKEN=adm_existing\nSCRIPTED_MODELS=off\nCORS_ORIGINS=http://localhost:5173\n");
+    expect(ensureDevVars(path)).toEqual([]);
+    expect(devVar(readFileSync(path, "utf8"), "SCRIPTED_MODELS")).toBe("off");
+  });
+});
