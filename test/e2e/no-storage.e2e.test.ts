@@ -71,4 +71,14 @@ describe("storage is created only by traffic that proves something", () => {
 
     expect(databases(server.persistDir).sort()).toEqual(before.sort());
   });
+
+  it("past the per-source limit, garbage keys from one address are refused 429 before any object is touched", async () => {
+    let refused: Awaited<ReturnType<Api["request"]>> | undefined;
+    for (let index = 0; index < 130 && !refused; index++) {
+      const reply = await new Api(server.baseUrl, garbageKey(`flood_${index}_${Date.now().toString(36)}`)).request("GET", "/v1/me");
+      if (reply.status === 429) refused = reply;
+      else expect(reply.status).toBe(401);
+    }
+    expect(refused?.headers.get("retry-after")).toBe("60");
+  });
 });

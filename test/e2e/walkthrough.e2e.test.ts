@@ -76,10 +76,12 @@ describe("the docs/api.md walkthrough", () => {
     // The settled record stays readable by id.
     expect(await api.expect(200, "GET", `/v1/sessions/demo/lanes/main/operations/${record.operationId}`)).toEqual({ state: "settled", result: record });
 
-    const list = await api.expect<{ items: SessionBody[]; nextCursor: string | null }>(200, "GET", "/v1/sessions?limit=10");
-    expect(list.items.map((session) => session.id)).toEqual(["demo"]);
-    expect(list.items[0]?.lanes).toEqual([{ name: "main", tipId: record.tipId, operation: null }]);
+    // A listing row is the tenant index's summary; the session itself has the lanes.
+    const list = await api.expect<{ items: { id: string; name: string | null; createdAt: number }[]; nextCursor: string | null }>(200, "GET", "/v1/sessions?limit=10");
+    expect(list.items).toEqual([{ id: "demo", name: "Demo", createdAt: expect.any(Number) }]);
     expect(list.nextCursor).toBeNull();
+    const session = await api.expect<SessionBody>(200, "GET", "/v1/sessions/demo");
+    expect(session.lanes).toEqual([{ name: "main", tipId: record.tipId, operation: null }]);
   });
 
   it("a revoked key gets 401 on its next request; other keys of the tenant keep working", async () => {
