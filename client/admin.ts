@@ -1,5 +1,9 @@
+import type { KeyInfo, TenantSummary } from "../schema/api.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
-import type { CreatedKey, Me, ModelCatalogEntry, Tenant } from "./types.ts";
+import { paginate } from "./paging.ts";
+import type { CreatedKey, Me, ModelCatalogEntry, Page, PageQuery, Tenant } from "./types.ts";
+
+export type { KeyInfo, TenantSummary };
 
 /** Tenant and key administration (spec/API.md "Admin"): authenticated with the client's `adminToken`. */
 export class AdminApi {
@@ -10,9 +14,36 @@ export class AdminApi {
     return this.http.json({ ...options, method: "POST", path: "/v1/admin/tenants", body, auth: "admin" });
   }
 
-  /** `POST /v1/admin/tenants/{tenantId}/keys` → 201 `{ keyId, key }` (the key is shown once). */
+  /** `GET /v1/admin/tenants?limit&cursor`: one page of tenants, oldest first. */
+  listTenants(query: PageQuery = {}, options: CallOptions = {}): Promise<Page<TenantSummary>> {
+    return this.http.json({ ...options, method: "GET", path: "/v1/admin/tenants", query: { limit: query.limit, cursor: query.cursor }, auth: "admin" });
+  }
+
+  /** Every tenant, page by page: `for await (const tenant of client.admin.allTenants()) …`. */
+  allTenants(query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<TenantSummary, void, undefined> {
+    return paginate((cursor) => this.listTenants({ ...query, ...(cursor !== undefined && { cursor }) }, options));
+  }
+
+  /**
+   * `POST /v1/admin/tenants/{tenantId}/keys` → 201 `{ keyId, key }` (the key is shown once). With
+   * `idempotencyKey`, a repeat answers 409 `KeySecretNotReplayed` with `details.keyId`: the key
+   * exists and its secret is not shown again (revoke it if the secret was lost).
+   */
   createKey(tenantId: string, body: { name?: string } = {}, options: CallOptions = {}): Promise<CreatedKey> {
     return this.http.json({ ...options, method: "POST", path: `/v1/admin/tenants${path(tenantId)}/keys`, body, auth: "admin" });
+  }
+
+  /**
+   * `GET /v1/admin/tenants/{tenantId}/keys?limit&cursor`: one page of the tenant's keys, oldest
+   * first, revoked ones included (`revokedAt`); never a secret. `lastUsedAt` is at most a minute old.
+   */
+  listKeys(tenantId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<KeyInfo>> {
+    return this.http.json({ ...options, method: "GET", path: `/v1/admin/tenants${path(tenantId)}/keys`, query: { limit: query.limit, cursor: query.cursor }, auth: "admin" });
+  }
+
+  /** Every key of a tenant, page by page. */
+  allKeys(tenantId: string, query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<KeyInfo, void, undefined> {
+    return paginate((cursor) => this.listKeys(tenantId, { ...query, ...(cursor !== undefined && { cursor }) }, options));
   }
 
   /** `DELETE /v1/admin/tenants/{tenantId}/keys/{keyId}` → 204; effective immediately. */

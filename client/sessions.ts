@@ -1,3 +1,5 @@
+import type { SessionSummary } from "../schema/api.ts";
+export type { SessionSummary };
 import type { Entry } from "../schema/entries.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
@@ -10,18 +12,24 @@ export const sessionPath = (sessionId: string, rest = ""): string => `/v1/sessio
 export class SessionsApi {
   constructor(private readonly http: HttpClient) {}
 
-  /** `POST /v1/sessions` → 201 Session. Accepts `idempotencyKey`. */
+  /**
+   * `POST /v1/sessions` → 201 Session, created with its name, settings and resources in one step.
+   * Accepts `idempotencyKey`: a retry after a failure gets the session the first attempt created.
+   */
   create(body: CreateSessionBody = {}, options: CallOptions = {}): Promise<Session> {
     return this.http.json({ ...options, method: "POST", path: "/v1/sessions", body });
   }
 
-  /** `GET /v1/sessions?limit&cursor`: one page, oldest first. */
-  list(query: PageQuery = {}, options: CallOptions = {}): Promise<Page<Session>> {
+  /**
+   * `GET /v1/sessions?limit&cursor`: one page of `{ id, name, createdAt }`, oldest first (from the
+   * tenant's index; `get` has the whole Session).
+   */
+  list(query: PageQuery = {}, options: CallOptions = {}): Promise<Page<SessionSummary>> {
     return this.http.json({ ...options, method: "GET", path: "/v1/sessions", query: { limit: query.limit, cursor: query.cursor } });
   }
 
   /** Every session, page by page (`limit` is the page size): `for await (const session of client.sessions.all()) …`. */
-  all(query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<Session, void, undefined> {
+  all(query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<SessionSummary, void, undefined> {
     return paginate((cursor) => this.list({ ...query, ...(cursor !== undefined && { cursor }) }, options));
   }
 

@@ -7,13 +7,20 @@ export type IdempotencyClaim =
   | { state: "claimed" }
   | { state: "replay"; status: number; body: string }
   | { state: "conflict" }
-  | { state: "in_progress" };
+  | { state: "in_progress"; retryAfterSeconds: number };
+
+/** The answer a repeat of a request gets. */
+export interface IdempotencyReplay {
+  status: number;
+  body: string;
+}
 
 type Row = { request_hash: string; status: number | null; body: string | null; created_at: number };
 
 /**
  * The owning object's idempotency table. `claim` and `complete` are each one synchronous SQL turn,
- * so two requests with one key cannot both claim it.
+ * so two requests with one key cannot both claim it. Keys arrive scoped by the caller (the route
+ * and the object's tenant), so one key used on two routes names two records.
  */
 export class IdempotencyStore {
   constructor(private readonly sql: SqlStorage) {}
@@ -24,7 +31,8 @@ export class IdempotencyStore {
     if (row) {
       if (row.request_hash !== requestHash) return { state: "conflict" };
       if (row.status !== null && row.body !== null) return { state: "replay", status: row.status, body: row.body };
-      if (now - row.created_at < IDEMPOTENCY_CLAIM_MS) return { state: "in_progress" };
+      const held = row.created_at + IDEMPOTENCY_CLAIM_MS - now;
+      if (held > 0) return { state: "in_progress", retryAfterSeconds: Math.max(1, Math.ceil(held / 1000)) };
     }
     this.sql.exec(
       `INSERT INTO idempotency (key, request_hash, status, body, created_at) VALUES (?, ?, NULL, NULL, ?)
@@ -36,12 +44,15 @@ export class IdempotencyStore {
     return { state: "claimed" };
   }
 
-  /** Records the response; a failed request (no response worth replaying) releases the claim. */
-  complete(key: string, requestHash: string, status: number, body: string): void {
-    if (status >= 500) {
+  /**
+   * Records what a repeat of the request answers (`replay`), or releases the claim (`null`): the
+   * caller remembers successes only (worker/middleware/idempotency.ts says why).
+   */
+  complete(key: string, requestHash: string, replay: IdempotencyReplay | null): void {
+    if (replay === null) {
       this.sql.exec("DELETE FROM idempotency WHERE key = ? AND request_hash = ?", key, requestHash);
       return;
     }
-    this.sql.exec("UPDATE idempotency SET status = ?, body = ? WHERE key = ? AND request_hash = ?", status, body, key, requestHash);
+    this.sql.exec("UPDATE idempotency SET status = ?, body = ? WHERE key = ? AND request_hash = ?", replay.status, replay.body, key, requestHash);
   }
 }

@@ -2,12 +2,18 @@ import { DurableObject } from "cloudflare:workers";
 import type { RpcResult } from "../schema/errors.ts";
 import type { Usage } from "../schema/usage.ts";
 import type { Wire } from "../schema/wire.ts";
-import { IdempotencyStore, type IdempotencyClaim } from "./idempotency.ts";
+import { zeroUsage } from "../harness/session/usage.ts";
+import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "./idempotency.ts";
 import { asResult, RpcError } from "./rpc-errors.ts";
-import { migrate } from "./sql/migrations.ts";
+import { LazySchema } from "./sql/lazy-schema.ts";
 import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
+import { TenantKeys, type KeyInfo } from "./tenant-keys.ts";
+import { SessionIndex, TenantDirectory, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
 import { TenantWatches } from "./tenant-watches.ts";
+import type { Page } from "./time-cursor.ts";
+
+export type { KeyInfo, Page, SessionSummary, TenantSummary };
 
 export interface TenantInfo {
   id: string;
@@ -26,32 +32,40 @@ export interface TenantQuotas {
 
 export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
 
-export interface SessionPage {
-  items: { sessionId: string; createdAt: number }[];
-  nextCursor: string | null;
-}
-
 type TenantRow = { tenant_id: string; name: string; created_at: number };
-type KeyRow = { key_id: string; hash: string; revoked_at: number | null };
-type SessionRow = { session_id: string; created_at: number };
 
 const encoder = new TextEncoder();
 
 /**
  * One per tenant (ARCHITECTURE D2, D17): the tenant record, SHA-256 hashes of its API keys with
- * immediate revocation, the index of its sessions for listing, its quotas (requests per minute,
- * open operations: tenant-operations.ts) and its usage totals. Keys are minted here and shown
- * once; only their hashes are stored.
+ * immediate revocation (tenant-keys.ts), the index of its sessions for listing (tenant-listings.ts),
+ * its quotas (requests per minute; open operations: tenant-operations.ts) and its usage totals.
+ * Keys are minted here and shown once; only their hashes are stored.
+ *
+ * Storage exists only once the admin created the tenant (sql/lazy-schema.ts): anyone can name a
+ * tenant object with a garbage key `sk_<anyTenant>_…`, and such a request must write nothing.
+ * Every method but `createTenant` and the idempotency claim (admin or authenticated traffic only)
+ * answers "no such tenant" without writing when the schema is absent.
+ *
+ * Two objects of this class are not tenants (their names contain ':', which no tenant id can):
+ * "admin:idempotency" remembers the admin's Idempotency-Keys, and "admin:directory" lists the
+ * tenants for the admin. The directory reuses this class (its table is one more of this class's
+ * append-only migrations) rather than a class of its own, which would need a new class migration
+ * in wrangler.toml for one small table; it is touched only by admin calls, never per request.
  */
 export class TenantObject extends DurableObject<Env> {
+  private readonly schema: LazySchema;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    migrate(ctx.storage, TENANT_MIGRATIONS);
+    this.schema = new LazySchema(ctx.storage, TENANT_MIGRATIONS);
   }
 
   async createTenant(id: string, name: string): Promise<Wire<RpcResult<TenantInfo>>> {
     return asResult(() => {
-      if (this.tenant()) throw new RpcError({ code: "TenantExists", message: `Tenant ${id} already exists` });
+      const existing = this.tenant();
+      if (existing) throw new RpcError({ code: "TenantExists", message: `Tenant ${id} already exists`, details: { createdAt: existing.createdAt, name: existing.name } });
+      this.schema.create();
       const createdAt = Date.now();
       this.ctx.storage.sql.exec("INSERT INTO tenant (singleton, tenant_id, name, created_at) VALUES (1, ?, ?, ?)", id, name, createdAt);
       return { id, name, createdAt };
@@ -69,7 +83,7 @@ export class TenantObject extends DurableObject<Env> {
       const key = `sk_${tenant.id}_${randomToken(32)}`;
       const keyId = `key_${randomToken(12)}`;
       const hash = await sha256Hex(key);
-      this.ctx.storage.sql.exec("INSERT INTO api_keys (key_id, hash, name, created_at) VALUES (?, ?, ?, ?)", keyId, hash, name, Date.now());
+      this.keys().insert(keyId, hash, name, Date.now());
       return { keyId, key };
     });
   }
@@ -81,22 +95,30 @@ export class TenantObject extends DurableObject<Env> {
   async revokeKey(keyId: string): Promise<Wire<RpcResult<{ revoked: boolean }>>> {
     return asResult(async () => {
       this.requireTenant();
-      const row = this.ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys WHERE key_id = ?", keyId).one();
-      if (row.n === 0) throw new RpcError({ code: "NotFound", message: `Key ${keyId} does not exist` });
-      this.ctx.storage.sql.exec("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?", Date.now(), keyId);
+      this.keys().revoke(keyId, Date.now());
       await this.watches().closeRevoked(Date.now());
       return { revoked: true };
     });
   }
 
+  /** The tenant's keys for the admin (ids, names, times; never a secret). */
+  async listKeys(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<KeyInfo>>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return this.keys().list(limit, cursor);
+    });
+  }
+
   /** A session accepted a watch socket opened with `keyId` (tenant-watches.ts); inactive: the key is revoked. */
   async registerWatch(keyId: string, sessionId: string): Promise<{ active: boolean }> {
+    // Only a tenant (whose key opened the socket) has a schema; anything else is no active key.
+    if (!this.schema.exists) return { active: false };
     return this.watches().register(keyId, sessionId, Date.now());
   }
 
   /** Continues closing revoked keys' watch sockets past a batch or after a failed notification. */
   override async alarm(): Promise<void> {
-    await this.watches().closeRevoked(Date.now());
+    if (this.schema.exists) await this.watches().closeRevoked(Date.now());
   }
 
   private watches(): TenantWatches {
@@ -109,15 +131,17 @@ export class TenantObject extends DurableObject<Env> {
 
   /** The key id for a presented key's hash, or null (unknown or revoked), compared in constant time. */
   async verifyKey(hash: string): Promise<{ keyId: string } | null> {
-    return this.matchKey(hash);
+    return this.schema.exists ? this.keys().use(hash, Date.now()) : null;
   }
 
   /**
    * Authenticates a request and counts it against the tenant's per-minute quota in one
-   * synchronous turn (no await between the count's read and its write). Null: not authenticated.
+   * synchronous turn (no await between the count's read and its write). Null: not authenticated,
+   * and then nothing was written (an object that is no tenant stays without storage).
    */
   async authorize(hash: string, now = Date.now()): Promise<Authorization | null> {
-    const key = this.matchKey(hash);
+    if (!this.schema.exists) return null;
+    const key = this.keys().use(hash, now);
     if (!key) return null;
     const limit = this.quotas().requestsPerMinute;
     const windowStart = now - (now % 60_000);
@@ -170,78 +194,84 @@ export class TenantObject extends DurableObject<Env> {
    * in one synchronous turn (D5): expired unbound reservations are dropped, the rest counted.
    */
   async reserveOperation(sessionId: string, lane: string, now = Date.now()): Promise<Reservation> {
+    if (!this.schema.exists) return { ok: false, openOperations: [] };
     return this.operations().reserve(sessionId, lane, this.quotas().maxOpenOperations, now);
   }
 
   /** The accept succeeded: the reservation's slot now belongs to `operationId`. */
   async bindOperation(reservationId: string, operationId: string): Promise<void> {
-    this.operations().bind(reservationId, operationId, Date.now());
+    if (this.schema.exists) this.operations().bind(reservationId, operationId, Date.now());
   }
 
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
   async releaseOperation(id: string): Promise<void> {
-    this.operations().release(id, Date.now());
+    if (this.schema.exists) this.operations().release(id, Date.now());
   }
 
   /** Adds one usage-ledger row's usage to the tenant's totals (forwarded by session objects). */
   async addUsage(usage: Usage): Promise<void> {
-    this.operations().addUsage(usage);
+    if (this.schema.exists) this.operations().addUsage(usage);
   }
 
   async usageTotals(): Promise<Usage> {
-    return this.operations().usage();
+    return this.schema.exists ? this.operations().usage() : zeroUsage();
   }
 
   private operations(): TenantOperations {
     return new TenantOperations(this.ctx.storage.sql);
   }
 
-  private matchKey(hash: string): { keyId: string } | null {
-    const row = this.ctx.storage.sql.exec<KeyRow>("SELECT key_id, hash, revoked_at FROM api_keys WHERE hash = ?", hash).toArray()[0];
-    if (!row || row.revoked_at !== null) return null;
-    const a = encoder.encode(row.hash);
-    const b = encoder.encode(hash);
-    return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b) ? { keyId: row.key_id } : null;
+  private keys(): TenantKeys {
+    return new TenantKeys(this.ctx.storage.sql);
   }
 
-  /** Idempotent: the session index lists what the tenant created. */
-  async registerSession(sessionId: string, createdAt: number): Promise<void> {
-    this.ctx.storage.sql.exec("INSERT INTO sessions (session_id, created_at) VALUES (?, ?) ON CONFLICT (session_id) DO NOTHING", sessionId, createdAt);
+  // The session index: what a listing shows, so that a listing touches this object only.
+
+  /** Idempotent (a retried creation refreshes the row); called before creation answers. */
+  async registerSession(summary: SessionSummary): Promise<void> {
+    if (this.schema.exists) new SessionIndex(this.ctx.storage.sql).register(summary);
+  }
+
+  async renameSession(sessionId: string, name: string | null): Promise<void> {
+    if (this.schema.exists) new SessionIndex(this.ctx.storage.sql).rename(sessionId, name);
   }
 
   async unregisterSession(sessionId: string): Promise<void> {
-    this.ctx.storage.sql.exec("DELETE FROM sessions WHERE session_id = ?", sessionId);
+    if (this.schema.exists) new SessionIndex(this.ctx.storage.sql).unregister(sessionId);
   }
 
   /** Sessions in creation order, a page at a time; the cursor is opaque to clients. */
-  async listSessions(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<SessionPage>>> {
-    return asResult(() => {
-      const after = decodeCursor(cursor);
-      const rows = this.ctx.storage.sql
-        .exec<SessionRow>(
-          `SELECT session_id, created_at FROM sessions
-           WHERE (created_at, session_id) > (?, ?) ORDER BY created_at, session_id LIMIT ?`,
-          after.createdAt,
-          after.sessionId,
-          limit + 1,
-        )
-        .toArray();
-      const items = rows.slice(0, limit).map((row) => ({ sessionId: row.session_id, createdAt: row.created_at }));
-      const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.sessionId) : null };
-    });
+  async listSessions(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<SessionSummary>>>> {
+    return asResult(() => (this.schema.exists ? new SessionIndex(this.ctx.storage.sql).list(limit, cursor) : { items: [], nextCursor: null }));
   }
 
-  /** D15: claim an Idempotency-Key for a creating POST this object owns. */
+  // The directory (only on the object named "admin:directory"): the admin's list of tenants.
+
+  /** Idempotent; the admin's tenant creation proves the directory should exist. */
+  async registerTenant(tenant: TenantSummary): Promise<void> {
+    this.schema.create();
+    new TenantDirectory(this.ctx.storage.sql).register(tenant);
+  }
+
+  async listTenants(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<TenantSummary>>>> {
+    return asResult(() => (this.schema.exists ? new TenantDirectory(this.ctx.storage.sql).list(limit, cursor) : { items: [], nextCursor: null }));
+  }
+
+  /**
+   * D15: claim an Idempotency-Key (scoped by the caller to its route) for a creating POST this
+   * object owns. Only admin and authenticated traffic gets here, so the claim may create storage.
+   */
   async idempotencyClaim(key: string, requestHash: string): Promise<IdempotencyClaim> {
+    this.schema.create();
     return new IdempotencyStore(this.ctx.storage.sql).claim(key, requestHash);
   }
 
-  async idempotencyComplete(key: string, requestHash: string, status: number, body: string): Promise<void> {
-    new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, status, body);
+  async idempotencyComplete(key: string, requestHash: string, replay: IdempotencyReplay | null): Promise<void> {
+    if (this.schema.exists) new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, replay);
   }
 
   private tenant(): TenantInfo | undefined {
+    if (!this.schema.exists) return undefined;
     const row = this.ctx.storage.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
     return row ? { id: row.tenant_id, name: row.name, createdAt: row.created_at } : undefined;
   }
@@ -261,19 +291,4 @@ export async function sha256Hex(text: string): Promise<string> {
 function randomToken(bytes: number): string {
   const raw = crypto.getRandomValues(new Uint8Array(bytes));
   return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function encodeCursor(createdAt: number, sessionId: string): string {
-  return btoa(JSON.stringify([createdAt, sessionId])).replace(/=+$/, "");
-}
-
-function decodeCursor(cursor: string | undefined): { createdAt: number; sessionId: string } {
-  if (cursor === undefined) return { createdAt: -1, sessionId: "" };
-  try {
-    const [createdAt, sessionId]: unknown[] = JSON.parse(atob(cursor));
-    if (typeof createdAt === "number" && typeof sessionId === "string") return { createdAt, sessionId };
-  } catch {
-    // fall through
-  }
-  throw new RpcError({ code: "ValidationFailed", message: "Invalid cursor" });
 }

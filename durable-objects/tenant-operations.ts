@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { addUsage, zeroUsage } from "../harness/session/usage.ts";
-import { UsageSchema, type Usage } from "../schema/usage.ts";
+import { UsageSchema, UsageTotalsSchema, type Usage } from "../schema/usage.ts";
 
 /** Concurrent open operations a tenant may have when no quota of its own is set. */
 export const DEFAULT_MAX_OPEN_OPERATIONS = 50;
@@ -14,8 +14,14 @@ export const UNBOUND_RESERVATION_MS = 90_000;
 /** A release that arrived before its bind is remembered this long. */
 const RELEASED_TTL_MS = 10 * 60_000;
 
-/** How many open operations a refusal lists for the caller's self-heal check. */
-const LISTED_OPEN_OPERATIONS = 100;
+/**
+ * Healing lost releases is bounded and rare: a refusal lists at most this many operations (the
+ * oldest, the likeliest to have lost their release) for the caller to check with their sessions,
+ * and only when no refusal listed any in the last HEAL_INTERVAL_MS. Other refusals list none, so a
+ * tenant at its quota costs one call to this object per attempt, not a fan-out to its sessions.
+ */
+export const LISTED_OPEN_OPERATIONS = 10;
+export const HEAL_INTERVAL_MS = 30_000;
 
 export interface OpenOperation {
   sessionId: string;
@@ -36,7 +42,8 @@ type OpenRow = { operation_id: string; session_id: string; lane: string };
  * the session object releases by operation id when the operation settles. Either order of bind
  * and release works (a release that finds no row leaves a short-lived tombstone the bind honours).
  * Lost releases (a crash, a dropped fire-and-forget call) are healed by the worker, which asks the
- * listed sessions whether their operations are still current when a reservation is refused.
+ * listed sessions whether their operations are still current when a reservation is refused (at
+ * most LISTED_OPEN_OPERATIONS sessions, at most once per HEAL_INTERVAL_MS).
  */
 export class TenantOperations {
   constructor(private readonly sql: SqlStorage) {}
@@ -45,6 +52,7 @@ export class TenantOperations {
     this.sql.exec("DELETE FROM open_operations WHERE bound = 0 AND reserved_at < ?", now - UNBOUND_RESERVATION_MS);
     const { n } = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one();
     if (n >= max) {
+      if (!this.healDue(now)) return { ok: false, openOperations: [] };
       const rows = this.sql
         .exec<OpenRow>("SELECT operation_id, session_id, lane FROM open_operations WHERE bound = 1 ORDER BY reserved_at LIMIT ?", LISTED_OPEN_OPERATIONS)
         .toArray();
@@ -76,12 +84,17 @@ export class TenantOperations {
     }
   }
 
-  /** Adds one ledger row's usage to the tenant's totals; a malformed value is ignored. */
-  addUsage(usage: unknown): Usage {
+  /**
+   * Adds one ledger row's usage to the tenant's totals. A usage that is not one request's bounded
+   * usage is skipped, and so is any addition when the stored totals do not parse or the sum would
+   * not be finite: the totals are never reset, whatever arrives.
+   */
+  addUsage(usage: unknown): Usage | undefined {
     const parsed = v.safeParse(UsageSchema, usage);
-    const current = this.usage();
-    if (!parsed.success) return current;
+    const current = this.storedUsage();
+    if (!parsed.success || current === undefined) return current;
     const next = addUsage(current, parsed.output);
+    if (!v.is(UsageTotalsSchema, next)) return current;
     this.sql.exec(
       "INSERT INTO usage_totals (singleton, totals) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET totals = excluded.totals",
       JSON.stringify(next),
@@ -89,11 +102,34 @@ export class TenantOperations {
     return next;
   }
 
+  /** The totals; stored totals that do not parse (written by an older version) read as zero and stay stored. */
   usage(): Usage {
+    return this.storedUsage() ?? zeroUsage();
+  }
+
+  /** The stored totals, zero when none are stored yet, undefined when what is stored does not parse. */
+  private storedUsage(): Usage | undefined {
     const row = this.sql.exec<{ totals: string }>("SELECT totals FROM usage_totals WHERE singleton = 1").toArray()[0];
     if (!row) return zeroUsage();
-    const parsed = v.safeParse(UsageSchema, JSON.parse(row.totals));
-    return parsed.success ? parsed.output : zeroUsage();
+    let stored: unknown;
+    try {
+      stored = JSON.parse(row.totals);
+    } catch {
+      return undefined;
+    }
+    const parsed = v.safeParse(UsageTotalsSchema, stored);
+    return parsed.success ? parsed.output : undefined;
+  }
+
+  /** Whether a refusal may list operations for healing now; if so, the time is recorded. */
+  private healDue(now: number): boolean {
+    const last = this.sql.exec<{ last_heal_at: number }>("SELECT last_heal_at FROM operation_heal WHERE singleton = 1").toArray()[0]?.last_heal_at;
+    if (last !== undefined && now - last < HEAL_INTERVAL_MS) return false;
+    this.sql.exec(
+      "INSERT INTO operation_heal (singleton, last_heal_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET last_heal_at = excluded.last_heal_at",
+      now,
+    );
+    return true;
   }
 
   private pruneReleased(now: number): void {

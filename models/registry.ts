@@ -3,6 +3,7 @@ import { createModels, type Models, type MutableModels } from "@earendil-works/p
 import { createScriptedProvider } from "./scripted/provider.ts";
 import type { ScriptSource } from "./scripted/script-source.ts";
 import type { ScriptedClock } from "./scripted/playback.ts";
+import { withBoundedUsage } from "./usage-bounds.ts";
 
 // The Models port (ARCHITECTURE D9): pi-ai's own registry. The scripted provider is registered when
 // enabled (always in local development and tests; in a deployment only with SCRIPTED_MODELS=on).
@@ -15,8 +16,9 @@ export interface ModelRegistryOptions {
   clock?: ScriptedClock;
 }
 
+/** The registry; every response's usage is bounded on the way out (usage-bounds.ts). */
 export function createModelRegistry(options: ModelRegistryOptions): MutableModels {
-  const models = createModels();
+  const models = withBoundedUsage(createModels());
   if (options.scripted) {
     models.setProvider(
       createScriptedProvider({

@@ -44,3 +44,33 @@ export const TenantQuotasPatchSchema = v.strictObject({
   requestsPerMinute: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1_000_000))),
   maxOpenOperations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(10_000))),
 });
+
+// Listings (answers): what a row of each listing holds.
+
+/**
+ * One row of `GET /v1/sessions`: kept in the tenant's index, so a listing reads one object
+ * whatever its length. The name is the one given at creation or by the last PATCH (the index is
+ * updated before those answer); stats, settings, branches and lanes are in `GET /v1/sessions/{sid}`.
+ */
+export const SessionSummarySchema = v.object({ id: v.string(), name: v.nullable(v.string()), createdAt: v.number() });
+export type SessionSummary = v.InferOutput<typeof SessionSummarySchema>;
+
+/** One row of `GET /v1/admin/tenants`. */
+export const TenantSummarySchema = v.object({ id: v.string(), name: v.string(), createdAt: v.number() });
+export type TenantSummary = v.InferOutput<typeof TenantSummarySchema>;
+
+/** One row of `GET /v1/admin/tenants/{tenantId}/keys`: never a secret (only a hash is stored). */
+export const KeyInfoSchema = v.object({
+  keyId: v.string(),
+  name: v.string(),
+  createdAt: v.number(),
+  /** Recorded at most once a minute per key: up to a minute behind the last request. */
+  lastUsedAt: v.optional(v.number()),
+  revokedAt: v.optional(v.number()),
+});
+export type KeyInfo = v.InferOutput<typeof KeyInfoSchema>;
+
+/** A page of any listing: `nextCursor` continues it (null at the end). */
+export function pageSchema<T extends v.GenericSchema>(item: T) {
+  return v.object({ items: v.array(item), nextCursor: v.nullable(v.string()) });
+}

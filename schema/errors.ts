@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   SessionExists: 409,
   TenantExists: 409,
   IdempotencyInProgress: 409,
+  /** A replay of a key creation: the key exists, its secret was shown once and is stored nowhere. */
+  KeySecretNotReplayed: 409,
   BranchExists: 409,
   LaneBusy: 409,
   OperationMismatch: 409,

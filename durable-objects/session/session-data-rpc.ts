@@ -1,4 +1,9 @@
+import { resourcesAddress, settingsAddress } from "../../harness/runtime/settings.ts";
 import { isReservedNamespace, list, value } from "../../harness/session/addresses.ts";
+import { sessionName } from "../../harness/session/builtin-addresses.ts";
+import { setValue } from "../../harness/session/writes.ts";
+import { scriptElementProblem } from "../../models/scripted/script-source.ts";
+import { DEFAULT_SETTINGS } from "../../schema/settings.ts";
 import type { BranchScan } from "../../harness/session/branch.ts";
 import { Session, type EntryQuery } from "../../harness/session/session.ts";
 import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
@@ -8,8 +13,6 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
-import { migrate } from "../sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import type { Session as SessionWire } from "../../schema/session.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { SessionHost, type BranchInfo, type SessionInfo, type SessionInit } from "./session-host.ts";
@@ -17,25 +20,41 @@ import { SessionHost, type BranchInfo, type SessionInfo, type SessionInit } from
 /** The public Session (spec/API.md): info plus settings, lanes, and which branches carry a lane. */
 export type SessionView = SessionWire;
 
+/** The object's KV key of the token of the request that created the session (see `SessionInit`). */
+const CREATION_TOKEN_KEY = "creationToken";
+
 /** How long deletion waits for the harness to close before it closes storage regardless. */
 const CLOSE_BOUND_MS = 5_000;
 
 /** Session data over RPC: creation, deletion, branches, entries, usage, name, labels, values and lists. */
 export abstract class SessionDataRpc extends SessionHost {
-  async create(init: SessionInit): Promise<Wire<RpcResult<SessionInfo>>> {
+  /**
+   * Creates the session in one atomic step: the schema, the metadata, the name, the settings and
+   * the resources are written in one synchronous turn (one storage batch), so a failure leaves no
+   * half-made session. A repeat of the creating request (same `creationToken`) gets the session it
+   * created; any other creation of an existing session is `SessionExists`.
+   */
+  async create(init: SessionInit): Promise<Wire<RpcResult<SessionView>>> {
     return asResult(async () => {
-      if (SqlSessionStorage.open(this.ctx.storage)) {
-        throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
+      if (this.existingStorage()) {
+        const token = this.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
+        if (init.creationToken === undefined || token !== init.creationToken) {
+          throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
+        }
+        return this.sessionView();
       }
-      const storage = SqlSessionStorage.create(this.ctx.storage, {
-        id: init.sessionId,
-        tenantId: init.tenantId,
-        createdAt: Date.now(),
-      });
+      this.schema.create();
+      const storage = SqlSessionStorage.create(this.ctx.storage, { id: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
+      const writes = [
+        ...(init.name !== undefined ? [setValue(sessionName, init.name)] : []),
+        ...(init.settings !== undefined ? [setValue(settingsAddress, { ...DEFAULT_SETTINGS, ...parseWire(init.settings) })] : []),
+        ...(init.resources !== undefined ? [setValue(resourcesAddress, parseWire(init.resources))] : []),
+      ];
+      if (writes.length > 0) storage.commit(writes);
+      if (init.creationToken !== undefined) this.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
       const session = new Session(storage);
       this.opened = { session, storage, runtime: this.runtimeFor(session) };
-      if (init.name !== undefined) await session.setName(init.name);
-      return this.describe();
+      return this.sessionView();
     });
   }
 
@@ -45,28 +64,30 @@ export abstract class SessionDataRpc extends SessionHost {
 
   /** The public Session view; opens the harness (lanes and settings live there). */
   async view(): Promise<Wire<RpcResult<SessionView>>> {
-    return asResult(async () => {
-      const harness = await this.harness();
-      const info = this.describe();
-      const lanes = harness.lanes();
-      const laneNames = new Set(lanes.map((lane) => lane.name));
-      return { ...info, settings: harness.settings(), branches: info.branches.map((branch) => ({ ...branch, lane: laneNames.has(branch.name) })), lanes };
-    });
+    return asResult(() => this.sessionView());
+  }
+
+  private async sessionView(): Promise<SessionView> {
+    const harness = await this.harness();
+    const info = this.describe();
+    const lanes = harness.lanes();
+    const laneNames = new Set(lanes.map((lane) => lane.name));
+    return { ...info, settings: harness.settings(), branches: info.branches.map((branch) => ({ ...branch, lane: laneNames.has(branch.name) })), lanes };
   }
 
   /**
    * Deletes the session and everything stored with it; `deleted: false` when there was none
    * (idempotent). No other event reaches the object meanwhile: the harness is closed first (lanes
    * sealed, the line drained; a live pass can commit nothing more), watchers are disconnected, then
-   * the alarm and all storage are deleted. The empty schema is re-created so that later calls on
-   * this instance answer SessionNotFound like any object that never held a session.
+   * the alarm and all storage are deleted. The schema is not re-created: the object holds nothing
+   * again, and later calls answer SessionNotFound like any object that never held a session.
    */
   async deleteSession(): Promise<Wire<RpcResult<{ deleted: boolean }>>> {
     return asResult(() =>
       this.ctx.blockConcurrencyWhile(async () => {
         const opened = this.opened;
         this.opened = undefined;
-        if (!opened && !SqlSessionStorage.open(this.ctx.storage)) return { deleted: false };
+        if (!opened && !this.existingStorage()) return { deleted: false };
         if (opened) {
           await within(CLOSE_BOUND_MS, opened.runtime.harness().then((harness) => harness.close(), () => opened.session.close()));
           // Whatever is still running can commit nothing from here on.
@@ -81,7 +102,7 @@ export abstract class SessionDataRpc extends SessionHost {
         }
         await this.ctx.storage.deleteAlarm();
         await this.ctx.storage.deleteAll();
-        migrate(this.ctx.storage, SESSION_MIGRATIONS);
+        this.schema.forget();
         return { deleted: true };
       }),
     );
@@ -167,7 +188,10 @@ export abstract class SessionDataRpc extends SessionHost {
 
   async appendList(namespace: string, key: string, element: Wire<JsonValue>): Promise<Wire<RpcResult<{ seq: number }>>> {
     return asResult(async () => {
-      const result = await this.session().appendList(list<JsonValue>(appNamespace(namespace), key), parseWire(element));
+      const parsed = parseWire(element);
+      const problem = scriptElementProblem(namespace, key, parsed);
+      if (problem !== undefined) throw new RpcError({ code: "ValidationFailed", message: problem, details: { issues: [problem] } });
+      const result = await this.session().appendList(list<JsonValue>(appNamespace(namespace), key), parsed);
       return { seq: result.firstSeq };
     });
   }

@@ -7,12 +7,14 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Branch } from "../../schema/session.ts";
+import type { HarnessResources, HarnessSettingsPatch } from "../../schema/settings.ts";
 import type { SessionStats } from "../../schema/usage.ts";
+import type { Wire } from "../../schema/wire.ts";
 import { DueWork } from "../due-work.ts";
-import { IdempotencyStore, type IdempotencyClaim } from "../idempotency.ts";
+import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../idempotency.ts";
 import { RpcError } from "../rpc-errors.ts";
 import { SessionRuntime } from "../session-runtime.ts";
-import { migrate } from "../sql/migrations.ts";
+import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 
@@ -20,6 +22,15 @@ export interface SessionInit {
   tenantId: string;
   sessionId: string;
   name?: string;
+  /** A settings patch over the defaults (JSON text of `HarnessSettingsPatch`, validated by the edge). */
+  settings?: Wire<HarnessSettingsPatch>;
+  /** The session's skills and prompt templates (JSON text of `HarnessResources`, validated by the edge). */
+  resources?: Wire<HarnessResources>;
+  /**
+   * Names one creating request (derived from its Idempotency-Key): a repeat of that request finds
+   * the session it created and gets it back instead of `SessionExists`.
+   */
+  creationToken?: string;
 }
 
 export interface SessionInfo {
@@ -48,23 +59,31 @@ export interface QueueInput {
 }
 
 /**
- * The hosting half of the SessionObject (ARCHITECTURE D2, D7): migrations in a cheap constructor,
- * the Session and its harness opened lazily over the object's SQLite storage, and the alarm that
- * resumes due work. The RPC surface is layered on top (session-data-rpc.ts, session-lane-rpc.ts).
+ * The hosting half of the SessionObject (ARCHITECTURE D2, D7): migrations in a cheap constructor
+ * (only for an object that holds a session: sql/lazy-schema.ts; a read of an unknown session
+ * writes nothing, and `create` makes the schema), the Session and its harness opened lazily over
+ * the object's SQLite storage, and the alarm that resumes due work. The RPC surface is layered on top (session-data-rpc.ts, session-lane-rpc.ts).
  * Tenant and session ids live in the object's own storage, never parsed from `ctx.id.name`
  * (absent in cold alarms, partykit#333).
  */
 export abstract class SessionHost extends DurableObject<Env> {
   protected opened: { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } | undefined;
   protected readonly dueWork: DueWork;
+  protected readonly schema: LazySchema;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    // Synchronous SQL in the constructor blocks other events until it returns; cheap when current.
-    migrate(ctx.storage, SESSION_MIGRATIONS);
+    // Synchronous SQL in the constructor blocks other events until it returns; cheap when current,
+    // and read-only for an object that holds no session.
+    this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
     this.dueWork = new DueWork(ctx.storage, Date.now, (operationId) => this.releaseOpenOperation(operationId));
     // A restarted object must never forget an open operation (D7, agents#1119).
-    if (this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+    if (this.schema.exists && this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+  }
+
+  /** The stored session, or undefined when this object holds none (nothing is written to find out). */
+  protected existingStorage(): SqlSessionStorage | undefined {
+    return this.schema.exists ? SqlSessionStorage.open(this.ctx.storage) : undefined;
   }
 
   /**
@@ -72,17 +91,17 @@ export abstract class SessionHost extends DurableObject<Env> {
    * owns keys, so a request for an unknown session writes nothing here.
    */
   async idempotencyClaim(key: string, requestHash: string): Promise<IdempotencyClaim | { state: "no_session" }> {
-    if (!SqlSessionStorage.open(this.ctx.storage)) return { state: "no_session" };
+    if (!this.existingStorage()) return { state: "no_session" };
     return new IdempotencyStore(this.ctx.storage.sql).claim(key, requestHash);
   }
 
-  async idempotencyComplete(key: string, requestHash: string, status: number, body: string): Promise<void> {
-    new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, status, body);
+  async idempotencyComplete(key: string, requestHash: string, replay: IdempotencyReplay | null): Promise<void> {
+    if (this.schema.exists) new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, replay);
   }
 
   /** Drives every due operation; at-least-once delivery is harmless (passes join, records answer). */
   override async alarm(): Promise<void> {
-    if (!SqlSessionStorage.open(this.ctx.storage)) return;
+    if (!this.existingStorage()) return;
     await this.open().runtime.runDue();
   }
 
@@ -97,7 +116,7 @@ export abstract class SessionHost extends DurableObject<Env> {
 
   protected open(): { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } {
     if (this.opened && !this.opened.session.closed && !this.opened.runtime.faulted) return this.opened;
-    const storage = SqlSessionStorage.open(this.ctx.storage);
+    const storage = this.existingStorage();
     if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
     // A faulted (or closed) predecessor is retired before its successor restores: its line is
     // sealed, its gates closed and its admitted work signalled, so only one harness ever writes.
@@ -139,7 +158,7 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   private tenantId(): string | undefined {
-    return (this.opened?.storage ?? SqlSessionStorage.open(this.ctx.storage))?.tenantId;
+    return (this.opened?.storage ?? this.existingStorage())?.tenantId;
   }
 
   /**

@@ -73,6 +73,29 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
+    name: "listing_index_and_directory",
+    statements: [
+      // What a session listing shows, kept here so that a listing touches this object only.
+      "ALTER TABLE sessions ADD COLUMN name TEXT",
+      // Recorded at most once a minute per key, inside the call that already counts the request.
+      "ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER",
+      "CREATE INDEX api_keys_by_time ON api_keys (created_at, key_id)",
+      // Only the directory object (named "admin:directory") fills this: the admin's tenant list.
+      `CREATE TABLE tenant_directory (
+        tenant_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX tenant_directory_by_time ON tenant_directory (created_at, tenant_id)",
+      // When a refused reservation last asked sessions about their operations (healing is rare).
+      `CREATE TABLE operation_heal (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        last_heal_at INTEGER NOT NULL
+      )`,
+    ],
+  },
+  {
+    version: 6,
     name: "watch_registrations",
     statements: [
       // Where each key has watch sockets open, so revoking it can close them (tenant-watches.ts).

@@ -61,3 +61,14 @@ export class SessionScriptSource implements ScriptSource {
 export function appendScriptSteps(session: Session, steps: readonly ScriptStep[]): Promise<CommitResult> {
   return session.mutate((m) => m.commit(steps.map((step) => appendList(scriptedSteps, stepToJson(step)))));
 }
+
+/**
+ * Why `element` cannot be appended to `namespace`/`key`, or undefined: an element of
+ * `scripted/steps` must be a valid step (usage within bounds included), so a bad script is refused
+ * with 400 when it is appended rather than failing a run later. Other lists take any JSON.
+ */
+export function scriptElementProblem(namespace: string, key: string, element: JsonValue): string | undefined {
+  if (namespace !== scriptedSteps.namespace || key !== scriptedSteps.key) return undefined;
+  const parsed = parseScriptStep(element);
+  return parsed.ok ? undefined : `${namespace}/${key}: ${parsed.message}`;
+}

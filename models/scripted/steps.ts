@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { JsonObjectSchema, JsonValueSchema, type JsonObject, type JsonValue } from "../../schema/json.ts";
+import { MAX_USAGE_COST, MAX_USAGE_TOKENS } from "../../schema/usage.ts";
 
 // One step of the scripted model (API.md "The scripted model"): what the provider answers to one
 // request. Steps are stored as plain JSON in the session list `scripted/steps`, so every element is
@@ -41,7 +42,10 @@ export type ThinkingStep = StepOptions & { thinking: string; text: string };
 
 export type ScriptStep = TextStep | ToolCallsStep | ErrorStep | OverflowStep | LengthStep | DeferredStep | ThinkingStep;
 
-const count = v.pipe(v.number(), v.finite(), v.minValue(0));
+// Usage numbers within the bounds of one request's usage (schema/usage.ts): a script cannot make
+// the ledger's sums overflow. Refused when the step is appended through the API (400).
+const count = v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(MAX_USAGE_TOKENS));
+const money = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_USAGE_COST));
 const millis = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(600_000));
 
 export const ScriptUsageSchema = v.strictObject({
@@ -54,11 +58,11 @@ export const ScriptUsageSchema = v.strictObject({
   totalTokens: v.optional(count),
   cost: v.optional(
     v.strictObject({
-      input: v.optional(count),
-      output: v.optional(count),
-      cacheRead: v.optional(count),
-      cacheWrite: v.optional(count),
-      total: v.optional(count),
+      input: v.optional(money),
+      output: v.optional(money),
+      cacheRead: v.optional(money),
+      cacheWrite: v.optional(money),
+      total: v.optional(money),
     }),
   ),
 });

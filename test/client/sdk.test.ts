@@ -1,6 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ApiRequestError, createClient, isApiError, toResult, type AgentSessionsClient, type FetchLike, type Session } from "../../client/index.ts";
+import type { SessionSummary } from "../../schema/api.ts";
+import { ApiRequestError, createClient, isApiError, toResult, type AgentSessionsClient, type FetchLike } from "../../client/index.ts";
 import { adminToken, newTenant } from "../api/helpers.ts";
 
 // The SDK against the real app in workerd: its injectable fetch calls the worker's own handler.
@@ -81,7 +82,7 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     const firstPage = await client.sessions.list({ limit: 2 });
     expect(firstPage.items).toHaveLength(2);
     expect(firstPage.nextCursor).toEqual(expect.any(String));
-    const listed: Session[] = [];
+    const listed: SessionSummary[] = [];
     for await (const item of client.sessions.all({ limit: 2 })) listed.push(item);
     expect(listed.map((item) => item.id).sort()).toEqual([session.id, ...others.map((other) => other.id)].sort());
   });

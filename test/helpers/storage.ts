@@ -1,5 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { migrate } from "../../durable-objects/sql/migrations.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import type { NewUsageRow } from "../../harness/session/storage.ts";
@@ -28,6 +30,8 @@ export async function withStorage<R>(
 ): Promise<R> {
   const stub = objectStub(options.name ?? uniqueObjectName());
   return runInDurableObject(stub, (_instance, state) => {
+    // A session's object gets its schema when the session is created (sql/lazy-schema.ts).
+    migrate(state.storage, SESSION_MIGRATIONS);
     const storage = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 }, options.clock);
     return body(storage, state);
   });

@@ -12,7 +12,7 @@ import {
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import { toWire } from "../../schema/wire.ts";
-import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";
+import { createSession, failure, sessionStub, unwrap } from "../helpers/sessions.ts";
 import { drain, scriptedModel, userContext } from "./helpers.ts";
 
 // The durable script: steps are the elements of the session list `scripted/steps`, the cursor is the
@@ -90,9 +90,11 @@ describe("the durable script source", () => {
   it("turns a schema-invalid element into a non-retryable error response and moves on", async () => {
     const { stub } = await createSession("script-invalid");
     const elements: JsonValue[] = [{ nope: true }, "just text", { text: 5 }, { text: "ok", extra: 1 }, { text: "fine" }];
-    for (const element of elements) {
-      unwrap(await stub.appendList("scripted", "steps", toWire(element)));
-    }
+    // The API refuses such elements (see the next test); stored ones (written by an older version,
+    // or by the engine directly) are still parsed when taken.
+    await runInDurableObject(stub, async (instance: SessionObject) => {
+      for (const element of elements) await instance.session().appendList(scriptedSteps, element);
+    });
     const invalid = [await request(stub), await request(stub), await request(stub), await request(stub)];
     for (const message of invalid) {
       expect(message.stopReason).toBe("error");
@@ -104,6 +106,17 @@ describe("the durable script source", () => {
     expect(invalid[2]?.errorMessage).toContain("text step: text:");
     expect(invalid[3]?.errorMessage).toContain('unknown key "extra"');
     expect((await request(stub)).content).toEqual([{ type: "text", text: "fine" }]);
+  });
+
+  it("refuses an invalid step at append (400 ValidationFailed), usage out of bounds included", async () => {
+    const { stub } = await createSession("script-refused");
+    const refused: JsonValue[] = [{ nope: true }, { text: "x", usage: { input: 1e308 } }, { text: "x", usage: { output: 1.5 } }, { text: "x", usage: { cost: { total: -1 } } }];
+    for (const element of refused) {
+      expect(failure(await stub.appendList("scripted", "steps", toWire(element))).code).toBe("ValidationFailed");
+    }
+    const accepted = await stub.appendList("scripted", "steps", toWire({ text: "x", usage: { input: 1e12, cost: { total: 1e9 } } }));
+    expect(unwrap(accepted)).toEqual({ seq: expect.any(Number) });
+    expect(await take(stub)).toEqual({ text: "x", usage: { input: 1e12, cost: { total: 1e9 } } });
   });
 
   it("take() reports the element's seq and commits it as the cursor", async () => {

@@ -1,13 +1,15 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { LazySchema } from "../../durable-objects/sql/lazy-schema.ts";
 import { MigrationHistoryMismatch, migrate, type Migration } from "../../durable-objects/sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import { objectStub, uniqueObjectName } from "../helpers/storage.ts";
 
-// SessionObject's constructor applies SESSION_MIGRATIONS, so every fresh object starts at their last
-// version. Tests extend that list with their own migrations (append-only), or drop everything to
-// start at zero.
+// A SessionObject holds a schema only once a session was created in it (sql/lazy-schema.ts); then
+// its constructor brings the schema up to date. These tests start from an object at the last
+// session migration, extend that list with their own migrations (append-only), or drop everything
+// to start at zero.
 
 const SESSION_TABLES = ["due_work", "entries", "idempotency", "list_items", "meta", "payload_chunks", "schema_migrations", "usage", "vals"];
 const current = SESSION_MIGRATIONS.length;
@@ -30,8 +32,12 @@ function history(state: DurableObjectState): { version: number; name: string }[]
   return state.storage.sql.exec<{ version: number; name: string }>("SELECT version, name FROM schema_migrations ORDER BY version").toArray();
 }
 
+/** A fresh object with the session migrations applied, as a created session's object has them. */
 function inFreshObject<R>(body: (state: DurableObjectState) => R): Promise<R> {
-  return runInDurableObject(objectStub(uniqueObjectName("migrations")), (_instance, state) => body(state));
+  return runInDurableObject(objectStub(uniqueObjectName("migrations")), (_instance, state) => {
+    migrate(state.storage, SESSION_MIGRATIONS);
+    return body(state);
+  });
 }
 
 describe("migrations (ARCHITECTURE D5)", () => {
@@ -49,10 +55,24 @@ describe("migrations (ARCHITECTURE D5)", () => {
     });
   });
 
-  it("the object's constructor has already applied the session migrations", async () => {
-    await inFreshObject((state) => {
+  it("an object that never held a session has no schema; creating one applies every migration", async () => {
+    await runInDurableObject(objectStub(uniqueObjectName("lazy")), (_instance, state) => {
+      expect(tables(state)).toEqual([]);
+      const schema = new LazySchema(state.storage, SESSION_MIGRATIONS);
+      expect(schema.exists).toBe(false);
+      expect(tables(state)).toEqual([]);
+      schema.create();
       expect(tables(state)).toEqual(SESSION_TABLES);
       expect(history(state)).toEqual(SESSION_MIGRATIONS.map(({ version, name }) => ({ version, name })));
+    });
+  });
+
+  it("an object that holds a schema is brought up to date when it starts", async () => {
+    await inFreshObject((state) => {
+      const schema = new LazySchema(state.storage, [...SESSION_MIGRATIONS, m2]);
+      expect(schema.exists).toBe(true);
+      expect(tables(state)).toContain("test_extra_a");
+      expect(history(state)).toHaveLength(current + 1);
     });
   });
 

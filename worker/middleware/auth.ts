@@ -2,6 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { fail } from "../http-error.ts";
+import { provenKeys, unprovenAllowed, UNPROVEN_RETRY_AFTER_SECONDS } from "./auth-limits.ts";
 
 /** `sk_<tenantId>_<43 base64url characters>`: the random tail has a fixed length, so the tenant
  * id (which may itself contain `_`) is read off unambiguously. */
@@ -19,17 +20,29 @@ export function presentedKey(headers: Headers): string | undefined {
 }
 
 /**
- * Authenticates a tenant key (ARCHITECTURE D17): shape first, then the SHA-256 hash against the
- * tenant's object, every request (revocation is immediate), counting the request against the
- * tenant's per-minute quota in the same call (429 RateLimited). Any bad key is the same 401.
+ * Authenticates a tenant key (ARCHITECTURE D17): shape first, then the failed-authentication limit
+ * for keys not yet proven in this isolate (auth-limits.ts; 429 RateLimited with Retry-After,
+ * before any object is touched), then the SHA-256 hash against the tenant's object, every request
+ * (revocation is immediate), counting the request against the tenant's per-minute quota in the
+ * same call (429 RateLimited). Any bad key is the same 401, and writes nothing anywhere.
  */
 export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
   const key = presentedKey(c.req.raw.headers);
   const match = key ? KEY.exec(key) : null;
   const tenantId = match?.[1];
   if (!key || !tenantId) throw fail("Unauthenticated", "A valid API key is required");
-  const verified = await tenantStub(c.env, tenantId).authorize(await sha256Hex(key));
-  if (!verified) throw fail("Unauthenticated", "A valid API key is required");
+  const hash = await sha256Hex(key);
+  if (!provenKeys.has(hash, Date.now()) && !(await unprovenAllowed(c.env, tenantId, c.req.header("cf-connecting-ip")))) {
+    throw fail("RateLimited", `Too many failed authentications; retry in ${UNPROVEN_RETRY_AFTER_SECONDS} s`, {
+      retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
+    });
+  }
+  const verified = await tenantStub(c.env, tenantId).authorize(hash);
+  if (!verified) {
+    provenKeys.forget(hash);
+    throw fail("Unauthenticated", "A valid API key is required");
+  }
+  provenKeys.remember(hash, Date.now());
   if (verified.limited) {
     throw fail("RateLimited", `The tenant's request quota is used up; retry in ${verified.retryAfterSeconds} s`, {
       retryAfterSeconds: verified.retryAfterSeconds,

@@ -1,39 +1,85 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { routePath } from "hono/route";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
-import type { IdempotencyClaim } from "../../durable-objects/idempotency.ts";
+import type { IdempotencyClaim, IdempotencyReplay } from "../../durable-objects/idempotency.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { fail } from "../http-error.ts";
+import { errorResponse, fail } from "../http-error.ts";
+import { CATALOG } from "../openapi/catalog.ts";
+import type { CatalogRoute } from "../openapi/catalog-types.ts";
+import { jsonBody, validate } from "../validate.ts";
 
 /** The object that owns a creating POST's Idempotency-Key (ARCHITECTURE D15). */
 export interface IdempotencyOwner {
   idempotencyClaim(key: string, requestHash: string): Promise<IdempotencyClaim | { state: "no_session" }>;
-  idempotencyComplete(key: string, requestHash: string, status: number, body: string): Promise<void>;
+  idempotencyComplete(key: string, requestHash: string, replay: IdempotencyReplay | null): Promise<void>;
 }
 
 /** The form of an `Idempotency-Key` header (also published in /openapi.json). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
+/** One claimed key: `key` is scoped to the route (method and path), `requestHash` names the body. */
+export interface IdempotencyScope {
+  key: string;
+  requestHash: string;
+}
+
+const scopes = new WeakMap<Request, IdempotencyScope>();
+const replays = new WeakMap<Request, IdempotencyReplay>();
+
+/** The claimed key of this request, when it carries one (session creation derives its token from it). */
+export function idempotencyScope(c: Context): IdempotencyScope | undefined {
+  return scopes.get(c.req.raw);
+}
+
 /**
- * `Idempotency-Key` on a creating POST: the same key and body replay the remembered response
- * (one effect), the same key with another body is 422, a concurrent duplicate is 409. Without the
- * header the request runs normally.
+ * What a replay of this request answers instead of its response: a route whose answer holds a
+ * secret (a new API key) remembers an answer without it, since a secret is shown once and stored
+ * nowhere.
+ */
+export function replayInstead(c: Context, status: number, body: unknown): void {
+  replays.set(c.req.raw, { status, body: JSON.stringify(body) });
+}
+
+/**
+ * `Idempotency-Key` on a creating POST: the same key and body replay the remembered success (one
+ * effect), the same key with another body is 422, a concurrent duplicate is 409 with
+ * `Retry-After`. Without the header the request runs normally.
+ *
+ * Nothing is claimed for a request that fails its route's validation or size bounds: the route's
+ * path, query and body schemas (the very ones of the route catalog, which the route validates with
+ * again) run before the claim. Keys are scoped per tenant (the owner is the tenant's object or one
+ * of its sessions) and per route (method and path): one key on two routes names two requests. The
+ * request hash is taken over the validated body, so the same JSON sent twice matches.
+ *
+ * Only a success (2xx) is remembered. Any other answer releases the claim: a refusal (400, 404,
+ * 409, 413, 422, 429, …) changed nothing, so a client that retries with the same key (after
+ * `Retry-After`, or after fixing what was refused) gets a fresh answer; a 5xx may have stopped
+ * half-way, and the retry completes it (session creation resumes: see worker/routes/sessions.ts).
  */
 export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    const key = c.req.header("idempotency-key");
-    if (key === undefined) return next();
-    if (!IDEMPOTENCY_KEY.test(key)) throw fail("ValidationFailed", "Idempotency-Key must be 1–255 printable ASCII characters");
-    const body = await c.req.text();
-    const requestHash = await sha256Hex(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`);
+    const header = c.req.header("idempotency-key");
+    if (header === undefined) return next();
+    if (!IDEMPOTENCY_KEY.test(header)) throw fail("ValidationFailed", "Idempotency-Key must be 1–255 printable ASCII characters");
+    const body = await validateAsRoute(c, catalogRoute(c));
+    const scope = { key: `${c.req.method} ${new URL(c.req.url).pathname}\n${header}`, requestHash: await sha256Hex(JSON.stringify(body ?? null)) };
     const store = owner(c);
-    const claim = await store.idempotencyClaim(key, requestHash);
+    const claim = await store.idempotencyClaim(scope.key, scope.requestHash);
     switch (claim.state) {
       case "no_session":
         throw fail("SessionNotFound", "Session not found");
       case "conflict":
         throw fail("IdempotencyConflict", "This Idempotency-Key was used with a different request");
-      case "in_progress":
-        throw fail("IdempotencyInProgress", "A request with this Idempotency-Key is still running");
+      case "in_progress": {
+        const refused = errorResponse(c, {
+          code: "IdempotencyInProgress",
+          message: `A request with this Idempotency-Key is still running; retry in ${claim.retryAfterSeconds} s`,
+          details: { retryAfterSeconds: claim.retryAfterSeconds },
+        });
+        refused.headers.set("Retry-After", String(claim.retryAfterSeconds));
+        return refused;
+      }
       case "replay":
         return new Response(claim.body, {
           status: claim.status,
@@ -42,7 +88,31 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
       case "claimed":
         break;
     }
-    await next();
-    await store.idempotencyComplete(key, requestHash, c.res.status, await c.res.clone().text());
+    scopes.set(c.req.raw, scope);
+    try {
+      await next();
+    } catch (error) {
+      await store.idempotencyComplete(scope.key, scope.requestHash, null);
+      throw error;
+    }
+    const succeeded = c.res.status >= 200 && c.res.status <= 299;
+    const replay = succeeded ? (replays.get(c.req.raw) ?? { status: c.res.status, body: await c.res.clone().text() }) : null;
+    await store.idempotencyComplete(scope.key, scope.requestHash, replay);
   });
+}
+
+/** The catalog entry of the route being served (the catalog test keeps every served route in it). */
+function catalogRoute(c: Context): CatalogRoute {
+  const path = routePath(c).replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+  const method = c.req.method.toLowerCase();
+  const route = CATALOG.find((entry) => entry.method === method && entry.path === path);
+  if (!route) throw new Error(`No catalog entry for idempotent route ${method} ${path}`);
+  return route;
+}
+
+/** Runs the route's own validation of path, query and body; returns the validated body. */
+async function validateAsRoute(c: Context, route: CatalogRoute): Promise<unknown> {
+  for (const [name, schema] of Object.entries(route.pathParams ?? {})) validate(schema, c.req.param(name));
+  if (route.query) validate(route.query, c.req.query());
+  return route.body ? jsonBody(c, route.body) : undefined;
 }

@@ -1,4 +1,13 @@
-import { CreateSessionSchema, IdSchema, PageQuerySchema, PutSkillSchema, PutTemplateSchema, ResourceNameSchema } from "../../schema/api.ts";
+import {
+  CreateSessionSchema,
+  IdSchema,
+  PageQuerySchema,
+  pageSchema,
+  PutSkillSchema,
+  PutTemplateSchema,
+  ResourceNameSchema,
+  SessionSummarySchema,
+} from "../../schema/api.ts";
 import {
   AddressParamsSchema,
   BranchEntriesQuerySchema,
@@ -57,17 +66,20 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions", operationId: "createSession", tag: "Sessions", auth: "tenant",
     summary: "Create a session",
-    description: "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch applied after creation.",
+    description:
+      "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch over the defaults; `resources` are the session's skills and prompt templates. The session, its name, settings and resources are created in one atomic step. With `Idempotency-Key`, a retry after a failure part-way gets the session the first attempt created (a missing `id` is derived from the key).",
     body: CreateSessionSchema, example: { name: "Support chat", settings: { systemPrompt: "Be brief." } }, idempotent: true,
     responses: { 201: { description: SESSION } },
     errors: ["SessionExists", "SessionClosed"],
   },
   {
     method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",
-    summary: "List the tenant's sessions", description: "`{ items: Session[], nextCursor }`; `limit` 1–1000, default 50.",
+    summary: "List the tenant's sessions",
+    description:
+      "`{ items: [{ id, name, createdAt }], nextCursor }` in creation order, read from the tenant's index (one object, whatever the page size); the name is the one given at creation or by the last PATCH. `GET /v1/sessions/{sid}` has stats, settings, branches and lanes. `limit` 1–1000, default 50.",
     query: PageQuerySchema,
-    responses: { 200: { description: "A page of sessions" } },
-    errors: ["SessionClosed"],
+    responses: { 200: { description: "A page of session summaries", schema: pageSchema(SessionSummarySchema) } },
+    errors: [],
   },
   {
     method: "get", path: "/v1/sessions/{sid}", operationId: "getSession", tag: "Sessions", auth: "tenant",

@@ -1,6 +1,15 @@
 import * as v from "valibot";
-import { UsageSchema } from "../../schema/usage.ts";
-import { CreateKeySchema, CreateTenantSchema, IdSchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
+import { UsageTotalsSchema } from "../../schema/usage.ts";
+import {
+  CreateKeySchema,
+  CreateTenantSchema,
+  IdSchema,
+  KeyInfoSchema,
+  PageQuerySchema,
+  pageSchema,
+  TenantQuotasPatchSchema,
+  TenantSummarySchema,
+} from "../../schema/api.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
@@ -11,7 +20,7 @@ import type { CatalogRoute } from "./catalog-types.ts";
  * copied). document.ts builds /openapi.json from this list; test/api/openapi.test.ts fails when a
  * route the Hono app serves has no entry here, or an entry names a route that is not served.
  */
-const MeSchema = v.object({ tenantId: v.string(), keyId: v.string(), usage: UsageSchema });
+const MeSchema = v.object({ tenantId: v.string(), keyId: v.string(), usage: UsageTotalsSchema });
 
 export const CATALOG: readonly CatalogRoute[] = [
   {
@@ -34,16 +43,34 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/admin/tenants", operationId: "createTenant", tag: "Admin", auth: "admin",
-    summary: "Create a tenant", description: "`id` defaults to a fresh `t_…` id.",
+    summary: "Create a tenant", description: "`id` defaults to a fresh `t_…` id. The tenant joins the admin's tenant list.",
     body: CreateTenantSchema, example: { name: "Acme" }, idempotent: true,
-    responses: { 201: { description: "`{ id, name, createdAt }`" } },
+    responses: { 201: { description: "`{ id, name, createdAt }`", schema: TenantSummarySchema } },
     errors: ["TenantExists"],
   },
   {
+    method: "get", path: "/v1/admin/tenants", operationId: "listTenants", tag: "Admin", auth: "admin",
+    summary: "List the tenants", description: "`{ items: [{ id, name, createdAt }], nextCursor }` in creation order; `limit` 1–1000, default 50.",
+    query: PageQuerySchema,
+    responses: { 200: { description: "A page of tenants", schema: pageSchema(TenantSummarySchema) } },
+    errors: [],
+  },
+  {
     method: "post", path: "/v1/admin/tenants/{tenantId}/keys", operationId: "createKey", tag: "Admin", auth: "admin",
-    summary: "Create an API key", description: "The key is shown once.",
+    summary: "Create an API key",
+    description:
+      "The key is shown once and stored nowhere (only its hash is kept). A repeat with the same `Idempotency-Key` answers 409 `KeySecretNotReplayed` with `details.keyId`: the key exists, its secret is not shown again (revoke it if it was lost).",
     pathParams: { tenantId: IdSchema }, body: CreateKeySchema, example: { name: "ci" }, idempotent: true,
     responses: { 201: { description: "`{ keyId, key }`" } },
+    errors: ["NotFound", "KeySecretNotReplayed"],
+  },
+  {
+    method: "get", path: "/v1/admin/tenants/{tenantId}/keys", operationId: "listKeys", tag: "Admin", auth: "admin",
+    summary: "List a tenant's API keys",
+    description:
+      "`{ items: [{ keyId, name, createdAt, lastUsedAt?, revokedAt? }], nextCursor }` in creation order, revoked keys included; never a secret. `lastUsedAt` is recorded at most once a minute per key. `limit` 1–1000, default 50.",
+    pathParams: { tenantId: IdSchema }, query: PageQuerySchema,
+    responses: { 200: { description: "A page of keys", schema: pageSchema(KeyInfoSchema) } },
     errors: ["NotFound"],
   },
   {
@@ -70,7 +97,8 @@ export const CATALOG: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/me", operationId: "getMe", tag: "Tenant", auth: "tenant",
     summary: "Who the caller is, and the tenant's usage totals",
-    description: "`usage` sums the usage ledgers of the tenant's sessions; rows are forwarded asynchronously after each commit (at most once), so totals can lag a moment behind a run.",
+    description:
+      "`usage` sums the usage ledgers of the tenant's sessions; rows are forwarded asynchronously after each commit (at most once), so totals can lag a moment behind a run. Each request's usage is bounded (tokens: integers up to 10^12; cost numbers: up to 10^9), so totals stay finite.",
     responses: { 200: { description: "`{ tenantId, keyId, usage }`", schema: MeSchema } },
     errors: [],
   },

@@ -199,7 +199,8 @@ export function buildOpenApiDocument(catalog: readonly CatalogRoute[] = CATALOG)
           name: "Idempotency-Key",
           in: "header",
           required: false,
-          description: "The same key and body replay the remembered answer (`Idempotency-Replayed: true`); another body is 422, a concurrent duplicate 409.",
+          description:
+            "Scoped to the tenant and the route (method and path). The same key and body replay the remembered success (`Idempotency-Replayed: true`); another body is 422, a concurrent duplicate 409 `IdempotencyInProgress` with `Retry-After`. Only successes are remembered: a refused request (4xx) or a failed one (5xx) may be retried with the same key. The request is validated before the key is claimed.",
           schema: { type: "string", pattern: IDEMPOTENCY_KEY.source },
         },
       },

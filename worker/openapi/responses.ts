@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { EntrySchema } from "../../schema/entries.ts";
 import { ApiErrorSchema } from "../../schema/errors.ts";
 import { JsonValueSchema } from "../../schema/json.ts";
-import { UsageRowSchema, UsageSchema } from "../../schema/usage.ts";
+import { UsageRowSchema, UsageTotalsSchema } from "../../schema/usage.ts";
 
 // Answer shapes for the document, composed from the schemas the runtime already keeps (entries,
 // usage rows, JSON values, errors). Routes whose answers have no valibot schema are documented by
@@ -21,7 +21,7 @@ export const SeqSchema = v.object({ seq: v.number() });
 
 export const UsagePageSchema = v.object({
   rows: v.array(UsageRowSchema),
-  totals: UsageSchema,
+  totals: UsageTotalsSchema,
   nextFromSeq: v.nullable(v.number()),
 });
 

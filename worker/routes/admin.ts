@@ -1,27 +1,63 @@
 import { Hono } from "hono";
-import { CreateKeySchema, CreateTenantSchema, IdSchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
-import { tenantStub, type AppEnv } from "../env.ts";
-import { replyValue } from "../http-error.ts";
+import { CreateKeySchema, CreateTenantSchema, IdSchema, PageQuerySchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
+import type { ApiError } from "../../schema/errors.ts";
+import { fromWire } from "../../schema/wire.ts";
+import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
+import { HttpFailure, replyValue } from "../http-error.ts";
 import { requireAdmin } from "../middleware/auth.ts";
-import { idempotent } from "../middleware/idempotency.ts";
+import { idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, validate } from "../validate.ts";
 
 /** Tenant and key administration (spec/API.md "Admin"), behind the admin token. */
 // Admin keys are remembered by an object no tenant can be named after (ids cannot contain ':').
 const adminIdempotency = idempotent((c) => c.env.TENANTS.getByName("admin:idempotency"));
 
+/**
+ * The admin's list of tenants. Each tenant is its own object, so a list needs one registry: a
+ * single directory object, touched only by tenant creation and the admin's listing (never by a
+ * tenant's requests). A tenant is registered after its object is created; a creation that failed
+ * in between is completed by its retry, which finds the tenant (409 `TenantExists`) and registers it.
+ */
+const directory = (c: AppContext) => c.env.TENANTS.getByName("admin:directory");
+
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/tenants", adminIdempotency, async (c) => {
     const body = await jsonBody(c, CreateTenantSchema);
     const id = body.id ?? `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}`;
-    const tenant = replyValue(await tenantStub(c.env, id).createTenant(id, body.name ?? id));
-    return c.json(tenant, 201);
+    const created = fromWire(await tenantStub(c.env, id).createTenant(id, body.name ?? id));
+    if (!created.ok) {
+      const { name, createdAt } = created.error.details ?? {};
+      if (created.error.code === "TenantExists" && typeof name === "string" && typeof createdAt === "number") {
+        await directory(c).registerTenant({ id, name, createdAt });
+      }
+      throw new HttpFailure(created.error);
+    }
+    await directory(c).registerTenant(created.value);
+    return c.json(created.value, 201);
   })
+  .get("/tenants", async (c) => {
+    const query = validate(PageQuerySchema, c.req.query());
+    return c.json(replyValue(await directory(c).listTenants(query.limit ?? 50, query.cursor)));
+  })
+  // The secret is in this answer only: a replay (same Idempotency-Key) names the key it created and
+  // says that the secret is not shown again (revoke the key if it was lost).
   .post("/tenants/:tenantId/keys", adminIdempotency, async (c) => {
     const tenantId = validate(IdSchema, c.req.param("tenantId"));
     const body = await jsonBody(c, CreateKeySchema);
-    return c.json(replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? "")), 201);
+    const created = replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? ""));
+    const notReplayed: ApiError = {
+      code: "KeySecretNotReplayed",
+      message: `Key ${created.keyId} was created by the first request with this Idempotency-Key; its secret was shown once and is not stored. Revoke the key if the secret was lost.`,
+      details: { keyId: created.keyId },
+    };
+    replayInstead(c, 409, { error: notReplayed });
+    return c.json(created, 201);
+  })
+  .get("/tenants/:tenantId/keys", async (c) => {
+    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const query = validate(PageQuerySchema, c.req.query());
+    return c.json(replyValue(await tenantStub(c.env, tenantId).listKeys(query.limit ?? 50, query.cursor)));
   })
   .get("/tenants/:tenantId/quotas", async (c) => {
     const tenantId = validate(IdSchema, c.req.param("tenantId"));

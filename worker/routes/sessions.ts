@@ -1,11 +1,12 @@
 import { Hono } from "hono";
 import { CreateSessionSchema, PageQuerySchema } from "../../schema/api.ts";
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
-import { fromWire, toWire } from "../../schema/wire.ts";
+import { toWire } from "../../schema/wire.ts";
+import { sha256Hex } from "../../durable-objects/tenant-object.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
-import { fail, HttpFailure, replyValue } from "../http-error.ts";
+import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { idempotent } from "../middleware/idempotency.ts";
+import { idempotencyScope, idempotent } from "../middleware/idempotency.ts";
 import { jsonBody, validate } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
 
@@ -20,37 +21,46 @@ export const sessionRoutes = new Hono<AppEnv>()
   .post("/", idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
     const { tenantId } = c.get("caller");
     const body = await jsonBody(c, CreateSessionSchema);
-    const sessionId = body.id ?? `s_${crypto.randomUUID().replace(/-/g, "")}`;
-    const stub = sessionStub(c.env, tenantId, sessionId);
-    const created = await stub.create({ tenantId, sessionId, ...(body.name !== undefined && { name: body.name }) });
-    const info = replyValue(created);
-    // The index is idempotent; registering after creation never lists a session that does not exist.
-    await tenantStub(c.env, tenantId).registerSession(sessionId, info.createdAt);
-    if (body.settings) replyValue(await stub.updateSettings(toWire(body.settings)));
-    return c.json(replyValue(await stub.view()), 201);
+    // With an Idempotency-Key, the session id (when not given) and the creation token derive from
+    // the claimed key: a retry after a failure part-way (the session created, the answer lost)
+    // addresses the same object and gets that session back, not a second one or `SessionExists`.
+    const scope = idempotencyScope(c);
+    const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
+    const sessionId = body.id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
+    const view = replyValue(
+      await sessionStub(c.env, tenantId, sessionId).create({
+        tenantId,
+        sessionId,
+        ...(body.name !== undefined && { name: body.name }),
+        ...(body.settings !== undefined && { settings: toWire(body.settings) }),
+        ...(body.resources !== undefined && { resources: toWire(body.resources) }),
+        ...(creationToken !== undefined && { creationToken }),
+      }),
+    );
+    // Indexed after the session exists, so a listing never shows a session that does not; a
+    // failure here answers 5xx, and the retry (same key) re-indexes the session it gets back.
+    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt });
+    return c.json(view, 201);
   })
+  // The tenant's index only (tenant-listings.ts): one object, however many sessions are listed.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");
     const query = validate(PageQuerySchema, c.req.query());
-    const page = replyValue(await tenantStub(c.env, tenantId).listSessions(query.limit ?? 50, query.cursor));
-    const views = await Promise.all(page.items.map(async (item) => fromWire(await sessionStub(c.env, tenantId, item.sessionId).view())));
-    // An index row whose session is gone (a deletion interrupted before unregistering) is skipped.
-    const items = views.flatMap((view) => {
-      if (view.ok) return [view.value];
-      if (view.error.code === "SessionNotFound") return [];
-      throw new HttpFailure(view.error);
-    });
-    return c.json({ items, nextCursor: page.nextCursor });
+    return c.json(replyValue(await tenantStub(c.env, tenantId).listSessions(query.limit ?? 50, query.cursor)));
   })
   .get("/:sid", async (c) => {
     const { stub } = sessionTarget(c);
     return c.json(replyValue(await stub.view()));
   })
-  // `{ name?, settings? }`: the name (null removes it), then the settings patch (settings_update events).
+  // `{ name?, settings? }`: the name (null removes it), then the settings patch (settings_update
+  // events). A new name reaches the listing index before the answer.
   .patch("/:sid", async (c) => {
-    const { stub } = sessionTarget(c);
+    const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
-    if (body.name !== undefined) replyValue(await stub.setName(body.name));
+    if (body.name !== undefined) {
+      replyValue(await stub.setName(body.name));
+      await tenantStub(c.env, tenantId).renameSession(sessionId, body.name);
+    }
     if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
     return c.json(replyValue(await stub.view()));
   })

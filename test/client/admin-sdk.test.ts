@@ -1,0 +1,28 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { ApiRequestError, createClient } from "../../client/index.ts";
+import type { KeyInfo } from "../../client/admin.ts";
+import { adminToken } from "../api/helpers.ts";
+
+// The SDK's admin listings against the real app in workerd.
+
+const client = () => createClient({ baseUrl: "http://api.test/", adminToken: adminToken(), fetch: (input, init) => exports.default.fetch(input, init) });
+
+describe("client.admin listings", () => {
+  it("lists tenants and a tenant's keys (never a secret), and a key creation replay names the key", async () => {
+    const admin = client().admin;
+    const id = `sdk_admin_${Date.now().toString(36)}`;
+    await admin.createTenant({ id, name: "SDK" });
+    const created = await admin.createKey(id, { name: "first" }, { idempotencyKey: `sdk-${id}` });
+    const tenants: string[] = [];
+    for await (const tenant of admin.allTenants({ limit: 3 })) tenants.push(tenant.id);
+    expect(tenants).toContain(id);
+    const keys: KeyInfo[] = [];
+    for await (const key of admin.allKeys(id)) keys.push(key);
+    expect(keys).toEqual([{ keyId: created.keyId, name: "first", createdAt: expect.any(Number) }]);
+    expect(JSON.stringify(await admin.listKeys(id))).not.toContain(created.key);
+    const replay = await admin.createKey(id, { name: "first" }, { idempotencyKey: `sdk-${id}` }).catch((error: unknown) => error);
+    expect(replay).toBeInstanceOf(ApiRequestError);
+    expect(replay).toMatchObject({ status: 409, code: "KeySecretNotReplayed", details: { keyId: created.keyId } });
+  });
+});

@@ -1,0 +1,62 @@
+/** How long a key that authenticated is remembered in this isolate as proven. */
+const PROVEN_TTL_MS = 10 * 60_000;
+/** At most this many proven keys are remembered per isolate (the oldest are forgotten first). */
+const PROVEN_MAX = 10_000;
+
+/**
+ * Keys that authenticated recently in this isolate, by hash. Only the failed-authentication limit
+ * reads this: a remembered key skips it, and is still verified by its tenant's object on every
+ * request (revocation stays immediate).
+ */
+class ProvenKeys {
+  private readonly until = new Map<string, number>();
+
+  has(hash: string, now: number): boolean {
+    const until = this.until.get(hash);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.until.delete(hash);
+    return false;
+  }
+
+  remember(hash: string, now: number): void {
+    this.until.delete(hash);
+    this.until.set(hash, now + PROVEN_TTL_MS);
+    if (this.until.size > PROVEN_MAX) {
+      const oldest = this.until.keys().next().value;
+      if (oldest !== undefined) this.until.delete(oldest);
+    }
+  }
+
+  forget(hash: string): void {
+    this.until.delete(hash);
+  }
+}
+
+export const provenKeys = new ProvenKeys();
+
+/**
+ * Whether one more unproven authentication may reach a tenant's object now. Every key this
+ * isolate has not seen succeed counts, against its source address and against the tenant it
+ * names, before the object is touched; so garbage keys cannot hammer one victim tenant's object
+ * nor, from one source, many of them.
+ *
+ * The counters are the platform's rate limiting bindings (`[[ratelimits]]` in wrangler.toml):
+ * shared by every isolate of a location, kept outside any object (a counter in the TenantObject
+ * would itself be state created and written by the attacker's traffic), and available in
+ * wrangler dev and the test pool. Per-isolate memory alone would let an attacker spread over
+ * isolates. The counts are approximate and per location, which is what abuse protection needs.
+ * While a tenant is over its limit, a key that authenticated recently in the same isolate still
+ * gets through; a client on a fresh isolate is refused with `Retry-After` until the minute passes.
+ * Requests without a source address (service bindings, tests) are limited per tenant only.
+ */
+export async function unprovenAllowed(env: Env, tenantId: string, source: string | undefined): Promise<boolean> {
+  const [bySource, byTenant] = await Promise.all([
+    source === undefined ? { success: true } : env.AUTH_SOURCE_LIMIT.limit({ key: `source:${source}` }),
+    env.AUTH_TENANT_LIMIT.limit({ key: `tenant:${tenantId}` }),
+  ]);
+  return bySource.success && byTenant.success;
+}
+
+/** The window of both limits: a refused client retries after it. */
+export const UNPROVEN_RETRY_AFTER_SECONDS = 60;
