@@ -6,17 +6,55 @@ import { fail } from "./http-error.ts";
 /** Request bodies are bounded before they are read (ARCHITECTURE D17; QUALITY R7). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-const encoder = new TextEncoder();
+const tooLarge = (limit: number) => fail("PayloadTooLarge", `The body exceeds ${limit} bytes`, { limit });
 
 /**
- * Reads, bounds, parses and validates a JSON body before any object is touched. Failures are a
+ * The request body as text, read through a byte counter that stops at `limit`: a body beyond it
+ * is a 413 PayloadTooLarge as soon as the bound is crossed, and the rest is never read, whether
+ * the body is chunked, has no Content-Length or has one that lies (hono's `bodyLimit` trusts a
+ * Content-Length, so it is not used). A declared Content-Length above the bound is refused before
+ * any byte is read. The text is kept as the request's body cache, so a second call, and
+ * `c.req.text()` / `c.req.json()` after it, see the same bounded text; invalid UTF-8 decodes to
+ * U+FFFD, as `Request.text()` does.
+ */
+export function readBoundedText(c: Context, limit = MAX_BODY_BYTES): Promise<string> {
+  const cached = c.req.bodyCache.text;
+  if (cached) return cached.then((text) => (byteLength(text) > limit ? Promise.reject(tooLarge(limit)) : text));
+  const read = readStream(c.req.raw, limit);
+  c.req.bodyCache.text = read;
+  return read;
+}
+
+async function readStream(request: Request, limit: number): Promise<string> {
+  if (Number(request.headers.get("content-length") ?? "0") > limit) throw tooLarge(limit);
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder();
+  let bytes = 0;
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    bytes += value.byteLength;
+    if (bytes > limit) {
+      // Cancelling tells the runtime the rest of the upload is unwanted; nothing waits for it.
+      reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+const encoder = new TextEncoder();
+/** UTF-8 length without allocating the encoding for short strings (at most 3 bytes per unit). */
+const byteLength = (text: string): number => (text.length * 3 <= MAX_BODY_BYTES ? text.length : encoder.encode(text).byteLength);
+
+/**
+ * Reads (bounded), parses and validates a JSON body before any object is touched. Failures are a
  * 413 (too large) or a 400 ValidationFailed naming the offending paths; never a 500.
  */
 export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S, maxBytes = MAX_BODY_BYTES): Promise<v.InferOutput<S>> {
-  const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > maxBytes) throw fail("PayloadTooLarge", `The body exceeds ${maxBytes} bytes`, { limit: maxBytes });
-  const text = await c.req.text();
-  if (encoder.encode(text).byteLength > maxBytes) throw fail("PayloadTooLarge", `The body exceeds ${maxBytes} bytes`, { limit: maxBytes });
+  const text = await readBoundedText(c, maxBytes);
   let parsed: unknown;
   try {
     parsed = text.length === 0 ? undefined : JSON.parse(text);
