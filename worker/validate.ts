@@ -8,20 +8,26 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = (limit: number) => fail("PayloadTooLarge", `The body exceeds ${limit} bytes`, { limit });
 
+/** One bounded read per request: later calls (middleware, then the route) share it. */
+const boundedReads = new WeakMap<Request, Promise<string>>();
+
 /**
  * The request body as text, read through a byte counter that stops at `limit`: a body beyond it
  * is a 413 PayloadTooLarge as soon as the bound is crossed, and the rest is never read, whether
  * the body is chunked, has no Content-Length or has one that lies (hono's `bodyLimit` trusts a
  * Content-Length, so it is not used). A declared Content-Length above the bound is refused before
- * any byte is read. The text is kept as the request's body cache, so a second call, and
- * `c.req.text()` / `c.req.json()` after it, see the same bounded text; invalid UTF-8 decodes to
+ * any byte is read. Every call for the same request shares the one read; invalid UTF-8 decodes to
  * U+FFFD, as `Request.text()` does.
  */
 export function readBoundedText(c: Context, limit = MAX_BODY_BYTES): Promise<string> {
-  const cached = c.req.bodyCache.text;
-  if (cached) return cached.then((text) => (byteLength(text) > limit ? Promise.reject(tooLarge(limit)) : text));
-  const read = readStream(c.req.raw, limit);
-  c.req.bodyCache.text = read;
+  const request = c.req.raw;
+  const shared = boundedReads.get(request);
+  if (shared) return shared.then((text) => within(text, limit));
+  // Someone read the body unbounded already (hono caches it): bound what it got.
+  const read = request.bodyUsed
+    ? c.req.text().then((text) => within(text, limit))
+    : readStream(request, limit);
+  boundedReads.set(request, read);
   return read;
 }
 
@@ -46,8 +52,12 @@ async function readStream(request: Request, limit: number): Promise<string> {
 }
 
 const encoder = new TextEncoder();
-/** UTF-8 length without allocating the encoding for short strings (at most 3 bytes per unit). */
-const byteLength = (text: string): number => (text.length * 3 <= MAX_BODY_BYTES ? text.length : encoder.encode(text).byteLength);
+
+/** The text, or a 413 when its UTF-8 form exceeds `limit` (every UTF-16 unit is 1–3 bytes). */
+function within(text: string, limit: number): string {
+  if (text.length > limit || (text.length * 3 > limit && encoder.encode(text).byteLength > limit)) throw tooLarge(limit);
+  return text;
+}
 
 /**
  * Reads (bounded), parses and validates a JSON body before any object is touched. Failures are a

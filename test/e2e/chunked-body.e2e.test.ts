@@ -4,61 +4,70 @@ import { Api, createTenant, readAdminToken, type ErrorBody } from "./client-help
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
 // Request bodies over real HTTP against `npm start`: a chunked upload (no Content-Length) far
-// beyond the 1 MiB bound is answered 413 while the client is still sending. The upload is
-// endless, so an answer at all proves the server did not buffer it; the bytes the client had
-// sent by then show how little of it was taken.
+// beyond the 1 MiB bound ends long before the client stops offering bytes. The upload is endless,
+// so the server ending the exchange at all proves it did not buffer the body; the bytes the client
+// had sent by then show how little of it was taken.
 //
-// The endless upload is written on a raw socket: Node's fetch (undici) and http client report a
-// server that answers before the upload ends as EPIPE/ECONNRESET and drop the answer, while the
-// answer is on the wire.
+// How it ends is up to the local server: the worker answers 413 and stops reading; workerd then
+// resets the connection the client is still writing into, and whether the 413 is read before the
+// reset is a race on loopback. `wrangler dev`'s entry proxy, which forwards the upload to the
+// worker, sometimes loses that race itself and answers its own plain-text 500 "Network connection
+// lost" instead: that answer is the proxy reporting the closed connection, not the API's.
+// The endless upload is written on a raw socket, because Node's fetch (undici) and http client
+// drop an answer that arrives while they are still writing (EPIPE/ECONNRESET). A body a little
+// over the bound, which the client finishes sending, gets its 413 over plain fetch.
 
 const BOUND = 1024 * 1024;
 const CHUNK = 64 * 1024;
-/** The most the client offers before the test gives up: a server that buffers takes it all. */
+/** The most the client offers before it gives up: a server that buffers takes all of it. */
 const GIVE_UP_BYTES = 128 * BOUND;
 
-interface EarlyAnswer {
-  status: number;
-  body: string;
-  /** Bytes of the upload the client had written when the answer began to arrive. */
-  sentBeforeAnswer: number;
+interface UploadEnd {
+  /** The answer, when it was read before the connection closed. */
+  answer?: { status: number; body: string };
+  /** Bytes of the upload the client had written when the server answered or closed. */
+  sent: number;
+  /** The client gave up: the server took everything offered. */
+  gaveUp: boolean;
 }
 
-/** PUTs an endless chunked JSON string and reads the answer while writing; stops at the first answer byte. */
-function endlessUpload(baseUrl: string, path: string, key: string): Promise<EarlyAnswer> {
+/** PUTs an endless chunked JSON string, reading while writing; stops at the server's first answer byte or close. */
+function endlessUpload(baseUrl: string, path: string, key: string): Promise<UploadEnd> {
   const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);
     let sent = 0;
-    let sentBeforeAnswer: number | undefined;
+    let answered = false;
+    let gaveUp = false;
     let received = "";
     const chunk = `${CHUNK.toString(16)}\r\n${"x".repeat(CHUNK)}\r\n`;
-    const settle = () => {
+    const answer = () => {
       const head = /^HTTP\/1\.1 (\d{3}) [^\r]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(received);
       const length = Number(/^content-length: *(\d+)$/im.exec(head?.[2] ?? "")?.[1] ?? NaN);
-      if (!head || sentBeforeAnswer === undefined || (head[3] ?? "").length < length) return false;
+      return head && (head[3] ?? "").length >= length ? { status: Number(head[1]), body: head[3] ?? "" } : undefined;
+    };
+    const end = () => {
+      const complete = answer();
       socket.destroy();
-      resolve({ status: Number(head[1]), body: head[3] ?? "", sentBeforeAnswer });
-      return true;
+      resolve({ ...(complete && { answer: complete }), sent, gaveUp });
     };
     socket.on("data", (data) => {
-      sentBeforeAnswer ??= sent;
+      answered = true;
       received += data.toString("utf8");
-      settle();
+      if (answer()) end();
     });
-    // The server may close its side once it has answered; what arrived before counts.
+    // A reset after the answer is the server's way to refuse the rest; the close below reports it.
     socket.on("error", () => undefined);
-    socket.on("close", () => {
-      if (!settle()) reject(new Error(`no complete answer; sent ${sent} bytes, received ${JSON.stringify(received.slice(0, 200))}`));
-    });
+    socket.on("close", end);
     socket.write(
       `PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
         `Transfer-Encoding: chunked\r\n\r\n1\r\n"\r\n`,
     );
     const pump = () => {
-      while (sentBeforeAnswer === undefined && !socket.destroyed) {
+      while (!answered && !socket.destroyed) {
         if (sent >= GIVE_UP_BYTES) {
-          socket.destroy();
+          gaveUp = true;
+          end();
           return;
         }
         sent += CHUNK;
@@ -70,6 +79,18 @@ function endlessUpload(baseUrl: string, path: string, key: string): Promise<Earl
     };
     pump();
   });
+}
+
+/** What the client saw: the API's answer, or the connection closing (directly or as reported by the dev proxy). */
+function outcome(ended: UploadEnd): string {
+  if (!ended.answer) return "connection closed";
+  const { status, body } = ended.answer;
+  if (status === 500 && body.startsWith("Error: Network connection lost.")) return "connection closed";
+  try {
+    return `${status} ${(JSON.parse(body) as ErrorBody).error.code}`;
+  } catch {
+    return `${status} ${body.slice(0, 200)}`;
+  }
 }
 
 describe("request body bounds over HTTP (npm start)", () => {
@@ -85,33 +106,46 @@ describe("request body bounds over HTTP (npm start)", () => {
     await server?.stop();
   });
 
-  it("answers an endless chunked body with 413 PayloadTooLarge while the client is still sending, and stores nothing", async () => {
-    const answer = await endlessUpload(server.baseUrl, "/v1/sessions/upload/values/app/big", api.token);
-    expect(answer.status).toBe(413);
-    expect((JSON.parse(answer.body) as ErrorBody).error.code).toBe("PayloadTooLarge");
-    // The bound plus what sockets buffer, nowhere near the upload's end.
-    expect(answer.sentBeforeAnswer).toBeGreaterThan(BOUND);
-    expect(answer.sentBeforeAnswer).toBeLessThan(GIVE_UP_BYTES / 2);
+  it("ends an endless chunked body long before the client stops sending (413 or a closed connection) and stores nothing", async () => {
+    const ended = await endlessUpload(server.baseUrl, "/v1/sessions/upload/values/app/big", api.token);
+    expect(ended.gaveUp).toBe(false);
+    // The bound plus what sockets buffer, nowhere near what the client offered.
+    expect(ended.sent).toBeGreaterThan(BOUND);
+    expect(ended.sent).toBeLessThan(GIVE_UP_BYTES / 2);
+    expect(outcome(ended)).toSatisfy((seen: string) => seen === "413 PayloadTooLarge" || seen === "connection closed");
     expect((await api.request<ErrorBody>("GET", "/v1/sessions/upload/values/app/big")).status).toBe(404);
   });
 
-  it("takes a chunked body within the bound (fetch with a stream body)", async () => {
+  it("answers a finished chunked body a little over the bound with 413 PayloadTooLarge", async () => {
+    const response = await putStream("/v1/sessions/upload/values/app/over", new TextEncoder().encode(JSON.stringify("x".repeat(3 * BOUND))));
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as ErrorBody).error.code).toBe("PayloadTooLarge");
+    expect((await api.request<ErrorBody>("GET", "/v1/sessions/upload/values/app/over")).status).toBe(404);
+  });
+
+  it("takes a chunked body within the bound", async () => {
     const text = JSON.stringify({ note: "é".repeat(200_000) });
-    const bytes = new TextEncoder().encode(text);
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (let offset = 0; offset < bytes.byteLength; offset += 7777) controller.enqueue(bytes.slice(offset, offset + 7777));
-        controller.close();
-      },
-    });
-    const response = await fetch(`${server.baseUrl}/v1/sessions/upload/values/app/small`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json" },
-      body: stream,
-      duplex: "half",
-    });
+    const response = await putStream("/v1/sessions/upload/values/app/small", new TextEncoder().encode(text));
     expect(response.status).toBe(200);
     const stored = await api.expect<{ value: unknown }>(200, "GET", "/v1/sessions/upload/values/app/small");
     expect(stored.value).toEqual(JSON.parse(text));
   });
+
+  /** PUT with a stream body (chunked, no Content-Length), split at odd offsets. */
+  function putStream(path: string, bytes: Uint8Array): Promise<Response> {
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let offset = 0; offset < bytes.byteLength; offset += 77_777) controller.enqueue(bytes.slice(offset, offset + 77_777));
+        controller.close();
+      },
+    });
+    // Node's fetch needs `duplex: "half"` for a stream body; the DOM typings do not know it yet.
+    const init: RequestInit & { duplex: "half" } = {
+      method: "PUT",
+      headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json" },
+      body: stream,
+      duplex: "half",
+    };
+    return fetch(`${server.baseUrl}${path}`, init);
+  }
 });
