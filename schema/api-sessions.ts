@@ -11,6 +11,11 @@ import { HarnessSettingsPatchSchema } from "./settings.ts";
 /** Page sizes of every listing here: default 50, at most 1000. */
 export const PAGE_LIMIT_DEFAULT = 50;
 export const PAGE_LIMIT_MAX = 1000;
+/**
+ * Pages also end before the item that would take them past this many bytes of JSON (a page ends
+ * early with a `nextCursor`); an item larger than this (entries go up to 16 MiB) comes alone.
+ */
+export const PAGE_BYTES_MAX = 8 * 1024 * 1024;
 /** Value and list addresses in paths: namespace 1–256 characters, key at most 256, no NUL. */
 export const ADDRESS_PART_MAX = 256;
 

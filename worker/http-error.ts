@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { ERROR_STATUS, type ApiError, type RpcResult } from "../schema/errors.ts";
+import { ERROR_STATUS, type ApiError, type RpcJson, type RpcResult } from "../schema/errors.ts";
 import { fromWire, type Wire } from "../schema/wire.ts";
 
 /** A documented API error raised at the edge; mapped once to its status (ARCHITECTURE D16). */
@@ -29,4 +29,10 @@ export function replyValue<T>(reply: Wire<RpcResult<T>>): T {
   const result = fromWire(reply);
   if (!result.ok) throw new HttpFailure(result.error);
   return result.value;
+}
+
+/** A read's JSON bytes as the 200 answer, passed through unparsed; its tagged error raised as an HTTP failure. */
+export function jsonAnswer<T>(c: Context, reply: RpcJson<T>): Response {
+  if (!reply.ok) throw new HttpFailure(reply.error);
+  return c.body(reply.json, 200, { "content-type": "application/json" });
 }

@@ -2,10 +2,10 @@ import { Hono } from "hono";
 import { BranchEntriesQuerySchema, BranchNameSchema, CreateBranchSchema, NewBranchEntrySchema } from "../../schema/api-sessions.ts";
 import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { HttpFailure, replyValue } from "../http-error.ts";
+import { HttpFailure, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, validate } from "../validate.ts";
-import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts";
+import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 // Named branches: movable tips into the session's tree (spec/API.md "Branches"). Mounted at
 // `/v1/sessions/:sid/branches`.
@@ -40,8 +40,7 @@ export const branchRoutes = new Hono<AppEnv>()
   .get("/:name/entries", async (c) => {
     const { stub, name } = branchTarget(c);
     const { limit, cursor, ...scan } = validate(BranchEntriesQuerySchema, c.req.query());
-    const rows = replyValue(await stub.scanBranch(name, { ...scan, limit: limit + 1, ...(cursor && { cursor }) }));
-    return c.json(seqPage(rows, limit));
+    return jsonAnswer(c, await stub.branchEntriesJson(name, { ...scan, limit, ...(cursor && { cursor }) }));
   })
   // `{ message }` or `{ customType, data? }` → 201 `{ entryId, placed }`. On a lane's branch this
   // is the lane's operation-aware append (placed now when idle, queued as a `write` when busy,

@@ -3,10 +3,10 @@ import { isReservedNamespace } from "../../harness/session/addresses.ts";
 import { AddressParamsSchema, JsonBodySchema, ListQuerySchema } from "../../schema/api-sessions.ts";
 import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { fail, replyValue } from "../http-error.ts";
+import { fail, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, validate } from "../validate.ts";
-import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts";
+import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 // Application values and lists (spec/API.md "Sessions"). `{namespace}` and `{key}` are single,
 // URL-decoded path segments (encode `/` as %2F); the runtime's `pi` and `pi.*` namespaces are
@@ -25,9 +25,7 @@ export const valueRoutes = new Hono<AppEnv>()
   // `{ value, seq }`; a value set to null answers `{ value: null, seq }`, an absent one 404.
   .get("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
-    const stored = replyValue(await stub.getValue(namespace, key));
-    if (!stored) throw fail("NotFound", `No value at ${namespace}/${key}`, { namespace, key });
-    return c.json(stored);
+    return jsonAnswer(c, await stub.valueJson(namespace, key));
   })
   .put("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
@@ -48,8 +46,7 @@ export const listRoutes = new Hono<AppEnv>()
   .get("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
     const { order, limit, cursor } = validate(ListQuerySchema, c.req.query());
-    const rows = replyValue(await stub.readList(namespace, key, { order, limit: limit + 1, ...(cursor && { cursor }) }));
-    return c.json(seqPage(rows, limit));
+    return jsonAnswer(c, await stub.listJson(namespace, key, { order, limit, ...(cursor && { cursor }) }));
   })
   .post("/:namespace/:key", sessionIdempotency, async (c) => {
     const { stub, namespace, key } = addressTarget(c);
