@@ -3,6 +3,7 @@ import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, HttpFailure } from "./http-error.ts";
 import { corsFromEnv } from "./middleware/cors.ts";
+import { platformFailure } from "./platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { branchRoutes } from "./routes/branches.ts";
 import { docsRoutes } from "./routes/docs.ts";
@@ -43,6 +44,11 @@ export function createApp(): Hono<AppEnv> {
   app.notFound((c) => errorResponse(c, { code: "NotFound", message: "No such route" }));
   app.onError((error, c) => {
     if (error instanceof HttpFailure) return errorResponse(c, error.error);
+    const platform = platformFailure(error);
+    if (platform) {
+      console.warn(JSON.stringify({ requestId: c.get("requestId"), platformError: error instanceof Error ? error.message : String(error) }));
+      return errorResponse(c, platform);
+    }
     console.error(JSON.stringify({ requestId: c.get("requestId"), error: error instanceof Error ? error.stack ?? error.message : String(error) }));
     return errorResponse(c, { code: "Internal", message: "Internal error" });
   });

@@ -128,6 +128,8 @@ function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
     ...(route.pathParams || route.query || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
     ...(route.body ? (["PayloadTooLarge"] as const) : []),
     ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict"] as const) : []),
+    // Every authenticated route reaches a Durable Object, which may be overloaded or reset.
+    ...(route.auth === "none" ? [] : (["Overloaded"] as const)),
     "Internal",
   ];
   const byStatus = new Map<number, ErrorCode[]>();
