@@ -1,8 +1,8 @@
 import { Hono } from "hono";
-import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.ts";
-import { errorResponse, HttpFailure } from "./http-error.ts";
+import { errorResponse, HttpFailure, requestIdsOf } from "./http-error.ts";
 import { corsFromEnv } from "./middleware/cors.ts";
+import { requestIds } from "./middleware/request-id.ts";
 import { platformFailure } from "./platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { branchRoutes } from "./routes/branches.ts";
@@ -23,7 +23,7 @@ export type { AppEnv };
  */
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use(requestId());
+  app.use(requestIds);
   app.use("/v1/*", corsFromEnv());
   app.get("/health", (c) => c.json({ status: "ok" }));
   // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.
@@ -46,10 +46,10 @@ export function createApp(): Hono<AppEnv> {
     if (error instanceof HttpFailure) return errorResponse(c, error.error);
     const platform = platformFailure(error);
     if (platform) {
-      console.warn(JSON.stringify({ requestId: c.get("requestId"), platformError: error instanceof Error ? error.message : String(error) }));
+      console.warn(JSON.stringify({ ...requestIdsOf(c), platformError: error instanceof Error ? error.message : String(error) }));
       return errorResponse(c, platform);
     }
-    console.error(JSON.stringify({ requestId: c.get("requestId"), error: error instanceof Error ? error.stack ?? error.message : String(error) }));
+    console.error(JSON.stringify({ ...requestIdsOf(c), error: error instanceof Error ? error.stack ?? error.message : String(error) }));
     return errorResponse(c, { code: "Internal", message: "Internal error" });
   });
   return app;

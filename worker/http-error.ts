@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ERROR_STATUS, type ApiError, type RpcJson, type RpcResult } from "../schema/errors.ts";
 import { fromWire, type Wire } from "../schema/wire.ts";
 
@@ -12,16 +13,21 @@ export class HttpFailure extends Error {
 export const fail = (code: ApiError["code"], message: string, details?: ApiError["details"]): HttpFailure =>
   new HttpFailure({ code, message, ...(details && { details }) });
 
-/** `{ "error": { code, message, details?, requestId } }` with the code's status. */
-export function errorResponse(c: Context, error: ApiError): Response {
-  const status = ERROR_STATUS[error.code];
-  const requestId = c.get("requestId");
+/** The server's id of this request, and the client's own `X-Request-Id` when it sent one (echoed, never the id). */
+export function requestIdsOf(c: Context): { requestId?: string; clientRequestId?: string } {
+  const requestId: unknown = c.get("requestId");
+  const clientRequestId: unknown = c.get("clientRequestId");
+  return { ...(typeof requestId === "string" && { requestId }), ...(typeof clientRequestId === "string" && { clientRequestId }) };
+}
+
+/** `{ "error": { code, message, details?, requestId, clientRequestId? } }` with the code's status (or `status`). */
+export function errorResponse(c: Context, error: ApiError, status: ContentfulStatusCode = ERROR_STATUS[error.code]): Response {
   const headers: Record<string, string> = {};
   if (error.code === "Overloaded" || error.code === "SessionClosed" || error.code === "RateLimited") {
     const after = error.details?.retryAfterSeconds;
     headers["Retry-After"] = typeof after === "number" ? String(after) : "1";
   }
-  return c.json({ error: { ...error, ...(typeof requestId === "string" && { requestId }) } }, status, headers);
+  return c.json({ error: { ...error, ...requestIdsOf(c) } }, status, headers);
 }
 
 /** The value of a session object's reply, or its tagged error raised as an HTTP failure. */

@@ -1,5 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { platformFailure } from "../../worker/platform-errors.ts";
 import { call } from "./helpers.ts";
@@ -14,13 +14,14 @@ import { objectOf, scriptedLane, SLOW_STEP, tenantWithSession } from "./session-
 const platformError = (message: string, flags: Record<string, boolean>): Error => Object.assign(new Error(message), flags);
 
 describe("platform errors", () => {
-  it("a Durable Object reset under a waiting request answers 503 Overloaded with Retry-After", async () => {
+  it("a Durable Object reset under a waiting request answers 503 Overloaded with Retry-After, logged under the server's request id", async () => {
     const { tenantId, key, base, sid } = await tenantWithSession("reset");
     await scriptedLane(tenantId, sid, [SLOW_STEP]);
     const accepted = await call(`${base}/lanes/main/operations`, { body: { kind: "prompt", prompt: "go" }, token: key });
     expect(accepted.status).toBe(202);
     const { operationId } = await accepted.json<{ operationId: string }>();
-    const waiting = call(`${base}/lanes/main/operations/${operationId}?wait=30`, { token: key });
+    const warnings = vi.spyOn(console, "warn");
+    const waiting = call(`${base}/lanes/main/operations/${operationId}?wait=30`, { token: key, headers: { "x-request-id": "client-id-7" } });
     // Bounded: the long poll is in the object once the operation reports it is running.
     for (let i = 0; i < 100; i++) {
       const state = await (await call(`${base}/lanes/main/operations/${operationId}`, { token: key })).json<{ state: string }>();
@@ -31,7 +32,12 @@ describe("platform errors", () => {
     const answer = await waiting;
     expect(answer.status).toBe(503);
     expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(await answer.json()).toMatchObject({ error: { code: "Overloaded", details: { reason: "reset" } } });
+    const body = await answer.json<{ error: { requestId: string } }>();
+    expect(body).toMatchObject({ error: { code: "Overloaded", details: { reason: "reset" }, clientRequestId: "client-id-7" } });
+    expect(body.error.requestId).toBe(answer.headers.get("x-request-id"));
+    const logged = warnings.mock.calls.map(([line]) => String(line)).find((line) => line.includes(body.error.requestId));
+    warnings.mockRestore();
+    expect(JSON.parse(logged ?? "{}")).toMatchObject({ requestId: body.error.requestId, clientRequestId: "client-id-7", platformError: "reset by the test" });
     // The object comes back on the next request, storage intact.
     expect((await call(`${base}/lanes/main`, { token: key })).status).toBe(200);
   });
