@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { IdSchema } from "./api.ts";
 import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
-import { AgentMessageSchema } from "./messages.ts";
+import { AgentMessageInputSchema } from "./messages.ts";
 import { HarnessSettingsPatchSchema } from "./settings.ts";
 
 // Parameters and bodies of spec/API.md "Sessions" (entries, labels, usage, values, lists, PATCH)
@@ -143,7 +143,7 @@ export const CreateBranchSchema = v.strictObject({
 
 /** `POST /v1/sessions/{sid}/branches/{name}/entries` `{ message }` or `{ customType, data? }`. */
 export const NewBranchEntrySchema = v.union([
-  v.strictObject({ message: AgentMessageSchema }),
+  v.strictObject({ message: AgentMessageInputSchema }),
   v.strictObject({ customType: CustomTypeSchema, data: v.optional(JsonValueSchema) }),
 ]);
 

@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   UnknownLane: 404,
   UnknownSkill: 404,
   UnknownTemplate: 404,
+  /** A known path called with a method it does not serve; `Allow` lists the ones it does. */
+  MethodNotAllowed: 405,
   SessionExists: 409,
   TenantExists: 409,
   IdempotencyInProgress: 409,

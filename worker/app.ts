@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { allowedMethods } from "./allowed-methods.ts";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, HttpFailure, requestIdsOf } from "./http-error.ts";
 import { corsFromEnv } from "./middleware/cors.ts";
@@ -41,7 +42,14 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
-  app.notFound((c) => errorResponse(c, { code: "NotFound", message: "No such route" }));
+  const allowed = allowedMethods(app);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow.length === 0) return errorResponse(c, { code: "NotFound", message: "No such route" });
+    const response = errorResponse(c, { code: "MethodNotAllowed", message: `${c.req.method} is not served here; use ${allow.join(", ")}`, details: { allow } });
+    response.headers.set("Allow", allow.join(", "));
+    return response;
+  });
   app.onError((error, c) => {
     if (error instanceof HttpFailure) return errorResponse(c, error.error);
     const platform = platformFailure(error);

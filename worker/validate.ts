@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import * as v from "valibot";
 import { arrayWhereObjectExpected } from "../schema/no-array-objects.ts";
 import { fail } from "./http-error.ts";
+import { describeIssue } from "./validation-messages.ts";
 
 /** Request bodies are bounded before they are read (ARCHITECTURE D17; QUALITY R7). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -74,14 +75,30 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S,
   return validate(schema, parsed);
 }
 
-/** Validates any input (query, path, body) with a schema of schema/. */
-export function validate<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
+/**
+ * Validates any input (query, path, body) with a schema of schema/. `root` names the input in
+ * messages when an issue is about the input itself: `body`, `query`, or a path parameter's name.
+ */
+export function validate<S extends v.GenericSchema>(schema: S, input: unknown, root = "body"): v.InferOutput<S> {
   const result = v.safeParse(schema, input);
   if (result.success) {
     const misplaced = arrayWhereObjectExpected(schema, input);
-    if (misplaced) throw fail("ValidationFailed", `${misplaced}: Invalid type: Expected Object but received Array`, { issues: [`${misplaced}: expected an object`] });
+    if (misplaced !== undefined) {
+      const issue = `${misplaced || root}: expected an object, got an array`;
+      throw fail("ValidationFailed", issue, { issues: [issue] });
+    }
     return result.output;
   }
-  const issues = result.issues.slice(0, 10).map((issue) => `${v.getDotPath(issue) ?? "(body)"}: ${issue.message}`);
-  throw fail("ValidationFailed", issues[0] ?? "Invalid input", { issues });
+  const issues = result.issues.slice(0, 10).map((issue) => describeIssue(issue, root));
+  throw fail("ValidationFailed", issues[0] ?? `${root}: invalid`, { issues });
+}
+
+/** A path parameter, validated and named in messages (`sid: Ids are 1–64 characters …`). */
+export function pathParam<S extends v.GenericSchema>(c: Context, name: string, schema: S): v.InferOutput<S> {
+  return validate(schema, c.req.param(name), name);
+}
+
+/** The query string, validated; issues name the query parameter. */
+export function queryParams<S extends v.GenericSchema>(c: Context, schema: S): v.InferOutput<S> {
+  return validate(schema, c.req.query(), "query");
 }

@@ -26,7 +26,7 @@ const ENTRY = { ...SID, entryId: EntryIdSchema };
 const ADDRESS = { ...SID, ...AddressParamsSchema.entries };
 const BRANCH = { ...SID, name: BranchNameSchema };
 const SESSION = "The Session `{ id, tenantId, name, createdAt, parentSessionId?, stats, settings, branches, lanes }`";
-const userMessage = { role: "user", content: "Hello", timestamp: 1_700_000_000_000 };
+const userMessage = { role: "user", content: "Hello" };
 const PAGED =
   `A page ends at \`limit\` items (1–1000, default 50) or before the item that would take it past ${PAGE_BYTES_MAX / 1024 / 1024} MiB of JSON, ` +
   "whichever comes first; an item larger than that (entries go up to 16 MiB) comes alone. `nextCursor` continues; null on the last page.";

@@ -4,7 +4,7 @@ import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { HttpFailure, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 // Named branches: movable tips into the session's tree (spec/API.md "Branches"). Mounted at
@@ -12,7 +12,7 @@ import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 function branchTarget(c: AppContext) {
   const target = sessionTarget(c);
-  return { ...target, name: validate(BranchNameSchema, c.req.param("name")) };
+  return { ...target, name: pathParam(c, "name", BranchNameSchema) };
 }
 
 export const branchRoutes = new Hono<AppEnv>()
@@ -39,7 +39,7 @@ export const branchRoutes = new Hono<AppEnv>()
   // for the page.
   .get("/:name/entries", async (c) => {
     const { stub, name } = branchTarget(c);
-    const { limit, cursor, ...scan } = validate(BranchEntriesQuerySchema, c.req.query());
+    const { limit, cursor, ...scan } = queryParams(c, BranchEntriesQuerySchema);
     return jsonAnswer(c, await stub.branchEntriesJson(name, { ...scan, limit, ...(cursor && { cursor }) }));
   })
   // `{ message }` or `{ customType, data? }` → 201 `{ entryId, placed }`. On a lane's branch this

@@ -5,14 +5,14 @@ import type { Wire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { fail, HttpFailure, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
 
 // The session-wide entry inventory, entry labels and the usage ledger (spec/API.md "Sessions").
 
 function entryTarget(c: AppContext) {
   const target = sessionTarget(c);
-  return { ...target, entryId: validate(EntryIdSchema, c.req.param("entryId")) };
+  return { ...target, entryId: pathParam(c, "entryId", EntryIdSchema) };
 }
 
 /** Mounted at `/v1/sessions/:sid/entries`. */
@@ -21,7 +21,7 @@ export const entryRoutes = new Hono<AppEnv>()
   // Every entry of the session by seq (all branches), filtered by type / customType.
   .get("/", async (c) => {
     const { stub } = sessionTarget(c);
-    const { type, customType, order, limit, cursor } = validate(EntriesQuerySchema, c.req.query());
+    const { type, customType, order, limit, cursor } = queryParams(c, EntriesQuerySchema);
     return jsonAnswer(c, await stub.entriesJson({ ...(type && { type }), ...(customType && { customType }), order, limit, ...(cursor && { cursor }) }));
   })
   .get("/:entryId", async (c) => {
@@ -55,7 +55,7 @@ export const usageRoutes = new Hono<AppEnv>()
   .use(requireTenant)
   .get("/", async (c) => {
     const { stub } = sessionTarget(c);
-    const { fromSeq, limit } = validate(UsageQuerySchema, c.req.query());
+    const { fromSeq, limit } = queryParams(c, UsageQuerySchema);
     // `nextFromSeq` (an addition to the documented shape) continues the scan; null at the end.
     return jsonAnswer(c, await stub.usageJson({ ...(fromSeq !== undefined && { fromSeq }), limit }));
   });

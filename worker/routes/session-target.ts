@@ -1,7 +1,7 @@
 import { IdSchema } from "../../schema/api.ts";
 import { sessionStub, type AppContext } from "../env.ts";
 import { idempotent } from "../middleware/idempotency.ts";
-import { validate } from "../validate.ts";
+import { pathParam } from "../validate.ts";
 
 /**
  * The caller's session named by the `sid` path parameter, validated before anything is touched.
@@ -10,7 +10,7 @@ import { validate } from "../validate.ts";
  */
 export function sessionTarget(c: AppContext) {
   const { tenantId } = c.get("caller");
-  const sessionId = validate(IdSchema, c.req.param("sid"));
+  const sessionId = pathParam(c, "sid", IdSchema);
   return { tenantId, sessionId, stub: sessionStub(c.env, tenantId, sessionId) };
 }
 

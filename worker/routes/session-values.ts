@@ -5,7 +5,7 @@ import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { fail, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, queryParams, validate } from "../validate.ts";
 import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 // Application values and lists (spec/API.md "Sessions"). `{namespace}` and `{key}` are single,
@@ -14,7 +14,7 @@ import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 function addressTarget(c: AppContext) {
   const target = sessionTarget(c);
-  const { namespace, key } = validate(AddressParamsSchema, { namespace: c.req.param("namespace"), key: c.req.param("key") });
+  const { namespace, key } = validate(AddressParamsSchema, { namespace: c.req.param("namespace"), key: c.req.param("key") }, "path");
   if (isReservedNamespace(namespace)) throw fail("ReservedNamespace", `Namespace "${namespace}" is reserved for the runtime`, { namespace });
   return { ...target, namespace, key };
 }
@@ -45,7 +45,7 @@ export const listRoutes = new Hono<AppEnv>()
   // `{ items: [{ seq, value }], nextCursor }`; an absent list is empty.
   .get("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
-    const { order, limit, cursor } = validate(ListQuerySchema, c.req.query());
+    const { order, limit, cursor } = queryParams(c, ListQuerySchema);
     return jsonAnswer(c, await stub.listJson(namespace, key, { order, limit, ...(cursor && { cursor }) }));
   })
   .post("/:namespace/:key", sessionIdempotency, async (c) => {
