@@ -10,7 +10,7 @@ import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asJson, asResult, parseWire, RpcError } from "../rpc-errors.ts";
 import { JsonWriter } from "../sql/json-bytes.ts";
-import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type Page, type UsagePage } from "../sql/json-pages.ts";
+import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
 import { migrate } from "../sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import type { Session as SessionWire } from "../../schema/session.ts";
@@ -244,7 +244,7 @@ export abstract class SessionDataRpc extends SessionHost {
     });
   }
 
-  async listJson(namespace: string, key: string, options: { order: "asc" | "desc"; limit: number; cursor?: { seq: number } }): Promise<RpcJson<Page<{ seq: number; value: JsonValue }>>> {
+  async listJson(namespace: string, key: string, options: ListPageOptions & { limit: number }): Promise<RpcJson<Page<{ seq: number; value: JsonValue }>>> {
     return asJson(() => {
       this.session();
       const { limit, ...read } = options;

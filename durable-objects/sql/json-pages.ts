@@ -1,5 +1,5 @@
 import type { EntryQuery } from "../../harness/session/session.ts";
-import type { ListReadOptions, StorageBranchScan } from "../../harness/session/storage.ts";
+import type { StorageBranchScan } from "../../harness/session/storage.ts";
 import { encodeSeqCursor } from "../../schema/api-sessions.ts";
 import type { Entry, EntryStructure } from "../../schema/entries.ts";
 import type { JsonBytes } from "../../schema/errors.ts";
@@ -24,6 +24,8 @@ export interface PageRequest {
 }
 
 export type Page<T> = { items: T[]; nextCursor: string | null };
+/** A list read: order, and an exclusive cursor in that order. */
+export type ListPageOptions = { order: "asc" | "desc"; cursor?: { seq: number } };
 export type UsagePage = { rows: UsageRow[]; totals: Usage; nextFromSeq: number | null };
 
 /** Framing per item beyond its payload: ids, seq, type, commas (generous; ids are ≤ 64 characters). */
@@ -100,7 +102,7 @@ export function entryAnswer(host: SqlHost, id: string): JsonBytes<Entry> | undef
 }
 
 /** `GET /sessions/{sid}/lists/{namespace}/{key}`: list items by seq from an exclusive cursor. */
-export function listPage(host: SqlHost, namespace: string, key: string, options: Required<Pick<ListReadOptions, "order">> & Pick<ListReadOptions, "cursor">, page: PageRequest): JsonBytes<Page<{ seq: number; value: JsonValue }>> {
+export function listPage(host: SqlHost, namespace: string, key: string, options: ListPageOptions, page: PageRequest): JsonBytes<Page<{ seq: number; value: JsonValue }>> {
   const descending = options.order === "desc";
   const rows = host.sql
     .exec<{ seq: number; chunks: number; bytes: number }>(
