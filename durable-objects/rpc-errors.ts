@@ -9,7 +9,7 @@ import {
 } from "../harness/session/errors.ts";
 import type { LaneError, Result } from "../harness/runtime/errors.ts";
 import { InvalidLane } from "../harness/runtime/errors.ts";
-import type { ApiError, RpcResult } from "../schema/errors.ts";
+import type { ApiError, JsonBytes, RpcJson, RpcResult } from "../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../schema/wire.ts";
 
 /** Raised by the object itself for conditions the session layer does not know about. */
@@ -49,6 +49,17 @@ export async function asResult<T>(work: () => T | Promise<T>): Promise<Wire<RpcR
     result = { ok: false, error: tagged };
   }
   return toWire(result);
+}
+
+/** Runs one read whose answer is already JSON bytes: the bytes, or its expected failure. */
+export async function asJson<T>(work: () => JsonBytes<T>): Promise<RpcJson<T>> {
+  try {
+    return { ok: true, json: work() };
+  } catch (error) {
+    const tagged = expectedError(error);
+    if (!tagged) throw error;
+    return { ok: false, error: tagged };
+  }
 }
 
 /** Decodes a JSON-text argument; text that is not JSON is the caller's error, not a fault. */

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { IdSchema } from "./api.ts";
 import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
-import { AgentMessageSchema } from "./messages.ts";
+import { AgentMessageInputSchema } from "./messages.ts";
 import { HarnessSettingsPatchSchema } from "./settings.ts";
 
 // Parameters and bodies of spec/API.md "Sessions" (entries, labels, usage, values, lists, PATCH)
@@ -11,6 +11,11 @@ import { HarnessSettingsPatchSchema } from "./settings.ts";
 /** Page sizes of every listing here: default 50, at most 1000. */
 export const PAGE_LIMIT_DEFAULT = 50;
 export const PAGE_LIMIT_MAX = 1000;
+/**
+ * Pages also end before the item that would take them past this many bytes of JSON (a page ends
+ * early with a `nextCursor`); an item larger than this (entries go up to 16 MiB) comes alone.
+ */
+export const PAGE_BYTES_MAX = 8 * 1024 * 1024;
 /** Value and list addresses in paths: namespace 1–256 characters, key at most 256, no NUL. */
 export const ADDRESS_PART_MAX = 256;
 
@@ -138,7 +143,7 @@ export const CreateBranchSchema = v.strictObject({
 
 /** `POST /v1/sessions/{sid}/branches/{name}/entries` `{ message }` or `{ customType, data? }`. */
 export const NewBranchEntrySchema = v.union([
-  v.strictObject({ message: AgentMessageSchema }),
+  v.strictObject({ message: AgentMessageInputSchema }),
   v.strictObject({ customType: CustomTypeSchema, data: v.optional(JsonValueSchema) }),
 ]);
 

@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   UnknownLane: 404,
   UnknownSkill: 404,
   UnknownTemplate: 404,
+  /** A known path called with a method it does not serve; `Allow` lists the ones it does. */
+  MethodNotAllowed: 405,
   SessionExists: 409,
   TenantExists: 409,
   IdempotencyInProgress: 409,
@@ -59,3 +61,11 @@ export type ApiError = v.InferOutput<typeof ApiErrorSchema>;
 
 /** What the session object returns over RPC: a value, or a tagged error the edge maps to HTTP. */
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+
+declare const jsonType: unique symbol;
+
+/** The UTF-8 JSON text of a `T`, as bytes (the body of a read's answer, passed through unparsed). */
+export type JsonBytes<T> = Uint8Array<ArrayBuffer> & { readonly [jsonType]?: T };
+
+/** A read's reply over RPC: its JSON bytes, or a tagged error the edge maps to HTTP. */
+export type RpcJson<T> = { ok: true; json: JsonBytes<T> } | { ok: false; error: ApiError };

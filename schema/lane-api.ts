@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { IdSchema } from "./api.ts";
 import { JsonValueSchema } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
-import { AgentMessageSchema, DeferredHandleSchema, ImageContentSchema } from "./messages.ts";
+import { AgentMessageInputSchema, AgentMessageSchema, DeferredHandleSchema, ImageContentSchema } from "./messages.ts";
 
 // Request bodies and parameters of spec/API.md "Lanes", "Queue" and "Operations" (primitives and
 // conveniences). The front worker validates with these before any object is touched.
@@ -48,17 +48,17 @@ export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.
 
 /** `{ message }` or `{ customType, data? }`: one lane entry (placed now when idle, queued when busy). */
 export const NewLaneEntrySchema = v.union([
-  v.strictObject({ message: AgentMessageSchema }),
+  v.strictObject({ message: AgentMessageInputSchema }),
   v.strictObject({ customType: v.pipe(v.string(), v.minLength(1), v.maxLength(256)), data: v.optional(JsonValueSchema) }),
 ]);
 
 export const EnqueueSchema = v.strictObject({
   kind: v.picklist(["steer", "followUp", "nextRun"]),
-  message: v.union([v.string(), AgentMessageSchema]),
+  message: v.union([v.string(), AgentMessageInputSchema]),
   images,
 });
 
-const promptInput = v.union([v.string(), AgentMessageSchema, v.pipe(v.array(AgentMessageSchema), v.maxLength(256))]);
+const promptInput = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array(AgentMessageInputSchema), v.maxLength(256))]);
 
 const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 

@@ -120,3 +120,22 @@ export type UserMessage = v.InferOutput<typeof UserMessageSchema>;
 export type AssistantMessage = v.InferOutput<typeof AssistantMessageSchema>;
 export type ToolResultMessage = v.InferOutput<typeof ToolResultMessageSchema>;
 export type AgentMessage = v.InferOutput<typeof AgentMessageSchema>;
+
+// Input messages (request bodies): `timestamp` may be left out; the server stamps it on arrival.
+// Stored and streamed messages always carry one (AgentMessageSchema above).
+
+const inputTimestamp = v.optional(timestamp);
+
+/** An AgentMessage as a client sends it: like AgentMessageSchema, `timestamp` optional and stamped on arrival. */
+export const AgentMessageInputSchema = v.pipe(
+  v.variant("role", [
+    v.object({ ...UserMessageSchema.entries, timestamp: inputTimestamp }),
+    v.object({ ...AssistantMessageSchema.entries, timestamp: inputTimestamp }),
+    v.object({ ...ToolResultMessageSchema.entries, timestamp: inputTimestamp }),
+    v.object({ ...CompactionSummaryMessageSchema.entries, timestamp: inputTimestamp }),
+    v.object({ ...BranchSummaryMessageSchema.entries, timestamp: inputTimestamp }),
+    v.object({ ...CustomMessageSchema.entries, timestamp: inputTimestamp }),
+    v.object({ ...BashExecutionMessageSchema.entries, timestamp: inputTimestamp }),
+  ]),
+  v.transform((message): AgentMessage => ({ ...message, timestamp: message.timestamp ?? Date.now() })),
+);

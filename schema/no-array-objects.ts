@@ -17,7 +17,7 @@ type Node = {
 const OBJECT_TYPES = new Set(["object", "strict_object", "loose_object", "object_with_rest"]);
 const WRAPPERS = new Set(["optional", "nullable", "nullish", "exact_optional", "undefinedable", "non_optional", "non_nullable", "non_nullish"]);
 
-/** The dotted path of the first array found where an object is expected, or undefined. */
+/** The dotted path of the first array found where an object is expected ("" for the input itself), or undefined. */
 export function arrayWhereObjectExpected(schema: v.GenericSchema, input: unknown): string | undefined {
   return walk(schema, input, "");
 }
@@ -26,26 +26,26 @@ function walk(node: Node, input: unknown, path: string): string | undefined {
   const type = node.type ?? "";
   if (WRAPPERS.has(type)) return input === undefined || input === null || !node.wrapped ? undefined : walk(node.wrapped, input, path);
   if (OBJECT_TYPES.has(type)) {
-    if (Array.isArray(input)) return path || "(body)";
+    if (Array.isArray(input)) return path;
     if (typeof input !== "object" || input === null) return undefined;
     const record: Record<string, unknown> = { ...input };
     for (const [key, child] of Object.entries(node.entries ?? {})) {
       const found = key in record ? walk(child, record[key], join(path, key)) : undefined;
-      if (found) return found;
+      if (found !== undefined) return found;
     }
     return undefined;
   }
   if (type === "array" && node.item && Array.isArray(input)) {
     for (const [index, element] of input.entries()) {
       const found = walk(node.item, element, join(path, String(index)));
-      if (found) return found;
+      if (found !== undefined) return found;
     }
     return undefined;
   }
   if (type === "record" && node.value && typeof input === "object" && input !== null && !Array.isArray(input)) {
     for (const [key, element] of Object.entries(input)) {
       const found = walk(node.value, element, join(path, key));
-      if (found) return found;
+      if (found !== undefined) return found;
     }
     return undefined;
   }

@@ -1,8 +1,10 @@
 import { Hono } from "hono";
-import { requestId } from "hono/request-id";
+import { allowedMethods } from "./allowed-methods.ts";
 import type { AppEnv } from "./env.ts";
-import { errorResponse, HttpFailure } from "./http-error.ts";
+import { errorResponse, HttpFailure, requestIdsOf } from "./http-error.ts";
 import { corsFromEnv } from "./middleware/cors.ts";
+import { requestIds } from "./middleware/request-id.ts";
+import { platformFailure } from "./platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { branchRoutes } from "./routes/branches.ts";
 import { docsRoutes } from "./routes/docs.ts";
@@ -22,7 +24,7 @@ export type { AppEnv };
  */
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use(requestId());
+  app.use(requestIds);
   app.use("/v1/*", corsFromEnv());
   app.get("/health", (c) => c.json({ status: "ok" }));
   // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.
@@ -40,10 +42,22 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
-  app.notFound((c) => errorResponse(c, { code: "NotFound", message: "No such route" }));
+  const allowed = allowedMethods(app);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow.length === 0) return errorResponse(c, { code: "NotFound", message: "No such route" });
+    const response = errorResponse(c, { code: "MethodNotAllowed", message: `${c.req.method} is not served here; use ${allow.join(", ")}`, details: { allow } });
+    response.headers.set("Allow", allow.join(", "));
+    return response;
+  });
   app.onError((error, c) => {
     if (error instanceof HttpFailure) return errorResponse(c, error.error);
-    console.error(JSON.stringify({ requestId: c.get("requestId"), error: error instanceof Error ? error.stack ?? error.message : String(error) }));
+    const platform = platformFailure(error);
+    if (platform) {
+      console.warn(JSON.stringify({ ...requestIdsOf(c), platformError: error instanceof Error ? error.message : String(error) }));
+      return errorResponse(c, platform);
+    }
+    console.error(JSON.stringify({ ...requestIdsOf(c), error: error instanceof Error ? error.stack ?? error.message : String(error) }));
     return errorResponse(c, { code: "Internal", message: "Internal error" });
   });
   return app;

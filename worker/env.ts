@@ -6,7 +6,8 @@ export interface Caller {
   keyId: string;
 }
 
-export type AppEnv = { Bindings: Env; Variables: { requestId: string; caller: Caller } };
+/** `requestId` is the server's own; `clientRequestId` a client's `X-Request-Id`, only echoed. */
+export type AppEnv = { Bindings: Env; Variables: { requestId: string; clientRequestId: string | undefined; caller: Caller } };
 export type AppContext = Context<AppEnv>;
 
 export const sessionObjectName = (tenantId: string, sessionId: string): string => `${tenantId}:${sessionId}`;

@@ -8,11 +8,14 @@ import type { BranchScan } from "../../harness/session/branch.ts";
 import { Session, type EntryQuery } from "../../harness/session/session.ts";
 import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
 import type { Entry } from "../../schema/entries.ts";
-import type { RpcResult } from "../../schema/errors.ts";
+import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
+import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { asJson, asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { JsonWriter } from "../sql/json-bytes.ts";
+import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
 import type { Session as SessionWire } from "../../schema/session.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { SessionHost, type BranchInfo, type SessionInfo, type SessionInit } from "./session-host.ts";
@@ -204,6 +207,59 @@ export abstract class SessionDataRpc extends SessionHost {
     return asResult(async () => {
       const result = await this.session().deleteList(list<JsonValue>(appNamespace(namespace), key));
       return { seq: result.firstSeq };
+    });
+  }
+
+  // The REST API's reads answer JSON bytes, paged by count and by bytes (sql/json-pages.ts), so no
+  // answer meets the platform's 32 MiB RPC limit, whatever the sizes of the entries and values. The
+  // typed reads above serve tests and in-process tools.
+
+  async entriesJson(query: Omit<EntryQuery, "limit"> & { limit: number }): Promise<RpcJson<Page<Entry>>> {
+    return asJson(() => {
+      this.session();
+      const { limit, ...rest } = query;
+      return entryPage(this.ctx.storage, rest, { limit, budget: PAGE_BYTES_MAX });
+    });
+  }
+
+  async branchEntriesJson(name: string, scan: Omit<BranchScan, "limit"> & { limit: number }): Promise<RpcJson<Page<Entry>>> {
+    return asJson(() => {
+      const branch = this.session().branch(name);
+      if (!branch) throw new RpcError({ code: "UnknownBranch", message: `Branch "${name}" does not exist` });
+      const { limit, start = branch.getTipId(), ...rest } = scan;
+      if (start === null) return new JsonWriter().json({ items: [], nextCursor: null }).finish();
+      return branchEntryPage(this.ctx.storage, { ...rest, start }, { limit, budget: PAGE_BYTES_MAX });
+    });
+  }
+
+  async entryJson(id: string): Promise<RpcJson<Entry>> {
+    return asJson(() => {
+      this.session();
+      const entry = entryAnswer(this.ctx.storage, id);
+      if (!entry) throw new RpcError({ code: "UnknownEntry", message: `Entry ${id} does not exist`, details: { entryId: id } });
+      return entry;
+    });
+  }
+
+  async usageJson(scan: { fromSeq?: number; limit: number }): Promise<RpcJson<UsagePage>> {
+    return asJson(() => usagePage(this.ctx.storage, scan.fromSeq, this.session().getStats().usage, { limit: scan.limit, budget: PAGE_BYTES_MAX }));
+  }
+
+  /** `{ value, seq }`; an absent value is 404 NotFound (a value set to null is a value). */
+  async valueJson(namespace: string, key: string): Promise<RpcJson<{ value: JsonValue; seq: number }>> {
+    return asJson(() => {
+      this.session();
+      const found = valueAnswer(this.ctx.storage, appNamespace(namespace), key);
+      if (!found) throw new RpcError({ code: "NotFound", message: `No value at ${namespace}/${key}`, details: { namespace, key } });
+      return found;
+    });
+  }
+
+  async listJson(namespace: string, key: string, options: ListPageOptions & { limit: number }): Promise<RpcJson<Page<{ seq: number; value: JsonValue }>>> {
+    return asJson(() => {
+      this.session();
+      const { limit, ...read } = options;
+      return listPage(this.ctx.storage, appNamespace(namespace), key, read, { limit, budget: PAGE_BYTES_MAX });
     });
   }
 }

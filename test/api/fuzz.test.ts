@@ -13,8 +13,10 @@ import { conforms } from "./openapi-helpers.ts";
 // QUALITY R3 (and the auth half of R4): ≥ 10,000 generated malformed, oversized or wrongly typed
 // requests across every route of /openapi.json, each a mutation of a valid request that the
 // document says must be refused. Every one must answer 4xx with a documented `{ error: { code } }`
-// at the code's status, and afterwards the state (session, lanes, entries, values, lists,
-// branches, usage, the operation, /v1/me, both tenants' session lists) is exactly as before.
+// at the code's status, in the API's words (no validator phrase such as "Expected never"; a 405
+// carries `Allow`), and afterwards the state (session, lanes, entries, values, lists, branches,
+// usage, the operation, /v1/me, both tenants' session lists) is exactly as before. Bodies are
+// also sent chunked (no Content-Length), far beyond the bound and malformed in odd pieces.
 // Reproduce a run with its seed (printed); change SEED to explore others.
 
 const SEED = 0x5eed_0a03;
@@ -22,7 +24,12 @@ const TARGET = 10_400;
 const CONCURRENCY = 16;
 
 interface Route { method: string; template: string; op: OpenApiOperation; params: OpenApiParameter[]; body?: { schema: JsonSchema; example: unknown; required: boolean } }
-interface Case { kind: string; label: string; method: string; path: string; headers: Record<string, string>; body?: string | Uint8Array; expect: readonly number[]; op?: OpenApiOperation }
+interface Case {
+  kind: string; label: string; method: string; path: string; headers: Record<string, string>; body?: string | Uint8Array;
+  /** Sent as a stream (chunked, no Content-Length) instead of `body`. */
+  stream?: () => ReadableStream<Uint8Array>;
+  expect: readonly number[]; op?: OpenApiOperation;
+}
 
 let doc: OpenApiDocument;
 let ctx: { key: string; otherKey: string; revokedKey: string; tenantId: string; sid: string; values: Record<string, string> };
@@ -171,6 +178,16 @@ function generate(rng: Rng): Case[] {
     for (const bytes of [MAX_BODY_BYTES + 1, 1.5 * 1024 * 1024, 2 * 1024 * 1024]) {
       cases.push(withBody(valid(route, "oversize", `${bytes} bytes`, [413]), JSON.stringify({ pad: "x".repeat(bytes) }).slice(0, bytes)));
     }
+    // The same bounds for chunked bodies (no Content-Length): far beyond the bound, just beyond
+    // it, and malformed bodies in odd pieces.
+    for (const bytes of [MAX_BODY_BYTES + 1, 2 * 1024 * 1024, 16 * 1024 * 1024]) {
+      cases.push({ ...valid(route, "chunked", `chunked ${bytes} bytes`, [413]), headers: { ...credentials(route), "content-type": "application/json" }, stream: () => chunkedBody(bytes) });
+    }
+    for (const raw of RAW_BODIES) {
+      if (!refusedBody(route, raw.bytes)) continue;
+      const bytes = typeof raw.bytes === "string" ? encoder.encode(raw.bytes) : raw.bytes;
+      cases.push({ ...valid(route, "chunked", `chunked ${raw.label}`, [400, 413]), headers: { ...credentials(route), "content-type": "application/json" }, stream: () => piecesOf(bytes) });
+    }
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", ""]) {
       addBody(route, `content-type ${type || "(empty)"}`, "{nope", type);
       addBody(route, `content-type ${type || "(empty)"}, unknown member`, JSON.stringify({ "x-unknown": [1] }), type);
@@ -226,7 +243,7 @@ function generate(rng: Rng): Case[] {
     const route = routes.find((candidate) => candidate.template === template);
     if (!route) continue;
     for (const method of METHODS.filter((method) => !(method.toLowerCase() in item))) {
-      const c: Case = { kind: "method", label: `${method} ${template}`, method, path: fill(template), headers: credentials(route), expect: [404] };
+      const c: Case = { kind: "method", label: `${method} ${template}`, method, path: fill(template), headers: credentials(route), expect: [405] };
       cases.push(method === "GET" ? c : withBody(c, "{}"));
     }
   }
@@ -250,9 +267,37 @@ function generate(rng: Rng): Case[] {
 
 const isErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
 
-async function send(c: Case): Promise<Response> {
-  return exports.default.fetch(`http://api.test${c.path}`, { method: c.method, headers: c.headers, ...(c.body !== undefined && { body: c.body }) });
+/** `bytes` of an unterminated JSON string, produced 64 KiB at a time as the server reads. */
+function chunkedBody(bytes: number): ReadableStream<Uint8Array> {
+  const piece = encoder.encode(`"${"x".repeat(64 * 1024 - 1)}`);
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= bytes) return controller.close();
+      const next = piece.subarray(0, Math.min(piece.byteLength, bytes - sent));
+      sent += next.byteLength;
+      controller.enqueue(next);
+    },
+  });
 }
+
+/** `bytes` in pieces of 1, 2, 3, … bytes, so multi-byte characters and tokens straddle pieces. */
+function piecesOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (let offset = 0, size = 1; offset < bytes.byteLength; offset += size, size++) controller.enqueue(bytes.slice(offset, offset + size));
+      controller.close();
+    },
+  });
+}
+
+async function send(c: Case): Promise<Response> {
+  const body = c.stream ? c.stream() : c.body;
+  return exports.default.fetch(`http://api.test${c.path}`, { method: c.method, headers: c.headers, ...(body !== undefined && { body }) });
+}
+
+/** The validator's own phrases, which must never reach a user (API words instead). */
+const VALIDATOR_WORDS = [/expected never/i, /Expected Object but received Object/, /\(body\)/, /Invalid key:/, /Invalid type:/];
 
 /** The first problem with an answer, or undefined when it is a documented refusal. */
 async function problem(c: Case, response: Response): Promise<string | undefined> {
@@ -265,6 +310,9 @@ async function problem(c: Case, response: Response): Promise<string | undefined>
   } catch {
     return `not JSON: ${text.slice(0, 200)}`;
   }
+  const leaked = VALIDATOR_WORDS.find((words) => words.test(text));
+  if (leaked) return `validator words ${leaked} in ${text.slice(0, 300)}`;
+  if (response.status === 405 && !response.headers.get("allow")) return "405 without Allow";
   if (!isErrorCode(code)) return `undocumented code ${String(code)}`;
   const documented = Object.entries(c.op?.responses ?? {}).find(([, answer]) => answer["x-error-codes"]?.some((named) => named === code));
   const status = documented ? Number(documented[0]) : ERROR_STATUS[code];

@@ -118,6 +118,26 @@ describe("GET /openapi.json", () => {
     }
   });
 
+  it("names the server it is served from, and documents 429 RateLimited with Retry-After on every route", () => {
+    expect(doc.servers).toEqual([{ url: "/", description: expect.any(String) }]);
+    for (const route of CATALOG) {
+      const limited = operationOf(route).responses["429"];
+      expect({ route: label(route), codes: limited?.["x-error-codes"] }).toEqual({ route: label(route), codes: ["RateLimited"] });
+      expect(limited?.headers?.["Retry-After"], label(route)).toBeDefined();
+    }
+  });
+
+  it("documents an input message's timestamp as optional (the server stamps it) and a stored one's as required", () => {
+    const required = (name: string): string[] => {
+      const schema: unknown = doc.components.schemas[name];
+      const options = typeof schema === "object" && schema !== null && "oneOf" in schema && Array.isArray(schema.oneOf) ? schema.oneOf : [];
+      return options.flatMap((option: unknown) => (typeof option === "object" && option !== null && "required" in option && Array.isArray(option.required) ? option.required : []));
+    };
+    expect(required("AgentMessageInput")).toContain("role");
+    expect(required("AgentMessageInput")).not.toContain("timestamp");
+    expect(required("AgentMessage")).toContain("timestamp");
+  });
+
   it("resolves every $ref to a component", () => {
     const refs = JSON.stringify(doc).match(/"\$ref":"[^"]*"/g) ?? [];
     expect(refs.length).toBeGreaterThan(0);

@@ -19,6 +19,7 @@ import {
   LabelSchema,
   ListQuerySchema,
   NewBranchEntrySchema,
+  PAGE_BYTES_MAX,
   PatchSessionSchema,
   UsageQuerySchema,
 } from "../../schema/api-sessions.ts";
@@ -34,7 +35,10 @@ const ENTRY = { ...SID, entryId: EntryIdSchema };
 const ADDRESS = { ...SID, ...AddressParamsSchema.entries };
 const BRANCH = { ...SID, name: BranchNameSchema };
 const SESSION = "The Session `{ id, tenantId, name, createdAt, parentSessionId?, stats, settings, branches, lanes }`";
-const userMessage = { role: "user", content: "Hello", timestamp: 1_700_000_000_000 };
+const userMessage = { role: "user", content: "Hello" };
+const PAGED =
+  `A page ends at \`limit\` items (1–1000, default 50) or before the item that would take it past ${PAGE_BYTES_MAX / 1024 / 1024} MiB of JSON, ` +
+  "whichever comes first; an item larger than that (entries go up to 16 MiB) comes alone. `nextCursor` continues; null on the last page.";
 
 export const sessionCatalog: readonly CatalogRoute[] = [
   {
@@ -104,7 +108,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "get", path: "/v1/sessions/{sid}/entries", operationId: "listEntries", tag: "Entries", auth: "tenant",
-    summary: "Every entry of the session by seq (all branches)", pathParams: SID, query: EntriesQuerySchema,
+    summary: "Every entry of the session by seq (all branches)", description: PAGED, pathParams: SID, query: EntriesQuerySchema,
     responses: { 200: { description: "A page of entries", schema: EntryPageSchema } },
     errors: SESSION_ERRORS,
   },
@@ -128,7 +132,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "get", path: "/v1/sessions/{sid}/usage", operationId: "getUsage", tag: "Entries", auth: "tenant",
-    summary: "The usage ledger and totals", description: "Rows with seq ≥ `fromSeq`, ascending; continue with `fromSeq=nextFromSeq`.",
+    summary: "The usage ledger and totals", description: `Rows with seq ≥ \`fromSeq\`, ascending; continue with \`fromSeq=nextFromSeq\` (null at the end). ${PAGED.split(";")[0]}.`,
     pathParams: SID, query: UsageQuerySchema,
     responses: { 200: { description: "`{ rows, totals, nextFromSeq }`", schema: UsagePageSchema } },
     errors: SESSION_ERRORS,
@@ -155,7 +159,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lists/{namespace}/{key}", operationId: "readList", tag: "Values", auth: "tenant",
-    summary: "Read a list, a page at a time", description: "An absent list is empty.",
+    summary: "Read a list, a page at a time", description: `An absent list is empty. ${PAGED}`,
     pathParams: ADDRESS, query: ListQuerySchema,
     responses: { 200: { description: "`{ items: [{ seq, value }], nextCursor }`", schema: ListPageSchema } },
     errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
@@ -190,7 +194,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}/branches/{name}/entries", operationId: "scanBranch", tag: "Branches", auth: "tenant",
     summary: "Scan a branch (reference §1.6)",
-    description: "The root-ward path from `start` (default the tip), ordered, with inclusive stops, filters, an exclusive cursor and `limit`.",
+    description: `The root-ward path from \`start\` (default the tip), ordered, with inclusive stops, filters, an exclusive cursor and \`limit\`. ${PAGED}`,
     pathParams: BRANCH, query: BranchEntriesQuerySchema,
     responses: { 200: { description: "A page of entries", schema: EntryPageSchema } },
     errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownTarget"],

@@ -59,8 +59,8 @@ export interface CatalogRoute {
   responses: Readonly<Record<number, RouteResponse>>;
   /**
    * The documented error codes this route can answer besides those its shape implies (document.ts
-   * adds Unauthenticated for authenticated routes, ValidationFailed for parameters and bodies,
-   * PayloadTooLarge for bodies, the idempotency codes, and Internal).
+   * adds Unauthenticated and Overloaded for authenticated routes, ValidationFailed for parameters
+   * and bodies, PayloadTooLarge for bodies, the idempotency codes, and Internal).
    */
   errors: readonly ErrorCode[];
   /** A code answered with another status than ERROR_STATUS gives it on this route. */

@@ -5,7 +5,7 @@ import { EntrySchema } from "../../schema/entries.ts";
 import { ApiErrorSchema, ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
 import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
 import { LaneConfigurationSchema, ModelIdentitySchema } from "../../schema/lane.ts";
-import { AgentMessageSchema, ImageContentSchema } from "../../schema/messages.ts";
+import { AgentMessageInputSchema, AgentMessageSchema, ImageContentSchema } from "../../schema/messages.ts";
 import { UsageRowSchema, UsageSchema } from "../../schema/usage.ts";
 import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
 import { CATALOG } from "./catalog.ts";
@@ -48,6 +48,7 @@ export interface OpenApiOperation {
 export interface OpenApiDocument {
   openapi: "3.1.0";
   info: { title: string; version: string; description: string };
+  servers: { url: string; description: string }[];
   tags: { name: string; description: string }[];
   paths: Record<string, Partial<Record<Method, OpenApiOperation>>>;
   components: {
@@ -64,6 +65,7 @@ const COMPONENTS: Record<string, v.GenericSchema> = {
   JsonValue: JsonValueSchema,
   JsonObject: JsonObjectSchema,
   AgentMessage: AgentMessageSchema,
+  AgentMessageInput: AgentMessageInputSchema,
   ImageContent: ImageContentSchema,
   Entry: EntrySchema,
   Usage: UsageSchema,
@@ -128,6 +130,10 @@ function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
     ...(route.pathParams || route.query || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
     ...(route.body ? (["PayloadTooLarge"] as const) : []),
     ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict"] as const) : []),
+    // Every authenticated route reaches a Durable Object, which may be overloaded or reset.
+    ...(route.auth === "none" ? [] : (["Overloaded"] as const)),
+    // Quotas answer 429 on tenant routes; every route documents it, so clients handle it everywhere.
+    "RateLimited",
     "Internal",
   ];
   const byStatus = new Map<number, ErrorCode[]>();
@@ -149,7 +155,7 @@ function responses(route: CatalogRoute): Record<string, OpenApiResponse> {
       description: codes.map((code) => `\`${code}\``).join(", "),
       content: { [MEDIA.json]: { schema } },
       "x-error-codes": codes,
-      ...(status === 503 && { headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } }),
+      ...((status === 429 || status === 503) && { headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } }),
     };
   }
   return answers;
@@ -190,6 +196,8 @@ export function buildOpenApiDocument(catalog: readonly CatalogRoute[] = CATALOG)
         "A durable agent-session runtime: JSON over HTTPS, base path `/v1`, `Authorization: Bearer <key>`. Errors are " +
         "`{ \"error\": { code, message, details?, requestId } }` with the code's status (`ApiError`). Creating POSTs accept `Idempotency-Key`.",
     },
+    // Relative: the deployment (or `npm start`) serving this document, whatever its host.
+    servers: [{ url: "/", description: "The server that serves this document" }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {

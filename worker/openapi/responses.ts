@@ -27,5 +27,5 @@ export const UsagePageSchema = v.object({
 
 /** The error body of ARCHITECTURE D16, as `errorResponse` (worker/http-error.ts) writes it. */
 export const ErrorBodySchema = v.object({
-  error: v.intersect([ApiErrorSchema, v.object({ requestId: v.optional(v.string()) })]),
+  error: v.intersect([ApiErrorSchema, v.object({ requestId: v.optional(v.string()), clientRequestId: v.optional(v.string()) })]),
 });

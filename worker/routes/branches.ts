@@ -2,17 +2,17 @@ import { Hono } from "hono";
 import { BranchEntriesQuerySchema, BranchNameSchema, CreateBranchSchema, NewBranchEntrySchema } from "../../schema/api-sessions.ts";
 import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { replyValue } from "../http-error.ts";
+import { jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
-import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
+import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 // Named branches: movable tips into the session's tree (spec/API.md "Branches"). Mounted at
 // `/v1/sessions/:sid/branches`.
 
 function branchTarget(c: AppContext) {
   const target = sessionTarget(c);
-  return { ...target, name: validate(BranchNameSchema, c.req.param("name")) };
+  return { ...target, name: pathParam(c, "name", BranchNameSchema) };
 }
 
 export const branchRoutes = new Hono<AppEnv>()
@@ -39,9 +39,8 @@ export const branchRoutes = new Hono<AppEnv>()
   // for the page.
   .get("/:name/entries", async (c) => {
     const { stub, name } = branchTarget(c);
-    const { limit, cursor, ...scan } = validate(BranchEntriesQuerySchema, c.req.query());
-    const rows = replyValue(await stub.scanBranch(name, { ...scan, limit: limit + 1, ...(cursor && { cursor }) }));
-    return c.json(seqPage(rows, limit));
+    const { limit, cursor, ...scan } = queryParams(c, BranchEntriesQuerySchema);
+    return jsonAnswer(c, await stub.branchEntriesJson(name, { ...scan, limit, ...(cursor && { cursor }) }));
   })
   // `{ message }` or `{ customType, data? }` → 201 `{ entryId, placed }`. On a lane's branch this
   // is the lane's operation-aware append (placed now when idle, queued as a `write` when busy,

@@ -3,7 +3,7 @@ import { IdSchema } from "../../schema/api.ts";
 import { LaneNameSchema, WaitQuerySchema } from "../../schema/lane-api.ts";
 import { sessionStub, type AppEnv } from "../env.ts";
 import { idempotent } from "../middleware/idempotency.ts";
-import { validate } from "../validate.ts";
+import { pathParam, queryParams } from "../validate.ts";
 
 /**
  * The session object and lane name a lane route addresses, validated before the object is
@@ -12,16 +12,16 @@ import { validate } from "../validate.ts";
  */
 export function laneTarget(c: Context<AppEnv>) {
   const { tenantId } = c.get("caller");
-  const sessionId = validate(IdSchema, c.req.param("sid"));
-  const lane = validate(LaneNameSchema, c.req.param("lane"));
+  const sessionId = pathParam(c, "sid", IdSchema);
+  const lane = pathParam(c, "lane", LaneNameSchema);
   return { stub: sessionStub(c.env, tenantId, sessionId), lane, sessionId };
 }
 
 /** A further id in the path (entry or operation id), validated like ids. */
-export const pathId = (c: Context<AppEnv>, name: string): string => validate(IdSchema, c.req.param(name));
+export const pathId = (c: Context<AppEnv>, name: string): string => pathParam(c, name, IdSchema);
 
 /** `?wait=<seconds ≤ 60>` in milliseconds, or `fallbackMs` when absent. */
-export const waitMs = (c: Context<AppEnv>, fallbackMs: number): number => validate(WaitQuerySchema, c.req.query()).wait ?? fallbackMs;
+export const waitMs = (c: Context<AppEnv>, fallbackMs: number): number => queryParams(c, WaitQuerySchema).wait ?? fallbackMs;
 
 /** Idempotency-Key on the lane's creating POSTs (D15), remembered by the session object. */
-export const sessionIdempotency = idempotent((c) => sessionStub(c.env, c.get("caller").tenantId, validate(IdSchema, c.req.param("sid"))));
+export const sessionIdempotency = idempotent((c) => sessionStub(c.env, c.get("caller").tenantId, pathParam(c, "sid", IdSchema)));

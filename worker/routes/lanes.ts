@@ -5,7 +5,7 @@ import { toWire } from "../../schema/wire.ts";
 import { sessionStub, type AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
 import { operationRoutes } from "./operations.ts";
 
@@ -18,7 +18,7 @@ export const laneRoutes = new Hono<AppEnv>()
   .use(requireTenant)
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");
-    const sessionId = validate(IdSchema, c.req.param("sid"));
+    const sessionId = pathParam(c, "sid", IdSchema);
     return c.json(replyValue(await sessionStub(c.env, tenantId, sessionId).lanes()));
   })
   // Get-or-create: 201 when this request created the lane, 200 when it existed.

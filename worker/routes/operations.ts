@@ -4,7 +4,7 @@ import type { RpcResult } from "../../schema/errors.ts";
 import { OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS } from "../../schema/lane-api.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
-import { fail, HttpFailure, replyValue } from "../http-error.ts";
+import { errorResponse, fail, HttpFailure, replyValue } from "../http-error.ts";
 import { jsonBody } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
 import { withOpenOperation } from "./open-operations.ts";
@@ -98,7 +98,6 @@ function unknownIsNotFound<T>(c: Context<AppEnv>, reply: Wire<RpcResult<T>>): Re
     return c.json(replyValue(reply));
   } catch (error) {
     if (!(error instanceof HttpFailure) || error.error.code !== "OperationMismatch") throw error;
-    const requestId = c.get("requestId");
-    return c.json({ error: { ...error.error, ...(typeof requestId === "string" && { requestId }) } }, 404);
+    return errorResponse(c, error.error, 404);
   }
 }

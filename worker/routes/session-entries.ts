@@ -3,16 +3,16 @@ import { EntriesQuerySchema, EntryIdSchema, LabelSchema, UsageQuerySchema } from
 import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { fail, HttpFailure, replyValue } from "../http-error.ts";
+import { fail, HttpFailure, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
-import { seqPage, sessionTarget } from "./session-target.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
+import { sessionTarget } from "./session-target.ts";
 
 // The session-wide entry inventory, entry labels and the usage ledger (spec/API.md "Sessions").
 
 function entryTarget(c: AppContext) {
   const target = sessionTarget(c);
-  return { ...target, entryId: validate(EntryIdSchema, c.req.param("entryId")) };
+  return { ...target, entryId: pathParam(c, "entryId", EntryIdSchema) };
 }
 
 /** Mounted at `/v1/sessions/:sid/entries`. */
@@ -21,15 +21,12 @@ export const entryRoutes = new Hono<AppEnv>()
   // Every entry of the session by seq (all branches), filtered by type / customType.
   .get("/", async (c) => {
     const { stub } = sessionTarget(c);
-    const { type, customType, order, limit, cursor } = validate(EntriesQuerySchema, c.req.query());
-    const rows = replyValue(
-      await stub.findEntries({ ...(type && { type }), ...(customType && { customType }), order, limit: limit + 1, ...(cursor && { cursor }) }),
-    );
-    return c.json(seqPage(rows, limit));
+    const { type, customType, order, limit, cursor } = queryParams(c, EntriesQuerySchema);
+    return jsonAnswer(c, await stub.entriesJson({ ...(type && { type }), ...(customType && { customType }), order, limit, ...(cursor && { cursor }) }));
   })
   .get("/:entryId", async (c) => {
     const { stub, entryId } = entryTarget(c);
-    return c.json(replyValue(await stub.getEntry(entryId)));
+    return jsonAnswer(c, await stub.entryJson(entryId));
   })
   .put("/:entryId/label", async (c) => {
     const { stub, entryId } = entryTarget(c);
@@ -58,11 +55,7 @@ export const usageRoutes = new Hono<AppEnv>()
   .use(requireTenant)
   .get("/", async (c) => {
     const { stub } = sessionTarget(c);
-    const { fromSeq, limit } = validate(UsageQuerySchema, c.req.query());
-    const [scanned, stats] = await Promise.all([stub.scanUsage({ ...(fromSeq !== undefined && { fromSeq }), order: "asc", limit: limit + 1 }), stub.stats()]);
-    const rows = replyValue(scanned);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const { fromSeq, limit } = queryParams(c, UsageQuerySchema);
     // `nextFromSeq` (an addition to the documented shape) continues the scan; null at the end.
-    return c.json({ rows: page, totals: replyValue(stats).usage, nextFromSeq: rows.length > limit && last ? last.seq + 1 : null });
+    return jsonAnswer(c, await stub.usageJson({ ...(fromSeq !== undefined && { fromSeq }), limit }));
   });

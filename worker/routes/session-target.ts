@@ -1,8 +1,7 @@
 import { IdSchema } from "../../schema/api.ts";
-import { encodeSeqCursor } from "../../schema/api-sessions.ts";
 import { sessionStub, type AppContext } from "../env.ts";
 import { idempotent } from "../middleware/idempotency.ts";
-import { validate } from "../validate.ts";
+import { pathParam } from "../validate.ts";
 
 /**
  * The caller's session named by the `sid` path parameter, validated before anything is touched.
@@ -11,18 +10,8 @@ import { validate } from "../validate.ts";
  */
 export function sessionTarget(c: AppContext) {
   const { tenantId } = c.get("caller");
-  const sessionId = validate(IdSchema, c.req.param("sid"));
+  const sessionId = pathParam(c, "sid", IdSchema);
   return { tenantId, sessionId, stub: sessionStub(c.env, tenantId, sessionId) };
-}
-
-/**
- * One page of seq-ordered rows fetched with `limit + 1`: the extra row only says that more exist;
- * the cursor is the last returned seq, opaque to clients.
- */
-export function seqPage<T extends { seq: number }>(rows: readonly T[], limit: number): { items: T[]; nextCursor: string | null } {
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  return { items, nextCursor: rows.length > limit && last ? encodeSeqCursor(last.seq) : null };
 }
 
 /** Idempotency-Key on a session's creating POSTs (D15), remembered by the session object. */

@@ -3,10 +3,10 @@ import { isReservedNamespace } from "../../harness/session/addresses.ts";
 import { AddressParamsSchema, JsonBodySchema, ListQuerySchema } from "../../schema/api-sessions.ts";
 import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { fail, replyValue } from "../http-error.ts";
+import { fail, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, validate } from "../validate.ts";
-import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts";
+import { jsonBody, queryParams, validate } from "../validate.ts";
+import { sessionIdempotency, sessionTarget } from "./session-target.ts";
 
 // Application values and lists (spec/API.md "Sessions"). `{namespace}` and `{key}` are single,
 // URL-decoded path segments (encode `/` as %2F); the runtime's `pi` and `pi.*` namespaces are
@@ -14,7 +14,7 @@ import { seqPage, sessionIdempotency, sessionTarget } from "./session-target.ts"
 
 function addressTarget(c: AppContext) {
   const target = sessionTarget(c);
-  const { namespace, key } = validate(AddressParamsSchema, { namespace: c.req.param("namespace"), key: c.req.param("key") });
+  const { namespace, key } = validate(AddressParamsSchema, { namespace: c.req.param("namespace"), key: c.req.param("key") }, "path");
   if (isReservedNamespace(namespace)) throw fail("ReservedNamespace", `Namespace "${namespace}" is reserved for the runtime`, { namespace });
   return { ...target, namespace, key };
 }
@@ -25,9 +25,7 @@ export const valueRoutes = new Hono<AppEnv>()
   // `{ value, seq }`; a value set to null answers `{ value: null, seq }`, an absent one 404.
   .get("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
-    const stored = replyValue(await stub.getValue(namespace, key));
-    if (!stored) throw fail("NotFound", `No value at ${namespace}/${key}`, { namespace, key });
-    return c.json(stored);
+    return jsonAnswer(c, await stub.valueJson(namespace, key));
   })
   .put("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
@@ -47,9 +45,8 @@ export const listRoutes = new Hono<AppEnv>()
   // `{ items: [{ seq, value }], nextCursor }`; an absent list is empty.
   .get("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);
-    const { order, limit, cursor } = validate(ListQuerySchema, c.req.query());
-    const rows = replyValue(await stub.readList(namespace, key, { order, limit: limit + 1, ...(cursor && { cursor }) }));
-    return c.json(seqPage(rows, limit));
+    const { order, limit, cursor } = queryParams(c, ListQuerySchema);
+    return jsonAnswer(c, await stub.listJson(namespace, key, { order, limit, ...(cursor && { cursor }) }));
   })
   .post("/:namespace/:key", sessionIdempotency, async (c) => {
     const { stub, namespace, key } = addressTarget(c);
