@@ -38,6 +38,8 @@ export interface SqlTally {
   statements: number;
   rowsWritten: number;
   boundBytes: number;
+  /** SQLite's rowsRead over every statement (reads included), summed when the tally is taken. */
+  rowsRead: number;
 }
 
 const WRITE_STATEMENT = /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i;
@@ -54,7 +56,7 @@ function boundBytes(value: unknown): number {
   return 0;
 }
 
-const zeroTally = (): SqlTally => ({ statements: 0, rowsWritten: 0, boundBytes: 0 });
+const zeroTally = (): SqlTally => ({ statements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0 });
 
 /** A pass-through SqlStorage that counts write statements. */
 export class SqlTap implements SqlStorage {
@@ -65,8 +67,12 @@ export class SqlTap implements SqlStorage {
 
   constructor(private readonly inner: SqlStorage) {}
 
+  /** Cursors since the last take: their rowsRead grows as they are consumed. */
+  private cursors: { cursor: SqlStorageCursor<Record<string, SqlStorageValue>>; inCommit: boolean }[] = [];
+
   exec<T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]): SqlStorageCursor<T> {
     const cursor = this.inner.exec<T>(query, ...bindings);
+    this.cursors.push({ cursor, inCommit: this.inCommit });
     if (WRITE_STATEMENT.test(query)) {
       const tally = this.inCommit ? this.inside : this.outside;
       tally.statements++;
@@ -91,6 +97,8 @@ export class SqlTap implements SqlStorage {
 
   /** The tallies so far, then zeroes them. */
   take(): { inside: SqlTally; outside: SqlTally } {
+    for (const { cursor, inCommit } of this.cursors) (inCommit ? this.inside : this.outside).rowsRead += cursor.rowsRead;
+    this.cursors = [];
     const taken = { inside: this.inside, outside: this.outside };
     this.inside = zeroTally();
     this.outside = zeroTally();

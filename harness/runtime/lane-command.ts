@@ -49,6 +49,8 @@ export interface LaneTarget {
   name: string;
   state: LaneProjection;
   publish(next: LaneProjection): void;
+  /** The entries a lane commit placed on its branch, in placement order (a warm context extends). */
+  placed?(entries: readonly Entry[]): void;
 }
 
 /**
@@ -77,6 +79,7 @@ export function applyLanePlan<T>(core: HarnessCore, lane: LaneTarget, m: Session
       throw core.fault(error);
     }
     done = { commit, ...committed(writes, commit) };
+    if (done.entries.length > 0) lane.placed?.(done.entries);
   }
   if (plan.next) lane.publish(plan.next);
   const events = withStats(plan.events?.(done) ?? [], done);

@@ -30,6 +30,7 @@ import { queueView, type LaneProjection } from "./lane-state.ts";
 import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
 import type { DriveOutcome } from "./types.ts";
+import { ContextCache } from "./context-cache.ts";
 import { captureSnapshot } from "./snapshot.ts";
 import { openWatch, type WatchHandle } from "./watch.ts";
 
@@ -63,6 +64,8 @@ export class AgentLane implements LaneHandle {
   private projection: LaneProjection;
   private activeDrive: Drive | undefined;
   private streaming: ProviderAssistant | undefined;
+  /** The warm context path (QUALITY P11): process-local, rebuilt from storage on demand. */
+  private readonly context = new ContextCache();
   private idleOwner: Promise<void> | undefined;
   private idleWaiters: (() => void)[] = [];
 
@@ -82,6 +85,16 @@ export class AgentLane implements LaneHandle {
   publish(next: LaneProjection): void {
     this.projection = next;
     this.notifyIdle();
+  }
+
+  contextPath(): readonly Entry[] {
+    const tipId = this.projection.tipId;
+    if (tipId === null) return [];
+    return this.context.read(tipId, () => this.core.session.scanBranch({ start: tipId, order: "newestFirst", stopAtType: "compaction" }).reverse());
+  }
+
+  placed(entries: readonly Entry[]): void {
+    this.context.placed(entries);
   }
 
   setStreaming(partial: ProviderAssistant): void {

@@ -34,35 +34,35 @@ describe("hardening 1: configuration setters decide on the line (no lost update)
 });
 
 describe("hardening 8: a run ends without reading its context when no before_run_end handler exists", () => {
-  it("the finishing boundary scans no branch without a handler, and reads the bounded context with one", async () => {
-    const result = await withDriveRig(async ({ harness, session }) => {
+  it("a run without a handler assembles its context once (for the request); with one, once more at run end", async () => {
+    const result = await withDriveRig(async ({ harness }) => {
       const lane = await harness.lane("main");
-      let scans = 0;
-      const scan = session.scanBranch.bind(session);
-      session.scanBranch = (request) => {
-        scans++;
-        return scan(request);
+      let reads = 0;
+      const read = lane.contextPath.bind(lane);
+      lane.contextPath = () => {
+        reads++;
+        return read();
       };
-      const countScans = async (run: () => Promise<void>): Promise<number> => {
-        const before = scans;
+      const countReads = async (run: () => Promise<void>): Promise<number> => {
+        const before = reads;
         await run();
-        return scans - before;
+        return reads - before;
       };
       const prompt = async () => {
         const { operationId } = unwrap(await lane.accept({ kind: "prompt", prompt: "hi" }));
         settledRecord(await lane.drive({ operationId }));
       };
-      const without = await countScans(prompt);
+      const without = await countReads(prompt);
       let seen = 0;
       harness.hooks.on("before_run_end", (event) => {
         seen = event.messages.length;
         return undefined;
       });
-      const withHandler = await countScans(prompt);
+      const withHandler = await countReads(prompt);
       return { without, withHandler, seen };
     }, { model: ECHO });
-    // The request itself reads the context once per turn; run end adds a read only for the handler.
-    expect(result.withHandler).toBe(result.without + 1);
+    expect(result.without).toBe(1);
+    expect(result.withHandler).toBe(2);
     expect(result.seen).toBe(4);
   });
 });

@@ -40,7 +40,7 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
   if (decided !== "returned") return settled(decided);
 
   // Finish mediation, phase (b): the gated hook runs off the line over the bounded context.
-  const messages = contextMessages(core, pass.lane.state.tipId);
+  const messages = contextMessages(pass);
   const { followUp } = await pass.gate.admit((signal) =>
     core.hooks.runBeforeRunEnd({ lane: pass.lane.name, runId: pass.operationId, messages }, { signal }),
   );

@@ -1,5 +1,6 @@
 import type { OperationResultRecord } from "../../../schema/lane.ts";
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
+import type { Entry } from "../../../schema/entries.ts";
 import type { Gate } from "../../execution/effect-gate.ts";
 import type { HarnessCore } from "../core.ts";
 import type { LaneProjection } from "../lane-state.ts";
@@ -14,6 +15,11 @@ export interface LaneHandle {
   setStreaming(partial: ProviderAssistant): void;
   /** Clears the live partial (on the line, by its settlement); returns what was set. */
   takeStreaming(): ProviderAssistant | undefined;
+  /**
+   * The compaction-bounded path ending at the lane's tip, oldest first (the canonical context
+   * read, §1.6): kept warm by the lane (QUALITY P11), else read from storage. Frozen: never mutate.
+   */
+  contextPath(): readonly Entry[];
 }
 
 /** One process-local pass over one operation (reference §4.1). */

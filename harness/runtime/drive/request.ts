@@ -5,19 +5,12 @@ import type { StreamOptions } from "../../../schema/settings.ts";
 import type { ThinkingLevel } from "../../../schema/lane.ts";
 import { projectEntries, toProviderMessages } from "../../execution/context.ts";
 import type { ProviderModel } from "../../execution/models.ts";
-import type { HarnessCore } from "../core.ts";
 import type { GenerationContext } from "../types.ts";
 import type { Pass } from "./pass.ts";
 
-/** The compaction-bounded path from the tip, oldest first (the canonical context read, §1.6). */
-export function boundedPath(core: HarnessCore, tipId: string | null) {
-  if (tipId === null) return [];
-  return core.session.scanBranch({ start: tipId, order: "newestFirst", stopAtType: "compaction" }).reverse();
-}
-
-/** The harness messages a request on this lane would see now. */
-export function contextMessages(core: HarnessCore, tipId: string | null): AgentMessage[] {
-  return projectEntries(boundedPath(core, tipId), core.projectors);
+/** The harness messages a request on this lane would see now: its bounded context path, projected (§6.4). */
+export function contextMessages(pass: Pass): AgentMessage[] {
+  return projectEntries(pass.lane.contextPath(), pass.core.projectors);
 }
 
 /**
@@ -33,7 +26,7 @@ export async function prepareAssistantRequest(
 ): Promise<{ context: Context; options: SimpleStreamOptions }> {
   const { core } = pass;
   const scope = { lane: pass.lane.name, runId: pass.operationId };
-  const messages = contextMessages(core, pass.lane.state.tipId);
+  const messages = contextMessages(pass);
   const transformed = await pass.gate.admit((signal) =>
     core.hooks.runTransformContext({ ...scope, messages, systemPrompt: core.settings().systemPrompt ?? "" }, { signal }),
   );
