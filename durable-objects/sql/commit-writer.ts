@@ -81,11 +81,7 @@ export function applyWrite(
       return;
     }
     case "value": {
-      sql.exec(
-        "DELETE FROM payload_chunks WHERE seq = (SELECT seq FROM vals WHERE namespace = ? AND key = ? AND chunks > 0)",
-        write.namespace,
-        write.key,
-      );
+      // A replaced or deleted value's chunks are released by triggers (session migration 4).
       if (write.op === "delete") {
         sql.exec("DELETE FROM vals WHERE namespace = ? AND key = ?", write.namespace, write.key);
         return;
@@ -104,11 +100,6 @@ export function applyWrite(
     }
     case "list": {
       if (write.op === "delete") {
-        sql.exec(
-          "DELETE FROM payload_chunks WHERE seq IN (SELECT seq FROM list_items WHERE namespace = ? AND key = ? AND chunks > 0)",
-          write.namespace,
-          write.key,
-        );
         sql.exec("DELETE FROM list_items WHERE namespace = ? AND key = ?", write.namespace, write.key);
         return;
       }

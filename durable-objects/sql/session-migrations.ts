@@ -84,4 +84,29 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
     name: "idempotency",
     statements: IDEMPOTENCY_STATEMENTS,
   },
+  {
+    version: 4,
+    name: "lean_commits",
+    statements: [
+      // Every commit advances the seq: keep that in a row of its own, a few bytes, so a commit no
+      // longer rewrites the session's metadata and usage totals (QUALITY P3). The usage totals stay
+      // in `meta` and change only with ledger rows.
+      `CREATE TABLE counters (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        next_seq INTEGER NOT NULL,
+        message_count INTEGER NOT NULL
+      )`,
+      "INSERT INTO counters (singleton, next_seq, message_count) SELECT 1, next_seq, message_count FROM meta",
+      "ALTER TABLE meta DROP COLUMN next_seq",
+      "ALTER TABLE meta DROP COLUMN message_count",
+      // A replaced or deleted payload releases its chunks inside SQLite, instead of a DELETE
+      // statement (and its lookup) before every value write, chunked or not.
+      `CREATE TRIGGER vals_release_chunks_on_update AFTER UPDATE OF seq ON vals
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+      `CREATE TRIGGER vals_release_chunks_on_delete AFTER DELETE ON vals
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+      `CREATE TRIGGER list_items_release_chunks_on_delete AFTER DELETE ON list_items
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+    ],
+  },
 ];

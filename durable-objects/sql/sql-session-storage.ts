@@ -36,10 +36,10 @@ type MetaRow = {
   created_at: number;
   storage_version: number;
   parent_session_id: string | null;
-  next_seq: number;
-  message_count: number;
   usage: string;
 };
+
+type CountersRow = { next_seq: number; message_count: number };
 
 
 export interface CreateSessionMetadata {
@@ -77,7 +77,9 @@ export class SqlSessionStorage implements Storage {
       storageVersion: row.storage_version,
       ...(row.parent_session_id !== null && { parentSessionId: row.parent_session_id }),
     };
-    const counters = { nextSeq: row.next_seq, messageCount: row.message_count, usage: JSON.parse(row.usage) };
+    const seq = host.sql.exec<CountersRow>("SELECT next_seq, message_count FROM counters WHERE singleton = 1").toArray()[0];
+    if (!seq) throw new StorageCorruption("The session has metadata but no counters");
+    const counters = { nextSeq: seq.next_seq, messageCount: seq.message_count, usage: JSON.parse(row.usage) };
     return new SqlSessionStorage(host, metadata, row.tenant_id, counters, clock);
   }
 
@@ -85,16 +87,16 @@ export class SqlSessionStorage implements Storage {
   static create(host: SqlHost, init: CreateSessionMetadata, clock: () => number = Date.now): SqlSessionStorage {
     if (SqlSessionStorage.open(host, clock)) throw new StorageCorruption("A session already exists in this object");
     host.sql.exec(
-      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id, next_seq, message_count, usage)
-       VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?)`,
+      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id, usage)
+       VALUES (1, ?, ?, ?, ?, ?, ?)`,
       init.id,
       init.tenantId,
       init.createdAt,
       STORAGE_VERSION,
       init.parentSessionId ?? null,
-      init.nextSeq ?? 1,
       JSON.stringify(zeroUsage()),
     );
+    host.sql.exec("INSERT INTO counters (singleton, next_seq, message_count) VALUES (1, ?, 0)", init.nextSeq ?? 1);
     const opened = SqlSessionStorage.open(host, clock);
     if (!opened) throw new StorageCorruption("Session metadata was not stored");
     return opened;
@@ -113,17 +115,18 @@ export class SqlSessionStorage implements Storage {
         seqs.push(seq);
         applyWrite(this.host, write, payload, seq, timestamp, counters);
       }
-      // The meta row is rewritten on every commit, so it carries only what changed: usage totals
-      // (the largest column) change with ledger rows alone (QUALITY P3).
-      const usageChanged = counters.usage !== this.counters.usage;
-      const countChanged = counters.messageCount !== this.counters.messageCount;
+      // Each commit rewrites only the small counters row; the usage totals (the largest column of
+      // the session's metadata) change with ledger rows alone (QUALITY P3).
       if (seqs.length > 0) {
+        const countChanged = counters.messageCount !== this.counters.messageCount;
         this.host.sql.exec(
-          `UPDATE meta SET next_seq = ?${countChanged ? ", message_count = ?" : ""}${usageChanged ? ", usage = ?" : ""} WHERE singleton = 1`,
+          `UPDATE counters SET next_seq = ?${countChanged ? ", message_count = ?" : ""} WHERE singleton = 1`,
           counters.nextSeq,
           ...(countChanged ? [counters.messageCount] : []),
-          ...(usageChanged ? [JSON.stringify(counters.usage)] : []),
         );
+      }
+      if (counters.usage !== this.counters.usage) {
+        this.host.sql.exec("UPDATE meta SET usage = ? WHERE singleton = 1", JSON.stringify(counters.usage));
       }
       return { counters, seqs };
     });
