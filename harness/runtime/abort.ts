@@ -1,10 +1,11 @@
 import type { AgentMessage } from "../../schema/messages.ts";
-import { operationState, pendingEntry } from "../session/builtin-addresses.ts";
-import { deleteValue, setValue } from "../session/writes.ts";
+import { pendingEntry } from "../session/builtin-addresses.ts";
+import { deleteValue } from "../session/writes.ts";
 import { queueUpdate } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { Planner } from "./lane-command.ts";
+import { stateWrites } from "./operation-codec.ts";
 import { queueView } from "./lane-state.ts";
 import type { OperationState } from "./types.ts";
 
@@ -52,7 +53,7 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
     const queued = new Map([...state.queued].filter(([id]) => !drainedIds.has(id)));
     const next: OperationState = { ...current.state, control: { status: "cancel_requested", requestedAt: core.clock() } };
     return {
-      writes: [setValue(operationState<OperationState>(operationId), next), ...drained.map((item) => deleteValue(pendingEntry(item.entryId)))],
+      writes: [...stateWrites(operationId, next, current.state), ...drained.map((item) => deleteValue(pendingEntry(item.entryId)))],
       next: { ...state, inbox, queued, operation: { meta: current.meta, state: next } },
       events: () => [
         { type: "operation_abort", lane, operationId, steer, followUp },

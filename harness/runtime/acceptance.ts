@@ -2,7 +2,7 @@ import type { Entry, NewEntry } from "../../schema/entries.ts";
 import type { HarnessEvent, LaneQueuedItem } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { HarnessResources, HarnessSettings } from "../../schema/settings.ts";
-import { branchTip, operationMeta, operationResult, operationState, pendingEntry } from "../session/builtin-addresses.ts";
+import { branchTip, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
 import { isUuidV7 } from "../session/ids.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import type { HarnessCore } from "./core.ts";
@@ -11,6 +11,7 @@ import { selectEligible } from "./inbox.ts";
 import type { Planner } from "./lane-command.ts";
 import { entryOfQueued, queueView } from "./lane-state.ts";
 import { normalizePrompt, type PromptInput } from "./messages.ts";
+import { metaWrite, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
 import type { ImageContent } from "../../schema/messages.ts";
 
@@ -131,8 +132,8 @@ export function planRunAcceptance(
         ...placed.map(insertEntry),
         ...captured.map((view) => deleteValue(pendingEntry(view.entryId))),
         setValue(branchTip(lane), parentId),
-        setValue(operationMeta<OperationMeta>(operationId), meta),
-        setValue(operationState<OperationState>(operationId), opState),
+        metaWrite(meta, opState.settings),
+        ...stateWrites(operationId, opState, undefined),
       ],
       next: { ...state, tipId: parentId, inbox: remainder, queued, operation: { meta, state: opState } },
       events: (done) => [

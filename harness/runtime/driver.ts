@@ -1,6 +1,5 @@
-import type { OperationResultRecord } from "../../schema/lane.ts";
 import { AbortRequested, createEffectGate, type Gate, type GateControl } from "../execution/effect-gate.ts";
-import { operationResult } from "../session/builtin-addresses.ts";
+import { readResult } from "./operation-codec.ts";
 import type { HarnessCore } from "./core.ts";
 import { dispatch } from "./drive/index.ts";
 import type { LaneHandle, Pass, Step } from "./drive/pass.ts";
@@ -105,9 +104,9 @@ function cancelRequested(lane: LaneHandle, operationId: string): boolean {
 }
 
 function settledRecord(core: HarnessCore, lane: LaneHandle, operationId: string): DriveOutcome {
-  const record = core.session.getValue(operationResult<OperationResultRecord>(operationId));
+  const record = readResult(core.session, operationId);
   if (!record) throw new Error(`Invariant: operation ${operationId} left lane ${lane.name} without a record`);
-  return { kind: "settled", outcome: record.value };
+  return { kind: "settled", outcome: record };
 }
 
 /** Races the shared completion against only this caller's signal. */

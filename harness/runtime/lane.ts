@@ -15,7 +15,7 @@ import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
-import { operationResult } from "../session/builtin-addresses.ts";
+import { readResult } from "./operation-codec.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
 import { planRequestAbort, type AbortRequestResult } from "./abort.ts";
 import type { HarnessCore } from "./core.ts";
@@ -206,7 +206,7 @@ export class AgentLane implements LaneHandle {
 
   /** One value read: the immutable record of a settled operation. */
   getResult(operationId: string): OperationResultRecord | undefined {
-    return this.core.session.getValue(operationResult<OperationResultRecord>(operationId))?.value;
+    return readResult(this.core.session, operationId);
   }
 
   inspectExecution(): LaneExecutionInfo {

@@ -1,8 +1,9 @@
 import type { InboxItem, LaneConfiguration, LaneQueuedItem } from "../../schema/lane.ts";
 import { value } from "../session/addresses.ts";
-import { branchTipInventoryPrefix, operationMeta, operationState, pendingEntry } from "../session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, pendingEntry } from "../session/builtin-addresses.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
+import { readOperation } from "./operation-codec.ts";
 import type { DurableLaneState, OperationMeta, OperationState } from "./types.ts";
 
 export class RestoreCorruption extends Error {
@@ -56,9 +57,9 @@ export function restoreLane(
 }
 
 function restoreOperation(m: SessionMutator, lane: string, operationId: string): { meta: OperationMeta; state: OperationState } {
-  const meta = m.getValue(operationMeta<OperationMeta>(operationId))?.value;
-  const state = m.getValue(operationState<OperationState>(operationId))?.value;
-  if (!meta || !state) throw new RestoreCorruption(`Operation ${operationId} of lane "${lane}" is only partly stored`);
+  const operation = readOperation(m, operationId);
+  if (!operation) throw new RestoreCorruption(`Operation ${operationId} of lane "${lane}" is only partly stored`);
+  const { meta, state } = operation;
   if (meta.lane !== lane) throw new RestoreCorruption(`Operation ${operationId} belongs to lane "${meta.lane}", not "${lane}"`);
   if (!admissible(meta, state)) throw new RestoreCorruption(`Operation ${operationId} (${meta.intent.kind}) cannot be at ${state.at}`);
   return { meta, state };

@@ -1,7 +1,8 @@
-import type { LaneSnapshot, OperationResultRecord, RunningToolRow, SnapshotOperation } from "../../schema/lane.ts";
+import type { LaneSnapshot, RunningToolRow, SnapshotOperation } from "../../schema/lane.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
 import { reduceFrames } from "../execution/frames.ts";
-import { operationResult, operationToolArgs, pendingEntry } from "../session/builtin-addresses.ts";
+import { operationToolArgs, pendingEntry } from "../session/builtin-addresses.ts";
+import { readResult } from "./operation-codec.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { committedFrames } from "./drive/recover-assistant.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
@@ -21,7 +22,7 @@ export function captureSnapshot(
 ): LaneSnapshot {
   const { transcript, olderEntries } = readTranscriptTail(m, state.tipId);
   const lastResult =
-    state.lastOperationId === null ? undefined : m.getValue(operationResult<OperationResultRecord>(state.lastOperationId))?.value;
+    state.lastOperationId === null ? undefined : readResult(m, state.lastOperationId);
   if (state.lastOperationId !== null && lastResult === undefined) throw new Error(`Invariant: record ${state.lastOperationId} is missing`);
   return {
     lane,

@@ -17,6 +17,8 @@ export const laneState = <T = JsonObject>(name: string): Value<T> => value<T>("p
 export const operationResult = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.result", opId);
 export const operationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", opId);
 export const operationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", opId);
+/** The operation's current GenerationContext, written once per generation (operation-codec.ts). */
+export const operationGeneration = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.generation", opId);
 export const operationToolArgs = (opId: string, stepId: string, sourceIndex: number): Value<JsonObject> =>
   value("pi.op.tool_args", opKey(opId, stepId, sourceIndex));
 export const operationToolMemo = (opId: string, invocationId: string, name: string): Value<JsonValue> =>

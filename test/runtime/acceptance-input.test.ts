@@ -1,6 +1,5 @@
+import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { describe, expect, it } from "vitest";
-import type { OperationMeta } from "../../harness/runtime/types.ts";
-import { operationMeta } from "../../harness/session/builtin-addresses.ts";
 import { types, withRig } from "./helpers.ts";
 import { IMAGE, branchEntries, commitCounter, expectErr, expectOk, pendingAssistant, settledAssistant, transcript, user } from "./queue-helpers.ts";
 
@@ -32,7 +31,7 @@ describe("prompt input normalization", () => {
       const lane = await harness.lane("main");
       const mark = events.length;
       const admission = expectOk(await lane.accept({ kind: "prompt", prompt: [user("one"), settledAssistant("two"), user("three")] }));
-      const meta = session.getValue(operationMeta<OperationMeta>(admission.operationId))?.value;
+      const meta = readOperation(session, admission.operationId)?.meta;
       const entries = branchEntries(lane);
       return { meta, ids: entries.map((entry) => entry.id), entries: transcript(lane), events: types(events.slice(mark)) };
     });

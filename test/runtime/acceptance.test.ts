@@ -1,6 +1,7 @@
+import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { describe, expect, it } from "vitest";
-import type { DurableLaneState, OperationMeta, OperationState } from "../../harness/runtime/types.ts";
-import { laneState, operationMeta, operationState, pendingEntry } from "../../harness/session/builtin-addresses.ts";
+import type { DurableLaneState } from "../../harness/runtime/types.ts";
+import { laneState, pendingEntry } from "../../harness/session/builtin-addresses.ts";
 import { types, withRig } from "./helpers.ts";
 import {
   acceptAndDrive,
@@ -32,8 +33,8 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
       const entries = branchEntries(lane);
       const start = entries.findIndex((entry) => entry.id === sourceTip) + 1;
       const placed = entries.slice(start);
-      const meta = session.getValue(operationMeta<OperationMeta>(admission.operationId))?.value;
-      const state = session.getValue(operationState<OperationState>(admission.operationId))?.value;
+      const meta = readOperation(session, admission.operationId)?.meta;
+      const state = readOperation(session, admission.operationId)?.state;
       return {
         ids,
         admission,
@@ -136,7 +137,7 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
       expectOk(await lane.prompt("first"));
       expectOk(await lane[kind](`queued ${kind}`));
       const admission = expectOk(await lane.accept({ kind: "prompt", prompt: "" }));
-      const meta = session.getValue(operationMeta<OperationMeta>(admission.operationId))?.value;
+      const meta = readOperation(session, admission.operationId)?.meta;
       const record = settledRecord(await lane.drive({ operationId: admission.operationId, waitForRetry: true }));
       return { meta, record, entries: transcript(lane), queue: queued(lane) };
     });
@@ -184,7 +185,7 @@ describe("skill and prompt_template requests", () => {
       await harness.setResources(resources);
       const lane = await harness.lane("main");
       const admission = expectOk(await lane.accept({ kind: "skill", name: "review", additionalInstructions: "Be brief." }));
-      const meta = session.getValue(operationMeta<OperationMeta>(admission.operationId))?.value;
+      const meta = readOperation(session, admission.operationId)?.meta;
       const entries = branchEntries(lane);
       return { meta, entries };
     });
@@ -280,7 +281,7 @@ describe("caller-supplied operation ids", () => {
       const open = expectOk(await a.accept({ kind: "prompt", prompt: "on a" }));
       const commits = commitCounter(session);
       const reused = expectErr(await b.accept({ kind: "prompt", prompt: "on b", operationId: open.operationId }));
-      const meta = session.getValue(operationMeta<OperationMeta>(open.operationId))?.value;
+      const meta = readOperation(session, open.operationId)?.meta;
       const record = settledRecord(await a.drive({ operationId: open.operationId, waitForRetry: true }));
       return { open, reused, commits: commits.count, metaLane: meta?.lane, bCurrent: b.inspectExecution().current, bEntries: transcript(b), record, aEntries: transcript(a) };
     });

@@ -1,7 +1,7 @@
+import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { describe, expect, it } from "vitest";
 import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/recover-assistant.ts";
-import type { OperationState } from "../../harness/runtime/types.ts";
-import { operationState, pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
+import { pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
 import { briefs, kinds, messageOf, ofType, settledRecord, sleep, transcript, unwrap, withDriveRig, type DriveRig } from "./drive-helpers.ts";
 import { leftoverOperationValues } from "./helpers.ts";
 
@@ -22,7 +22,7 @@ async function closeMidStream(rig: DriveRig, retry: { enabled: boolean; maxRetri
   let framesAtClose = 0;
   while (framesAtClose === 0) {
     await sleep(10);
-    const live = rig.session.getValue(operationState<OperationState>(operationId))?.value;
+    const live = readOperation(rig.session, operationId)?.state;
     if (live?.at === "assistant.effect_pending") framesAtClose = rig.session.readList(pendingAssistantFrames(operationId, live.responseEntryId)).length;
   }
   await rig.harness.close();
@@ -34,7 +34,7 @@ async function closeMidStream(rig: DriveRig, retry: { enabled: boolean; maxRetri
   const reopened = await rig.reopen();
   const relane = await reopened.harness.lane("main");
   const state = relane.inspectExecution().current;
-  const stored = reopened.session.getValue(operationState<OperationState>(operationId))?.value;
+  const stored = readOperation(reopened.session, operationId)?.state;
   const reserved = stored?.at === "assistant.effect_pending" ? stored.responseEntryId : undefined;
   const frames = (id: string) => reopened.session.readList(pendingAssistantFrames(operationId, id));
   return { operationId, observed, closedEvents, reopened, relane, state, frames, reserved, framesAtClose, framesBefore: reserved ? frames(reserved).length : 0 };

@@ -48,7 +48,7 @@ export async function withRig<T>(
 
 /** Every runtime-owned value of an operation that must be gone after its terminal (`pi.op.*`). */
 export function leftoverOperationValues(session: Session, operationId: string): string[] {
-  const namespaces = ["pi.op.meta", "pi.op.state", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.preparation", "pi.pending.tool_output"];
+  const namespaces = ["pi.op.meta", "pi.op.state", "pi.op.generation", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.preparation", "pi.pending.tool_output"];
   return namespaces.flatMap((namespace) =>
     session.scanValues(value<unknown>(namespace, operationId)).map((stored) => `${namespace}/${stored.address.key}`),
   );

@@ -1,3 +1,4 @@
+import { readOperation, readResult } from "../../harness/runtime/operation-codec.ts";
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import type { HookName } from "../../harness/execution/hooks.ts";
@@ -5,9 +6,9 @@ import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage
 import type { Result } from "../../harness/runtime/errors.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import type { DriveOutcome, DurableLaneState, OperationMeta, OperationState } from "../../harness/runtime/types.ts";
+import type { DriveOutcome, DurableLaneState, OperationState } from "../../harness/runtime/types.ts";
 import { list, value } from "../../harness/session/addresses.ts";
-import { branchTipInventoryPrefix, operationMeta, operationResult, operationState, pendingEntry } from "../../harness/session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, operationResult, pendingEntry } from "../../harness/session/builtin-addresses.ts";
 import type { Session } from "../../harness/session/session.ts";
 import type { UsageScan } from "../../harness/session/storage.ts";
 import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
@@ -43,7 +44,7 @@ export interface InvariantOptions {
 }
 
 /** Operation-owned value namespaces; keys start with the operation id (`op` or `op:…`). */
-const OPERATION_NAMESPACES = ["pi.op.meta", "pi.op.state", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.preparation", "pi.pending.tool_output"] as const;
+const OPERATION_NAMESPACES = ["pi.op.meta", "pi.op.state", "pi.op.generation", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.preparation", "pi.pending.tool_output"] as const;
 
 export function checkInvariants(session: Session, options: InvariantOptions = {}): string[] {
   const violations: string[] = [];
@@ -74,20 +75,20 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   const current = new Map<string, { lane: string; state: OperationState | undefined }>();
   for (const { name, state } of allLanes) {
     if (state.currentOperationId !== null) {
-      current.set(state.currentOperationId, { lane: name, state: session.getValue(operationState<OperationState>(state.currentOperationId))?.value });
+      current.set(state.currentOperationId, { lane: name, state: readOperation(session, state.currentOperationId)?.state });
     }
   }
   for (const { name, state } of lanes) {
     const tip = session.getValue(value<string | null>("pi.branch.tip", name));
     if (!tip) fail(`lane "${name}" has no tip value`);
     if (state.lastOperationId !== null) {
-      const record = session.getValue(operationResult<OperationResultRecord>(state.lastOperationId))?.value;
+      const record = readResult(session, state.lastOperationId);
       if (!record) fail(`lane "${name}" last operation ${state.lastOperationId} has no pi.result record`);
       else if (record.operationId !== state.lastOperationId) fail(`pi.result/${state.lastOperationId} names ${record.operationId}`);
     }
     const op = state.currentOperationId;
     if (op !== null) {
-      const meta = session.getValue(operationMeta<OperationMeta>(op))?.value;
+      const meta = readOperation(session, op)?.meta;
       if (!meta) fail(`lane "${name}" current operation ${op} has no pi.op.meta`);
       else if (meta.lane !== name) fail(`operation ${op} is current on "${name}" but belongs to "${meta.lane}"`);
       if (!current.get(op)?.state) fail(`lane "${name}" current operation ${op} has no pi.op.state`);
@@ -106,7 +107,8 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   for (const stored of records) {
     const op = stored.address.key;
     terminal.add(op);
-    if (stored.value.operationId !== op) fail(`pi.result/${op} names ${stored.value.operationId}`);
+    const record = readResult(session, op);
+    if (record?.operationId !== op) fail(`pi.result/${op} does not read back as its own record`);
     if ((stored.value.status === "failed") !== (stored.value.error !== undefined)) fail(`pi.result/${op} has error iff failed broken (${stored.value.status})`);
     if (current.has(op)) fail(`operation ${op} has a record but is still current`);
   }

@@ -12,7 +12,8 @@ import type { Pass } from "./pass.ts";
  * The assistant effect (reference §7.1 execution block): one gated `streamSimple`, progress frames
  * coalesced per ARCHITECTURE D10 and appended without awaiting storage per frame, live
  * `message_start`/`message_update` events throttled for the wire, then — after the last frame
- * write is awaited — `after_response`. Returns the response; its settlement emits `message_end`.
+ * write is awaited — `after_response`. Returns the response (and whether any progress frame was
+ * stored); its settlement emits `message_end`.
  */
 export async function streamAssistant(
   pass: Pass,
@@ -20,7 +21,7 @@ export async function streamAssistant(
   context: Context,
   options: SimpleStreamOptions,
   responseEntryId: string,
-): Promise<ProviderAssistant> {
+): Promise<{ response: ProviderAssistant; framed: boolean }> {
   const { core } = pass;
   const lane = pass.lane.name;
   const runId = pass.operationId;
@@ -97,7 +98,7 @@ export async function streamAssistant(
   }
   // The live partial stays the snapshot's streaming message until the settlement commit, which
   // clears it and emits message_end in its own batch: no capture can fall between the two (§5.3).
-  return response;
+  return { response, framed: progress.wroteAny };
 }
 
 /** after_response returns the stored shape; carry its fields over the provider's response. */

@@ -43,8 +43,8 @@ export async function generate(pass: Pass, state: StateAt<"assistant.ready">): P
       state.nextAttempt === 1 ? [{ type: "turn_start", lane: pass.lane.name, runId: pass.operationId, turnId: generation.stepId }] : [],
   }));
   if (intent !== CONTINUE) return settled(intent);
-  const response = await streamAssistant(pass, model, context, options, responseEntryId);
-  return settleResponse(pass, response, { recovery: false });
+  const { response, framed } = await streamAssistant(pass, model, context, options, responseEntryId);
+  return settleResponse(pass, response, { recovery: false, framed });
 }
 
 /** A transition result as a loop step: diverted or returned transitions just continue the loop. */

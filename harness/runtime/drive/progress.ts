@@ -28,6 +28,7 @@ export type ProgressFence = (state: OperationState) => boolean;
 export class ProgressWriter {
   private tail: Promise<void> = Promise.resolve();
   private fencedWrites = 0;
+  private requestedWrites = 0;
 
   constructor(
     private readonly pass: ProgressSource,
@@ -36,6 +37,7 @@ export class ProgressWriter {
 
   /** Queues one write behind the earlier ones; its failure surfaces at `flushed()`. */
   write(writes: Write[]): void {
+    this.requestedWrites++;
     const { core, lane, operationId, gate } = this.pass;
     const next = this.tail.then(async () => {
       // Once the harness closed (or faulted) no later progress reaches the session (D14.4).
@@ -61,6 +63,11 @@ export class ProgressWriter {
   /** Resolves once every queued write committed (or was fenced); rejects with the first failure. */
   flushed(): Promise<void> {
     return this.tail;
+  }
+
+  /** Whether any write was requested: without one, nothing of this effect's progress is stored. */
+  get wroteAny(): boolean {
+    return this.requestedWrites > 0;
   }
 
   /** Writes that were refused by the fence (for tests and diagnostics). */

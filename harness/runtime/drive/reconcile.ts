@@ -15,7 +15,7 @@ export async function reconcile(pass: Pass, state: OperationState): Promise<Step
     case "assistant.effect_pending":
       // A live pass settles its own stream; reaching this leaf here means the effect was never
       // admitted in this pass or the process restarted: settle a synthetic aborted response.
-      return settleResponse(pass, syntheticResponse(pass.core, pass.operationId, state, "aborted"), { recovery: true });
+      return settleResponse(pass, syntheticResponse(pass.core, pass.operationId, state, "aborted"), { recovery: true, framed: true });
     case "tools":
       // Planned calls settle as cancelled, restored effects as interrupted; all are placed.
       return runToolBatch(pass, state);

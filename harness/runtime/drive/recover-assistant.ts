@@ -57,5 +57,5 @@ export function syntheticResponse(
  * the reserved ids and classify it as a retryable error; its partial tool calls never run.
  */
 export async function recoverAssistant(pass: Pass, state: StateAt<"assistant.effect_pending">): Promise<Step> {
-  return settleResponse(pass, syntheticResponse(pass.core, pass.operationId, state, "error"), { recovery: true });
+  return settleResponse(pass, syntheticResponse(pass.core, pass.operationId, state, "error"), { recovery: true, framed: true });
 }

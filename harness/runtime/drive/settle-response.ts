@@ -28,7 +28,12 @@ export function pendingCopy(partial: ProviderAssistant): AssistantMessage {
  * usage row under the reserved id, the tip, the frame-list delete and exactly one successor,
  * chosen by the first matching classification. Runs even under cancellation.
  */
-export async function settleResponse(pass: Pass, response: ProviderAssistant, options: { recovery: boolean }): Promise<Step> {
+export async function settleResponse(
+  pass: Pass,
+  response: ProviderAssistant,
+  /** `framed`: progress frames may exist for this attempt (always true for a recovered one). */
+  options: { recovery: boolean; framed: boolean },
+): Promise<Step> {
   const step = await settleOperation(pass, (m, operation, laneState) => {
     const state = operation.state;
     if (state.at !== "assistant.effect_pending") throw new Error(`Cannot settle a response at ${state.at}`);
@@ -46,7 +51,8 @@ export async function settleResponse(pass: Pass, response: ProviderAssistant, op
       insertEntry({ id: R, parentId: laneState.tipId, type: "message", message }),
       insertUsage({ id: state.usageId, usage: message.usage, entryId: R, adjustment: false }),
       setValue(branchTip(lane), R),
-      deleteList(pendingAssistantFrames(runId, R)),
+      // A reply that settled within its first frame window stored no frame: nothing to delete.
+      ...(options.framed ? [deleteList(pendingAssistantFrames(runId, R))] : []),
     ];
     const turnId = state.generationContext.stepId;
     const attempt = state.attempt;

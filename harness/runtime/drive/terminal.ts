@@ -1,9 +1,6 @@
 import type { HarnessEvent, OperationError, OperationResultRecord, OperationStatus } from "../../../schema/lane.ts";
 import {
-  operationMeta,
   operationPreparationPrefix,
-  operationResult,
-  operationState,
   operationToolArgsPrefix,
   operationToolMemoPrefix,
   pendingAssistantFrames,
@@ -12,7 +9,8 @@ import {
 } from "../../session/builtin-addresses.ts";
 import type { SessionMutator } from "../../session/mutation.ts";
 import type { Write } from "../../session/storage.ts";
-import { deleteList, deleteValue, setValue } from "../../session/writes.ts";
+import { deleteList, deleteValue } from "../../session/writes.ts";
+import { operationDeletes, resultWrite } from "../operation-codec.ts";
 import type { OperationMeta, OperationState } from "../types.ts";
 
 /**
@@ -27,7 +25,7 @@ export function terminalSuffix(
 ): { writes: Write[]; record: OperationResultRecord } {
   const { meta, state } = operation;
   const op = meta.operationId;
-  const cleanup: Write[] = [deleteValue(operationMeta(op)), deleteValue(operationState(op))];
+  const cleanup: Write[] = operationDeletes(op);
   cleanup.push(
     ...m.scanValues(operationToolArgsPrefix(op)).map((stored) => deleteValue(stored.address)),
     ...m.scanValues(operationToolMemoPrefix(op)).map((stored) => deleteValue(stored.address)),
@@ -52,7 +50,7 @@ export function terminalSuffix(
     startedAt: meta.startedAt,
     endedAt: outcome.endedAt,
   };
-  return { writes: [...cleanup, setValue(operationResult<OperationResultRecord>(op), record)], record };
+  return { writes: [...cleanup, resultWrite(record)], record };
 }
 
 /** The event that closes an operation of this kind. */

@@ -1,9 +1,8 @@
 import type { HarnessEvent, OperationError, OperationStatus } from "../../../schema/lane.ts";
-import { operationState } from "../../session/builtin-addresses.ts";
 import type { SessionMutator } from "../../session/mutation.ts";
 import type { Write } from "../../session/storage.ts";
-import { setValue } from "../../session/writes.ts";
 import { runLaneCommand, type Committed } from "../lane-command.ts";
+import { stateWrites } from "../operation-codec.ts";
 import type { LaneProjection } from "../lane-state.ts";
 import type { OperationMeta, OperationState } from "../types.ts";
 import { CONTINUE, currentOperation, type Pass, type Step } from "./pass.ts";
@@ -68,7 +67,7 @@ async function transition(pass: Pass, planner: TransitionPlanner, underCancel: b
     const patched: LaneProjection = { ...state, ...plan.patch };
     if (plan.kind === "commit") {
       return {
-        writes: [...plan.writes, setValue(operationState<OperationState>(pass.operationId), plan.state)],
+        writes: [...plan.writes, ...stateWrites(pass.operationId, plan.state, operation.state)],
         next: { ...patched, operation: { meta: operation.meta, state: plan.state } },
         ...(plan.events && { events: plan.events }),
         ...(plan.afterCommit && { afterCommit: plan.afterCommit }),
