@@ -228,9 +228,14 @@ export function estimatedBytes(write: Write): number {
   return payloadBytes(write) + addressBytes(write) + ROW_OVERHEAD_BYTES;
 }
 
-/** The `meta` row every commit rewrites (next_seq, message_count, usage totals as JSON). */
-export function metaRowBytes(result: CommitResult): number {
-  return utf8Bytes(JSON.stringify(result.stats.usage)) + 2 * 8 + ROW_OVERHEAD_BYTES;
+/**
+ * The session rows a commit rewrites besides its writes: the `counters` row (next_seq,
+ * message_count) every time, and the usage totals in `meta` when the commit added ledger rows.
+ */
+export function sessionRowBytes(commit: { writes: readonly Write[]; result: CommitResult }): number {
+  const counters = 2 * 8 + ROW_OVERHEAD_BYTES;
+  const usage = commit.writes.some((write) => write.kind === "usage") ? utf8Bytes(JSON.stringify(commit.result.stats.usage)) + ROW_OVERHEAD_BYTES : 0;
+  return counters + usage;
 }
 
 /** The entries' own payload: the JSON of each message an entry write carries. */

@@ -6,7 +6,7 @@ import {
   completedTurn,
   estimatedBytes,
   messagePayloadBytes,
-  metaRowBytes,
+  sessionRowBytes,
   openBenchEngine,
   ROW_OVERHEAD_BYTES,
   settle,
@@ -52,7 +52,7 @@ const ownPayloadOf = (turn: Turn): number =>
   turn.commits.reduce((sum, commit) => sum + commit.writes.reduce((inner, write) => inner + messagePayloadBytes(write), 0), 0);
 
 const estimateOf = (turn: Turn): number =>
-  turn.commits.reduce((sum, commit) => sum + metaRowBytes(commit.result) + commit.writes.reduce((inner, write) => inner + estimatedBytes(write), 0), 0);
+  turn.commits.reduce((sum, commit) => sum + sessionRowBytes(commit) + commit.writes.reduce((inner, write) => inner + estimatedBytes(write), 0), 0);
 
 /** Where a turn's estimated bytes go: entries, usage, each value/list namespace, the meta row. */
 function categoryOf(write: Write): string {
@@ -125,7 +125,7 @@ it("P3 bytes written per simple turn", async ({ task }) => {
     }),
     line({
       what: WHAT,
-      case: `estimate: payload + address + ${ROW_OVERHEAD_BYTES} B/row, incl. meta row (total ${bytes(estimateTotal.median)})`,
+      case: `estimate: payload + address + ${ROW_OVERHEAD_BYTES} B/row, incl. session rows (total ${bytes(estimateTotal.median)})`,
       median: bytes(estimate.median),
       p95: bytes(estimate.p95),
       target: "≤ 2 KB",
@@ -166,7 +166,7 @@ it("P3 bytes written per simple turn", async ({ task }) => {
   const add = (category: string, amount: number): void => void byCategory.set(category, (byCategory.get(category) ?? 0) + amount / turns.length);
   for (const turn of turns) {
     for (const commit of turn.commits) {
-      add("meta row (rewritten by every commit)", metaRowBytes(commit.result));
+      add("session rows (counters every commit; usage totals with ledger rows)", sessionRowBytes(commit));
       for (const write of commit.writes) {
         const size = estimatedBytes(write);
         const payload = messagePayloadBytes(write);

@@ -23,7 +23,7 @@ export interface AbortRequestResult {
  * (D14.3); a stale id cancels nothing.
  */
 export function planRequestAbort(core: HarnessCore, lane: string, operationId: string, onMarked: () => void): Planner<Result<AbortRequestResult>> {
-  return (_m, state) => {
+  return (m, state) => {
     const current = state.operation;
     if (!current || current.meta.operationId !== operationId) {
       return {
@@ -53,7 +53,7 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
     const queued = new Map([...state.queued].filter(([id]) => !drainedIds.has(id)));
     const next: OperationState = { ...current.state, control: { status: "cancel_requested", requestedAt: core.clock() } };
     return {
-      writes: [...stateWrites(operationId, next, current.state), ...drained.map((item) => deleteValue(pendingEntry(item.entryId)))],
+      writes: [...stateWrites(m, core.captures, operationId, next, current.state), ...drained.map((item) => deleteValue(pendingEntry(item.entryId)))],
       next: { ...state, inbox, queued, operation: { meta: current.meta, state: next } },
       events: () => [
         { type: "operation_abort", lane, operationId, steer, followUp },

@@ -11,7 +11,7 @@ import { selectEligible } from "./inbox.ts";
 import type { Planner } from "./lane-command.ts";
 import { entryOfQueued, queueView } from "./lane-state.ts";
 import { normalizePrompt, type PromptInput } from "./messages.ts";
-import { metaWrite, stateWrites } from "./operation-codec.ts";
+import { metaWrites, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
 import type { ImageContent } from "../../schema/messages.ts";
 
@@ -132,8 +132,8 @@ export function planRunAcceptance(
         ...placed.map(insertEntry),
         ...captured.map((view) => deleteValue(pendingEntry(view.entryId))),
         setValue(branchTip(lane), parentId),
-        metaWrite(meta, opState.settings),
-        ...stateWrites(operationId, opState, undefined),
+        ...metaWrites(m, core.captures, meta, opState.settings),
+        ...stateWrites(m, core.captures, operationId, opState, undefined),
       ],
       next: { ...state, tipId: parentId, inbox: remainder, queued, operation: { meta, state: opState } },
       events: (done) => [

@@ -5,6 +5,7 @@ import type { ModelsPort } from "../execution/models.ts";
 import type { IdGenerator } from "../session/ids.ts";
 import type { Session } from "../session/session.ts";
 import type { HookRegistry } from "../execution/hooks.ts";
+import type { CaptureStore } from "./captures.ts";
 
 /**
  * Asks the host to call back (ARCHITECTURE D3, D7, D14.9). Called synchronously inside the
@@ -38,6 +39,8 @@ export interface HarnessCore {
   readonly ids: IdGenerator;
   readonly wake: WakeScheduler;
   readonly projectors: EntryProjectors;
+  /** Content-addressed captures of what operations keep (settings, configurations). */
+  readonly captures: CaptureStore;
   /** `${sessionId}:${lane}` is the provider cache identity of a lane (reference §7.1, M10). */
   readonly sessionId: string;
   settings(): HarnessSettings;

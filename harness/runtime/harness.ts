@@ -25,6 +25,7 @@ import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts
 import { DrivePassFailed } from "./driver.ts";
 import { err, InvalidLane, ok, type Result } from "./errors.ts";
 import { AgentLane } from "./lane.ts";
+import { CaptureStore } from "./captures.ts";
 import { withStats } from "./lane-command.ts";
 import { committed, type LaneProjection } from "./lane-state.ts";
 import type { AppendInput } from "./queue.ts";
@@ -80,6 +81,7 @@ export class AgentHarness {
       ids: options.session.idGenerator,
       wake: options.wake ?? noWakeScheduler,
       projectors: options.projectors ?? {},
+      captures: new CaptureStore(),
       sessionId: options.session.metadata.id,
       settings: () => this.currentSettings,
       resources: () => this.currentResources,

@@ -67,7 +67,7 @@ async function transition(pass: Pass, planner: TransitionPlanner, underCancel: b
     const patched: LaneProjection = { ...state, ...plan.patch };
     if (plan.kind === "commit") {
       return {
-        writes: [...plan.writes, ...stateWrites(pass.operationId, plan.state, operation.state)],
+        writes: [...plan.writes, ...stateWrites(m, core.captures, pass.operationId, plan.state, operation.state)],
         next: { ...patched, operation: { meta: operation.meta, state: plan.state } },
         ...(plan.events && { events: plan.events }),
         ...(plan.afterCommit && { afterCommit: plan.afterCommit }),
