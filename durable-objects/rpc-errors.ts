@@ -101,6 +101,12 @@ export function laneApiError(error: LaneError): ApiError {
       return { code: "NoActiveOperation", message: `Lane ${error.lane} has no active operation` };
     case "NothingToResume":
       return { code: "NothingToResume", message: `Lane ${error.lane} has nothing to resume` };
+    case "QueueFull":
+      return {
+        code: "QueueFull",
+        message: `The queue of lane ${error.lane} is full (${error.items} items, ${error.bytes} bytes; at most ${error.maxItems} items and ${error.maxBytes} bytes): retry once the lane has taken some`,
+        details: { lane: error.lane, items: error.items, bytes: error.bytes, maxItems: error.maxItems, maxBytes: error.maxBytes },
+      };
     case "Closed":
       return { code: "SessionClosed", message: "The session is shutting down; retry the request" };
   }

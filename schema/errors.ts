@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   KeySecretNotReplayed: 409,
   BranchExists: 409,
   LaneBusy: 409,
+  /** A lane's queue is at its bound (items or bytes): retry once the lane has taken some. */
+  QueueFull: 409,
   OperationMismatch: 409,
   PayloadTooLarge: 413,
   InvalidMessage: 422,

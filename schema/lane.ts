@@ -26,6 +26,13 @@ export const LaneConfigurationSchema = v.object({
 export type LaneConfiguration = v.InferOutput<typeof LaneConfigurationSchema>;
 
 export const QueueModeSchema = v.picklist(["all", "one-at-a-time"]);
+
+/**
+ * A lane's queue (steer, followUp, nextRun and queued writes) holds at most this many items and
+ * this many bytes of payload (JSON): every snapshot and `GET …/lanes/{lane}` carries it whole.
+ */
+export const MAX_QUEUED_ITEMS = 100;
+export const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
 export type QueueMode = v.InferOutput<typeof QueueModeSchema>;
 
 export type InboxKind = "steer" | "followUp" | "nextRun" | "write";

@@ -18,6 +18,7 @@ export type LaneError =
   | { code: "InvalidOperationId"; operationId: string }
   | { code: "NoActiveOperation"; lane: string }
   | { code: "NothingToResume"; lane: string }
+  | { code: "QueueFull"; lane: string; items: number; bytes: number; maxItems: number; maxBytes: number }
   | { code: "Closed" };
 
 export type Result<T, E extends LaneError = LaneError> = { ok: true; value: T } | { ok: false; error: E };

@@ -135,7 +135,7 @@ export class AgentLane implements LaneHandle {
 
   private append(input: AppendInput): Promise<Result<{ entryId: string; placed: boolean }>> {
     const entryId = this.core.ids.next();
-    return this.command(planLaneAppend(this.name, entryId, input), (value) => ok(value));
+    return this.command(planLaneAppend(this.name, entryId, input), (value) => value);
   }
 
   // Primitives.
@@ -245,7 +245,7 @@ export class AgentLane implements LaneHandle {
     const normalized = normalizeQueued(input, images, now);
     if (!normalized.ok) return Promise.resolve(err({ code: "InvalidMessage", lane: this.name, reason: normalized.reason }));
     const entryId = this.core.ids.next(now);
-    return this.command(planEnqueue(this.name, { entryId, kind }, { type: "message", payload: normalized.message }), (value) => ok(value));
+    return this.command(planEnqueue(this.name, { entryId, kind }, { type: "message", payload: normalized.message }), (value) => value);
   }
 
   cancelQueued(entryId: string): Promise<Result<{ kind: CancelQueuedResult }>> {

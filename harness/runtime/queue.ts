@@ -1,30 +1,59 @@
 import type { NewEntry } from "../../schema/entries.ts";
-import type { InboxItem, InboxKind, LaneQueuedItem } from "../../schema/lane.ts";
+import { MAX_QUEUED_BYTES, MAX_QUEUED_ITEMS, type InboxItem, type InboxKind, type LaneQueuedItem } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import { branchTip, pendingEntry, type PendingEntry } from "../session/builtin-addresses.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import { placementEvents, queueUpdate } from "./acceptance.ts";
+import { err, ok, type LaneError, type Result } from "./errors.ts";
 import type { Planner } from "./lane-command.ts";
-import { entryOfQueued, queuedItemOf, queueView } from "./lane-state.ts";
+import { entryOfQueued, queuedItemOf, queueView, type LaneProjection } from "./lane-state.ts";
 
 // The lane-owned inbox (reference §3.7): enqueue always admits, cancel triages in one place, and
 // an operation-aware append either places now (idle) or queues a `write` item (busy).
 
 export type CancelQueuedResult = "cancelled" | "already_consumed" | "not_found";
 
-/** One commit: the payload at `pendingEntry(id)` plus the inbox item; emits the whole queue. */
-export function planEnqueue(lane: string, item: InboxItem, payload: PendingEntry): Planner<{ entryId: string }> {
+/**
+ * One commit: the payload at `pendingEntry(id)` plus the inbox item; emits the whole queue. The
+ * queue is bounded (items and payload bytes, checked on the line): a full queue refuses the item
+ * with QueueFull and writes nothing.
+ */
+export function planEnqueue(lane: string, item: InboxItem, payload: PendingEntry): Planner<Result<{ entryId: string }>> {
   return (_m, state) => {
+    const view = queuedItemOf(item, payload);
+    const full = queueFull(lane, state, view);
+    if (full) return { writes: [], value: full };
     const inbox = [...state.inbox, item];
-    const queued = new Map(state.queued).set(item.entryId, queuedItemOf(item, payload));
+    const queued = new Map(state.queued).set(item.entryId, view);
     return {
       writes: [setValue(pendingEntry(item.entryId), payload)],
       next: { ...state, inbox, queued },
       events: () => [queueUpdate(lane, queueView({ inbox, queued }))],
-      value: { entryId: item.entryId },
+      value: ok({ entryId: item.entryId }),
     };
   };
+}
+
+const sizes = new WeakMap<LaneQueuedItem, number>();
+
+/** JSON bytes of a queued item (memoized: views are immutable). */
+function sizeOf(view: LaneQueuedItem): number {
+  let size = sizes.get(view);
+  if (size === undefined) {
+    size = new TextEncoder().encode(JSON.stringify(view)).byteLength;
+    sizes.set(view, size);
+  }
+  return size;
+}
+
+/** QueueFull when one more item would pass the lane queue's bounds. */
+function queueFull(lane: string, state: Pick<LaneProjection, "queued">, adding: LaneQueuedItem): { ok: false; error: LaneError } | undefined {
+  const items = state.queued.size;
+  let bytes = 0;
+  for (const view of state.queued.values()) bytes += sizeOf(view);
+  if (items + 1 <= MAX_QUEUED_ITEMS && bytes + sizeOf(adding) <= MAX_QUEUED_BYTES) return undefined;
+  return err({ code: "QueueFull", lane, items, bytes, maxItems: MAX_QUEUED_ITEMS, maxBytes: MAX_QUEUED_BYTES });
 }
 
 export function planCancelQueued(lane: string, entryId: string): Planner<CancelQueuedResult> {
@@ -50,7 +79,7 @@ export type AppendInput = { type: "message"; message: AgentMessage } | { type: "
  * Idle: place every queued `write` (in inbox order) and then the new entry, chained from the tip,
  * in one commit. Busy (any open operation): reserve the id and queue it as a `write` item.
  */
-export function planLaneAppend(lane: string, entryId: string, input: AppendInput): Planner<{ entryId: string; placed: boolean }> {
+export function planLaneAppend(lane: string, entryId: string, input: AppendInput): Planner<Result<{ entryId: string; placed: boolean }>> {
   return (m, state) => {
     const payload: PendingEntry =
       input.type === "message"
@@ -58,7 +87,7 @@ export function planLaneAppend(lane: string, entryId: string, input: AppendInput
         : { type: "custom", customType: input.customType, ...(input.data !== undefined && { payload: input.data }) };
     if (state.operation) {
       const plan = planEnqueue(lane, { entryId, kind: "write" }, payload)(m, state);
-      return { ...plan, value: { entryId, placed: false } };
+      return { ...plan, value: plan.value.ok ? ok({ entryId, placed: false }) : plan.value };
     }
     const writesFirst = state.inbox.filter((item) => item.kind === "write");
     const views: LaneQueuedItem[] = writesFirst.flatMap((item) => state.queued.get(item.entryId) ?? []);
@@ -79,7 +108,7 @@ export function planLaneAppend(lane: string, entryId: string, input: AppendInput
         ...placementEvents(lane, undefined, done?.entries ?? []),
         ...(views.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : []),
       ],
-      value: { entryId, placed: true },
+      value: ok({ entryId, placed: true }),
     };
   };
 }

@@ -1,3 +1,4 @@
+import { MAX_QUEUED_BYTES, MAX_QUEUED_ITEMS } from "../../schema/lane.ts";
 import * as v from "valibot";
 import { IdSchema } from "../../schema/api.ts";
 import {
@@ -86,10 +87,10 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/entries", operationId: "appendLaneEntry", tag: "Lanes", auth: "tenant",
-    summary: "Append an entry to a lane", description: "Placed now when idle (after queued writes); queued as a `write` item when busy.",
+    summary: "Append an entry to a lane", description: "Placed now when idle (after queued writes); queued as a `write` item when busy (409 `QueueFull` when the queue is at its bound).",
     pathParams: LANE, body: NewLaneEntrySchema, example: { customType: "note", data: { text: "remember this" } }, idempotent: true,
     responses: { 201: { description: "`{ entryId, placed }`" } },
-    errors: [...LANE_ERRORS, "InvalidMessage"],
+    errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", operationId: "getLaneSnapshot", tag: "Lanes", auth: "tenant",
@@ -99,10 +100,11 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/queue", operationId: "enqueue", tag: "Lanes", auth: "tenant",
-    summary: "Queue a message (steer, followUp, nextRun)", description: "Always admits, idle or busy.",
+    summary: "Queue a message (steer, followUp, nextRun)",
+    description: `Admits whether the lane is idle or busy, while the queue holds fewer than ${MAX_QUEUED_ITEMS} items and ${MAX_QUEUED_BYTES / 1024 / 1024} MiB of payload; past that, 409 \`QueueFull\`.`,
     pathParams: LANE, body: EnqueueSchema, example: { kind: "followUp", message: "And then?" }, idempotent: true,
     responses: { 201: { description: "`{ entryId }`" } },
-    errors: [...LANE_ERRORS, "InvalidMessage"],
+    errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/lanes/{lane}/queue/{entryId}", operationId: "cancelQueued", tag: "Lanes", auth: "tenant",
