@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import type { Entry } from "./entries.ts";
+import type { MessageDelta } from "./message-delta.ts";
 import type { JsonValue } from "./json.ts";
 import type { AgentMessage, AssistantMessage, DeferredHandle, ToolResultMessage } from "./messages.ts";
 import type { OlderEntries } from "./transcript-bounds.ts";
@@ -197,7 +198,8 @@ export type LaneEvent =
   | { type: "turn_start"; lane: string; runId: string; turnId: string }
   | { type: "turn_end"; lane: string; runId: string; turnId: string; message: AssistantMessage; toolResults: ToolResultMessage[] }
   | { type: "message_start"; lane: string; runId?: string; message: AgentMessage }
-  | { type: "message_update"; lane: string; runId: string; message: AssistantMessage }
+  /** What changed in the streaming response `entryId` since the previous update (schema/message-delta.ts). */
+  | { type: "message_update"; lane: string; runId: string; entryId: string; delta: MessageDelta }
   | { type: "message_end"; lane: string; runId?: string; message: AgentMessage; entryId?: string }
   | { type: "entry_added"; lane: string; entry: Entry; recovery?: true }
   | { type: "tool_start"; lane: string; runId: string; turnId: string; toolCallId: string; toolName: string; args: JsonValue; recovery?: true }

@@ -1,5 +1,6 @@
 import type { Entry } from "./entries.ts";
 import { isJsonObject, type JsonValue } from "./json.ts";
+import { applyMessageDelta } from "./message-delta.ts";
 import {
   THINKING_LEVELS,
   type HarnessEvent,
@@ -78,11 +79,12 @@ export function reduceLaneSnapshot(snapshot: LaneSnapshot, event: HarnessEvent):
       }
       return updateOperation(snapshot, event.runId, (op) => ({ ...op, streamingMessage: message }));
     }
-    case "message_update": {
-      const message = event.message;
-      if (message.role !== "assistant") return snapshot;
-      return updateOperation(snapshot, event.runId, (op) => ({ ...op, streamingMessage: message }));
-    }
+    case "message_update":
+      // A delta applies to the streaming message this replica holds (from message_start or its
+      // snapshot); without one there is nothing it could apply to.
+      return updateOperation(snapshot, event.runId, (op) =>
+        op.streamingMessage === undefined ? op : { ...op, streamingMessage: applyMessageDelta(op.streamingMessage, event.delta) },
+      );
     case "message_end":
       if (event.runId === undefined) return snapshot;
       return updateOperation(snapshot, event.runId, (op) => {

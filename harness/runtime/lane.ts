@@ -2,6 +2,7 @@ import type { Entry } from "../../schema/entries.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type {
   CurrentOperationInfo,
+  HarnessEvent,
   LaneConfiguration,
   LaneExecutionInfo,
   LaneInfo,
@@ -63,7 +64,7 @@ export type { SuspendedRun } from "./conveniences.ts";
 export class AgentLane implements LaneHandle {
   private projection: LaneProjection;
   private activeDrive: Drive | undefined;
-  private streaming: ProviderAssistant | undefined;
+  private streaming: { partial: ProviderAssistant; pendingUpdate: () => HarnessEvent | undefined } | undefined;
   /** The warm context path (QUALITY P11): process-local, rebuilt from storage on demand. */
   private readonly context = new ContextCache();
   private idleOwner: Promise<void> | undefined;
@@ -97,12 +98,12 @@ export class AgentLane implements LaneHandle {
     this.context.placed(entries);
   }
 
-  setStreaming(partial: ProviderAssistant): void {
-    this.streaming = partial;
+  setStreaming(partial: ProviderAssistant, pendingUpdate: () => HarnessEvent | undefined): void {
+    this.streaming = { partial, pendingUpdate };
   }
 
   takeStreaming(): ProviderAssistant | undefined {
-    const partial = this.streaming;
+    const partial = this.streaming?.partial;
     this.streaming = undefined;
     return partial;
   }
@@ -342,8 +343,12 @@ export class AgentLane implements LaneHandle {
    * hosts that subscribe on the line themselves (openWatch, an EventFeed capture).
    */
   captureSnapshot(m: SessionMutator): LaneSnapshot {
-    // The provider keeps growing its live partial in place: the snapshot gets a frozen copy.
-    const live = { ...(this.streaming && { streaming: pendingCopy(this.streaming) }), faulted: this.host.isFaulted() };
+    // The provider keeps growing its live partial in place: the snapshot gets a frozen copy, and
+    // the update not yet sent goes out first (bound before this capture), so that the deltas
+    // after the capture apply on top of exactly the partial it holds.
+    const pending = this.streaming?.pendingUpdate();
+    if (pending) void this.core.events.emitBatch([pending]);
+    const live = { ...(this.streaming && { streaming: pendingCopy(this.streaming.partial) }), faulted: this.host.isFaulted() };
     return captureSnapshot(m, this.name, this.projection, live);
   }
 

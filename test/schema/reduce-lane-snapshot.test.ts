@@ -106,10 +106,36 @@ describe("streaming messages", () => {
     }
   });
 
-  it("message_update replaces streamingMessage", () => {
-    const partial = assistant("hel", "pending");
-    const next = reduce(openSnapshot({ streamingMessage: assistant("h", "pending") }), { type: "message_update", lane: LANE, runId: "op1", message: partial });
-    expect(op(next).streamingMessage).toStrictEqual(partial);
+  it("message_update applies its delta to streamingMessage: appended text, a replacement, a tool call, usage", () => {
+    const start = openSnapshot({ streamingMessage: assistant("h", "pending") });
+    const appended = reduce(start, { type: "message_update", lane: LANE, runId: "op1", entryId: "r", delta: { blocks: [{ i: 0, t: "text", append: "el" }] } });
+    expect(op(appended).streamingMessage).toStrictEqual(assistant("hel", "pending"));
+    const grown = reduce(appended, {
+      type: "message_update",
+      lane: LANE,
+      runId: "op1",
+      entryId: "r",
+      delta: {
+        blocks: [
+          { i: 0, t: "text", replace: "Hello", textSignature: "sig" },
+          { i: 1, t: "toolCall", id: "c1", name: "read", arguments: { path: "/a" } },
+        ],
+        usage: usage(3),
+      },
+    });
+    expect(op(grown).streamingMessage).toStrictEqual({
+      ...assistant("Hello", "pending"),
+      content: [
+        { type: "text", text: "Hello", textSignature: "sig" },
+        { type: "toolCall", id: "c1", name: "read", arguments: { path: "/a" } },
+      ],
+      usage: usage(3),
+    });
+    // The input snapshots are never mutated.
+    expect(op(start).streamingMessage).toStrictEqual(assistant("h", "pending"));
+    // Without a streaming message (a replica that missed message_start) a delta changes nothing.
+    const idle = openSnapshot({});
+    expect(reduce(idle, { type: "message_update", lane: LANE, runId: "op1", entryId: "r", delta: { blocks: [{ i: 0, t: "text", append: "x" }] } })).toBe(idle);
   });
 
   it("message_end deletes streamingMessage when it carries a runId", () => {

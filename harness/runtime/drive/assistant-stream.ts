@@ -3,6 +3,9 @@ import { AbortRequested } from "../../execution/effect-gate.ts";
 import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
 import { appendList } from "../../session/writes.ts";
+import { MessageDeltas } from "../../execution/message-deltas.ts";
+import type { HarnessEvent } from "../../../schema/lane.ts";
+import type { MessageDelta } from "../../../schema/message-delta.ts";
 import { ProgressWriter } from "./progress.ts";
 import type { JsonValue } from "../../../schema/json.ts";
 import { pendingCopy, storedAssistant } from "./settle-response.ts";
@@ -45,6 +48,8 @@ export async function streamAssistant(
   };
   // Admission happens here; everything above was preparation (reference §4.3).
   const stream = pass.gate.admit((signal) => core.models.streamSimple(model, context, { ...requestOptions, signal }));
+  const update = (delta: MessageDelta | undefined): HarnessEvent | undefined =>
+    delta && { type: "message_update", lane, runId, entryId: responseEntryId, delta };
   const coalescer = new FrameCoalescer({ clock: core.clock });
   const throttle = new UpdateThrottle(undefined, core.clock);
   // Frames are fenced to this attempt: a frame that reaches the line once the response settled
@@ -54,7 +59,7 @@ export async function streamAssistant(
     if (frame) progress.write([appendList(frames, frame)]);
   };
   let final: ProviderAssistant | undefined;
-  let started = false;
+  let deltas: MessageDeltas | undefined;
   for await (const event of stream) {
     if (event.type === "done") {
       final = event.message;
@@ -65,14 +70,22 @@ export async function streamAssistant(
       continue;
     }
     persist(coalescer.push(event));
-    // A reference: the provider grows its live partial in place. It is copied only when an event
-    // is emitted (events are frozen at emit) or a snapshot is captured, never per delta.
-    pass.lane.setStreaming(event.partial);
-    if (!started) {
-      started = true;
-      await core.events.emitBatch([{ type: "message_start", lane, runId, message: pendingCopy(event.partial) }]);
-    } else if (throttle.shouldEmit()) {
-      await core.events.emitBatch([{ type: "message_update", lane, runId, message: pendingCopy(event.partial) }]);
+    const partial = event.partial;
+    if (!deltas) {
+      // The start carries the partial whole; afterwards watchers get what changed (deltas).
+      const message = pendingCopy(partial);
+      const started = new MessageDeltas(message);
+      deltas = started;
+      // A reference: the provider grows its live partial in place. It is copied only for a
+      // snapshot; a capture first sends the pending delta, so the two stay consistent (§5.3).
+      pass.lane.setStreaming(partial, () => update(started.take(partial)));
+      await core.events.emitBatch([{ type: "message_start", lane, runId, message }]);
+      continue;
+    }
+    deltas.push(event);
+    if (throttle.shouldEmit()) {
+      const pending = update(deltas.take(partial));
+      if (pending) await core.events.emitBatch([pending]);
     }
   }
   // D10's write "at settlement" is the settlement commit itself, which holds the whole response.

@@ -1,6 +1,7 @@
 import type { OperationResultRecord } from "../../../schema/lane.ts";
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { Entry } from "../../../schema/entries.ts";
+import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { Gate } from "../../execution/effect-gate.ts";
 import type { HarnessCore } from "../core.ts";
 import type { LaneProjection } from "../lane-state.ts";
@@ -11,8 +12,12 @@ export interface LaneHandle {
   readonly name: string;
   readonly state: LaneProjection;
   publish(next: LaneProjection): void;
-  /** The provider's live partial of the streaming response (snapshot precedence, §5.3), by reference. */
-  setStreaming(partial: ProviderAssistant): void;
+  /**
+   * The provider's live partial of the streaming response (snapshot precedence, §5.3), by
+   * reference, and how to take the update watchers have not been sent yet (a snapshot capture
+   * sends it first, so that later deltas apply on top of the captured partial).
+   */
+  setStreaming(partial: ProviderAssistant, pendingUpdate: () => HarnessEvent | undefined): void;
   /** Clears the live partial (on the line, by its settlement); returns what was set. */
   takeStreaming(): ProviderAssistant | undefined;
   /**
