@@ -49,11 +49,15 @@ export class WatchHub {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A new harness exists: follow its feed when any socket is open (hosts call this before anyone else uses it). */
+  /**
+   * A new harness exists: follow its feed (hosts call this before anyone else uses it). Every
+   * event is numbered from the first one, watched or not, so a REST snapshot's seq and a socket's
+   * event seqs always come from the same count.
+   */
   attach(harness: AgentHarness): void {
     if (this.feed?.harness === harness) return;
     this.unfollow();
-    if (this.ctx.getWebSockets("watch").length > 0) this.follow(harness);
+    this.follow(harness);
   }
 
   /** Before accepting a socket: follow `harness` (loading the registry of surviving sockets first). */
@@ -206,8 +210,8 @@ export class WatchHub {
     this.watchers = { lanes: new Map(), session: new Set() };
     const stored: unknown = this.ctx.storage.kv.get(SEQ_KEY);
     this.reserved = typeof stored === "number" && Number.isSafeInteger(stored) && stored > 0 ? stored : 0;
+    // The first numbered event reserves the next block; an instance that numbers none writes nothing.
     this.seq = this.reserved;
-    this.reserve();
     for (const ws of this.ctx.getWebSockets("watch")) {
       if (this.joining.has(ws) || !isOpen(ws)) continue;
       const flow = this.flow(ws);
