@@ -7,7 +7,7 @@ import type { AppContext, AppEnv } from "../env.ts";
 import { errorResponse, fail } from "../http-error.ts";
 import { CATALOG } from "../openapi/catalog.ts";
 import type { CatalogRoute } from "../openapi/catalog-types.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
 /** The object that owns a creating POST's Idempotency-Key (ARCHITECTURE D15). */
 export interface IdempotencyOwner {
@@ -112,7 +112,7 @@ function catalogRoute(c: Context): CatalogRoute {
 
 /** Runs the route's own validation of path, query and body; returns the validated body. */
 async function validateAsRoute(c: Context, route: CatalogRoute): Promise<unknown> {
-  for (const [name, schema] of Object.entries(route.pathParams ?? {})) validate(schema, c.req.param(name));
-  if (route.query) validate(route.query, c.req.query());
+  for (const [name, schema] of Object.entries(route.pathParams ?? {})) pathParam(c, name, schema);
+  if (route.query) queryParams(c, route.query);
   return route.body ? jsonBody(c, route.body) : undefined;
 }
