@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
-import type { IdempotencyClaim, IdempotencyReplay } from "../../durable-objects/idempotency.ts";
+import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/idempotency.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { errorResponse, fail } from "../http-error.ts";
 import { CATALOG } from "../openapi/catalog.ts";
@@ -52,6 +52,9 @@ export function replayInstead(c: Context, status: number, body: unknown): void {
  * of its sessions) and per route (method and path): one key on two routes names two requests. The
  * request hash is taken over the validated body, so the same JSON sent twice matches.
  *
+ * A success larger than IDEMPOTENCY_REPLAY_MAX_BYTES is remembered as a 409
+ * IdempotencyReplayTooLarge refusal naming what it created: its repeat never runs it twice.
+ *
  * Only a success (2xx) is remembered. Any other answer releases the claim: a refusal (400, 404,
  * 409, 413, 422, 429, …) changed nothing, so a client that retries with the same key (after
  * `Retry-After`, or after fixing what was refused) gets a fresh answer; a 5xx may have stopped
@@ -96,7 +99,8 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
       throw error;
     }
     const succeeded = c.res.status >= 200 && c.res.status <= 299;
-    const replay = succeeded ? (replays.get(c.req.raw) ?? { status: c.res.status, body: await c.res.clone().text() }) : null;
+    // Bounded here as the store bounds it, so a large answer never crosses to the object only to be dropped.
+    const replay = succeeded ? replayWithinBound(replays.get(c.req.raw) ?? { status: c.res.status, body: await c.res.clone().text() }) : null;
     await store.idempotencyComplete(scope.key, scope.requestHash, replay);
   });
 }
