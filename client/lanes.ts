@@ -1,6 +1,7 @@
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo } from "../schema/lane.ts";
 import type { AgentMessage, ImageContent } from "../schema/messages.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
+import { paginate } from "./paging.ts";
 import { sessionPath } from "./sessions.ts";
 import type {
   AppendedEntry,
@@ -9,6 +10,8 @@ import type {
   LaneConfigPatchBody,
   LaneSnapshotAt,
   NewLaneEntryBody,
+  Page,
+  PageQuery,
   PutLaneBody,
   PutLaneResult,
   QueueKind,
@@ -25,16 +28,22 @@ export class LanesApi {
    * `PUT …/lanes/{lane}` `{ createAt?, model?, thinkingLevel?, activeTools? }`: get or create; the
    * start entry and configuration apply only to a lane this request creates. `created` is true when
    * this request created the lane (201), false when it existed (200). 404 UnknownTarget for an
-   * unknown `createAt`; 422 UnknownModel / UnknownTool for names the deployment does not know.
+   * unknown `createAt`; 422 UnknownModel / UnknownTool for names the deployment does not know;
+   * 422 LimitExceeded for a new lane once the session holds its most lanes (or branches).
    */
   async put(sessionId: string, lane: string, body: PutLaneBody = {}, options: CallOptions = {}): Promise<PutLaneResult> {
     const response = await this.http.send<LaneInfo>({ ...options, method: "PUT", path: lanePath(sessionId, lane), body });
     return { lane: response.body, created: response.status === 201 };
   }
 
-  /** `GET …/lanes` → `LaneInfo[]`. */
-  list(sessionId: string, options: CallOptions = {}): Promise<LaneInfo[]> {
-    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/lanes") });
+  /** `GET …/lanes?limit&cursor`: one page of LaneInfo by name. */
+  list(sessionId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<LaneInfo>> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/lanes"), query: { limit: query.limit, cursor: query.cursor } });
+  }
+
+  /** Every lane, page by page (`limit` is the page size). */
+  all(sessionId: string, query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<LaneInfo, void, undefined> {
+    return paginate((cursor) => this.list(sessionId, { ...query, ...(cursor !== undefined && { cursor }) }, options));
   }
 
   /** `GET …/lanes/{lane}` → LaneExecutionInfo (404 UnknownLane). */

@@ -13,6 +13,7 @@ import type {
   ListQuery,
   NewBranchEntryBody,
   Page,
+  PageQuery,
   SeqAck,
   StoredValue,
 } from "./types.ts";
@@ -76,12 +77,23 @@ export class ListsApi {
 export class BranchesApi {
   constructor(private readonly http: HttpClient) {}
 
-  /** `GET …/branches` → `[{ name, tipId, lane }]`. */
-  list(sessionId: string, options: CallOptions = {}): Promise<BranchListing[]> {
-    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/branches") });
+  /**
+   * `GET …/branches?limit&cursor`: one page of `{ name, tipId, lane }` by name (`lane`: a lane is
+   * bound to the branch).
+   */
+  list(sessionId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<BranchListing>> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/branches"), query: { limit: query.limit, cursor: query.cursor } });
   }
 
-  /** `POST …/branches` `{ name, at }` → 201 `{ name, tipId }` (409 BranchExists, 404 UnknownTarget). Accepts `idempotencyKey`. */
+  /** Every branch, page by page (`limit` is the page size). */
+  all(sessionId: string, query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<BranchListing, void, undefined> {
+    return paginate((cursor) => this.list(sessionId, { ...query, ...(cursor !== undefined && { cursor }) }, options));
+  }
+
+  /**
+   * `POST …/branches` `{ name, at }` → 201 `{ name, tipId }` (409 BranchExists, 404 UnknownTarget,
+   * 422 LimitExceeded once the session holds its most branches). Accepts `idempotencyKey`.
+   */
   create(sessionId: string, body: CreateBranchBody, options: CallOptions = {}): Promise<Branch> {
     return this.http.json({ ...options, method: "POST", path: sessionPath(sessionId, "/branches"), body });
   }

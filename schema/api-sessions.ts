@@ -46,33 +46,63 @@ export const KeySchema = v.pipe(
 );
 export const AddressParamsSchema = v.object({ namespace: NamespaceSchema, key: KeySchema });
 
-// Opaque cursors: base64url of the last returned seq. A cursor is exclusive in the query's order.
+/**
+ * What one session may hold of what its clients create without limit otherwise. A lane's branch
+ * is a branch, so a lane created on a new branch counts against both. A creation beyond either is
+ * 422 LimitExceeded. Branches and lanes are never removed, so a full session stays full.
+ */
+export const SESSION_LIMITS = { branches: 10_000, lanes: 100 } as const;
 
-export function encodeSeqCursor(seq: number): string {
-  return btoa(`seq:${seq}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+// Opaque cursors: base64url of `<kind>:<position>`, the last returned item's seq (entries, list
+// items) or name (branches, lanes). A cursor is exclusive in the query's order.
+
+function encodeCursor(kind: "seq" | "name", position: string): string {
+  return btoa(`${kind}:${position}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-function decodeSeqCursor(cursor: string): number | undefined {
+function decodeCursor(cursor: string, kind: "seq" | "name"): string | undefined {
   try {
-    const match = /^seq:(\d{1,15})$/.exec(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
-    return match?.[1] === undefined ? undefined : Number(match[1]);
+    const text = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    return text.startsWith(`${kind}:`) ? text.slice(kind.length + 1) : undefined;
   } catch {
     return undefined;
   }
 }
 
-export const SeqCursorSchema = v.pipe(
-  v.string(),
-  v.maxLength(64, "Invalid cursor"),
-  v.rawTransform(({ dataset, addIssue, NEVER }) => {
-    const seq = decodeSeqCursor(dataset.value);
-    if (seq === undefined) {
-      addIssue({ message: "Invalid cursor" });
-      return NEVER;
-    }
-    return { seq };
-  }),
-);
+/** A cursor schema: `decode` turns the position into the query's bound, or undefined when invalid. */
+function cursorSchema<T>(decode: (cursor: string) => T | undefined) {
+  return v.pipe(
+    v.string(),
+    v.maxLength(256, "Invalid cursor"),
+    v.rawTransform(({ dataset, addIssue, NEVER }) => {
+      const position = decode(dataset.value);
+      if (position === undefined) {
+        addIssue({ message: "Invalid cursor" });
+        return NEVER;
+      }
+      return position;
+    }),
+  );
+}
+
+export function encodeSeqCursor(seq: number): string {
+  return encodeCursor("seq", String(seq));
+}
+
+export const SeqCursorSchema = cursorSchema((cursor) => {
+  const seq = decodeCursor(cursor, "seq");
+  return seq !== undefined && /^\d{1,15}$/.test(seq) ? { seq: Number(seq) } : undefined;
+});
+
+/** Branch and lane listings go by name (lane names are ids, which are branch names too). */
+export function encodeNameCursor(name: string): string {
+  return encodeCursor("name", name);
+}
+
+export const NameCursorSchema = cursorSchema((cursor) => {
+  const name = decodeCursor(cursor, "name");
+  return name !== undefined && v.is(BranchNameSchema, name) ? { name } : undefined;
+});
 
 const LimitSchema = v.optional(
   v.pipe(
@@ -118,6 +148,15 @@ export const ListQuerySchema = v.object({
   order: v.optional(v.picklist(["asc", "desc"]), "asc"),
   limit: LimitSchema,
   cursor: v.optional(SeqCursorSchema),
+});
+
+/**
+ * `GET /v1/sessions/{sid}/branches?limit&cursor` and `GET /v1/sessions/{sid}/lanes?limit&cursor`:
+ * by name, in byte order.
+ */
+export const NamePageQuerySchema = v.object({
+  limit: LimitSchema,
+  cursor: v.optional(NameCursorSchema),
 });
 
 /** `GET /v1/sessions/{sid}/usage?fromSeq&limit` (ledger rows with seq ≥ fromSeq, ascending). */

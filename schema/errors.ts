@@ -28,6 +28,11 @@ export const ERROR_STATUS = {
   /** A replay of a key creation: the key exists, its secret was shown once and is stored nowhere. */
   KeySecretNotReplayed: 409,
   BranchExists: 409,
+  /**
+   * A repeat of a request whose success was too large to remember for a replay: the request ran
+   * once and is not run again; `details` names what it created where known.
+   */
+  IdempotencyReplayTooLarge: 409,
   LaneBusy: 409,
   /** A lane's queue is at its bound (items or bytes): retry once the lane has taken some. */
   QueueFull: 409,
@@ -45,6 +50,8 @@ export const ERROR_STATUS = {
   /** A documented operation kind this build does not execute yet (compaction, navigation). */
   UnsupportedOperation: 422,
   IdempotencyConflict: 422,
+  /** A session already holds as many branches or lanes as it may (`details`: resource, limit). */
+  LimitExceeded: 422,
   UpgradeRequired: 426,
   RateLimited: 429,
   Internal: 500,

@@ -15,7 +15,11 @@ export interface BranchListing extends Branch {
   lane: boolean;
 }
 
-/** The public Session. */
+/**
+ * The public Session. It embeds the first page of its branches and of its lanes (by name, as many
+ * as `GET …/branches` and `GET …/lanes` answer by default); a non-null `branchesNextCursor` /
+ * `lanesNextCursor` continues that listing with `?cursor=`.
+ */
 export interface Session {
   id: string;
   tenantId: string;
@@ -25,5 +29,7 @@ export interface Session {
   stats: SessionStats;
   settings: HarnessSettings;
   branches: BranchListing[];
+  branchesNextCursor: string | null;
   lanes: LaneInfo[];
+  lanesNextCursor: string | null;
 }

@@ -27,9 +27,9 @@ describe("SessionObject", () => {
     expect(unwrap(await stub.createBranch("main", null))).toEqual({ name: "main", tipId: null });
     const entryId = unwrap(await stub.appendToBranch("main", toWire({ message: userMessage("hi") }))).entryId;
     expect(unwrap(await stub.createBranch("side", entryId))).toEqual({ name: "side", tipId: entryId });
-    expect(unwrap(await stub.branches())).toEqual([
-      { name: "main", tipId: entryId },
-      { name: "side", tipId: entryId },
+    expect(unwrap(await stub.branches()).items).toEqual([
+      { name: "main", tipId: entryId, lane: false },
+      { name: "side", tipId: entryId, lane: false },
     ]);
     const failures = await Promise.all([
       stub.createBranch("main", null),
@@ -81,7 +81,7 @@ describe("SessionObject", () => {
       "InvalidAddress",
       "InvalidAddress",
     ]);
-    expect(unwrap(await stub.branches())).toEqual([]);
+    expect(unwrap(await stub.branches()).items).toEqual([]);
     expect(failureCode(await stub.setValue("app", "k", "{not json" as never))).toBe("ValidationFailed");
   });
 

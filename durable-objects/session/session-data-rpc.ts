@@ -8,7 +8,7 @@ import type { BranchScan } from "../../harness/session/branch.ts";
 import { Session, type EntryQuery } from "../../harness/session/session.ts";
 import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
 import type { Entry } from "../../schema/entries.ts";
-import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
+import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
 import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
@@ -16,12 +16,23 @@ import type { Wire } from "../../schema/wire.ts";
 import { asJson, asResult, parseWire, RpcError } from "../rpc-errors.ts";
 import { JsonWriter } from "../sql/json-bytes.ts";
 import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
-import type { Session as SessionWire } from "../../schema/session.ts";
+import type { BranchListing, Session as SessionWire } from "../../schema/session.ts";
+import { branchPage, hasBranch, lanePage } from "../sql/branch-inventory.ts";
+import { CreationSlots } from "./creation-slots.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { SessionHost, type BranchInfo, type SessionInfo, type SessionInit } from "./session-host.ts";
 
-/** The public Session (spec/API.md): info plus settings, lanes, and which branches carry a lane. */
+/** The public Session (spec/API.md): info plus settings, and the first page of its branches and lanes. */
 export type SessionView = SessionWire;
+
+/** A page of branches or lanes by name: `after` is the last name of the previous page. */
+export interface NamePageQuery {
+  limit?: number;
+  after?: string;
+}
+
+/** What the session view embeds of each listing: the first page a listing answers by default. */
+const EMBEDDED_PAGE = { limit: PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX };
 
 /** The object's KV key of the token of the request that created the session (see `SessionInit`). */
 const CREATION_TOKEN_KEY = "creationToken";
@@ -31,6 +42,9 @@ const CLOSE_BOUND_MS = 5_000;
 
 /** Session data over RPC: creation, deletion, branches, entries, usage, name, labels, values and lists. */
 export abstract class SessionDataRpc extends SessionHost {
+  /** The branch and lane caps, checked before the engine creates either. */
+  protected readonly slots = new CreationSlots(this.ctx.storage);
+
   /**
    * Creates the session in one atomic step: the schema, the metadata, the name, the settings and
    * the resources are written in one synchronous turn (one storage batch), so a failure leaves no
@@ -70,12 +84,19 @@ export abstract class SessionDataRpc extends SessionHost {
     return asResult(() => this.sessionView());
   }
 
+  /** Bounded whatever the session holds: the first page of branches and of lanes, with the cursors that continue them. */
   private async sessionView(): Promise<SessionView> {
     const harness = await this.harness();
-    const info = this.describe();
-    const lanes = harness.lanes();
-    const laneNames = new Set(lanes.map((lane) => lane.name));
-    return { ...info, settings: harness.settings(), branches: info.branches.map((branch) => ({ ...branch, lane: laneNames.has(branch.name) })), lanes };
+    const branches = branchPage(this.ctx.storage, undefined, EMBEDDED_PAGE);
+    const lanes = lanePage(harness.lanes(), undefined, EMBEDDED_PAGE);
+    return {
+      ...this.summary(),
+      settings: harness.settings(),
+      branches: branches.items,
+      branchesNextCursor: branches.nextCursor,
+      lanes: lanes.items,
+      lanesNextCursor: lanes.nextCursor,
+    };
   }
 
   /**
@@ -111,15 +132,22 @@ export abstract class SessionDataRpc extends SessionHost {
     );
   }
 
+  /** 409 BranchExists before the cap: an existing name adds nothing (the engine refuses it on the line). */
   async createBranch(name: string, at: string | null): Promise<Wire<RpcResult<BranchInfo>>> {
     return asResult(async () => {
-      const branch = await this.session().createBranch(name, at);
+      const session = this.session();
+      const needs = { branch: !hasBranch(this.ctx.storage, name), lane: false };
+      const branch = await this.slots.within(needs, () => session.createBranch(name, at));
       return { name: branch.name, tipId: branch.getTipId() };
     });
   }
 
-  async branches(): Promise<Wire<RpcResult<BranchInfo[]>>> {
-    return asResult(() => this.listBranches());
+  /** Branches by name, a page at a time (each row says whether a lane is bound to it). */
+  async branches(query: NamePageQuery = {}): Promise<Wire<RpcResult<Page<BranchListing>>>> {
+    return asResult(() => {
+      this.session();
+      return branchPage(this.ctx.storage, query.after, { limit: query.limit ?? PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX });
+    });
   }
 
   async scanBranch(name: string, scan: BranchScan = {}): Promise<Wire<RpcResult<Entry[]>>> {

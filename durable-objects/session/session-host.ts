@@ -178,7 +178,13 @@ export abstract class SessionHost extends DurableObject<Env> {
     return lane;
   }
 
+  /** Every branch included: bounded by SESSION_LIMITS.branches (the REST API pages them instead). */
   protected describe(): SessionInfo {
+    return { ...this.summary(), branches: this.listBranches() };
+  }
+
+  /** The session's own fields, without its branches. */
+  protected summary(): Omit<SessionInfo, "branches"> {
     const { session, storage } = this.open();
     const { metadata } = session;
     return {
@@ -188,7 +194,6 @@ export abstract class SessionHost extends DurableObject<Env> {
       createdAt: metadata.createdAt,
       ...(metadata.parentSessionId !== undefined && { parentSessionId: metadata.parentSessionId }),
       stats: session.getStats(),
-      branches: this.listBranches(),
     };
   }
 

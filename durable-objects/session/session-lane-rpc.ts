@@ -12,7 +12,10 @@ import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-
 import { DEFAULT_LANE_MODEL, type OperationView } from "../session-runtime.ts";
 import { appendedMessages } from "./appended-messages.ts";
 import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type LaneConfigCatalog } from "./lane-config-check.ts";
-import { SessionDataRpc } from "./session-data-rpc.ts";
+import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
+import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
+import type { Page } from "../sql/json-pages.ts";
+import { SessionDataRpc, type NamePageQuery } from "./session-data-rpc.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
 
 /**
@@ -42,7 +45,9 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
       const existed = harness.getLane(name) !== undefined;
       if (existed) assertKnownConfiguration(patch, this.configCatalog());
       else assertCreatableLane(patch, this.configCatalog(), DEFAULT_LANE_MODEL);
-      const lane = await harness.lane(name, createAt === undefined ? {} : { createAt });
+      const create = () => harness.lane(name, createAt === undefined ? {} : { createAt });
+      // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
+      const lane = existed ? await create() : await this.slots.within({ lane: true, branch: !hasBranch(this.ctx.storage, name) }, create);
       // The engine seeds every new lane alike, so the requested configuration follows in its own
       // commits (config_update events after lane_created).
       if (!existed) await this.applyConfiguration(lane, patch);
@@ -50,8 +55,9 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
     });
   }
 
-  async lanes(): Promise<Wire<RpcResult<LaneInfo[]>>> {
-    return asResult(async () => (await this.harness()).lanes());
+  /** Lanes by name, a page at a time. */
+  async lanes(query: NamePageQuery = {}): Promise<Wire<RpcResult<Page<LaneInfo>>>> {
+    return asResult(async () => lanePage((await this.harness()).lanes(), query.after, { limit: query.limit ?? PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX }));
   }
 
   async laneExecution(name: string): Promise<Wire<RpcResult<LaneExecutionInfo>>> {

@@ -46,7 +46,7 @@ describe("POST and GET /v1/sessions/{sid}/branches", () => {
     unwrap(await objectOf(tenantId, sid).acquireLane("worker", first));
     const listed = await call(`${base}/branches`, { token: key });
     expect(listed.status).toBe(200);
-    expect(await listed.json()).toEqual([
+    expect((await listed.json<{ items: unknown[] }>()).items).toEqual([
       { name: "empty", tipId: null, lane: false },
       { name: "main", tipId: first, lane: false },
       { name: "side.v2", tipId: first, lane: false },
@@ -69,7 +69,7 @@ describe("POST and GET /v1/sessions/{sid}/branches", () => {
     await expectError(await call(`${base}/branches`, { body: { name: "theirs", at: null }, token: other.key }), 404, "SessionNotFound");
     await expectError(await call(`${base}/branches`), 401, "Unauthenticated");
     await expectError(await call(`${base}/branches`, { body: { name: "y", at: null }, token: "sk_x_y" }), 401, "Unauthenticated");
-    expect(await (await call(`${base}/branches`, { token: key })).json()).toEqual([{ name: "main", tipId: null, lane: false }]);
+    expect(await (await call(`${base}/branches`, { token: key })).json()).toEqual({ items: [{ name: "main", tipId: null, lane: false }], nextCursor: null });
   });
 });
 
@@ -84,7 +84,7 @@ describe("POST /v1/sessions/{sid}/branches/{name}/entries", () => {
     const custom = await call(`${base}/branches/main/entries`, { body: { customType: "note", data: { k: [1] } }, token: key });
     const second = (await custom.json<{ entryId: string }>()).entryId;
     expect(await (await call(`${base}/entries/${second}`, { token: key })).json()).toMatchObject({ parentId: entryId, type: "custom", data: { k: [1] } });
-    expect(await (await call(`${base}/branches`, { token: key })).json()).toEqual([{ name: "main", tipId: second, lane: false }]);
+    expect(await (await call(`${base}/branches`, { token: key })).json()).toEqual({ items: [{ name: "main", tipId: second, lane: false }], nextCursor: null });
   });
 
   it("accepts Idempotency-Key: the same key and body replay the response with one effect", async () => {
@@ -141,7 +141,7 @@ describe("POST /v1/sessions/{sid}/branches/{name}/entries", () => {
     await expectError(await call(path, { body: { customType: "a" }, token: other.key }), 404, "SessionNotFound");
     await expectError(await call(path, { body: { customType: "a" } }), 401, "Unauthenticated");
     await expectError(await call(path, { body: { customType: "a" }, token: "nope" }), 401, "Unauthenticated");
-    expect(await (await call(`${base}/branches`, { token: key })).json()).toEqual([{ name: "main", tipId: null, lane: false }]);
+    expect(await (await call(`${base}/branches`, { token: key })).json()).toEqual({ items: [{ name: "main", tipId: null, lane: false }], nextCursor: null });
   });
 });
 

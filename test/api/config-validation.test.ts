@@ -67,8 +67,8 @@ describe("PUT …/lanes/{lane} with a configuration", () => {
     const tools = await call(`${sessionPath}/lanes/side`, { method: "PUT", body: { activeTools: ["search"] }, token: key });
     expect(tools.status).toBe(422);
     expect((await tools.json<ErrorBody>()).error).toMatchObject({ code: "UnknownTool", details: { tools: ["search"] } });
-    const lanes = await (await call(`${sessionPath}/lanes`, { token: key })).json<LaneInfo[]>();
-    expect(lanes.map((lane) => lane.name)).toEqual(["main"]);
+    const lanes = await (await call(`${sessionPath}/lanes`, { token: key })).json<{ items: LaneInfo[] }>();
+    expect(lanes.items.map((lane) => lane.name)).toEqual(["main"]);
   });
 
   it("keeps an existing lane's configuration (like createAt) but still refuses what is unknown", async () => {

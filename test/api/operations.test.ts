@@ -41,8 +41,8 @@ describe("prompt convenience", () => {
     expect(transcript(snap.transcript)).toEqual(["user: hello there", "assistant: hello there"]);
     expect(snap.tipId).toBe(record.tipId);
     expect(snap.lastResult).toEqual(record);
-    const listed = await (await call(`${setup.sessionPath}/lanes`, { token: setup.key })).json<{ name: string; tipId: string }[]>();
-    expect(listed).toEqual([{ name: "main", tipId: record.tipId, operation: null }]);
+    const listed = await (await call(`${setup.sessionPath}/lanes`, { token: setup.key })).json<{ items: { name: string; tipId: string }[] }>();
+    expect(listed).toEqual({ items: [{ name: "main", tipId: record.tipId, operation: null }], nextCursor: null });
   });
 
   it("answers 202 with the operation id when the wait runs out (wait 0); resume then drives it to its record", async () => {
@@ -186,8 +186,8 @@ describe("runs in flight", () => {
     }
     const active = await call(`${setup.lanePath}/operations/${operationId}`, { token: setup.key });
     expect(await active.json()).toMatchObject({ state: "active", status: expect.stringMatching(/^(running|open)$/), at: expect.any(String) });
-    const lanes = await (await call(`${setup.sessionPath}/lanes`, { token: setup.key })).json<{ operation: { id: string } | null }[]>();
-    expect(lanes[0]?.operation?.id).toBe(operationId);
+    const lanes = await (await call(`${setup.sessionPath}/lanes`, { token: setup.key })).json<{ items: { operation: { id: string } | null }[] }>();
+    expect(lanes.items[0]?.operation?.id).toBe(operationId);
     const write = await call(`${setup.lanePath}/entries`, { body: { customType: "app.note" }, token: setup.key });
     expect(write.status).toBe(201);
     expect(await write.json()).toMatchObject({ placed: false });

@@ -132,7 +132,7 @@ describe("lane watch", { timeout: 30_000 }, () => {
       expect((await client.closed()).code).toBe(code);
     }
     // The object still serves.
-    expect(unwrap(await stub.lanes()).map((lane) => lane.name)).toEqual(["main"]);
+    expect(unwrap(await stub.lanes()).items.map((lane) => lane.name)).toEqual(["main"]);
   });
 });
 

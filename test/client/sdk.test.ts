@@ -67,7 +67,7 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
 
     const execution = await client.lanes.get(session.id, "main");
     expect(execution).toMatchObject({ lane: "main", tipId: snapshot.tipId, current: null, lastOperationId: outcome.result.operationId });
-    expect(await client.lanes.list(session.id)).toEqual([{ name: "main", tipId: snapshot.tipId, operation: null }]);
+    expect(await client.lanes.list(session.id)).toEqual({ items: [{ name: "main", tipId: snapshot.tipId, operation: null }], nextCursor: null });
     const entries = await client.entries.list(session.id);
     expect(entries.items.map((entry) => entry.id)).toEqual(snapshot.transcript.map((entry) => entry.id));
     expect(entries.nextCursor).toBeNull();
@@ -124,7 +124,7 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     const walked: string[] = [];
     for await (const entry of client.branches.allEntries(id, "side", { limit: 1 })) walked.push(entry.id);
     expect(walked).toEqual([appended.entryId, placed.entryId]);
-    expect((await client.branches.list(id)).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+    expect((await client.branches.list(id)).items).toEqual([
       { name: "main", tipId: placed.entryId, lane: true },
       { name: "side", tipId: appended.entryId, lane: false },
     ]);

@@ -14,7 +14,8 @@ export function corsFromEnv(): MiddlewareHandler<AppEnv> {
       origin: (origin) => (allowed.includes("*") ? origin || "*" : allowed.includes(origin) ? origin : null),
       allowHeaders: ["authorization", "content-type", "idempotency-key"],
       allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      exposeHeaders: ["x-request-id", "idempotency-replayed", "retry-after"],
+      // `allow` names the methods a 405 answer offers.
+      exposeHeaders: ["x-request-id", "idempotency-replayed", "retry-after", "allow"],
       maxAge: 600,
     })(c, next);
   };

@@ -2,12 +2,12 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
-import type { IdempotencyClaim, IdempotencyReplay } from "../../durable-objects/idempotency.ts";
+import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/idempotency.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { errorResponse, fail } from "../http-error.ts";
 import { CATALOG } from "../openapi/catalog.ts";
 import type { CatalogRoute } from "../openapi/catalog-types.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
 /** The object that owns a creating POST's Idempotency-Key (ARCHITECTURE D15). */
 export interface IdempotencyOwner {
@@ -51,6 +51,9 @@ export function replayInstead(c: Context, status: number, body: unknown): void {
  * again) run before the claim. Keys are scoped per tenant (the owner is the tenant's object or one
  * of its sessions) and per route (method and path): one key on two routes names two requests. The
  * request hash is taken over the validated body, so the same JSON sent twice matches.
+ *
+ * A success larger than IDEMPOTENCY_REPLAY_MAX_BYTES is remembered as a 409
+ * IdempotencyReplayTooLarge refusal naming what it created: its repeat never runs it twice.
  *
  * Only a success (2xx) is remembered. Any other answer releases the claim: a refusal (400, 404,
  * 409, 413, 422, 429, …) changed nothing, so a client that retries with the same key (after
@@ -96,7 +99,8 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
       throw error;
     }
     const succeeded = c.res.status >= 200 && c.res.status <= 299;
-    const replay = succeeded ? (replays.get(c.req.raw) ?? { status: c.res.status, body: await c.res.clone().text() }) : null;
+    // Bounded here as the store bounds it, so a large answer never crosses to the object only to be dropped.
+    const replay = succeeded ? replayWithinBound(replays.get(c.req.raw) ?? { status: c.res.status, body: await c.res.clone().text() }) : null;
     await store.idempotencyComplete(scope.key, scope.requestHash, replay);
   });
 }
@@ -112,7 +116,7 @@ function catalogRoute(c: Context): CatalogRoute {
 
 /** Runs the route's own validation of path, query and body; returns the validated body. */
 async function validateAsRoute(c: Context, route: CatalogRoute): Promise<unknown> {
-  for (const [name, schema] of Object.entries(route.pathParams ?? {})) validate(schema, c.req.param(name));
-  if (route.query) validate(route.query, c.req.query());
+  for (const [name, schema] of Object.entries(route.pathParams ?? {})) pathParam(c, name, schema);
+  if (route.query) queryParams(c, route.query);
   return route.body ? jsonBody(c, route.body) : undefined;
 }

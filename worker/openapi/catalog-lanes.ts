@@ -1,6 +1,7 @@
 import { MAX_QUEUED_BYTES, MAX_QUEUED_ITEMS } from "../../schema/lane.ts";
 import * as v from "valibot";
 import { IdSchema } from "../../schema/api.ts";
+import { NamePageQuerySchema, PAGE_LIMIT_DEFAULT, SESSION_LIMITS } from "../../schema/api-sessions.ts";
 import {
   EnqueueSchema,
   LaneConfigPatchSchema,
@@ -58,8 +59,10 @@ const WAIT_DEFAULT = (seconds: number) => `\`?wait=\` seconds (≤ 60, default $
 export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}/lanes", operationId: "listLanes", tag: "Lanes", auth: "tenant",
-    summary: "List lanes", pathParams: SID,
-    responses: { 200: { description: "`LaneInfo[]` `{ name, tipId, operation }`" } },
+    summary: "List lanes",
+    description: `Lanes by name: \`{ items: LaneInfo[], nextCursor }\`, a LaneInfo being \`{ name, tipId, operation }\`. \`limit\` is 1–1000 (default ${PAGE_LIMIT_DEFAULT}); \`nextCursor\` continues, null on the last page.`,
+    pathParams: SID, query: NamePageQuerySchema,
+    responses: { 200: { description: "A page of lanes" } },
     errors: SESSION_ERRORS,
   },
   {
@@ -67,10 +70,11 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "Get or create a lane",
     description:
       "`createAt` is the entry a new lane's branch starts at (null: empty); `model`, `thinkingLevel` and `activeTools` configure a new lane (default: `scripted/echo`, `off`, none). Both apply only when the request creates the lane. " +
-      CONFIG_CHECK,
+      CONFIG_CHECK +
+      ` A session holds at most ${SESSION_LIMITS.lanes} lanes and ${SESSION_LIMITS.branches} branches; a new lane beyond either (its branch counts when the branch is new) is 422 \`LimitExceeded\`.`,
     pathParams: LANE, body: PutLaneSchema, example: { createAt: null, model: { provider: "scripted", modelId: "echo" } },
     responses: { 200: { description: "The existing lane's LaneInfo" }, 201: { description: "The created lane's LaneInfo" } },
-    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool"],
+    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",

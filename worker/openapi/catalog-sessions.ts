@@ -18,14 +18,17 @@ import {
   JsonBodySchema,
   LabelSchema,
   ListQuerySchema,
+  NamePageQuerySchema,
   NewBranchEntrySchema,
   PAGE_BYTES_MAX,
+  PAGE_LIMIT_DEFAULT,
   PatchSessionSchema,
+  SESSION_LIMITS,
   UsageQuerySchema,
 } from "../../schema/api-sessions.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import { SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
-import { EntryPageSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "./responses.ts";
+import { BranchPageSchema, EntryPageSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "./responses.ts";
 
 // spec/API.md "Sessions" and "Branches": worker/routes/sessions.ts, session-entries.ts,
 // session-values.ts and branches.ts (docs/api-sessions.md).
@@ -34,7 +37,9 @@ const SID = { sid: IdSchema };
 const ENTRY = { ...SID, entryId: EntryIdSchema };
 const ADDRESS = { ...SID, ...AddressParamsSchema.entries };
 const BRANCH = { ...SID, name: BranchNameSchema };
-const SESSION = "The Session `{ id, tenantId, name, createdAt, parentSessionId?, stats, settings, branches, lanes }`";
+const SESSION =
+  "The Session `{ id, tenantId, name, createdAt, parentSessionId?, stats, settings, branches, branchesNextCursor, lanes, lanesNextCursor }`. " +
+  `\`branches\` and \`lanes\` are the first ${PAGE_LIMIT_DEFAULT} of each by name; a non-null \`branchesNextCursor\` / \`lanesNextCursor\` continues \`GET …/branches\` / \`GET …/lanes\` with \`?cursor=\`.`;
 const userMessage = { role: "user", content: "Hello" };
 const PAGED =
   `A page ends at \`limit\` items (1–1000, default 50) or before the item that would take it past ${PAGE_BYTES_MAX / 1024 / 1024} MiB of JSON, ` +
@@ -179,17 +184,19 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "get", path: "/v1/sessions/{sid}/branches", operationId: "listBranches", tag: "Branches", auth: "tenant",
-    summary: "List branches", description: "`[{ name, tipId, lane }]`: `lane` says whether a lane is bound to the branch.",
-    pathParams: SID,
-    responses: { 200: { description: "The branches" } },
+    summary: "List branches",
+    description: `Branches by name: \`{ items: [{ name, tipId, lane }], nextCursor }\`; \`lane\` says whether a lane is bound to the branch. ${PAGED}`,
+    pathParams: SID, query: NamePageQuerySchema,
+    responses: { 200: { description: "A page of branches", schema: BranchPageSchema } },
     errors: SESSION_ERRORS,
   },
   {
     method: "post", path: "/v1/sessions/{sid}/branches", operationId: "createBranch", tag: "Branches", auth: "tenant",
-    summary: "Create a branch", description: "`at` is the tip entry (absent or null: an empty branch).",
+    summary: "Create a branch",
+    description: `\`at\` is the tip entry (absent or null: an empty branch). A session holds at most ${SESSION_LIMITS.branches} branches (a lane's branch included): beyond, 422 \`LimitExceeded\`.`,
     pathParams: SID, body: CreateBranchSchema, example: { name: "experiment", at: null }, idempotent: true,
     responses: { 201: { description: "`{ name, tipId }`" } },
-    errors: [...SESSION_ERRORS, "BranchExists", "UnknownTarget", "InvalidBranch"],
+    errors: [...SESSION_ERRORS, "BranchExists", "UnknownTarget", "InvalidBranch", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/branches/{name}/entries", operationId: "scanBranch", tag: "Branches", auth: "tenant",

@@ -7,6 +7,7 @@ import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
 import { LaneConfigurationSchema, ModelIdentitySchema } from "../../schema/lane.ts";
 import { AgentMessageInputSchema, AgentMessageSchema, ImageContentSchema } from "../../schema/messages.ts";
 import { UsageRowSchema, UsageSchema } from "../../schema/usage.ts";
+import { IDEMPOTENCY_REPLAY_MAX_BYTES } from "../../durable-objects/idempotency.ts";
 import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
 import { CATALOG } from "./catalog.ts";
 import { TAGS, type Auth, type CatalogRoute, type Method } from "./catalog-types.ts";
@@ -129,7 +130,7 @@ function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
     ...(route.auth === "none" ? [] : (["Unauthenticated"] as const)),
     ...(route.pathParams || route.query || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
     ...(route.body ? (["PayloadTooLarge"] as const) : []),
-    ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict"] as const) : []),
+    ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict", "IdempotencyReplayTooLarge"] as const) : []),
     // Every authenticated route reaches a Durable Object, which may be overloaded or reset.
     ...(route.auth === "none" ? [] : (["Overloaded"] as const)),
     // Quotas answer 429 on tenant routes; every route documents it, so clients handle it everywhere.
@@ -208,7 +209,8 @@ export function buildOpenApiDocument(catalog: readonly CatalogRoute[] = CATALOG)
           in: "header",
           required: false,
           description:
-            "Scoped to the tenant and the route (method and path). The same key and body replay the remembered success (`Idempotency-Replayed: true`); another body is 422, a concurrent duplicate 409 `IdempotencyInProgress` with `Retry-After`. Only successes are remembered: a refused request (4xx) or a failed one (5xx) may be retried with the same key. The request is validated before the key is claimed.",
+            "Scoped to the tenant and the route (method and path). The same key and body replay the remembered success (`Idempotency-Replayed: true`); another body is 422, a concurrent duplicate 409 `IdempotencyInProgress` with `Retry-After`. Only successes are remembered: a refused request (4xx) or a failed one (5xx) may be retried with the same key. " +
+            `A success whose answer exceeds ${IDEMPOTENCY_REPLAY_MAX_BYTES / (1024 * 1024)} MiB is not replayed: a repeat is 409 \`IdempotencyReplayTooLarge\` naming what it created in \`details\` (the request is not run again). The request is validated before the key is claimed.`,
           schema: { type: "string", pattern: IDEMPOTENCY_KEY.source },
         },
       },

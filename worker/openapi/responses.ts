@@ -8,12 +8,15 @@ import { UsageRowSchema, UsageTotalsSchema } from "../../schema/usage.ts";
 // usage rows, JSON values, errors). Routes whose answers have no valibot schema are documented by
 // description only.
 
-/** `{ items, nextCursor }`: one page of a seq-ordered listing (`nextCursor` null on the last page). */
+/** `{ items, nextCursor }`: one page of a listing (`nextCursor` null on the last page). */
 const page = <S extends v.GenericSchema>(item: S) => v.object({ items: v.array(item), nextCursor: v.nullable(v.string()) });
 
 export const EntryPageSchema = page(EntrySchema);
 
 export const ListPageSchema = page(v.object({ seq: v.number(), value: JsonValueSchema }));
+
+/** `GET …/branches`: `lane` says whether a lane is bound to the branch. */
+export const BranchPageSchema = page(v.object({ name: v.string(), tipId: v.nullable(v.string()), lane: v.boolean() }));
 
 export const StoredValueSchema = v.object({ value: JsonValueSchema, seq: v.number() });
 

@@ -6,7 +6,7 @@ import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
 import { HttpFailure, replyValue } from "../http-error.ts";
 import { requireAdmin } from "../middleware/auth.ts";
 import { idempotent, replayInstead } from "../middleware/idempotency.ts";
-import { jsonBody, validate } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
 /** Tenant and key administration (spec/API.md "Admin"), behind the admin token. */
 // Admin keys are remembered by an object no tenant can be named after (ids cannot contain ':').
@@ -37,13 +37,13 @@ export const adminRoutes = new Hono<AppEnv>()
     return c.json(created.value, 201);
   })
   .get("/tenants", async (c) => {
-    const query = validate(PageQuerySchema, c.req.query());
+    const query = queryParams(c, PageQuerySchema);
     return c.json(replyValue(await directory(c).listTenants(query.limit ?? 50, query.cursor)));
   })
   // The secret is in this answer only: a replay (same Idempotency-Key) names the key it created and
   // says that the secret is not shown again (revoke the key if it was lost).
   .post("/tenants/:tenantId/keys", adminIdempotency, async (c) => {
-    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const tenantId = pathParam(c, "tenantId", IdSchema);
     const body = await jsonBody(c, CreateKeySchema);
     const created = replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? ""));
     const notReplayed: ApiError = {
@@ -55,22 +55,22 @@ export const adminRoutes = new Hono<AppEnv>()
     return c.json(created, 201);
   })
   .get("/tenants/:tenantId/keys", async (c) => {
-    const tenantId = validate(IdSchema, c.req.param("tenantId"));
-    const query = validate(PageQuerySchema, c.req.query());
+    const tenantId = pathParam(c, "tenantId", IdSchema);
+    const query = queryParams(c, PageQuerySchema);
     return c.json(replyValue(await tenantStub(c.env, tenantId).listKeys(query.limit ?? 50, query.cursor)));
   })
   .get("/tenants/:tenantId/quotas", async (c) => {
-    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const tenantId = pathParam(c, "tenantId", IdSchema);
     return c.json(replyValue(await tenantStub(c.env, tenantId).getQuotas()));
   })
   .patch("/tenants/:tenantId/quotas", async (c) => {
-    const tenantId = validate(IdSchema, c.req.param("tenantId"));
+    const tenantId = pathParam(c, "tenantId", IdSchema);
     const patch = await jsonBody(c, TenantQuotasPatchSchema);
     return c.json(replyValue(await tenantStub(c.env, tenantId).setQuotas(patch)));
   })
   .delete("/tenants/:tenantId/keys/:keyId", async (c) => {
-    const tenantId = validate(IdSchema, c.req.param("tenantId"));
-    const keyId = validate(IdSchema, c.req.param("keyId"));
+    const tenantId = pathParam(c, "tenantId", IdSchema);
+    const keyId = pathParam(c, "keyId", IdSchema);
     replyValue(await tenantStub(c.env, tenantId).revokeKey(keyId));
     return c.body(null, 204);
   });

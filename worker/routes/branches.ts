@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { BranchEntriesQuerySchema, BranchNameSchema, CreateBranchSchema, NewBranchEntrySchema } from "../../schema/api-sessions.ts";
+import { BranchEntriesQuerySchema, BranchNameSchema, CreateBranchSchema, NamePageQuerySchema, NewBranchEntrySchema } from "../../schema/api-sessions.ts";
 import { toWire } from "../../schema/wire.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { jsonAnswer, replyValue } from "../http-error.ts";
@@ -17,16 +17,15 @@ function branchTarget(c: AppContext) {
 
 export const branchRoutes = new Hono<AppEnv>()
   .use(requireTenant)
-  // `[{ name, tipId, lane }]`: `lane` says whether a lane is bound to the branch (a lane's branch
-  // carries the lane's name).
+  // `{ items: [{ name, tipId, lane }], nextCursor }` by name: `lane` says whether a lane is bound
+  // to the branch (a lane's branch carries the lane's name).
   .get("/", async (c) => {
     const { stub } = sessionTarget(c);
-    const [branches, lanes] = await Promise.all([stub.branches(), stub.lanes()]);
-    const listed = replyValue(branches);
-    const laneNames = new Set(replyValue(lanes).map((lane) => lane.name));
-    return c.json(listed.map((branch) => ({ ...branch, lane: laneNames.has(branch.name) })));
+    const { limit, cursor } = queryParams(c, NamePageQuerySchema);
+    return c.json(replyValue(await stub.branches({ limit, ...(cursor && { after: cursor.name }) })));
   })
-  // `{ name, at: entryId | null }` → 201 `{ name, tipId }`; 409 BranchExists, 404 UnknownTarget.
+  // `{ name, at: entryId | null }` → 201 `{ name, tipId }`; 409 BranchExists, 404 UnknownTarget,
+  // 422 LimitExceeded when the session holds SESSION_LIMITS.branches already.
   .post("/", sessionIdempotency, async (c) => {
     const { stub } = sessionTarget(c);
     const { name, at } = await jsonBody(c, CreateBranchSchema);

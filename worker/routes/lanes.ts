@@ -1,11 +1,12 @@
 import { Hono } from "hono";
 import { IdSchema } from "../../schema/api.ts";
+import { NamePageQuerySchema } from "../../schema/api-sessions.ts";
 import { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, PutLaneSchema } from "../../schema/lane-api.ts";
 import { toWire } from "../../schema/wire.ts";
 import { sessionStub, type AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { jsonBody, pathParam } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
 import { operationRoutes } from "./operations.ts";
 
@@ -16,12 +17,15 @@ import { operationRoutes } from "./operations.ts";
  */
 export const laneRoutes = new Hono<AppEnv>()
   .use(requireTenant)
+  // `{ items: LaneInfo[], nextCursor }` by name.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");
     const sessionId = pathParam(c, "sid", IdSchema);
-    return c.json(replyValue(await sessionStub(c.env, tenantId, sessionId).lanes()));
+    const { limit, cursor } = queryParams(c, NamePageQuerySchema);
+    return c.json(replyValue(await sessionStub(c.env, tenantId, sessionId).lanes({ limit, ...(cursor && { after: cursor.name }) })));
   })
-  // Get-or-create: 201 when this request created the lane, 200 when it existed.
+  // Get-or-create: 201 when this request created the lane, 200 when it existed. 422 LimitExceeded
+  // when a new lane would pass SESSION_LIMITS (lanes, or branches for a lane on a new branch).
   .put("/:lane", async (c) => {
     const { stub, lane } = laneTarget(c);
     const { createAt, ...configuration } = await jsonBody(c, PutLaneSchema);

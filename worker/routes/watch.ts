@@ -8,7 +8,7 @@ import { ApiErrorSchema } from "../../schema/errors.ts";
 import { sessionStub, type AppContext, type AppEnv } from "../env.ts";
 import { errorResponse, fail } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { validate } from "../validate.ts";
+import { pathParam } from "../validate.ts";
 
 /** requireTenant, unless a middleware mounted earlier on the same path already verified the key. */
 const authenticated = createMiddleware<AppEnv>(async (c, next) => {
@@ -25,10 +25,10 @@ const authenticated = createMiddleware<AppEnv>(async (c, next) => {
  */
 export const watchRoutes = new Hono<AppEnv>()
   .get("/:sid/watch", authenticated, (c) => forward(c, { kind: "session" }))
-  .get("/:sid/lanes/:lane/watch", authenticated, (c) => forward(c, { kind: "lane", lane: validate(IdSchema, c.req.param("lane")) }));
+  .get("/:sid/lanes/:lane/watch", authenticated, (c) => forward(c, { kind: "lane", lane: pathParam(c, "lane", IdSchema) }));
 
 async function forward(c: AppContext, target: WatchTarget): Promise<Response> {
-  const sessionId = validate(IdSchema, c.req.param("sid"));
+  const sessionId = pathParam(c, "sid", IdSchema);
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     const response = errorResponse(c, { code: "UpgradeRequired", message: "This route is a WebSocket: send Upgrade: websocket" });
     response.headers.set("Upgrade", "websocket");
