@@ -110,7 +110,9 @@ describe("lanes", () => {
     const response = await call(`${lanePath}/snapshot`, { token: key });
     expect(response.status).toBe(200);
     const body = await response.json<{ seq: number; snapshot: LaneSnapshot }>();
-    expect(body.seq).toBe(0);
+    // Every event is numbered, watched or not: lane_created, then the entry's message_start,
+    // message_end, entry_added and stats.
+    expect(body.seq).toBe(5);
     expect(body.snapshot).toMatchObject({ lane: "main", operation: null, queues: [], faulted: false });
     expect(body.snapshot.transcript.map((entry) => entry.type === "message" && entry.message.role === "user" && entry.message.content)).toEqual(["first"]);
   });
