@@ -40,7 +40,9 @@ export class ContextCache {
         return;
       }
       const size = sizeOf(entry);
-      const path = entry.type === "compaction" ? [frozen(entry)] : [...cached.path, frozen(entry)];
+      // A copy: a placed entry may share objects with what its caller handed the engine.
+      const kept = frozen(structuredClone(entry));
+      const path = entry.type === "compaction" ? [kept] : [...cached.path, kept];
       const bytes = entry.type === "compaction" ? size : cached.bytes + size;
       this.cached = bytes <= this.maxBytes ? { tipId: entry.id, path, bytes } : undefined;
     }
