@@ -4,7 +4,9 @@ import { deleteValue } from "../session/writes.ts";
 import { queueUpdate } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
-import type { Planner } from "./lane-command.ts";
+import type { GateControl } from "../execution/effect-gate.ts";
+import { runLaneCommand, type Planner } from "./lane-command.ts";
+import type { LaneProjection } from "./lane-state.ts";
 import { stateWrites } from "./operation-codec.ts";
 import { queueView } from "./lane-state.ts";
 import type { OperationState } from "./types.ts";
@@ -63,4 +65,40 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
       value: ok({ operationId, newlyRequested: true, steer, followUp }),
     };
   };
+}
+
+/** The lane as requestAbort needs it: its projection, and the gate of a pass live right now. */
+export interface AbortTarget {
+  readonly name: string;
+  readonly state: LaneProjection;
+  publish(next: LaneProjection): void;
+  liveGate(operationId: string): GateControl | undefined;
+}
+
+/**
+ * requestAbort (reference §4.4): admission of the live pass closes before the marker is queued
+ * (§4.3), the marker commits, and then the pass live *now* is signalled — which may have been
+ * installed after this call, its hooks and effects admitted under an open gate (§4.4.3).
+ */
+export async function requestAbort(core: HarnessCore, lane: AbortTarget, operationId: string): Promise<Result<AbortRequestResult>> {
+  let marked!: () => void;
+  let failed!: (error: unknown) => void;
+  const cancellation = new Promise<void>((resolve, reject) => {
+    marked = resolve;
+    failed = reject;
+  });
+  if (lane.state.operation?.meta.operationId === operationId) lane.liveGate(operationId)?.beginAbort(cancellation);
+  try {
+    const result = await runLaneCommand(core, lane, planRequestAbort(core, lane.name, operationId, () => {
+      marked();
+      const live = lane.liveGate(operationId);
+      live?.beginAbort(cancellation);
+      live?.signalAbort();
+    }));
+    if (!result.ok || !result.value.newlyRequested) marked();
+    return result;
+  } catch (error) {
+    failed(error);
+    throw error;
+  }
 }

@@ -18,12 +18,12 @@ import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { readResult } from "./operation-codec.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
-import { planRequestAbort, type AbortRequestResult } from "./abort.ts";
+import { requestAbort, type AbortRequestResult } from "./abort.ts";
+import type { GateControl } from "../execution/effect-gate.ts";
 import type { HarnessCore } from "./core.ts";
 import type { LaneHandle } from "./drive/pass.ts";
 import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun } from "./conveniences.ts";
 import { Drive, observe, runPass } from "./driver.ts";
-import { pendingCopy } from "./drive/settle-response.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
 import { planConfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
 import { runLaneCommand, type Planner } from "./lane-command.ts";
@@ -32,6 +32,7 @@ import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
 import type { DriveOutcome } from "./types.ts";
 import { ContextCache } from "./context-cache.ts";
+import { LiveResponse } from "./live-response.ts";
 import { captureSnapshot } from "./snapshot.ts";
 import { openWatch, type WatchHandle } from "./watch.ts";
 
@@ -64,7 +65,7 @@ export type { SuspendedRun } from "./conveniences.ts";
 export class AgentLane implements LaneHandle {
   private projection: LaneProjection;
   private activeDrive: Drive | undefined;
-  private streaming: { partial: ProviderAssistant; pendingUpdate: () => HarnessEvent | undefined } | undefined;
+  private readonly streaming = new LiveResponse();
   /** The warm context path (QUALITY P11): process-local, rebuilt from storage on demand. */
   private readonly context = new ContextCache();
   private idleOwner: Promise<void> | undefined;
@@ -99,13 +100,11 @@ export class AgentLane implements LaneHandle {
   }
 
   setStreaming(partial: ProviderAssistant, pendingUpdate: () => HarnessEvent | undefined): void {
-    this.streaming = { partial, pendingUpdate };
+    this.streaming.set(partial, pendingUpdate);
   }
 
   takeStreaming(): ProviderAssistant | undefined {
-    const partial = this.streaming?.partial;
-    this.streaming = undefined;
-    return partial;
+    return this.streaming.take();
   }
 
   // Branch surface (operation-aware append).
@@ -178,31 +177,12 @@ export class AgentLane implements LaneHandle {
   /** Durable cancellation of the current operation (reference §4.4); never installs a drive. */
   async requestAbort(operationId: string): Promise<Result<AbortRequestResult>> {
     if (this.closed()) return err({ code: "Closed" });
-    const drive = this.activeDrive?.operationId === operationId ? this.activeDrive : undefined;
-    let marked!: () => void;
-    let failed!: (error: unknown) => void;
-    const cancellation = new Promise<void>((resolve, reject) => {
-      marked = resolve;
-      failed = reject;
-    });
-    // Admission closes before the marker is queued, so no effect can start in between (§4.3).
-    if (drive && this.projection.operation?.meta.operationId === operationId) drive.control.beginAbort(cancellation);
-    try {
-      const result = await runLaneCommand(this.core, this, planRequestAbort(this.core, this.name, operationId, () => {
-        marked();
-        // §4.4.3: after the commit, signal the live gate — the pass live now, which may have been
-        // installed after this call (its hooks and effects were admitted under an open gate).
-        const live = this.activeDrive;
-        if (live?.operationId !== operationId) return;
-        live.control.beginAbort(cancellation);
-        live.control.signalAbort();
-      }));
-      if (!result.ok || !result.value.newlyRequested) marked();
-      return result;
-    } catch (error) {
-      failed(error);
-      throw error;
-    }
+    return requestAbort(this.core, this, operationId);
+  }
+
+  /** The gate of the live pass of `operationId`, if one runs now (abort signals it). */
+  liveGate(operationId: string): GateControl | undefined {
+    return this.activeDrive?.operationId === operationId ? this.activeDrive.control : undefined;
   }
 
   /** One value read: the immutable record of a settled operation. */
@@ -343,12 +323,8 @@ export class AgentLane implements LaneHandle {
    * hosts that subscribe on the line themselves (openWatch, an EventFeed capture).
    */
   captureSnapshot(m: SessionMutator): LaneSnapshot {
-    // The provider keeps growing its live partial in place: the snapshot gets a frozen copy, and
-    // the update not yet sent goes out first (bound before this capture), so that the deltas
-    // after the capture apply on top of exactly the partial it holds.
-    const pending = this.streaming?.pendingUpdate();
-    if (pending) void this.core.events.emitBatch([pending]);
-    const live = { ...(this.streaming && { streaming: pendingCopy(this.streaming.partial) }), faulted: this.host.isFaulted() };
+    const streaming = this.streaming.capture((event) => void this.core.events.emitBatch([event]));
+    const live = { ...(streaming && { streaming }), faulted: this.host.isFaulted() };
     return captureSnapshot(m, this.name, this.projection, live);
   }
 
