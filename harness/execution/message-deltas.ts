@@ -26,7 +26,8 @@ export class MessageDeltas {
 
   /** Starts from the copy `message_start` carried: what it holds is already sent. */
   constructor(sent: AssistantMessage & { responseId?: string; responseModel?: string }) {
-    sent.content.forEach((block, index) => this.#record(index, block));
+    // Recording a block as sent is exactly what computing its delta does.
+    sent.content.forEach((block, index) => this.#blockDelta(index, block));
     this.#usage = JSON.stringify(sent.usage);
     this.#responseId = sent.responseId;
     this.#responseModel = sent.responseModel;
@@ -62,7 +63,7 @@ export class MessageDeltas {
     };
   }
 
-  #blockDelta(index: number, block: ProviderAssistant["content"][number]): DeltaBlock | undefined {
+  #blockDelta(index: number, block: ProviderAssistant["content"][number] | AssistantMessage["content"][number]): DeltaBlock | undefined {
     const sent = this.#sent[index];
     switch (block.type) {
       case "text":
@@ -87,26 +88,6 @@ export class MessageDeltas {
         this.#sent[index] = { t: "toolCall", call };
         return { i: index, t: "toolCall", id: block.id, name: block.name, arguments: args, ...(block.thoughtSignature !== undefined && { thoughtSignature: block.thoughtSignature }) };
       }
-    }
-  }
-
-  #record(index: number, block: AssistantMessage["content"][number]): void {
-    switch (block.type) {
-      case "text":
-        this.#sent[index] = { t: "text", text: block.text, replaced: false, ...(block.textSignature !== undefined && { signature: block.textSignature }) };
-        return;
-      case "thinking":
-        this.#sent[index] = {
-          t: "thinking",
-          text: block.thinking,
-          replaced: false,
-          ...(block.thinkingSignature !== undefined && { signature: block.thinkingSignature }),
-          ...(block.redacted !== undefined && { redacted: block.redacted }),
-        };
-        return;
-      case "toolCall":
-        this.#sent[index] = { t: "toolCall", call: JSON.stringify([block.id, block.name, block.arguments, block.thoughtSignature]) };
-        return;
     }
   }
 }

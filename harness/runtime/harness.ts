@@ -1,5 +1,4 @@
 import type { HarnessEvent, LaneConfiguration, LaneInfo, ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
-import type { NewEntry } from "../../schema/entries.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionSnapshot } from "../../schema/watch.ts";
 import {
@@ -28,7 +27,7 @@ import { AgentLane } from "./lane.ts";
 import { CaptureStore } from "./captures.ts";
 import { withStats } from "./lane-command.ts";
 import { committed, type LaneProjection } from "./lane-state.ts";
-import type { AppendInput } from "./queue.ts";
+import { entryOfAppend, type AppendInput } from "./queue.ts";
 import { inventoryLanes, restoreLane } from "./restore.ts";
 import { resourcesAddress, settingsAddress } from "./settings.ts";
 import type { DurableLaneState } from "./types.ts";
@@ -194,11 +193,7 @@ export class AgentHarness {
         if (this.lanesByName.has(name)) return undefined;
         const tip = m.getValue(branchTip(name));
         if (!tip) throw new UnknownBranch(name);
-        const entry: NewEntry =
-          input.type === "message"
-            ? { id: entryId, parentId: tip.value, type: "message", message: input.message }
-            : { id: entryId, parentId: tip.value, type: "custom", customType: input.customType, ...(input.data !== undefined && { data: input.data }) };
-        const writes = [insertEntry(entry), setValue(branchTip(name), entryId)];
+        const writes = [insertEntry(entryOfAppend(entryId, input, tip.value)), setValue(branchTip(name), entryId)];
         const commit = this.commit(m, writes);
         // No lane, so no lane events; the session stats every lane replicates still changed.
         return { delivered: this.events.emitBatch(withStats([], { commit, ...committed(writes, commit) })) };

@@ -81,10 +81,7 @@ export type AppendInput = { type: "message"; message: AgentMessage } | { type: "
  */
 export function planLaneAppend(lane: string, entryId: string, input: AppendInput): Planner<Result<{ entryId: string; placed: boolean }>> {
   return (m, state) => {
-    const payload: PendingEntry =
-      input.type === "message"
-        ? { type: "message", payload: input.message }
-        : { type: "custom", customType: input.customType, ...(input.data !== undefined && { payload: input.data }) };
+    const payload = pendingOf(input);
     if (state.operation) {
       const plan = planEnqueue(lane, { entryId, kind: "write" }, payload)(m, state);
       return { ...plan, value: plan.value.ok ? ok({ entryId, placed: false }) : plan.value };
@@ -97,7 +94,7 @@ export function planLaneAppend(lane: string, entryId: string, input: AppendInput
       placed.push(entryOfQueued(view, parentId));
       parentId = view.entryId;
     }
-    placed.push(entryOfQueued(queuedItemOf({ entryId, kind: "write" }, payload), parentId));
+    placed.push(entryOfAppend(entryId, input, parentId));
     const placedIds = new Set(views.map((view) => view.entryId));
     const inbox = state.inbox.filter((item) => !placedIds.has(item.entryId));
     const queued = new Map([...state.queued].filter(([id]) => !placedIds.has(id)));
@@ -111,6 +108,18 @@ export function planLaneAppend(lane: string, entryId: string, input: AppendInput
       value: ok({ entryId, placed: true }),
     };
   };
+}
+
+/** An append's payload as the inbox keeps it (the `pendingEntry` of a queued write). */
+export function pendingOf(input: AppendInput): PendingEntry {
+  return input.type === "message"
+    ? { type: "message", payload: input.message }
+    : { type: "custom", customType: input.customType, ...(input.data !== undefined && { payload: input.data }) };
+}
+
+/** The entry an append becomes when it is placed under `parentId`. */
+export function entryOfAppend(entryId: string, input: AppendInput, parentId: string | null): NewEntry {
+  return entryOfQueued(queuedItemOf({ entryId, kind: "write" }, pendingOf(input)), parentId);
 }
 
 export const QUEUE_KINDS: readonly InboxKind[] = ["steer", "followUp", "nextRun"];
