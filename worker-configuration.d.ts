@@ -6,6 +6,7 @@ interface __BaseEnv_Env {
 	SCRIPTED_MODELS: string;
 	CORS_ORIGINS: string;
 	ADMIN_TOKEN: string;
+	SECRETS_KEY: string;
 	SESSIONS: DurableObjectNamespace<import("./worker/index").SessionObject>;
 	TENANTS: DurableObjectNamespace<import("./worker/index").TenantObject>;
 	DEFERRED_INDEX: DurableObjectNamespace<import("./worker/index").DeferredIndex>;
@@ -22,7 +23,7 @@ type StringifyValues<EnvType extends Record<string, unknown>> = {
 	[Binding in keyof EnvType]: EnvType[Binding] extends string ? EnvType[Binding] : string;
 };
 declare namespace NodeJS {
-	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "SCRIPTED_MODELS" | "CORS_ORIGINS" | "ADMIN_TOKEN">> {}
+	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "SCRIPTED_MODELS" | "CORS_ORIGINS" | "ADMIN_TOKEN" | "SECRETS_KEY">> {}
 }
 declare module "*.txt" {
 	const value: string;
