@@ -38,7 +38,11 @@ describe("crash after the abort marker", () => {
     let finishHook = 0;
     const crashed = await crashAt({
       steps: [{ text: "answered before the abort" }],
-      park: parkOn("usage"),
+      park: (rig, lane) => {
+        // A before_run_end handler makes the settlement commit the checkpoint rather than finish.
+        rig.harness.hooks.on("before_run_end", () => ({}));
+        return parkOn("usage")(rig, lane);
+      },
       whileParked: (_rig, lane, operationId) => queueAndAbort(lane, operationId),
       reopen: ({ harness }) => {
         harness.hooks.on("before_run_end", () => {

@@ -115,6 +115,9 @@ describe("crash after the settlement commit", () => {
     const crashed = await crashAt({
       steps,
       park: ({ harness }) => {
+        // A before_run_end handler makes the boundary mediate, so the settlement commits the
+        // checkpoint leaf itself (without one, it finishes the run in the same commit).
+        harness.hooks.on("before_run_end", () => ({}));
         let parked = false;
         // The usage event is bound by the settlement commit, after it.
         harness.events.on("usage", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../schema/messages.ts";
-import { baseline, crashAt, leafOf, never, parkInHook, settledRecord } from "./invariants.ts";
+import { baseline, crashAt, leafOf, never, parkInHook, settledRecord, type Attached } from "./invariants.ts";
 
 // Crash recovery per leaf (reference §4.6, §9.3 Tier A; QUALITY R1): the run is parked at the
 // leaf, every object is killed with abortAllDurableObjects(), a fresh object re-attaches and drives
@@ -37,8 +37,8 @@ describe("crash at starting", () => {
   });
 });
 
-describe("crash at checkpoint{need_assistant}", () => {
-  it("does not rerun before_run (its injection committed with the boundary) and continues to the assistant", async () => {
+describe("crash after the start commit (before_run's injection placed, assistant.ready)", () => {
+  it("does not rerun before_run (its injection committed with the boundary decision) and continues to the assistant", async () => {
     const steps = [{ text: "after the injection" }];
     let reran = 0;
     const crashed = await crashAt({
@@ -46,7 +46,7 @@ describe("crash at checkpoint{need_assistant}", () => {
       park: ({ harness }) => {
         harness.hooks.on("before_run", () => ({ messages: [injected] }));
         let parked = false;
-        // Delivery of the boundary commit's events is awaited by the pass: hold it there.
+        // Delivery of the start commit's events is awaited by the pass: hold it there.
         harness.events.on("entry_added", (event) => {
           if (event.entry.type !== "message" || event.entry.message.role !== "user" || event.entry.message.content !== injected.content) return;
           parked = true;
@@ -61,7 +61,8 @@ describe("crash at checkpoint{need_assistant}", () => {
         });
       },
     });
-    expect(crashed.parked).toMatchObject({ at: "checkpoint", continuation: { kind: "need_assistant", overflowRecoveryUsed: false } });
+    // The start commit carries the boundary's need_assistant decision: no checkpoint leaf between.
+    expect(crashed.parked).toMatchObject({ at: "assistant.ready", nextAttempt: 1 });
     expect(crashed.restored).toEqual(crashed.parked);
     expect(reran).toBe(0);
     expect(settledRecord(crashed.driven).status).toBe("completed");
@@ -144,31 +145,43 @@ describe("crash at checkpoint{may_finish}", () => {
   });
 });
 
-describe("crash at assistant.ready (before the request intent)", () => {
+describe("crash while preparing the first request (before the request intent)", () => {
+  // With nothing to place the start writes no commit of its own (P2/P3): preparation runs in
+  // `starting`, and a kill there restores `starting` (before_run reruns; nothing was consumed).
+  // With before_run's injection the start commit enters `assistant.ready` and a kill restores it.
+  const cases = [
+    { name: "nothing placed", leaf: "starting", prepare: () => {} },
+    { name: "an injection placed", leaf: "assistant.ready", prepare: (harness: Attached["harness"]) => harness.hooks.on("before_run", () => ({ messages: [injected] })) },
+  ] as const;
   for (const hook of ["transform_context", "before_request"] as const) {
-    it(`parked in ${hook}: fresh preparation, the intent commits with new ids, one request in all`, async () => {
-      const steps = [{ text: "ready answer" }];
-      const crashed = await crashAt({
-        steps,
-        park: ({ harness }, lane) => {
-          let entered = false;
-          harness.hooks.on(hook, () => {
-            entered = true;
-            return never();
-          });
-          return () => entered && leafOf(lane) === "assistant.ready";
-        },
+    for (const variant of cases) {
+      it(`parked in ${hook} with ${variant.name}: fresh preparation, the intent commits with new ids, one request in all`, async () => {
+        const steps = [{ text: "ready answer" }];
+        const crashed = await crashAt({
+          steps,
+          park: ({ harness }, lane) => {
+            variant.prepare(harness);
+            let entered = false;
+            harness.hooks.on(hook, () => {
+              entered = true;
+              return never();
+            });
+            return () => entered && leafOf(lane) === variant.leaf;
+          },
+          reopen: ({ harness }) => void variant.prepare(harness),
+        });
+        expect(crashed.parked?.at).toBe(variant.leaf);
+        expect(crashed.restored).toEqual(crashed.parked);
+        expect(crashed.stepsAtKill).toBe(0);
+        expect(settledRecord(crashed.driven).status).toBe("completed");
+        expect(crashed.stepsAfter).toBe(1);
+        expect(crashed.usageRows).toBe(1);
+        // The reopened pass started the turn itself (the first pass never reached the intent).
+        expect(crashed.events.filter((event) => event.type === "turn_start")).toHaveLength(1);
+        expect(crashed.violations).toEqual([]);
+        const reference = await baseline({ steps, prepare: ({ harness }) => void variant.prepare(harness) });
+        expect(crashed.shape).toEqual(reference.shape);
       });
-      expect(crashed.parked).toMatchObject({ at: "assistant.ready", nextAttempt: 1 });
-      expect(crashed.restored).toEqual(crashed.parked);
-      expect(crashed.stepsAtKill).toBe(0);
-      expect(settledRecord(crashed.driven).status).toBe("completed");
-      expect(crashed.stepsAfter).toBe(1);
-      expect(crashed.usageRows).toBe(1);
-      // The reopened pass started the turn itself (the first pass never reached the intent).
-      expect(crashed.events.filter((event) => event.type === "turn_start")).toHaveLength(1);
-      expect(crashed.violations).toEqual([]);
-      expect(crashed.shape).toEqual((await baseline({ steps })).shape);
-    });
+    }
   }
 });

@@ -158,12 +158,13 @@ describe("an injected commit failure faults the harness; a fresh object recovers
     expect(faulted.injected).toBe(1);
     expect(faulted.faulted).toBe(true);
     expect(faulted.faultEvents).toHaveLength(1);
-    expect(faulted.leaf).toBe("assistant.ready");
+    // The start wrote no commit of its own (nothing to place): the intent is the first after acceptance.
+    expect(faulted.leaf).toBe("starting");
     // Effects never precede their intent: the provider was never asked.
     expect(faulted.steps).toBe(0);
 
     const recovered = await recoverInFreshObject(faulted);
-    expect(recovered.restored?.at).toBe("assistant.ready");
+    expect(recovered.restored?.at).toBe("starting");
     expect(recovered.record.status).toBe("completed");
     expect(recovered.steps).toBe(1);
     expect(recovered.violations).toEqual([]);

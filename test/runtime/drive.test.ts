@@ -242,7 +242,10 @@ describe("drive: live status (D14.2)", () => {
       { steps: [{ text: "A" }] },
     );
     expect(result.statuses).toEqual(["open", "running", undefined, "aborting", undefined]);
-    expect(result.infoRunning.current).toMatchObject({ at: "assistant.ready", status: "running", kind: "run", capturedModel: { provider: "scripted", modelId: "script" } });
+    // Preparing the first request happens in `starting` (the start writes no commit of its own), so no
+    // generation, and no captured model, is durable yet.
+    expect(result.infoRunning.current).toMatchObject({ at: "starting", status: "running", kind: "run" });
+    expect(result.infoRunning.current).not.toHaveProperty("capturedModel");
     expect(result.lanes).toMatchObject([{ name: "main", operation: { status: "running" } }]);
     expect(result.open.current).toMatchObject({ at: "starting", status: "aborting" });
     expect(result.record.status).toBe("aborted");

@@ -29,12 +29,9 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
   }
   let planned: string[] | undefined;
   const decided = await continueOperation(pass, (_m, operation, lane) => {
-    const placement = place(core, pass.lane.name, pass.operationId, lane, operation.state, state.continuation.kind === "may_finish");
-    const ready = readyFor(core, placement, state, operation.state);
-    if (ready) return ready;
-    // Without a before_run_end handler there is nothing to mediate: finish now, reading no context.
-    if (!core.hooks.has("before_run_end")) return finishPlan(placement);
-    planned = placement.ids;
+    const decision = decideOnLine(core, pass, lane, operation.state, state);
+    if (decision.kind === "plan") return decision.plan;
+    planned = decision.placed;
     return { kind: "return" };
   });
   if (decided !== "returned") return settled(decided);
@@ -56,11 +53,37 @@ export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promis
         const id = core.ids.next();
         const entry: NewEntry = { id, parentId: placement.tipId, type: "message", message: { role: "user", content: followUp, timestamp: core.clock() } };
         const writes: Write[] = [...placement.writes.filter((write) => write.kind !== "value" || write.namespace !== "pi.branch.tip"), insertEntry(entry), setValue(branchTip(pass.lane.name), id)];
-        return commitReady(core, { ...placement, writes, tipId: id }, operation.state, id, false);
+        const events = (done: Committed | undefined): HarnessEvent[] => [
+          ...placement.events(done),
+          ...placementEvents(pass.lane.name, pass.operationId, (done?.entries ?? []).filter((added) => added.id === id)),
+        ];
+        return commitReady(core, { ...placement, writes, tipId: id, events }, operation.state, id, false);
       }
       return finishPlan(placement);
     }),
   );
+}
+
+/**
+ * Phase (a) of the boundary, on the line: the plan when the decision needs no off-line work
+ * (`assistant.ready`, or a finish when no `before_run_end` handler exists), else the ids the
+ * mediation's phase (c) compares against. Settlement and start commits call it too, so that the
+ * common turn carries its boundary decision in its own commit (QUALITY P2/P3): the durable
+ * outcome equals committing `checkpoint` and deciding at once, with no state in between to lose.
+ */
+export function decideOnLine(
+  core: HarnessCore,
+  pass: Pass,
+  lane: LaneProjection,
+  current: OperationState,
+  checkpoint: Pick<StateAt<"checkpoint">, "continuation" | "triggerEntryId">,
+): { kind: "plan"; plan: TransitionPlan } | { kind: "mediate"; placed: string[] } {
+  const placement = place(core, pass.lane.name, pass.operationId, lane, current, checkpoint.continuation.kind === "may_finish");
+  const ready = readyFor(core, placement, checkpoint, current);
+  if (ready) return { kind: "plan", plan: ready };
+  // Without a before_run_end handler there is nothing to mediate: finish now, reading no context.
+  if (!core.hooks.has("before_run_end")) return { kind: "plan", plan: finishPlan(placement) };
+  return { kind: "mediate", placed: placement.ids };
 }
 
 interface Placement {
@@ -104,14 +127,20 @@ function place(core: HarnessCore, lane: string, runId: string, state: LaneProjec
     patch: views.length === 0 ? {} : { tipId, inbox, queued },
     projecting: views.filter(projectsView),
     events: (done) => [
-      ...placementEvents(lane, runId, done?.entries ?? []),
+      // Only its own entries: a settlement or start commit that carries this decision places others.
+      ...placementEvents(lane, runId, (done?.entries ?? []).filter((entry) => placedIds.has(entry.id))),
       ...(views.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : []),
     ],
   };
 }
 
 /** `assistant.ready` when projecting input was placed or the run needs an assistant; else none. */
-function readyFor(core: HarnessCore, placement: Placement, checkpoint: StateAt<"checkpoint">, current: OperationState): TransitionPlan | undefined {
+function readyFor(
+  core: HarnessCore,
+  placement: Placement,
+  checkpoint: Pick<StateAt<"checkpoint">, "continuation" | "triggerEntryId">,
+  current: OperationState,
+): TransitionPlan | undefined {
   const newest = placement.projecting[placement.projecting.length - 1];
   if (newest) return commitReady(core, placement, current, newest.entryId, false);
   if (checkpoint.continuation.kind === "need_assistant") {

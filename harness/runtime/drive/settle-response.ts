@@ -9,6 +9,9 @@ import { zeroUsage } from "../../session/usage.ts";
 import { deleteList, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
 import { notBeforeOf, retryDelay } from "../settings.ts";
 import type { OperationState, StateAt, ToolCallState } from "../types.ts";
+import type { Write } from "../../session/storage.ts";
+import type { LaneProjection } from "../lane-state.ts";
+import { decideOnLine } from "./checkpoint.ts";
 import type { Pass, Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
 import { settleOperation, type TransitionPlan } from "./transition.ts";
@@ -63,7 +66,9 @@ export async function settleResponse(
     const restoredPartial = options.recovery && m.readList(pendingAssistantFrames(runId, R), { limit: 1 }).length > 0;
     const baseEvents = (done: Parameters<NonNullable<Extract<TransitionPlan, { kind: "commit" }>["events"]>>[0]): HarnessEvent[] => [
       ...(streamed || restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
-      ...(done?.entries ?? []).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
+      ...(done?.entries ?? [])
+        .filter((entry) => entry.id === R)
+        .map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
       ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
     ];
     const turnEnd: HarnessEvent = { type: "turn_end", lane, runId, turnId, message, toolResults: [] as ToolResultMessage[] };
@@ -72,6 +77,9 @@ export async function settleResponse(
         ? [{ type: "retry_end", lane, runId, step: "assistant", attempt, success, ...(!success && message.errorMessage ? { finalError: message.errorMessage } : {}) }]
         : [];
     const patch = { tipId: R };
+    // The leaf a settled response stands at: a finish in this commit leaves from it (its frames
+    // are this commit's own business, not the terminal's).
+    const atBoundary: StateAt<"checkpoint"> = { ...scope, at: "checkpoint", continuation: { kind: "may_finish", includeFinalAssistant: true }, triggerEntryId: R };
 
     // 1. Durable cancellation: the response is settled as aborted; the loop then reconciles.
     if (cancelled) {
@@ -80,11 +88,11 @@ export async function settleResponse(
     // 2. Context overflow, before retryability. Overflow compaction arrives with structural
     //    operations; until then (and whenever compaction is disabled, D14.7) the run fails.
     if (isContextOverflow(response, state.contextWindow) || isRecoverableLength(response, state.intendedOutputLimit)) {
-      return finish(writes, patch, { code: "context_overflow", message: message.errorMessage ?? "The request exceeded the model's context window" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      return finish(writes, patch, atBoundary, { code: "context_overflow", message: message.errorMessage ?? "The request exceeded the model's context window" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 3. Deferred responses suspend a run once the deferred leaves exist; this build has none.
     if (response.stopReason === "deferred") {
-      return finish(writes, patch, { code: "deferred_unsupported", message: "The provider deferred the response; deferred runs are not supported yet" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      return finish(writes, patch, atBoundary, { code: "deferred_unsupported", message: "The provider deferred the response; deferred runs are not supported yet" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 4. Errors: retry while attempts remain and the error is retryable (a recovered unknown
     //    outcome always counts as retryable).
@@ -107,7 +115,7 @@ export async function settleResponse(
           afterCommit: () => pass.core.wake.due(lane, runId, notBefore),
         };
       }
-      return finish(writes, patch, { code: "assistant_error", message: message.errorMessage ?? "The provider request failed" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      return finish(writes, patch, atBoundary, { code: "assistant_error", message: message.errorMessage ?? "The provider request failed" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 5. Tool calls: a batch of planned calls under follower ids of the response.
     const calls: ToolCallState[] = message.content.flatMap((block, sourceIndex) =>
@@ -118,13 +126,47 @@ export async function settleResponse(
       return commit(writes, { ...scope, at: "tools", batch }, patch, (done) => [...baseEvents(done), ...retryEnd(true)]);
     }
     if (message.stopReason === "toolUse") {
-      return finish(writes, patch, { code: "assistant_error", message: "The response asked for tools but contained no tool call" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      return finish(writes, patch, atBoundary, { code: "assistant_error", message: "The response asked for tools but contained no tool call" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
-    // 6. A final answer: the run may finish at the next boundary.
-    return commit(writes, { ...scope, at: "checkpoint", continuation: { kind: "may_finish", includeFinalAssistant: true }, triggerEntryId: R }, patch, (done) => [...baseEvents(done), ...retryEnd(true), turnEnd]);
+    // 6. A final answer: the run may finish at the boundary, decided in this same commit when it
+    //    needs no off-line work (checkpoint.ts decideOnLine).
+    return withBoundaryDecision(pass, { ...laneState, tipId: R }, atBoundary, {
+      kind: "commit",
+      writes,
+      state: atBoundary,
+      patch,
+      events: (done) => [...baseEvents(done), ...retryEnd(true), turnEnd],
+    });
   });
   if (step === "returned") throw new Error("Response settlement always commits");
   return step;
+}
+
+/**
+ * The settlement entering `checkpoint`, with the boundary's decision folded into the same commit
+ * when it needs no off-line work: the same writes and events as two commits, one fewer commit.
+ */
+function withBoundaryDecision(
+  pass: Pass,
+  lane: LaneProjection,
+  checkpoint: StateAt<"checkpoint">,
+  settlement: Extract<TransitionPlan, { kind: "commit" }>,
+): TransitionPlan {
+  const decision = decideOnLine(pass.core, pass, lane, checkpoint, checkpoint);
+  if (decision.kind === "mediate" || decision.plan.kind === "return") return settlement;
+  const plan = decision.plan;
+  const movesTip = plan.writes.some(isTipWrite);
+  return {
+    ...plan,
+    ...(plan.kind === "finish" && { from: checkpoint }),
+    writes: [...(movesTip ? settlement.writes.filter((write) => !isTipWrite(write)) : settlement.writes), ...plan.writes],
+    patch: { ...settlement.patch, ...plan.patch },
+    events: (done) => [...(settlement.events?.(done) ?? []), ...(plan.events?.(done) ?? [])],
+  };
+}
+
+function isTipWrite(write: Write): boolean {
+  return write.kind === "value" && write.namespace === "pi.branch.tip";
 }
 
 function normalize(response: ProviderAssistant, cancelled: boolean, state: StateAt<"assistant.effect_pending">): AssistantMessage {
@@ -153,8 +195,9 @@ function commit(
 function finish(
   writes: Extract<TransitionPlan, { kind: "finish" }>["writes"],
   patch: { tipId: string },
+  from: StateAt<"checkpoint">,
   error: { code: string; message: string },
   events: Extract<TransitionPlan, { kind: "finish" }>["events"],
 ): TransitionPlan {
-  return { kind: "finish", writes, status: "failed", error, patch, ...(events && { events }) };
+  return { kind: "finish", writes, status: "failed", error, patch, from, ...(events && { events }) };
 }

@@ -5,15 +5,20 @@ import { insertEntry, setValue } from "../../session/writes.ts";
 import { placementEvents } from "../acceptance.ts";
 import { invalidReason } from "../messages.ts";
 import type { StateAt } from "../types.ts";
-import { settled } from "./generation.ts";
+import { decideOnLine } from "./checkpoint.ts";
+import { generate, settled } from "./generation.ts";
 import { currentOperation, type Pass, type Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { continueOperation } from "./transition.ts";
+import { continueOperation, type TransitionPlan } from "./transition.ts";
 
 /**
- * `starting` → `checkpoint` (reference §3.4): the gated `before_run` pipeline may inject messages;
- * one commit places them after the tip and enters the boundary with `need_assistant`. A crash
- * before that commit reruns `before_run`; after it, it cannot (transition-consumed).
+ * `starting` (reference §3.4): the gated `before_run` pipeline may inject messages; on the line
+ * they are placed after the tip and the boundary decides at once with `need_assistant`, which
+ * always means `assistant.ready` (placing eligible queued input too).
+ *
+ * When that commit would write nothing but the leaf (no injection, nothing queued), it is not
+ * made (QUALITY P2/P3): the run goes straight on to prepare its first request, and the request
+ * intent is the run's first commit after acceptance. A crash before it restores `starting` and
+ * reruns `before_run`, exactly as a crash before the boundary commit would; nothing was consumed.
  */
 export async function startRun(pass: Pass, _state: StateAt<"starting">): Promise<Step> {
   const { core } = pass;
@@ -33,23 +38,42 @@ export async function startRun(pass: Pass, _state: StateAt<"starting">): Promise
   );
   const injected = messages.filter((message) => invalidReason(message) === undefined);
   const now = core.clock();
-  return settled(
-    await continueOperation(pass, (_m, operation, lane) => {
-      const placed: NewEntry[] = [];
-      let parentId = lane.tipId;
-      for (const message of injected) {
-        const id = core.ids.next(now);
-        placed.push({ id, parentId, type: "message", message });
-        parentId = id;
-      }
-      if (parentId === null) throw new Error("Invariant: an accepted run always has a tip");
-      return {
-        kind: "commit",
-        writes: placed.length > 0 ? [...placed.map(insertEntry), setValue(branchTip(pass.lane.name), parentId)] : [],
-        state: { ...scopeOf(operation.state), at: "checkpoint", continuation: { kind: "need_assistant", overflowRecoveryUsed: false }, triggerEntryId: parentId },
-        patch: { tipId: parentId },
-        events: (done) => placementEvents(pass.lane.name, pass.operationId, done?.entries ?? []),
-      };
-    }),
-  );
+  let unwritten: StateAt<"assistant.ready"> | undefined;
+  const started = await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
+    const placed: NewEntry[] = [];
+    let parentId = lane.tipId;
+    for (const message of injected) {
+      const id = core.ids.next(now);
+      placed.push({ id, parentId, type: "message", message });
+      parentId = id;
+    }
+    if (parentId === null) throw new Error("Invariant: an accepted run always has a tip");
+    const decision = decideOnLine(core, pass, { ...lane, tipId: parentId }, operation.state, {
+      continuation: { kind: "need_assistant", overflowRecoveryUsed: false },
+      triggerEntryId: parentId,
+    });
+    const plan = decision.kind === "plan" ? decision.plan : undefined;
+    if (plan?.kind !== "commit" || plan.state.at !== "assistant.ready") throw new Error("Invariant: need_assistant always decides assistant.ready");
+    if (placed.length === 0 && plan.writes.length === 0) {
+      unwritten = plan.state;
+      return { kind: "return" };
+    }
+    const placedWrites = placed.length > 0 ? [...placed.map(insertEntry), setValue(branchTip(pass.lane.name), parentId)] : [];
+    // The boundary's own tip write (after queued input) supersedes the injection's.
+    const writes = plan.writes.some((write) => write.kind === "value" && write.namespace === "pi.branch.tip")
+      ? [...placedWrites.filter((write) => write.kind !== "value" || write.namespace !== "pi.branch.tip"), ...plan.writes]
+      : placedWrites;
+    return {
+      ...plan,
+      writes,
+      patch: { tipId: parentId, ...plan.patch },
+      events: (done) => {
+        const injectedIds = new Set(placed.map((entry) => entry.id));
+        const own = (done?.entries ?? []).filter((entry) => injectedIds.has(entry.id));
+        return [...placementEvents(pass.lane.name, pass.operationId, own), ...(plan.events?.(done) ?? [])];
+      },
+    };
+  });
+  if (started === "returned" && unwritten) return generate(pass, unwritten);
+  return settled(started);
 }

@@ -25,7 +25,7 @@ export function terminalSuffix(
 ): { writes: Write[]; record: OperationResultRecord } {
   const { meta, state } = operation;
   const op = meta.operationId;
-  const cleanup: Write[] = operationDeletes(op);
+  const cleanup: Write[] = operationDeletes(m, op);
   cleanup.push(
     ...m.scanValues(operationToolArgsPrefix(op)).map((stored) => deleteValue(stored.address)),
     ...m.scanValues(operationToolMemoPrefix(op)).map((stored) => deleteValue(stored.address)),

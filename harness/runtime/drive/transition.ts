@@ -32,6 +32,12 @@ export type TransitionPlan =
       patch?: LanePatch;
       /** Business events, emitted before the operation's closing event. */
       events?: (done: Committed | undefined) => HarnessEvent[];
+      /**
+       * The leaf the terminal leaves from when the plan's own writes already moved past the stored
+       * one (a response settlement that also finishes): its cleanup follows this leaf, so the
+       * settled attempt's frames are not deleted twice.
+       */
+      from?: OperationState;
     }
   | { kind: "return" };
 
@@ -76,7 +82,7 @@ async function transition(pass: Pass, planner: TransitionPlanner, underCancel: b
     }
     // "aborted" iff terminal under cancel_requested (reference §3.8): the marker decides.
     const status: OperationStatus = cancelled ? "aborted" : plan.status;
-    const suffix = terminalSuffix(m, operation, {
+    const suffix = terminalSuffix(m, { meta: operation.meta, state: plan.from ?? operation.state }, {
       status,
       ...(plan.error && { error: plan.error }),
       tipId: patched.tipId,
