@@ -28,7 +28,7 @@ import { CaptureStore } from "./captures.ts";
 import { withStats } from "./lane-command.ts";
 import { committed, type LaneProjection } from "./lane-state.ts";
 import { entryOfAppend, type AppendInput } from "./queue.ts";
-import { inventoryLanes, restoreLane } from "./restore.ts";
+import { inventoryLanes, openOperations, restoreLane } from "./restore.ts";
 import { resourcesAddress, settingsAddress } from "./settings.ts";
 import type { DurableLaneState } from "./types.ts";
 import { openFeed, openWatch, type EventFeed, type WatchHandle } from "./watch.ts";
@@ -128,7 +128,7 @@ export class AgentHarness {
       if (tip && config && durable) {
         let projection: LaneProjection;
         try {
-          projection = restoreLane(m, name, tip.value, config.value, durable.value);
+          projection = restoreLane(m, name, tip.value, config.value, durable.value, openOperations(m).get(name));
         } catch (error) {
           // A contradictory complete lane (missing operation or queued payload) is corruption too.
           throw this.fault(error);
@@ -146,7 +146,7 @@ export class AgentHarness {
         thinkingLevel: seed.thinkingLevel ?? "off",
         activeToolNames: [...(seed.activeToolNames ?? [])],
       };
-      const idle: DurableLaneState = { currentOperationId: null, lastOperationId: null, inbox: [] };
+      const idle: DurableLaneState = { lastOperationId: null, inbox: [] };
       try {
         m.commit([
           ...(tip ? [] : [setValue(branchTip(name), at)]),

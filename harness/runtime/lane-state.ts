@@ -21,16 +21,11 @@ export interface LaneProjection {
 }
 
 export function durableLaneState(projection: LaneProjection): DurableLaneState {
-  return {
-    currentOperationId: projection.operation?.meta.operationId ?? null,
-    lastOperationId: projection.lastOperationId,
-    inbox: projection.inbox,
-  };
+  return { lastOperationId: projection.lastOperationId, inbox: projection.inbox };
 }
 
 export function sameDurableLaneState(a: DurableLaneState, b: DurableLaneState): boolean {
   return (
-    a.currentOperationId === b.currentOperationId &&
     a.lastOperationId === b.lastOperationId &&
     a.inbox.length === b.inbox.length &&
     a.inbox.every((item, index) => item.entryId === b.inbox[index]?.entryId && item.kind === b.inbox[index]?.kind)

@@ -11,14 +11,14 @@ import type { Control, GenerationContext, OperationMeta, OperationState, RunSett
 // knows, so a transition writes only what its leaf needs:
 //   pi.op.meta/{op}        written once at acceptance: the intent and the key of the captured
 //                          RunSettings (captures.ts; the operation id is the key, not repeated);
-//   pi.op.generation/{op}  the GenerationContext, written once when a generation starts (entering
-//                          `assistant.ready` with a new step), shared by its ready, effect-pending
-//                          and retry-wait leaves; its lane configuration and request options are
-//                          captures too;
 //   pi.op.state/{op}       the leaf: `at` and its own fields; `control` only once cancelled,
-//                          `latestAssistantEntryId` only once set;
+//                          `latestAssistantEntryId` only once set; a generation leaf (ready,
+//                          effect-pending, retry-wait) holds its GenerationContext inline, with
+//                          the lane configuration and request options as captures. No row means
+//                          `starting` under running control: acceptance writes none;
 //   pi.result/{op}         the immutable record, without the operation id its key already holds.
-// Decoding tolerates the earlier whole-scope form (settings and generationContext inline).
+// Decoding tolerates the earlier forms: whole-scope state (settings and generationContext inline),
+// the separate `pi.op.generation/{op}` row, and a `starting` row.
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -31,28 +31,47 @@ export interface StoredOperationMeta {
   settings: string | RunSettings;
 }
 
-/** A generation as stored: its own fields, and capture keys for what it shares with others. */
+/** A generation as stored: its own fields, and the key of what it shares with others. */
 export interface StoredGeneration {
   stepId: string;
   triggerEntryId: string;
   overflowRecoveryUsed?: true;
-  configuration: string;
-  request: string;
+  /** The key of its GenerationCapture. */
+  capture?: string;
+  /** Earlier form: separate capture keys, read only. */
+  configuration?: string;
+  request?: string;
 }
 
-/** The request options a generation captures (one capture: they change together, rarely). */
-interface RequestOptions {
+/** The model limits an effect-pending request was admitted under. */
+interface Limits {
+  intendedOutputLimit: number;
+  contextWindow: number;
+}
+
+/**
+ * What a generation shares with others, captured once per distinct content: the lane
+ * configuration and request options, and for an effect the model limits (they change together,
+ * rarely). The earlier form captured configuration and options separately, without limits.
+ */
+interface GenerationCapture extends Partial<Limits> {
+  configuration: GenerationContext["configuration"];
   streamOptions: GenerationContext["streamOptions"];
   retryPolicy: GenerationContext["retryPolicy"];
 }
 
-export type StoredOperationState = DistributiveOmit<OperationState, "control" | "settings" | "latestAssistantEntryId" | "generationContext"> & {
-  control?: Control;
-  latestAssistantEntryId?: string;
-  /** Earlier whole-scope form, read only. */
-  settings?: RunSettings;
-  generationContext?: GenerationContext;
-};
+type LeanLeaf = DistributiveOmit<OperationState, "control" | "settings" | "latestAssistantEntryId" | "generationContext">;
+
+export type StoredOperationState = DistributiveOmit<LeanLeaf, keyof Limits> &
+  Partial<Limits> & {
+    control?: Control;
+    latestAssistantEntryId?: string;
+    /** A generation leaf's GenerationContext. */
+    generation?: StoredGeneration;
+    /** Earlier whole-scope form, read only. */
+    settings?: RunSettings;
+    generationContext?: GenerationContext;
+  };
 
 const RUNNING: Control = { status: "running" };
 
@@ -65,84 +84,108 @@ export function metaWrites(m: Reader, captures: CaptureStore, meta: OperationMet
 }
 
 /**
- * The writes that move an operation's durable state from `previous` to `next`: the leaf, and the
- * generation when `next` starts one (a new step) that `previous` did not already store.
+ * The writes that move an operation's durable state from `previous` to `next`: the leaf row, with
+ * the generation inline for a generation leaf; nothing for a fresh `starting` (no row means it).
  */
 export function stateWrites(m: Reader, captures: CaptureStore, operationId: string, next: OperationState, previous: OperationState | undefined): Write[] {
   const { control, settings: _captured, latestAssistantEntryId, ...leaf } = next;
-  const generation = "generationContext" in leaf ? leaf.generationContext : undefined;
-  const stored: StoredOperationState = withoutGeneration(leaf);
+  if (previous === undefined && leaf.at === "starting" && control.status === "running" && latestAssistantEntryId === null) return [];
+  const writes: Write[] = [];
+  let stored: StoredOperationState;
+  if ("generationContext" in leaf) {
+    const { generationContext, ...rest } = leaf;
+    let limits: Limits | undefined;
+    if (rest.at === "assistant.effect_pending") {
+      const { intendedOutputLimit, contextWindow, ...lean } = rest;
+      limits = { intendedOutputLimit, contextWindow };
+      stored = lean;
+    } else {
+      stored = rest;
+    }
+    const captured = storedGeneration(m, captures, generationContext, limits);
+    writes.push(...captured.writes);
+    stored.generation = captured.stored;
+  } else {
+    stored = leaf;
+  }
   if (control.status !== "running") stored.control = control;
   if (latestAssistantEntryId !== null) stored.latestAssistantEntryId = latestAssistantEntryId;
-  const writes: Write[] = [setValue(operationState<StoredOperationState>(operationId), stored)];
-  const alreadyStored = previous && "generationContext" in previous ? previous.generationContext.stepId : undefined;
-  if (generation && generation.stepId !== alreadyStored) writes.push(...generationWrites(m, captures, operationId, generation));
+  writes.push(setValue(operationState<StoredOperationState>(operationId), stored));
   return writes;
 }
 
-function generationWrites(m: Reader, captures: CaptureStore, operationId: string, generation: GenerationContext): Write[] {
-  const configuration = captures.capture(m, generation.configuration);
-  const options: RequestOptions = { streamOptions: generation.streamOptions, retryPolicy: generation.retryPolicy };
-  const request = captures.capture(m, options);
+function storedGeneration(m: Reader, captures: CaptureStore, generation: GenerationContext, limits: Limits | undefined): { writes: Write[]; stored: StoredGeneration } {
+  const content: GenerationCapture = {
+    configuration: generation.configuration,
+    streamOptions: generation.streamOptions,
+    retryPolicy: generation.retryPolicy,
+    ...limits,
+  };
+  const captured = captures.capture(m, content);
   const stored: StoredGeneration = {
     stepId: generation.stepId,
     triggerEntryId: generation.triggerEntryId,
     ...(generation.overflowRecoveryUsed && { overflowRecoveryUsed: true }),
-    configuration: configuration.key,
-    request: request.key,
+    capture: captured.key,
   };
-  return [...configuration.writes, ...request.writes, setValue(operationGeneration<StoredGeneration>(operationId), stored)];
+  return { writes: captured.writes, stored };
 }
 
-/** Everything the terminal transaction deletes of the operation's own values. */
-export function operationDeletes(operationId: string): Write[] {
-  return [deleteValue(operationMeta(operationId)), deleteValue(operationState(operationId)), deleteValue(operationGeneration(operationId))];
+/** Everything the terminal transaction deletes of the operation's own values (the earlier
+ * separate generation row only where one was written). */
+export function operationDeletes(m: Reader, operationId: string): Write[] {
+  const legacyGeneration = m.getValue(operationGeneration(operationId)) ? [deleteValue(operationGeneration(operationId))] : [];
+  return [deleteValue(operationMeta(operationId)), deleteValue(operationState(operationId)), ...legacyGeneration];
 }
 
 /** Reads an open operation back; undefined when a part is missing (the caller decides: corruption). */
 export function readOperation(m: Reader, operationId: string): { meta: OperationMeta; state: OperationState } | undefined {
   const storedMeta = m.getValue(operationMeta<StoredOperationMeta & { operationId?: string }>(operationId))?.value;
-  const stored = m.getValue(operationState<StoredOperationState>(operationId))?.value;
-  if (!storedMeta || !stored) return undefined;
+  if (!storedMeta) return undefined;
+  const stored: StoredOperationState = m.getValue(operationState<StoredOperationState>(operationId))?.value ?? { at: "starting" };
   const { settings: capturedSettings, operationId: _legacyId, ...metaRest } = storedMeta;
   const meta: OperationMeta = { operationId, ...metaRest };
-  const { control, latestAssistantEntryId, settings: legacySettings, generationContext: legacyGeneration, ...leaf } = stored;
+  const { control, latestAssistantEntryId, settings: legacySettings, generationContext: legacyGeneration, generation, ...leaf } = stored;
   const settings = legacySettings ?? (typeof capturedSettings === "string" ? resolveCapture<RunSettings>(m, capturedSettings) : capturedSettings);
   if (!settings) return undefined;
   const scope = { control: control ?? RUNNING, settings, latestAssistantEntryId: latestAssistantEntryId ?? null };
-  if (!needsGeneration(leaf)) return { meta, state: { ...scope, ...leaf } };
-  const generationContext = legacyGeneration ?? readGeneration(m, operationId);
-  if (!generationContext) return undefined;
-  return { meta, state: { ...scope, ...leaf, generationContext } };
+  if (leaf.at !== "assistant.ready" && leaf.at !== "assistant.effect_pending" && leaf.at !== "assistant.retry_wait") return { meta, state: { ...scope, ...leaf } };
+  const resolved = legacyGeneration
+    ? { generationContext: legacyGeneration, limits: {} }
+    : resolveGeneration(m, generation ?? m.getValue(operationGeneration<StoredGeneration>(operationId))?.value);
+  if (!resolved) return undefined;
+  const { generationContext } = resolved;
+  if (leaf.at !== "assistant.effect_pending") return { meta, state: { ...scope, ...leaf, generationContext } };
+  // An effect's limits: in its row (earlier form) or in its generation's capture.
+  const intendedOutputLimit = leaf.intendedOutputLimit ?? resolved.limits.intendedOutputLimit;
+  const contextWindow = leaf.contextWindow ?? resolved.limits.contextWindow;
+  if (intendedOutputLimit === undefined || contextWindow === undefined) return undefined;
+  return { meta, state: { ...scope, ...leaf, generationContext, intendedOutputLimit, contextWindow } };
 }
 
-function readGeneration(m: Reader, operationId: string): GenerationContext | undefined {
-  const stored = m.getValue(operationGeneration<StoredGeneration>(operationId))?.value;
+function resolveGeneration(m: Reader, stored: StoredGeneration | undefined): { generationContext: GenerationContext; limits: Partial<Limits> } | undefined {
   if (!stored) return undefined;
-  const configuration = resolveCapture<GenerationContext["configuration"]>(m, stored.configuration);
-  const request = resolveCapture<RequestOptions>(m, stored.request);
-  if (!configuration || !request) return undefined;
+  const shared = sharedOf(m, stored);
+  if (!shared) return undefined;
   return {
-    stepId: stored.stepId,
-    triggerEntryId: stored.triggerEntryId,
-    configuration,
-    streamOptions: request.streamOptions,
-    retryPolicy: request.retryPolicy,
-    overflowRecoveryUsed: stored.overflowRecoveryUsed === true,
+    generationContext: {
+      stepId: stored.stepId,
+      triggerEntryId: stored.triggerEntryId,
+      configuration: shared.configuration,
+      streamOptions: shared.streamOptions,
+      retryPolicy: shared.retryPolicy,
+      overflowRecoveryUsed: stored.overflowRecoveryUsed === true,
+    },
+    limits: { ...(shared.intendedOutputLimit !== undefined && { intendedOutputLimit: shared.intendedOutputLimit }), ...(shared.contextWindow !== undefined && { contextWindow: shared.contextWindow }) },
   };
 }
 
-type LeanLeaf = DistributiveOmit<OperationState, "control" | "settings" | "latestAssistantEntryId" | "generationContext">;
-type GenerationLeaf = Extract<LeanLeaf, { at: "assistant.ready" | "assistant.effect_pending" | "assistant.retry_wait" }>;
-
-function needsGeneration(leaf: LeanLeaf): leaf is GenerationLeaf {
-  return leaf.at === "assistant.ready" || leaf.at === "assistant.effect_pending" || leaf.at === "assistant.retry_wait";
-}
-
-function withoutGeneration(leaf: DistributiveOmit<OperationState, "control" | "settings" | "latestAssistantEntryId">): StoredOperationState {
-  if (!("generationContext" in leaf)) return leaf;
-  const { generationContext: _generation, ...rest } = leaf;
-  return rest;
+function sharedOf(m: Reader, stored: StoredGeneration): GenerationCapture | undefined {
+  if (stored.capture !== undefined) return resolveCapture<GenerationCapture>(m, stored.capture);
+  if (stored.configuration === undefined || stored.request === undefined) return undefined;
+  const configuration = resolveCapture<GenerationContext["configuration"]>(m, stored.configuration);
+  const request = resolveCapture<Pick<GenerationCapture, "streamOptions" | "retryPolicy">>(m, stored.request);
+  return configuration && request ? { configuration, ...request } : undefined;
 }
 
 type StoredResult = Omit<OperationResultRecord, "operationId"> & { operationId?: string };

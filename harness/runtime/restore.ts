@@ -1,9 +1,9 @@
 import type { InboxItem, LaneConfiguration, LaneQueuedItem } from "../../schema/lane.ts";
 import { value } from "../session/addresses.ts";
 import { branchTipInventoryPrefix, pendingEntry } from "../session/builtin-addresses.ts";
-import type { SessionMutator } from "../session/mutation.ts";
+import type { SessionMutator, SessionReader } from "../session/mutation.ts";
 import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
-import { readOperation } from "./operation-codec.ts";
+import { readOperation, type StoredOperationMeta } from "./operation-codec.ts";
 import type { DurableLaneState, OperationMeta, OperationState } from "./types.ts";
 
 export class RestoreCorruption extends Error {
@@ -12,6 +12,21 @@ export class RestoreCorruption extends Error {
 
 const laneConfigPrefix = value<LaneConfiguration>("pi.lane.config", "");
 const laneStatePrefix = value<DurableLaneState>("pi.lane.state", "");
+const operationMetaPrefix = value<Pick<StoredOperationMeta, "lane">>("pi.op.meta", "");
+
+/**
+ * The open operation of each lane, from the meta rows (one per open operation, naming its lane;
+ * at most one per lane, §3.2). Bounded by the number of lanes, never by history.
+ */
+export function openOperations(m: Pick<SessionReader, "scanValues">): Map<string, string> {
+  const open = new Map<string, string>();
+  for (const stored of m.scanValues(operationMetaPrefix)) {
+    const other = open.get(stored.value.lane);
+    if (other !== undefined) throw new RestoreCorruption(`Lane "${stored.value.lane}" has two open operations, ${other} and ${stored.address.key}`);
+    open.set(stored.value.lane, stored.address.key);
+  }
+  return open;
+}
 
 /**
  * The bounded attachment inventory (reference §2.4 `create`): every branch tip plus lane config and
@@ -22,12 +37,16 @@ export function inventoryLanes(m: SessionMutator): Map<string, LaneProjection> {
   const tips = new Map(m.scanValues(branchTipInventoryPrefix()).map((tip) => [tip.address.key, tip.value]));
   const configs = new Map(m.scanValues(laneConfigPrefix).map((stored) => [stored.address.key, stored.value]));
   const states = new Map(m.scanValues(laneStatePrefix).map((stored) => [stored.address.key, stored.value]));
+  const open = openOperations(m);
   const lanes = new Map<string, LaneProjection>();
   for (const name of new Set([...configs.keys(), ...states.keys()])) {
     const configuration = configs.get(name);
     const state = states.get(name);
     if (!configuration || !state || !tips.has(name)) throw new RestoreCorruption(`Lane "${name}" is only partly stored`);
-    lanes.set(name, restoreLane(m, name, tips.get(name) ?? null, configuration, state));
+    lanes.set(name, restoreLane(m, name, tips.get(name) ?? null, configuration, state, open.get(name)));
+  }
+  for (const [lane, operationId] of open) {
+    if (!lanes.has(lane)) throw new RestoreCorruption(`Operation ${operationId} belongs to lane "${lane}", which is not stored`);
   }
   return lanes;
 }
@@ -39,7 +58,13 @@ export function restoreLane(
   tipId: string | null,
   configuration: LaneConfiguration,
   state: DurableLaneState,
+  /** The lane's open operation (`openOperations`), if any. */
+  openOperationId: string | undefined,
 ): LaneProjection {
+  // The earlier lane-state form names its current operation: it must agree with the meta rows.
+  if (state.currentOperationId !== undefined && (state.currentOperationId ?? undefined) !== openOperationId) {
+    throw new RestoreCorruption(`Lane "${name}" names operation ${state.currentOperationId ?? "none"}, but ${openOperationId ?? "none"} is open`);
+  }
   const queued = new Map<string, LaneQueuedItem>();
   for (const item of state.inbox) {
     const payload = m.getValue(pendingEntry(item.entryId));
@@ -52,7 +77,7 @@ export function restoreLane(
     inbox: state.inbox.map((item: InboxItem) => ({ ...item })),
     queued,
     lastOperationId: state.lastOperationId,
-    operation: state.currentOperationId === null ? null : restoreOperation(m, name, state.currentOperationId),
+    operation: openOperationId === undefined ? null : restoreOperation(m, name, openOperationId),
   };
 }
 

@@ -143,9 +143,14 @@ export interface OperationMeta {
   intent: OperationIntent;
 }
 
-/** Durable `pi.lane.state/{lane}`: rewritten only when one of its fields changes (§3.2). */
+/**
+ * Durable `pi.lane.state/{lane}`: rewritten only when one of its fields changes (§3.2). The
+ * current operation is not stored here: it is the open operation whose `pi.op.meta` names this
+ * lane, so accepting a run does not rewrite the lane state (QUALITY P3). `currentOperationId` is
+ * the earlier form, read only (and checked against the meta rows).
+ */
 export interface DurableLaneState {
-  currentOperationId: string | null;
+  currentOperationId?: string | null;
   lastOperationId: string | null;
   inbox: InboxItem[];
 }

@@ -31,9 +31,10 @@ describe("captures", () => {
       },
       { model: ECHO },
     );
-    // RunSettings, the lane configuration and the request options: three captures for three runs.
-    expect(result.afterThreeRuns).toBe(3);
-    expect(result.afterChange).toBe(4);
+    // RunSettings and the generation's capture (lane configuration, request options and model
+    // limits): two captures for three runs; new settings add one.
+    expect(result.afterThreeRuns).toBe(2);
+    expect(result.afterChange).toBe(3);
     expect(result.openSettings?.steeringMode).toBe("one-at-a-time");
   });
 

@@ -1,4 +1,5 @@
 import { readOperation, readResult } from "../../harness/runtime/operation-codec.ts";
+import { openOperations } from "../../harness/runtime/restore.ts";
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import type { HookName } from "../../harness/execution/hooks.ts";
@@ -72,11 +73,17 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   const allLanes = session.scanValues(value<DurableLaneState>("pi.lane.state", "")).map((stored) => ({ name: stored.address.key, state: stored.value }));
   const lanes = options.lane === undefined ? allLanes : allLanes.filter((lane) => lane.name === options.lane);
   if (options.lane !== undefined && lanes.length === 0) fail(`lane "${options.lane}" has no durable state`);
+  // The current operation of a lane is the open one whose meta names it (at most one per lane).
+  let open = new Map<string, string>();
+  try {
+    open = openOperations(session);
+  } catch (error) {
+    fail(`open operations: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const current = new Map<string, { lane: string; state: OperationState | undefined }>();
-  for (const { name, state } of allLanes) {
-    if (state.currentOperationId !== null) {
-      current.set(state.currentOperationId, { lane: name, state: readOperation(session, state.currentOperationId)?.state });
-    }
+  for (const [name, op] of open) {
+    if (!allLanes.some((lane) => lane.name === name)) fail(`open operation ${op} names lane "${name}", which has no durable state`);
+    current.set(op, { lane: name, state: readOperation(session, op)?.state });
   }
   for (const { name, state } of lanes) {
     const tip = session.getValue(value<string | null>("pi.branch.tip", name));
@@ -86,8 +93,8 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
       if (!record) fail(`lane "${name}" last operation ${state.lastOperationId} has no pi.result record`);
       else if (record.operationId !== state.lastOperationId) fail(`pi.result/${state.lastOperationId} names ${record.operationId}`);
     }
-    const op = state.currentOperationId;
-    if (op !== null) {
+    const op = open.get(name);
+    if (op !== undefined) {
       const meta = readOperation(session, op)?.meta;
       if (!meta) fail(`lane "${name}" current operation ${op} has no pi.op.meta`);
       else if (meta.lane !== name) fail(`operation ${op} is current on "${name}" but belongs to "${meta.lane}"`);

@@ -13,7 +13,7 @@ import { ECHO, SCRIPT, withRig } from "./helpers.ts";
 import { commitCounter, describeEntry, expectOk, ofType, queued, settledRecord, transcript, user, withObject } from "./queue-helpers.ts";
 
 const SEED: LaneConfiguration = { model: ECHO, thinkingLevel: "off", activeToolNames: [] };
-const IDLE: DurableLaneState = { currentOperationId: null, lastOperationId: null, inbox: [] };
+const IDLE: DurableLaneState = { lastOperationId: null, inbox: [] };
 
 /** The three durable values of a lane with the seq each was last written at. */
 function laneValues(session: Session, name: string) {
@@ -203,7 +203,7 @@ describe("harness.lane(): the four acquisition cases (§2.4)", () => {
   });
 
   const contradictory: [string, (session: Session) => DurableLaneState][] = [
-    ["a current operation that is not stored", (session) => ({ ...IDLE, currentOperationId: session.idGenerator.next() })],
+    ["(the earlier form) a current operation that is not stored", (session) => ({ ...IDLE, currentOperationId: session.idGenerator.next() })],
     ["a queued item without its payload", (session) => ({ ...IDLE, inbox: [{ entryId: session.idGenerator.next(), kind: "steer" }] })],
   ];
   it.each(contradictory)("a complete but contradictory lane (%s) is corruption: lane() rejects and the harness faults", async (_label, state) => {
