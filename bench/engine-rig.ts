@@ -1,4 +1,5 @@
 import { DueWork, type AlarmHost } from "../durable-objects/due-work.ts";
+import { sparseUsage } from "../durable-objects/sql/usage-codec.ts";
 import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
 import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
@@ -234,7 +235,8 @@ export function estimatedBytes(write: Write): number {
  */
 export function sessionRowBytes(commit: { writes: readonly Write[]; result: CommitResult }): number {
   const counters = 2 * 8 + ROW_OVERHEAD_BYTES;
-  const usage = commit.writes.some((write) => write.kind === "usage") ? utf8Bytes(JSON.stringify(commit.result.stats.usage)) + ROW_OVERHEAD_BYTES : 0;
+  // The totals column as the adapter stores it (sparse, usage-codec.ts).
+  const usage = commit.writes.some((write) => write.kind === "usage") ? utf8Bytes(JSON.stringify(sparseUsage(commit.result.stats.usage))) + ROW_OVERHEAD_BYTES : 0;
   return counters + usage;
 }
 

@@ -2,6 +2,7 @@ import { PayloadTooLarge, StorageCorruption } from "../../harness/session/errors
 import type { Write } from "../../harness/session/storage.ts";
 import { addUsage } from "../../harness/session/usage.ts";
 import type { Usage } from "../../schema/usage.ts";
+import { sparseUsage } from "./usage-codec.ts";
 import { INLINE_LIMIT, encodePayload, writeChunks, type EncodedPayload } from "./payload-codec.ts";
 import { entryPayload } from "./rows.ts";
 import type { SqlHost } from "./sql-host.ts";
@@ -21,7 +22,7 @@ export function encodePayloadOf(write: Write): EncodedPayload {
       return encodePayload(entryPayload(write.entry));
     case "usage": {
       const { usage, details } = write.row;
-      const encoded = encodePayload({ usage, ...(details !== undefined && { details }) });
+      const encoded = encodePayload({ usage: sparseUsage(usage), ...(details !== undefined && { details }) });
       // Ledger rows are small by nature; their payload column is never chunked.
       if (encoded.chunks) throw new PayloadTooLarge(encoded.chunks.reduce((n, c) => n + c.byteLength, 0), INLINE_LIMIT);
       return encoded;

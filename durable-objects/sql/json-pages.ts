@@ -5,6 +5,7 @@ import type { Entry, EntryStructure } from "../../schema/entries.ts";
 import type { JsonBytes } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { Usage, UsageRow } from "../../schema/usage.ts";
+import { USAGE_EXPANSION_BYTES } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { JsonWriter, mergeObjectBytes, payloadBytes, payloadBytesSql } from "./json-bytes.ts";
 import { decodeStructure, decodeUsage, type EntryRow, type UsageTableRow } from "./rows.ts";
@@ -141,7 +142,8 @@ export function usagePage(host: SqlHost, fromSeq: number | undefined, totals: Us
   const sized = host.sql
     .exec<{ seq: number; bytes: number }>("SELECT seq, length(CAST(payload AS BLOB)) AS bytes FROM usage WHERE seq >= ? ORDER BY seq ASC LIMIT ?", fromSeq ?? 0, page.limit + 1)
     .toArray();
-  const { taken, more } = takeWithin(sized, page, (row) => row.bytes);
+  // Stored rows are sparse (usage-codec.ts): the answer carries each row at its full shape.
+  const { taken, more } = takeWithin(sized, page, (row) => row.bytes + USAGE_EXPANSION_BYTES);
   const last = taken[taken.length - 1];
   const rows =
     last === undefined

@@ -1,5 +1,6 @@
 import type { Entry, EntryStructure, EntryType, NewEntry } from "../../schema/entries.ts";
 import type { UsageRow } from "../../schema/usage.ts";
+import { fullUsage, type StoredUsage } from "./usage-codec.ts";
 import { readPayload } from "./payload-codec.ts";
 import type { SqlHost } from "./sql-host.ts";
 
@@ -63,11 +64,11 @@ export function decodeStructure(row: Omit<EntryRow, "chunks" | "payload">): Entr
 }
 
 export function decodeUsage(row: UsageTableRow): UsageRow {
-  const payload: Pick<UsageRow, "usage" | "details"> = JSON.parse(row.payload);
+  const payload: { usage: StoredUsage; details?: UsageRow["details"] } = JSON.parse(row.payload);
   return {
     id: row.id,
     seq: row.seq,
-    usage: payload.usage,
+    usage: fullUsage(payload.usage),
     ...(row.entry_id !== null && { entryId: row.entry_id }),
     adjustment: row.adjustment === 1,
     ...(payload.details !== undefined && { details: payload.details }),

@@ -16,6 +16,7 @@ import {
   type Write,
 } from "../../harness/session/storage.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
+import { fullUsage, sparseUsage } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
 import { readPayload } from "./payload-codec.ts";
@@ -79,7 +80,7 @@ export class SqlSessionStorage implements Storage {
     };
     const seq = host.sql.exec<CountersRow>("SELECT next_seq, message_count FROM counters WHERE singleton = 1").toArray()[0];
     if (!seq) throw new StorageCorruption("The session has metadata but no counters");
-    const counters = { nextSeq: seq.next_seq, messageCount: seq.message_count, usage: JSON.parse(row.usage) };
+    const counters = { nextSeq: seq.next_seq, messageCount: seq.message_count, usage: fullUsage(JSON.parse(row.usage)) };
     return new SqlSessionStorage(host, metadata, row.tenant_id, counters, clock);
   }
 
@@ -94,7 +95,7 @@ export class SqlSessionStorage implements Storage {
       init.createdAt,
       STORAGE_VERSION,
       init.parentSessionId ?? null,
-      JSON.stringify(zeroUsage()),
+      JSON.stringify(sparseUsage(zeroUsage())),
     );
     host.sql.exec("INSERT INTO counters (singleton, next_seq, message_count) VALUES (1, ?, 0)", init.nextSeq ?? 1);
     const opened = SqlSessionStorage.open(host, clock);
@@ -126,7 +127,8 @@ export class SqlSessionStorage implements Storage {
         );
       }
       if (counters.usage !== this.counters.usage) {
-        this.host.sql.exec("UPDATE meta SET usage = ? WHERE singleton = 1", JSON.stringify(counters.usage));
+        // Sparse like the ledger rows (usage-codec.ts): most totals carry several zeros.
+        this.host.sql.exec("UPDATE meta SET usage = ? WHERE singleton = 1", JSON.stringify(sparseUsage(counters.usage)));
       }
       return { counters, seqs };
     });
