@@ -40,6 +40,8 @@ export const ERROR_STATUS = {
   PayloadTooLarge: 413,
   InvalidMessage: 422,
   InvalidNavigation: 422,
+  /** A fork the source cannot make (`details.reason`: data_only_branch, not_on_branch, undeclared_namespace). */
+  InvalidFork: 422,
   NothingToCompact: 422,
   NothingToResume: 422,
   NoActiveOperation: 422,

@@ -35,7 +35,7 @@ export interface NamePageQuery {
 const EMBEDDED_PAGE = { limit: PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX };
 
 /** The object's KV key of the token of the request that created the session (see `SessionInit`). */
-const CREATION_TOKEN_KEY = "creationToken";
+export const CREATION_TOKEN_KEY = "creationToken";
 
 /** How long deletion waits for the harness to close before it closes storage regardless. */
 const CLOSE_BOUND_MS = 5_000;
@@ -85,7 +85,7 @@ export abstract class SessionDataRpc extends SessionHost {
   }
 
   /** Bounded whatever the session holds: the first page of branches and of lanes, with the cursors that continue them. */
-  private async sessionView(): Promise<SessionView> {
+  protected async sessionView(): Promise<SessionView> {
     const harness = await this.harness();
     const branches = branchPage(this.ctx.storage, undefined, EMBEDDED_PAGE);
     const lanes = lanePage(harness.lanes(), undefined, EMBEDDED_PAGE);

@@ -15,7 +15,8 @@ import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type 
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
 import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
 import type { Page } from "../sql/json-pages.ts";
-import { SessionDataRpc, type NamePageQuery } from "./session-data-rpc.ts";
+import type { NamePageQuery } from "./session-data-rpc.ts";
+import { SessionForkRpc } from "./session-fork-rpc.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
 
 /**
@@ -31,7 +32,7 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
 export type AbortOutcome = AbortRequestResult & { record?: OperationResultRecord };
 
 /** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
-export abstract class SessionLaneRpc extends SessionDataRpc {
+export abstract class SessionLaneRpc extends SessionForkRpc {
   private catalog: LaneConfigCatalog | undefined;
 
   /**

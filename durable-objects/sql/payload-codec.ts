@@ -22,6 +22,11 @@ export function encodePayload(value: unknown): EncodedPayload {
   if (value === undefined) return { inline: null, chunks: null };
   const json = JSON.stringify(value);
   if (json === undefined) throw new TypeError("A payload must be JSON");
+  return encodePayloadText(json);
+}
+
+/** Decides where an already-encoded JSON payload lives (a fork copies payloads as text). */
+export function encodePayloadText(json: string): EncodedPayload {
   // UTF-8 takes at most 3 bytes per UTF-16 code unit: short strings need no byte count.
   if (json.length * 3 <= INLINE_LIMIT) return { inline: json, chunks: null };
   const bytes = encoder.encode(json);
@@ -42,7 +47,13 @@ export function writeChunks(host: SqlHost, seq: number, chunks: readonly ArrayBu
 
 /** Decodes a stored payload: inline JSON, chunked JSON (chunk count > 0), or absent. */
 export function readPayload<T>(host: SqlHost, seq: number, chunks: number, inline: string | null): T | undefined {
-  if (chunks === 0) return inline === null ? undefined : JSON.parse(inline);
+  const text = readPayloadText(host, seq, chunks, inline);
+  return text === null ? undefined : JSON.parse(text);
+}
+
+/** A stored payload's JSON text, joined from its chunks when it has any; null when absent. */
+export function readPayloadText(host: SqlHost, seq: number, chunks: number, inline: string | null): string | null {
+  if (chunks === 0) return inline;
   const parts = host.sql
     .exec<{ data: ArrayBuffer }>("SELECT data FROM payload_chunks WHERE seq = ? ORDER BY idx", seq)
     .toArray();
@@ -53,5 +64,5 @@ export function readPayload<T>(host: SqlHost, seq: number, chunks: number, inlin
     bytes.set(new Uint8Array(part.data), offset);
     offset += part.data.byteLength;
   }
-  return JSON.parse(decoder.decode(bytes));
+  return decoder.decode(bytes);
 }

@@ -8,6 +8,7 @@ import {
   ResourceNameSchema,
   SessionSummarySchema,
 } from "../../schema/api.ts";
+import { ForkSessionSchema } from "../../schema/api-fork.ts";
 import {
   AddressParamsSchema,
   BranchEntriesQuerySchema,
@@ -110,6 +111,15 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     pathParams: SID,
     responses: { 204: { description: "Deleted", content: "none" } },
     errors: SESSION_ERRORS,
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/fork", operationId: "forkSession", tag: "Sessions", auth: "tenant",
+    summary: "Fork a session (one lane's branch, or the whole tree)",
+    description:
+      "A new session of the same tenant. `scope: \"branch\"` copies the lane's path up to its tip, or up to `entryId` (`position: \"at\"`, the default) or its parent (`\"before\"`), with the lane's configuration; `scope: \"tree\"` copies every entry, branch tip, lane configuration and application value and list. Both keep the name, settings, resources and the labels of copied entries; the usage ledger starts at zero and lanes start idle (no operations, records or queued input are copied). Copied page by page in bounded memory. 422 `InvalidFork` (`reason`: data_only_branch, not_on_branch, undeclared_namespace).",
+    pathParams: SID, body: ForkSessionSchema, example: { scope: "branch", branch: "main" }, idempotent: true,
+    responses: { 201: { description: SESSION } },
+    errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownEntry", "SessionExists", "InvalidFork"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/entries", operationId: "listEntries", tag: "Entries", auth: "tenant",

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { CreateSessionSchema, PageQuerySchema } from "../../schema/api.ts";
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
+import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
 import { toWire } from "../../schema/wire.ts";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
@@ -63,6 +64,26 @@ export const sessionRoutes = new Hono<AppEnv>()
     }
     if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
     return c.json(replyValue(await stub.view()));
+  })
+  // A new session from one lane's path or the whole tree (reference §1.11): the new object pulls
+  // pages from the source; indexed once it exists, like a created session.
+  .post("/:sid/fork", idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
+    const { tenantId, sessionId: sourceSessionId } = sessionTarget(c);
+    const body = await jsonBody(c, ForkSessionSchema);
+    const scope = idempotencyScope(c);
+    const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
+    const sessionId = body.id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
+    const view = replyValue(
+      await sessionStub(c.env, tenantId, sessionId).createFork({
+        tenantId,
+        sessionId,
+        sourceSessionId,
+        options: toWire(forkOptionsOf(body)),
+        ...(creationToken !== undefined && { creationToken }),
+      }),
+    );
+    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt });
+    return c.json(view, 201);
   })
   // The object's storage first, then the index row; a repeat (or a retry after a partial failure)
   // still removes the index row and answers 404.

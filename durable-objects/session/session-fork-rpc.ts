@@ -1,0 +1,112 @@
+import type { ForkOptions } from "../../schema/api-fork.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
+import { Session } from "../../harness/session/session.ts";
+import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import {
+  forkDataPage,
+  forkEntryPage,
+  forkPlan,
+  type ForkDataCursor,
+  type ForkDataPage,
+  type ForkEntryCursor,
+  type ForkEntryPage,
+  type ForkPlan,
+} from "../sql/fork-source.ts";
+import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "../sql/fork-target.ts";
+import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data-rpc.ts";
+
+export interface ForkInit {
+  tenantId: string;
+  sessionId: string;
+  sourceSessionId: string;
+  options: Wire<ForkOptions>;
+  /** As for creation: a repeat of the forking request gets the session it made. */
+  creationToken?: string;
+}
+
+/**
+ * Forks (reference §1.11) between two objects of one tenant. The destination pulls: it asks the
+ * source for a plan, then for pages of entries (and, for a whole tree, of application data), and
+ * writes each page in one transaction; memory stays bounded by a page however large the source.
+ * The source only reads.
+ */
+export abstract class SessionForkRpc extends SessionDataRpc {
+  /** An import in progress in this object (a concurrent fork to the same id is refused). */
+  private forking = false;
+
+  async forkPlan(options: Wire<ForkOptions>): Promise<Wire<RpcResult<ForkPlan>>> {
+    return asResult(() => forkPlan(this.ctx.storage, this.openStorage().metadata.id, parseWire(options)));
+  }
+
+  async forkEntries(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkEntryCursor>): Promise<Wire<RpcResult<ForkEntryPage>>> {
+    return asResult(() => {
+      this.openStorage();
+      return forkEntryPage(this.ctx.storage, parseWire(plan), parseWire(cursor));
+    });
+  }
+
+  async forkData(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkDataCursor>): Promise<Wire<RpcResult<ForkDataPage>>> {
+    return asResult(() => {
+      this.openStorage();
+      return forkDataPage(this.ctx.storage, parseWire(plan), parseWire(cursor));
+    });
+  }
+
+  /** Makes this object the fork of `init.sourceSessionId`; answers the new session. */
+  async createFork(init: ForkInit): Promise<Wire<RpcResult<SessionView>>> {
+    return asResult(async () => {
+      if (this.existingStorage()) {
+        const token = this.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
+        if (init.creationToken === undefined || token !== init.creationToken) {
+          throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
+        }
+        return this.sessionView();
+      }
+      if (this.forking) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
+      this.forking = true;
+      try {
+        await this.importFrom(init);
+      } finally {
+        this.forking = false;
+      }
+      if (init.creationToken !== undefined) this.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
+      const storage = SqlSessionStorage.open(this.ctx.storage);
+      if (!storage) throw new Error("Invariant: a finished fork holds a session");
+      const session = new Session(storage);
+      this.opened = { session, storage, runtime: this.runtimeFor(session) };
+      return this.sessionView();
+    });
+  }
+
+  private async importFrom(init: ForkInit): Promise<void> {
+    const source = this.env.SESSIONS.getByName(`${init.tenantId}:${init.sourceSessionId}`);
+    const plan = unwrap<ForkPlan>(await source.forkPlan(init.options));
+    const high = toWire({ highWater: plan.highWater });
+    // The schema appears only now: a fork the source refused leaves this object without storage.
+    this.schema.create();
+    const progress = beginForkImport(this.ctx.storage, plan);
+    let entries: ForkEntryCursor | null =
+      plan.entries.kind === "tree" ? { kind: "tree", afterSeq: 0 } : plan.entries.from === null ? null : { kind: "path", from: plan.entries.from };
+    while (entries) {
+      const page: ForkEntryPage = unwrap<ForkEntryPage>(await source.forkEntries(high, toWire(entries)));
+      importEntryPage(this.ctx.storage, progress, page);
+      entries = page.next;
+    }
+    let data: ForkDataCursor | null = plan.data ? { kind: "values", after: null } : null;
+    while (data) {
+      const page: ForkDataPage = unwrap<ForkDataPage>(await source.forkData(high, toWire(data)));
+      importDataPage(this.ctx.storage, progress, page);
+      data = page.next;
+    }
+    finishForkImport(this.ctx.storage, progress, plan, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
+  }
+}
+
+/** The source's answer, or its tagged failure raised here (SessionNotFound, UnknownBranch, InvalidFork…). */
+function unwrap<T>(reply: Wire<RpcResult<T>>): T {
+  const result = fromWire(reply);
+  if (!result.ok) throw new RpcError(result.error);
+  return result.value;
+}
