@@ -26,3 +26,12 @@ export function providerFailureOf(message: Pick<AssistantMessage, "diagnostics">
   if (kind === "http" && typeof status === "number") return { kind, status, ...(typeof retryAfterMs === "number" && { retryAfterMs }) };
   return undefined;
 }
+
+/** A provider's requested delay is honoured up to an hour: a longer one is a bug or an outage. */
+export const MAX_PROVIDER_RETRY_AFTER_MS = 60 * 60 * 1000;
+
+/** The wait before retrying: the policy's backoff, or the provider's Retry-After when it asks for longer. */
+export function retryDelayFor(failure: ProviderFailure | undefined, backoffMs: number): number {
+  const requested = failure?.kind === "http" ? Math.min(failure.retryAfterMs ?? 0, MAX_PROVIDER_RETRY_AFTER_MS) : 0;
+  return Math.max(backoffMs, requested);
+}
