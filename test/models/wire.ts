@@ -30,7 +30,11 @@ export function wireFetch(answers: WireAnswer[]): { fetch: FetchFunction; seen: 
   const fetch: FetchFunction = async (input, init) => {
     const request = new Request(input, init);
     const text = await request.text();
-    seen.push({ url: request.url, headers: Object.fromEntries(request.headers), body: text ? JSON.parse(text) : undefined });
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    seen.push({ url: request.url, headers, body: text ? JSON.parse(text) : undefined });
     const answer = queue.shift();
     if (!answer) return new Response("no fixture left", { status: 599 });
     const encoder = new TextEncoder();
