@@ -2,6 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import { baseUrlProblem } from "../../schema/providers.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 
@@ -145,5 +146,17 @@ describe("lane configuration against the tenant's credentials", () => {
     // The deployment's OpenAI key serves it at once.
     const openai = await call(`${setup.lanePath}/config`, { method: "PATCH", body: { model: { provider: "openai", modelId: "gpt-4o-mini" } }, token: setup.key });
     expect(openai.status).toBe(200);
+  });
+});
+
+describe("provider base URLs", () => {
+  it("are https, and in local development also http on a loopback host only", () => {
+    for (const url of ["http://localhost:11434/v1", "http://127.0.0.1:9999/v1", "http://[::1]:8080"]) {
+      expect(baseUrlProblem(url, true), url).toBeUndefined();
+      expect(baseUrlProblem(url, false), url).toBe("baseUrl must be an https URL");
+    }
+    expect(baseUrlProblem("https://proxy.example.com/v1", false)).toBeUndefined();
+    expect(baseUrlProblem("http://192.168.1.5/v1", true)).toMatch(/https, or http on localhost/);
+    expect(baseUrlProblem("http://localhost.example.com/v1", true)).toMatch(/https, or http on localhost/);
   });
 });
