@@ -1,5 +1,4 @@
-import { createModelRegistry } from "../models/registry.ts";
-import { SessionScriptSource } from "../models/scripted/script-source.ts";
+import type { ModelsPort } from "../harness/execution/models.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
 import type { DriveOutcome } from "../harness/runtime/types.ts";
@@ -35,7 +34,8 @@ export class SessionRuntime {
   constructor(
     private readonly session: Session,
     private readonly dueWork: DueWork,
-    private readonly scripted: boolean,
+    /** The session's Models port (tenant-models.ts), built once per harness. */
+    private readonly models: () => ModelsPort,
     /** Called once per harness, before anyone receives it (a watch hub subscribes here). */
     private readonly onHarness: (harness: AgentHarness) => void = () => {},
   ) {}
@@ -49,8 +49,7 @@ export class SessionRuntime {
   }
 
   private async create(): Promise<AgentHarness> {
-    const models = createModelRegistry({ scripted: this.scripted, scriptSource: () => new SessionScriptSource(this.session) });
-    const { harness } = await AgentHarness.create({ session: this.session, models, seed: { model: DEFAULT_LANE_MODEL }, wake: this.dueWork });
+    const { harness } = await AgentHarness.create({ session: this.session, models: this.models(), seed: { model: DEFAULT_LANE_MODEL }, wake: this.dueWork });
     this.created = harness;
     this.onHarness(harness);
     return harness;

@@ -8,6 +8,8 @@ import { asResult, RpcError } from "./rpc-errors.ts";
 import { LazySchema } from "./sql/lazy-schema.ts";
 import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
 import { TenantKeys, type KeyInfo } from "./tenant-keys.ts";
+import { TenantProviderKeys } from "./tenant-providers.ts";
+import type { ProviderKeyInfo } from "../schema/providers.ts";
 import { SessionIndex, TenantDirectory, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
 import { TenantWatches } from "./tenant-watches.ts";
@@ -28,6 +30,14 @@ export interface TenantQuotas {
   requestsPerMinute: number;
   /** Operations the tenant may have open (accepted, not yet settled) at once, across its sessions. */
   maxOpenOperations: number;
+  /** Whether the tenant may use the deployment's own provider keys. */
+  deploymentKeys: boolean;
+}
+
+/** What a tenant holds for its providers: its own keys (listing rows) and the deployment-keys permission. */
+export interface TenantProviderSettings {
+  keys: ProviderKeyInfo[];
+  deploymentKeys: boolean;
 }
 
 export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
@@ -175,18 +185,68 @@ export class TenantObject extends DurableObject<Env> {
       if (quotas.maxOpenOperations !== undefined) {
         this.ctx.storage.sql.exec("UPDATE tenant SET max_open_operations = ? WHERE singleton = 1", quotas.maxOpenOperations);
       }
+      if (quotas.deploymentKeys !== undefined) {
+        this.ctx.storage.sql.exec("UPDATE tenant SET deployment_keys = ? WHERE singleton = 1", quotas.deploymentKeys ? 1 : 0);
+      }
       return this.quotas();
     });
   }
 
   private quotas(): TenantQuotas {
     const row = this.ctx.storage.sql
-      .exec<{ requests_per_minute: number | null; max_open_operations: number | null }>("SELECT requests_per_minute, max_open_operations FROM tenant WHERE singleton = 1")
+      .exec<{ requests_per_minute: number | null; max_open_operations: number | null; deployment_keys: number | null }>(
+        "SELECT requests_per_minute, max_open_operations, deployment_keys FROM tenant WHERE singleton = 1",
+      )
       .toArray()[0];
     return {
       requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
       maxOpenOperations: row?.max_open_operations ?? DEFAULT_MAX_OPEN_OPERATIONS,
+      deploymentKeys: row?.deployment_keys !== 0,
     };
+  }
+
+  // Provider keys (bring your own key, tenant-providers.ts).
+
+  /** Stores (or replaces) the tenant's key for `provider`; the answer never holds the key. */
+  async putProviderKey(provider: string, apiKey: string, baseUrl: string | undefined): Promise<Wire<RpcResult<ProviderKeyInfo>>> {
+    return asResult(async () => {
+      const tenant = this.requireTenant();
+      const keys = this.providerKeys(tenant.id);
+      const sealed = await keys.seal(provider, apiKey);
+      // The seal is awaited before the SQL turn: the tenant is read again in the writing turn.
+      this.requireTenant();
+      return keys.write(provider, sealed, apiKey, baseUrl, Date.now());
+    });
+  }
+
+  async deleteProviderKey(provider: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
+    return asResult(() => {
+      this.providerKeys(this.requireTenant().id).delete(provider);
+      return { deleted: true as const };
+    });
+  }
+
+  async providerSettings(): Promise<Wire<RpcResult<TenantProviderSettings>>> {
+    return asResult(() => {
+      const tenant = this.requireTenant();
+      return { keys: this.providerKeys(tenant.id).list(), deploymentKeys: this.quotas().deploymentKeys };
+    });
+  }
+
+  /**
+   * One provider request's credentials, asked by the tenant's own session objects only (the RPC
+   * is not reachable from the API): the plain key, held by the caller for that request alone.
+   */
+  async providerGrant(provider: string): Promise<{ key?: { apiKey: string; baseUrl?: string }; deploymentKeys: boolean }> {
+    const tenant = this.tenant();
+    if (!tenant) return { deploymentKeys: false };
+    const deploymentKeys = this.quotas().deploymentKeys;
+    const key = await this.providerKeys(tenant.id).open(provider);
+    return { ...(key && { key }), deploymentKeys };
+  }
+
+  private providerKeys(tenantId: string): TenantProviderKeys {
+    return new TenantProviderKeys(this.ctx.storage.sql, this.env.SECRETS_KEY, tenantId);
   }
 
   /**

@@ -43,6 +43,8 @@ export const PutTemplateSchema = PromptTemplateSchema;
 export const TenantQuotasPatchSchema = v.strictObject({
   requestsPerMinute: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1_000_000))),
   maxOpenOperations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(10_000))),
+  /** Whether the tenant may use the deployment's own provider keys (default: it may). */
+  deploymentKeys: v.optional(v.boolean()),
 });
 
 // Listings (answers): what a row of each listing holds.

@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   UnknownLane: 404,
   UnknownSkill: 404,
   UnknownTemplate: 404,
+  /** A provider this service has no implementation for (GET /v1/providers lists the configured ones). */
+  UnknownProvider: 404,
   /** A known path called with a method it does not serve; `Allow` lists the ones it does. */
   MethodNotAllowed: 405,
   SessionExists: 409,
@@ -45,7 +47,9 @@ export const ERROR_STATUS = {
   NothingToCompact: 422,
   NothingToResume: 422,
   NoActiveOperation: 422,
-  /** A lane configuration names a model the deployment does not offer (GET /v1/models). */
+  /** A provider base URL that is not https (or, in local development, loopback http). */
+  InvalidBaseUrl: 422,
+  /** A lane configuration names a model this tenant cannot use (GET /v1/models lists those it can). */
   UnknownModel: 422,
   /** A lane configuration activates tools that do not exist. */
   UnknownTool: 422,

@@ -4,8 +4,12 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
-/** Local settings `npm start` adds when missing; a value the user set is kept. */
-export const LOCAL_SETTINGS = { SCRIPTED_MODELS: "on" };
+/**
+ * Local settings `npm start` adds when missing; a value the user set is kept. `LOCAL_DEV=on` marks
+ * local development: a tenant may then point a provider at a loopback http host (a local model
+ * server or a test fixture). Deployments never read .dev.vars, so they never have it.
+ */
+export const LOCAL_SETTINGS = { SCRIPTED_MODELS: "on", LOCAL_DEV: "on" };
 
 /** The value of `NAME=value` in a .dev.vars text, or undefined. */
 export function devVar(text, name) {
@@ -13,13 +17,15 @@ export function devVar(text, name) {
 }
 
 /**
- * Makes sure `path` has an ADMIN_TOKEN (a new random one when missing) and every local setting,
+ * Makes sure `path` has an ADMIN_TOKEN and a SECRETS_KEY (new random ones when missing) and every local setting,
  * appending only what is missing. Returns the lines it added.
  */
 export function ensureDevVars(path) {
   const previous = existsSync(path) ? readFileSync(path, "utf8") : "";
   const added = [];
   if (devVar(previous, "ADMIN_TOKEN") === undefined) added.push(`ADMIN_TOKEN=adm_${randomBytes(24).toString("base64url")}`);
+  // The key that seals tenants' provider keys at rest (secrets/secret-box.ts): random per checkout.
+  if (devVar(previous, "SECRETS_KEY") === undefined) added.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
   for (const [name, value] of Object.entries(LOCAL_SETTINGS)) {
     if (devVar(previous, name) === undefined) added.push(`${name}=${value}`);
   }

@@ -11,6 +11,7 @@ import { docsRoutes } from "./routes/docs.ts";
 import { laneRoutes } from "./routes/lanes.ts";
 import { entryRoutes, usageRoutes } from "./routes/session-entries.ts";
 import { listRoutes, valueRoutes } from "./routes/session-values.ts";
+import { providerRoutes } from "./routes/providers.ts";
 import { resourceRoutes } from "./routes/resources.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
@@ -42,6 +43,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
+  app.route("/v1", providerRoutes);
   const allowed = allowedMethods(app);
   app.notFound((c) => {
     const allow = allowed(c.req.path);

@@ -24,18 +24,27 @@ export interface LaneConfigCatalog {
 const NO_TOOLS: ReadonlySet<string> = new Set();
 
 /**
- * The catalog of the engine's own model registry: the same factory and the same scripted-models
- * switch the hosted harness is built with (SessionRuntime).
+ * The catalog of the engine's own model registry (the same factory and scripted-models switch the
+ * hosted harness is built with), narrowed to the providers the tenant can use now: a model of a
+ * provider it has no credentials for is refused like an unknown one.
  */
-export function laneConfigCatalog(options: { scripted: boolean }, knownTools: () => ReadonlySet<string> = () => NO_TOOLS): LaneConfigCatalog {
+export function laneConfigCatalog(
+  /** `usableProviders`: default only the scripted models (when on), as for a tenant without credentials. */
+  options: { scripted: boolean; usableProviders?: ReadonlySet<string> },
+  knownTools: () => ReadonlySet<string> = () => NO_TOOLS,
+): LaneConfigCatalog {
   const models = createModelRegistry({ scripted: options.scripted });
-  return { hasModel: ({ provider, modelId }) => models.getModel(provider, modelId) !== undefined, knownTools };
+  const usable = options.usableProviders ?? new Set(options.scripted ? ["scripted"] : []);
+  return {
+    hasModel: ({ provider, modelId }) => usable.has(provider) && models.getModel(provider, modelId) !== undefined,
+    knownTools,
+  };
 }
 
 /** Throws 422 UnknownModel or UnknownTool for the first part of `patch` the catalog does not know. */
 export function assertKnownConfiguration(patch: LaneConfigPatch, catalog: LaneConfigCatalog): void {
   if (patch.model && !catalog.hasModel(patch.model)) {
-    throw new RpcError(unknownModel(patch.model, `Unknown model ${patch.model.provider}/${patch.model.modelId}; GET /v1/models lists the models you can use`));
+    throw new RpcError(unknownModel(patch.model, `Unknown model ${patch.model.provider}/${patch.model.modelId}, or one this tenant has no credentials for; GET /v1/models lists the models you can use`));
   }
   if (patch.activeTools) {
     const known = catalog.knownTools();

@@ -9,7 +9,12 @@ import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Branch } from "../../schema/session.ts";
 import type { HarnessResources, HarnessSettingsPatch } from "../../schema/settings.ts";
 import type { SessionStats } from "../../schema/usage.ts";
-import type { Wire } from "../../schema/wire.ts";
+import { fromWire, type Wire } from "../../schema/wire.ts";
+import type { ModelsPort } from "../../harness/execution/models.ts";
+import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
+import { createModelRegistry } from "../../models/registry.ts";
+import { SessionScriptSource } from "../../models/scripted/script-source.ts";
+import { tenantModels, type TenantProviderGrant } from "../../models/tenant-models.ts";
 import { DueWork } from "../due-work.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../idempotency.ts";
 import { RpcError } from "../rpc-errors.ts";
@@ -127,10 +132,35 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   protected runtimeFor(session: Session): SessionRuntime {
-    return new SessionRuntime(session, this.dueWork, this.env.SCRIPTED_MODELS === "on", (harness) => {
+    return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
       this.forwardUsage(harness);
       this.harnessCreated(harness);
     });
+  }
+
+  /**
+   * The session's Models port: pi-ai's registry with the deployment's configuration, and each
+   * hosted request's credentials asked of the tenant's object when the request starts (never
+   * stored here: a key lives in memory for one request).
+   */
+  private sessionModels(session: Session): ModelsPort {
+    const deployment = modelsDeployment(this.env);
+    const registry = createModelRegistry({ scripted: deployment.scripted, secret: deployment.secret, scriptSource: () => new SessionScriptSource(session) });
+    return tenantModels(registry, { deployment, grant: (provider) => this.providerGrant(provider) });
+  }
+
+  private async providerGrant(provider: string): Promise<TenantProviderGrant> {
+    const tenantId = this.tenantId();
+    return tenantId === undefined ? { deploymentKeys: false } : this.env.TENANTS.getByName(tenantId).providerGrant(provider);
+  }
+
+  /** The providers the tenant can use now (its keys, the deployment's when allowed, scripted). */
+  protected async tenantUsableProviders(): Promise<Set<string>> {
+    const tenantId = this.tenantId();
+    const deployment = modelsDeployment(this.env);
+    if (tenantId === undefined) return usableProviders(deployment, { keys: [], deploymentKeys: false });
+    const settings = fromWire(await this.env.TENANTS.getByName(tenantId).providerSettings());
+    return usableProviders(deployment, settings.ok ? settings.value : { keys: [], deploymentKeys: false });
   }
 
   /**

@@ -33,8 +33,6 @@ export type AbortOutcome = AbortRequestResult & { record?: OperationResultRecord
 
 /** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
 export abstract class SessionLaneRpc extends SessionForkRpc {
-  private catalog: LaneConfigCatalog | undefined;
-
   /**
    * Get-or-create. A configuration given with it is checked first (422, nothing written) and, like
    * `createAt`, applied only by the request that creates the lane; an existing lane keeps its own.
@@ -44,8 +42,10 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
       const harness = await this.harness();
       const patch = configuration === undefined ? {} : parseWire(configuration);
       const existed = harness.getLane(name) !== undefined;
-      if (existed) assertKnownConfiguration(patch, this.configCatalog());
-      else assertCreatableLane(patch, this.configCatalog(), DEFAULT_LANE_MODEL);
+      // The tenant's credentials are asked first: nothing of this session is read before the await.
+      const catalog = await this.configCatalog();
+      if (existed) assertKnownConfiguration(patch, catalog);
+      else assertCreatableLane(patch, catalog, DEFAULT_LANE_MODEL);
       const create = () => harness.lane(name, createAt === undefined ? {} : { createAt });
       // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
       const lane = existed ? await create() : await this.slots.within({ lane: true, branch: !hasBranch(this.ctx.storage, name) }, create);
@@ -68,9 +68,10 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
   /** Checks the whole patch against the engine's registry before writing any part of it (422). */
   async configureLane(name: string, patch: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneConfiguration>>> {
     return asResult(async () => {
-      const lane = await this.lane(name);
       const configuration = parseWire(patch);
-      assertKnownConfiguration(configuration, this.configCatalog());
+      const catalog = await this.configCatalog();
+      const lane = await this.lane(name);
+      assertKnownConfiguration(configuration, catalog);
       await this.applyConfiguration(lane, configuration);
       return lane.inspectExecution().configuration;
     });
@@ -230,10 +231,9 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
   }
 
-  /** Built once per object from the switch the hosted harness's registry is built with. */
-  private configCatalog(): LaneConfigCatalog {
-    this.catalog ??= laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on" });
-    return this.catalog;
+  /** Per check: the tenant's credentials change without this object knowing (keys put or deleted). */
+  private async configCatalog(): Promise<LaneConfigCatalog> {
+    return laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on", usableProviders: await this.tenantUsableProviders() });
   }
 
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */

@@ -108,4 +108,21 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX watch_registrations_by_time ON watch_registrations (registered_at)",
     ],
   },
+  {
+    version: 7,
+    name: "provider_keys",
+    statements: [
+      // The tenant's own provider keys, sealed (secrets/secret-box.ts), never stored in plain text;
+      // the hint (last four characters) is what listings show.
+      `CREATE TABLE provider_keys (
+        provider TEXT PRIMARY KEY,
+        sealed TEXT NOT NULL,
+        key_hint TEXT NOT NULL,
+        base_url TEXT,
+        updated_at INTEGER NOT NULL
+      )`,
+      // Whether the tenant may use the deployment's provider keys (null: the default, allowed).
+      "ALTER TABLE tenant ADD COLUMN deployment_keys INTEGER",
+    ],
+  },
 ];

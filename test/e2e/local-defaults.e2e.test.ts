@@ -27,26 +27,28 @@ describe("the .dev.vars npm start writes", () => {
     dir = undefined;
   });
 
-  it("is created with a random admin token and the scripted models on, readable only by the user", () => {
+  it("is created with a random admin token, a random secrets key, the scripted models on and local development marked, readable only by the user", () => {
     const path = file();
     const added = ensureDevVars(path);
     const text = readFileSync(path, "utf8");
     expect(devVar(text, "ADMIN_TOKEN")).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
+    expect(devVar(text, "SECRETS_KEY")).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(devVar(text, "SCRIPTED_MODELS")).toBe("on");
-    expect(added).toHaveLength(2);
+    expect(devVar(text, "LOCAL_DEV")).toBe("on");
+    expect(added).toHaveLength(4);
     expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
   it("gains the missing local settings without touching the existing token", () => {
     const path = file();
-    writeFileSync(path, "ADMIN_TOKEN=adm_existing", { mode: 0o600 });
-    expect(ensureDevVars(path)).toEqual(["SCRIPTED_MODELS=on"]);
-    expect(readFileSync(path, "utf8")).toBe("ADMIN_TOKEN=adm_existing\nSCRIPTED_MODELS=on\n");
+    writeFileSync(path, "ADMIN_TOKEN=adm_existing\nSECRETS_KEY=existing-secrets-key-of-at-least-32-chars", { mode: 0o600 });
+    expect(ensureDevVars(path)).toEqual(["SCRIPTED_MODELS=on", "LOCAL_DEV=on"]);
+    expect(readFileSync(path, "utf8")).toBe("ADMIN_TOKEN=adm_existing\nSECRETS_KEY=existing-secrets-key-of-at-least-32-chars\nSCRIPTED_MODELS=on\nLOCAL_DEV=on\n");
   });
 
   it("keeps a setting the user chose and adds nothing when complete", () => {
     const path = file();
-    writeFileSync(path, "ADMIN_TOKEN=adm_existing\nSCRIPTED_MODELS=off\nCORS_ORIGINS=http://localhost:5173\n");
+    writeFileSync(path, "ADMIN_TOKEN=adm_existing\nSECRETS_KEY=existing-secrets-key-of-at-least-32-chars\nSCRIPTED_MODELS=off\nLOCAL_DEV=on\nCORS_ORIGINS=http://localhost:5173\n");
     expect(ensureDevVars(path)).toEqual([]);
     expect(devVar(readFileSync(path, "utf8"), "SCRIPTED_MODELS")).toBe("off");
   });

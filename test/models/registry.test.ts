@@ -8,9 +8,10 @@ import { createScriptedProvider, scriptedModels } from "../../models/scripted/pr
 describe("the model registry", () => {
   it("registers scripted/echo and scripted/script when scripted models are on", async () => {
     const models = createModelRegistry({ scripted: true });
-    expect(modelCatalog(models)).toEqual([
-      { provider: "scripted", modelId: "echo", contextWindow: 128_000, maxTokens: 8_192, input: ["text", "image"], reasoning: false },
-      { provider: "scripted", modelId: "script", contextWindow: 128_000, maxTokens: 8_192, input: ["text", "image"], reasoning: true },
+    const free = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    expect(modelCatalog(models, new Set(["scripted"]))).toEqual([
+      { provider: "scripted", modelId: "echo", name: "Scripted echo", contextWindow: 128_000, maxTokens: 8_192, input: ["text", "image"], reasoning: false, cost: free },
+      { provider: "scripted", modelId: "script", name: expect.any(String), contextWindow: 128_000, maxTokens: 8_192, input: ["text", "image"], reasoning: true, cost: free },
     ]);
     expect(models.getModel("scripted", "echo")).toMatchObject({ api: "scripted", provider: "scripted", baseUrl: "scripted://local" });
     expect(models.getModel("scripted", "nope")).toBeUndefined();
@@ -23,7 +24,17 @@ describe("the model registry", () => {
     const models = createModelRegistry({ scripted: false });
     expect(models.getProvider("scripted")).toBeUndefined();
     expect(models.getModel("scripted", "echo")).toBeUndefined();
-    expect(modelCatalog(models)).toEqual([]);
+    expect(modelCatalog(models, new Set(["scripted"]))).toEqual([]);
+  });
+
+  it("registers the hosted providers, each with pi-ai's catalog, whatever credentials exist", () => {
+    const models = createModelRegistry({ scripted: false });
+    for (const provider of ["openai", "anthropic", "google", "mistral", "groq", "xai", "deepseek", "openrouter", "cloudflare-workers-ai", "cloudflare-ai-gateway"]) {
+      expect(models.getModels(provider).length, provider).toBeGreaterThan(0);
+    }
+    const openai = modelCatalog(models, new Set(["openai"]));
+    expect(openai.every((row) => row.provider === "openai")).toBe(true);
+    expect(openai.find((row) => row.modelId === "gpt-4o-mini")).toMatchObject({ name: expect.any(String), input: ["text", "image"], cost: { input: expect.any(Number) } });
   });
 
   it("builds the provider through createProvider with deferred support", () => {

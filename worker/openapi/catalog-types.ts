@@ -14,7 +14,7 @@ export type Method = "get" | "post" | "put" | "patch" | "delete";
 export const TAGS = {
   Meta: "Health and this reference.",
   Admin: "Tenants and API keys, behind the admin token.",
-  Tenant: "Who the caller is, and which models exist.",
+  Tenant: "Who the caller is, its provider keys, and the models it can use.",
   Sessions: "Sessions of the authenticated tenant.",
   Entries: "The session-wide entry inventory, entry labels and the usage ledger.",
   Values: "Application values and lists (`pi` and `pi.*` namespaces are reserved for the runtime).",

@@ -10,6 +10,7 @@ import {
   TenantQuotasPatchSchema,
   TenantSummarySchema,
 } from "../../schema/api.ts";
+import { ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
@@ -83,15 +84,16 @@ export const CATALOG: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "getQuotas", tag: "Admin", auth: "admin",
     summary: "A tenant's quotas", pathParams: { tenantId: IdSchema },
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations }`" } },
+    description: "`deploymentKeys`: whether the tenant may use the service's own provider keys (default true).",
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`" } },
     errors: ["NotFound"],
   },
   {
     method: "patch", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "setQuotas", tag: "Admin", auth: "admin",
     summary: "Set a tenant's quotas",
-    description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`; accepting an operation while `maxOpenOperations` are open (accepted, not settled) answers 429 `RateLimited` with `details.quota: \"maxOpenOperations\"`.",
+    description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`; accepting an operation while `maxOpenOperations` are open (accepted, not settled) answers 429 `RateLimited` with `details.quota: \"maxOpenOperations\"`. `deploymentKeys: false` stops the tenant from using the service's own provider keys (its own keys still work), effective on its next model request.",
     pathParams: { tenantId: IdSchema }, body: TenantQuotasPatchSchema, example: { requestsPerMinute: 600 },
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations }`" } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`" } },
     errors: ["NotFound"],
   },
   {
@@ -104,9 +106,36 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   {
     method: "get", path: "/v1/models", operationId: "listModels", tag: "Tenant", auth: "tenant",
-    summary: "The model catalog",
-    responses: { 200: { description: "`[{ provider, modelId, contextWindow, maxTokens, input, reasoning }]`" } },
+    summary: "The models this tenant can use",
+    description:
+      "The catalog of every provider the tenant has credentials for: its own keys (`PUT /v1/providers/{provider}`), the service's keys when it may use them, and the scripted models when the service offers them. `cost` is dollars per million tokens.",
+    responses: { 200: { description: "`[{ provider, modelId, name, contextWindow, maxTokens, input, reasoning, cost }]`", schema: v.array(ModelInfoSchema) } },
     errors: [],
+  },
+  {
+    method: "get", path: "/v1/providers", operationId: "listProviders", tag: "Tenant", auth: "tenant",
+    summary: "The providers this tenant has credentials for",
+    description:
+      "The tenant's own keys (`source: \"tenant\"`, with the key's last four characters as `keyHint` and the `baseUrl` if set), then the service's providers the tenant may use and has no key of its own for (`source: \"deployment\"`). A key is never shown.",
+    responses: { 200: { description: "`[{ provider, source, keyHint?, baseUrl? }]`", schema: v.array(ProviderKeyInfoSchema) } },
+    errors: [],
+  },
+  {
+    method: "put", path: "/v1/providers/{provider}", operationId: "putProviderKey", tag: "Tenant", auth: "tenant",
+    summary: "Set the tenant's own key for a provider",
+    description:
+      "Stored encrypted, never returned, used for this tenant's requests to the provider in place of the service's key. `baseUrl` points the provider at another host (a proxy or a compatible server): https, or in local development also http on localhost, 127.0.0.1 or [::1] (422 `InvalidBaseUrl` otherwise). Replaces an existing key.",
+    pathParams: { provider: ProviderIdSchema }, body: PutProviderSchema, example: { apiKey: "sk-your-own-key" },
+    responses: { 200: { description: "`{ provider, source: \"tenant\", keyHint, baseUrl? }`", schema: ProviderKeyInfoSchema } },
+    errors: ["UnknownProvider", "InvalidBaseUrl"],
+  },
+  {
+    method: "delete", path: "/v1/providers/{provider}", operationId: "deleteProviderKey", tag: "Tenant", auth: "tenant",
+    summary: "Delete the tenant's own key for a provider",
+    description: "Idempotent. The provider is then served by the service's key if the tenant may use it, otherwise not at all.",
+    pathParams: { provider: ProviderIdSchema },
+    responses: { 204: { description: "Deleted", content: "none" } },
+    errors: ["UnknownProvider"],
   },
   ...sessionCatalog,
   ...laneCatalog,

@@ -1,6 +1,7 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import { isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai/utils/overflow";
 import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
+import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
 import { branchTip, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
@@ -97,10 +98,17 @@ export async function settleResponse(
     // 4. Errors: retry while attempts remain and the error is retryable (a recovered unknown
     //    outcome always counts as retryable).
     if (message.stopReason === "error") {
-      const retryable = options.recovery || isRetryableAssistantError(response);
+      // The Models port's classification (provider-failure.ts): refused credentials fail at once,
+      // and a provider's Retry-After lengthens the wait.
+      const failure = options.recovery ? undefined : providerFailureOf(response);
+      if (failure?.kind === "auth") {
+        return finish(writes, patch, atBoundary, { code: "provider_auth", message: message.errorMessage ?? `Provider ${failure.provider} refused the credentials` }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      }
+      const transient = failure?.kind === "http" && (failure.status === 429 || failure.status >= 500);
+      const retryable = options.recovery || transient || isRetryableAssistantError(response);
       const policy = state.generationContext.retryPolicy;
       if (retryable && attempt < policy.maxAttempts) {
-        const delayMs = retryDelay(policy, attempt);
+        const delayMs = retryDelayFor(failure, retryDelay(policy, attempt));
         const notBefore = notBeforeOf(now, delayMs);
         const errorMessage = message.errorMessage ?? "The provider request failed";
         return {

@@ -1,0 +1,153 @@
+import type { Api, AssistantMessageEvent, AssistantMessageEventStream, Context, FetchFunction, Model, SimpleStreamOptions } from "@earendil-works/pi-ai";
+import { lazyStream } from "@earendil-works/pi-ai";
+import type { MutableModels } from "@earendil-works/pi-ai/models";
+import { providerFailureDiagnostic, type ProviderFailure } from "../harness/execution/provider-failure.ts";
+import type { ModelsPort } from "../harness/execution/models.ts";
+import type { ModelsDeployment } from "./deployment.ts";
+import { deploymentProviders } from "./deployment.ts";
+import { hostedProvider } from "./hosted-providers.ts";
+import { workersAiBindingRequest } from "./workers-ai.ts";
+
+/**
+ * How one request of a tenant reaches a provider: the tenant's own key (and base URL), the
+ * deployment's configuration, or nothing. Resolved per request and held only for it: the key is
+ * never stored by the session, never logged, never part of what the engine records.
+ */
+export type ProviderAccess = { source: "tenant"; apiKey: string; baseUrl?: string } | { source: "deployment" } | { source: "none"; reason: string };
+
+/** What the tenant holds for one provider (asked of the TenantObject per request). */
+export interface TenantProviderGrant {
+  key?: { apiKey: string; baseUrl?: string };
+  /** Whether the tenant may use the deployment's own provider keys (an admin setting). */
+  deploymentKeys: boolean;
+}
+
+/** A tenant key wins over the deployment's; the deployment's only when the tenant may use it. */
+export function providerAccess(provider: string, grant: TenantProviderGrant, deployment: ModelsDeployment): ProviderAccess {
+  if (grant.key) return { source: "tenant", ...grant.key };
+  if (!deploymentProviders(deployment).includes(provider)) {
+    return { source: "none", reason: `No API key is configured for provider ${provider}; set one with PUT /v1/providers/${provider}` };
+  }
+  if (!grant.deploymentKeys) {
+    return { source: "none", reason: `This tenant may not use the service's key for provider ${provider}; set its own with PUT /v1/providers/${provider}` };
+  }
+  return { source: "deployment" };
+}
+
+export interface TenantModelsOptions {
+  deployment: ModelsDeployment;
+  /** The tenant's grant for a provider, fetched when a request starts (inside the admitted effect). */
+  grant: (provider: string) => Promise<TenantProviderGrant>;
+  /** The HTTP transport (tests inject wire fixtures here); the platform's `fetch` otherwise. */
+  fetch?: FetchFunction;
+}
+
+/**
+ * The Models port of one tenant's session (ARCHITECTURE D9): pi-ai's registry, with each hosted
+ * request's credentials resolved when it starts, the provider's HTTP status and Retry-After
+ * observed on the way (provider-failure.ts), and in-process retries off so that every retry is a
+ * durable retry wait the engine records.
+ */
+export function tenantModels(registry: MutableModels, options: TenantModelsOptions): ModelsPort {
+  return {
+    getModel: (provider, modelId) => registry.getModel(provider, modelId),
+    streamSimple: (model, context, streamOptions) =>
+      hostedProvider(model.provider) === undefined ? registry.streamSimple(model, context, streamOptions) : hostedStream(registry, options, model, context, streamOptions),
+    streamDeferred: (model, handle, streamOptions) => registry.streamDeferred(model, handle, streamOptions),
+    cancelDeferred: (model, handle, cancelOptions) => registry.cancelDeferred(model, handle, cancelOptions),
+  };
+}
+
+function hostedStream(
+  registry: MutableModels,
+  options: TenantModelsOptions,
+  model: Model<Api>,
+  context: Context,
+  streamOptions: SimpleStreamOptions = {},
+): AssistantMessageEventStream {
+  const seen: { status?: number; retryAfterMs?: number } = {};
+  const observe = (transport: FetchFunction): FetchFunction => async (input, init) => {
+    const response = await transport(input, init);
+    seen.status = response.status;
+    const retryAfterMs = retryAfterOf(response.headers);
+    if (retryAfterMs === undefined) delete seen.retryAfterMs;
+    else seen.retryAfterMs = retryAfterMs;
+    return response;
+  };
+  return lazyStream(
+    model,
+    async () => {
+      const access = providerAccess(model.provider, await options.grant(model.provider), options.deployment);
+      if (access.source === "none") return single(failed(model, access.reason, { kind: "auth", provider: model.provider }));
+      const base: SimpleStreamOptions = { ...streamOptions, maxRetries: streamOptions.maxRetries ?? 0 };
+      const binding = access.source === "deployment" ? workersAiBindingRequest(model, options.deployment) : undefined;
+      const transport = binding?.fetch ?? options.fetch ?? ((input, init) => fetch(input, init));
+      const request =
+        access.source === "tenant"
+          ? { model: access.baseUrl ? { ...model, baseUrl: access.baseUrl } : model, options: { ...base, apiKey: access.apiKey } }
+          : binding
+            ? { model: binding.model, options: { ...base, ...binding.options } }
+            : { model, options: base };
+      return classified(registry.streamSimple(request.model, context, { ...request.options, fetch: observe(transport) }), model.provider, seen);
+    },
+    undefined,
+    streamOptions.signal,
+  );
+}
+
+/** The response with its failure classified: an auth refusal names the provider, never the key. */
+async function* classified(stream: AssistantMessageEventStream, provider: string, seen: { status?: number; retryAfterMs?: number }): AsyncGenerator<AssistantMessageEvent> {
+  for await (const event of stream) {
+    if (event.type !== "error" || event.reason !== "error" || seen.status === undefined || seen.status < 400) {
+      yield event;
+      continue;
+    }
+    const failure: ProviderFailure =
+      seen.status === 401 || seen.status === 403
+        ? { kind: "auth", provider, status: seen.status }
+        : { kind: "http", status: seen.status, ...(seen.retryAfterMs !== undefined && { retryAfterMs: seen.retryAfterMs }) };
+    // Some providers echo part of the key in their 401 text: the message is replaced, not kept.
+    const errorMessage = failure.kind === "auth" ? authMessage(provider, seen.status) : event.error.errorMessage;
+    const error = { ...event.error, ...(errorMessage !== undefined && { errorMessage }), diagnostics: [...(event.error.diagnostics ?? []), providerFailureDiagnostic(failure, Date.now())] };
+    yield { ...event, error };
+  }
+}
+
+async function* single(event: AssistantMessageEvent): AsyncGenerator<AssistantMessageEvent> {
+  yield event;
+}
+
+function authMessage(provider: string, status: number): string {
+  return `Provider ${provider} refused the request's credentials (HTTP ${status}); check the API key configured for ${provider}`;
+}
+
+function failed(model: Model<Api>, errorMessage: string, failure: ProviderFailure): AssistantMessageEvent {
+  const timestamp = Date.now();
+  return {
+    type: "error",
+    reason: "error",
+    error: {
+      role: "assistant",
+      content: [],
+      api: model.api,
+      provider: model.provider,
+      model: model.id,
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+      stopReason: "error",
+      errorMessage,
+      diagnostics: [providerFailureDiagnostic(failure, timestamp)],
+      timestamp,
+    },
+  };
+}
+
+/** `retry-after-ms`, or `retry-after` in seconds or as an HTTP date; undefined when absent or invalid. */
+export function retryAfterOf(headers: Headers, now = Date.now()): number | undefined {
+  const ms = Number.parseFloat(headers.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return Math.round(ms);
+  const after = headers.get("retry-after");
+  if (after === null) return undefined;
+  const seconds = Number.parseFloat(after);
+  const delay = Number.isNaN(seconds) ? Date.parse(after) - now : seconds * 1000;
+  return Number.isFinite(delay) ? Math.max(0, Math.round(delay)) : undefined;
+}

@@ -1,0 +1,55 @@
+import * as v from "valibot";
+
+// Tenant provider credentials (bring your own key) and the model catalog: request bodies and answers.
+
+/** Provider ids as pi-ai names them (`openai`, `cloudflare-workers-ai`, …). */
+export const ProviderIdSchema = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, "Provider ids are 1–64 characters of a–z 0–9 -"));
+
+/** The body of `PUT /v1/providers/{provider}`: the key is stored sealed and never shown again. */
+export const PutProviderSchema = v.strictObject({
+  apiKey: v.pipe(v.string(), v.minLength(1), v.maxLength(4096), v.regex(/^\S+$/, "An API key has no whitespace")),
+  baseUrl: v.optional(v.pipe(v.string(), v.maxLength(2048))),
+});
+export type PutProvider = v.InferOutput<typeof PutProviderSchema>;
+
+/** One row of `GET /v1/providers`: where the provider's key comes from, never the key itself. */
+export const ProviderKeyInfoSchema = v.object({
+  provider: v.string(),
+  source: v.picklist(["tenant", "deployment"]),
+  /** The last four characters of a tenant key (`…abcd`); absent for the deployment's keys. */
+  keyHint: v.optional(v.string()),
+  baseUrl: v.optional(v.string()),
+});
+export type ProviderKeyInfo = v.InferOutput<typeof ProviderKeyInfoSchema>;
+
+/** One row of `GET /v1/models`; prices are dollars per million tokens. */
+export const ModelInfoSchema = v.object({
+  provider: v.string(),
+  modelId: v.string(),
+  name: v.string(),
+  contextWindow: v.number(),
+  maxTokens: v.number(),
+  input: v.array(v.string()),
+  reasoning: v.boolean(),
+  cost: v.object({ input: v.number(), output: v.number(), cacheRead: v.number(), cacheWrite: v.number() }),
+});
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * Why `baseUrl` may not be a tenant's provider host, or undefined when it may: an https URL, or
+ * in local development also http on a loopback host. No credentials or fragment in the URL.
+ */
+export function baseUrlProblem(baseUrl: string, localDevelopment: boolean): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return "baseUrl is not a URL";
+  }
+  if (url.username !== "" || url.password !== "") return "baseUrl may not carry credentials";
+  if (url.hash !== "") return "baseUrl may not have a fragment";
+  if (url.protocol === "https:") return undefined;
+  if (url.protocol === "http:" && localDevelopment && LOOPBACK_HOSTS.has(url.hostname)) return undefined;
+  return localDevelopment ? "baseUrl must be https, or http on localhost, 127.0.0.1 or [::1]" : "baseUrl must be an https URL";
+}
