@@ -10,6 +10,7 @@ import type { Wire } from "../../schema/wire.ts";
 import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import { DEFAULT_LANE_MODEL, type OperationView } from "../session-runtime.ts";
+import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages } from "./appended-messages.ts";
 import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
@@ -231,7 +232,7 @@ export abstract class SessionLaneRpc extends SessionDataRpc {
 
   /** Built once per object from the switch the hosted harness's registry is built with. */
   private configCatalog(): LaneConfigCatalog {
-    this.catalog ??= laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on" });
+    this.catalog ??= laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on" }, () => definedToolNames(this.session()));
     return this.catalog;
   }
 
