@@ -326,6 +326,8 @@ export interface CrashScenario {
   reopen?: (rig: Attached, lane: AgentLane) => void;
   /** The clock of the reopened harness. */
   clock?: () => number;
+  /** The lane's active tools, set before the prompt. */
+  activeTools?: string[];
   /** The tools both harnesses resolve (built over each object's own session). */
   tools?: (session: Session) => ToolsPort;
   /** How the reopened harness drives (default: the operation id with waitForRetry). */
@@ -360,6 +362,7 @@ export async function crashAt(scenario: CrashScenario): Promise<Crashed> {
     const rig = await attach(instance, { ...(scenario.tools && { tools: scenario.tools }) });
     if (scenario.settings) await rig.harness.updateSettings(scenario.settings);
     const lane = await rig.harness.lane("main");
+    if (scenario.activeTools) await lane.setActiveTools(scenario.activeTools);
     const parked = scenario.park(rig, lane);
     const operationId = await acceptPrompt(lane, scenario.prompt ?? "go");
     startPass(lane, operationId);
