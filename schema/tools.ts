@@ -26,10 +26,9 @@ export const MAX_TOOL_RESULT_BYTES = 256 * 1024;
 const description = v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_TOOL_DESCRIPTION_CHARS));
 
 /** An object schema for the arguments, bounded in size (that it is a usable JSON Schema is checked where it is compiled). */
-export const ToolParametersSchema = v.pipe(
-  JsonObjectSchema,
-  v.check((schema) => schema.type === "object", 'parameters must be a JSON Schema with "type": "object"'),
-  v.check((schema) => utf8Length(JSON.stringify(schema)) <= MAX_TOOL_PARAMETERS_BYTES, `parameters may be at most ${MAX_TOOL_PARAMETERS_BYTES} bytes of JSON`),
+export const ToolParametersSchema = v.custom<JsonObject>(
+  (input) => v.is(JsonObjectSchema, input) && input.type === "object" && utf8Length(JSON.stringify(input)) <= MAX_TOOL_PARAMETERS_BYTES,
+  `parameters must be a JSON Schema object with "type": "object", at most ${MAX_TOOL_PARAMETERS_BYTES} bytes of JSON`,
 );
 
 export const ToolReplaySchema = v.picklist(["never", "safe"]);
@@ -72,6 +71,9 @@ export interface ToolDefinitionView {
 
 /** What `PUT …/tools/{name}` answers: the definition, and an http tool's secret once, when created. */
 export type ToolDefinitionReply = ToolDefinitionView & { created: boolean; secret?: string };
+
+/** A tool call id as providers mint them (path segment of the tool-results route). */
+export const ToolCallIdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:|-]{1,128}$/, "A tool call id is 1–128 letters, digits or _ . : | -"));
 
 /** The body of `POST …/operations/{opId}/tool-results/{toolCallId}`. */
 export const ClientToolResultSchema = v.pipe(

@@ -1,13 +1,13 @@
 import { schemaProblem } from "../../harness/execution/tool-arguments.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import { MAX_SESSION_TOOLS, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "../../schema/tools.ts";
+import { MAX_SESSION_TOOLS, type ClientToolResult, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "../../schema/tools.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { sealSecret, secretBoxKey, secretHint } from "../../secrets/secret-box.ts";
 import { BUILTIN_TOOL_NAMES, builtinTool } from "../../tools/builtin/index.ts";
 import { toolDefinition, toolDefinitionsPrefix, toolSecretContext, toolView, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { toolUrlProblem } from "../../tools/tool-url.ts";
-import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { asResult, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import { SessionLaneRpc } from "./session-lane-rpc.ts";
 
 /**
@@ -48,6 +48,23 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
       }
       await session.deleteValue(toolDefinition(name));
       return { deleted: true as const };
+    });
+  }
+
+  /**
+   * A client tool's result: stored on the line (once), then the operation is driven so its pass
+   * stages it. A pass that was live when the result landed may have parked just before: then a
+   * new pass takes the result (the due row written with the result covers a process loss).
+   */
+  async submitToolResult(laneName: string, operationId: string, toolCallId: string, result: Wire<ClientToolResult>): Promise<Wire<RpcResult<{ accepted: true }>>> {
+    return asResult(async () => {
+      const lane = await this.lane(laneName);
+      const accepted = unwrapLane(await lane.submitToolResult(operationId, toolCallId, parseWire(result)));
+      void (async () => {
+        const first = await lane.drive({ operationId, waitForRetry: false });
+        if (first.ok && first.value.kind === "waiting" && first.value.reason === "client_tool") await lane.drive({ operationId, waitForRetry: false });
+      })().catch(() => undefined);
+      return accepted;
     });
   }
 

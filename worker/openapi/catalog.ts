@@ -12,6 +12,7 @@ import {
 } from "../../schema/api.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
+import { toolCatalog } from "./catalog-tools.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
 
 /**
@@ -110,4 +111,5 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   ...sessionCatalog,
   ...laneCatalog,
+  ...toolCatalog,
 ];
