@@ -15,5 +15,5 @@ export const workersPool = () =>
   cloudflareTest({
     main: "./worker/index.ts",
     wrangler: { configPath: "./wrangler.toml" },
-    miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token", SECRETS_KEY: "test-secrets-key-of-at-least-32-characters", SCRIPTED_MODELS: "on", CORS_ORIGINS: "*", OPENAI_API_KEY: DEPLOYMENT_OPENAI_KEY, LOCAL_DEV: "off" } },
+    miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token", SECRETS_KEY: "test-secrets-key-of-at-least-32-characters", SCRIPTED_MODELS: "on", CORS_ORIGINS: "*", OPENAI_API_KEY: DEPLOYMENT_OPENAI_KEY, LOCAL_DEV: "off", ALLOW_LOOPBACK_URLS: "on" } },
   });

@@ -61,6 +61,12 @@ export class DueWork implements WakeScheduler {
     }
   }
 
+  /** Waiting for an outside event (a client's tool result), the operation holds no row; it stays open. */
+  parked(_lane: string, operationId: string): void {
+    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.rearm();
+  }
+
   /** Every scheduled operation (one per lane at most), earliest first. */
   all(): DueRow[] {
     return this.host.sql.exec<DueRow>("SELECT operation_id, lane, due_at FROM due_work ORDER BY due_at").toArray();

@@ -107,6 +107,10 @@ export function laneApiError(error: LaneError): ApiError {
         message: `The queue of lane ${error.lane} is full (${error.items} items, ${error.bytes} bytes; at most ${error.maxItems} items and ${error.maxBytes} bytes): retry once the lane has taken some`,
         details: { lane: error.lane, items: error.items, bytes: error.bytes, maxItems: error.maxItems, maxBytes: error.maxBytes },
       };
+    case "UnknownToolCall":
+      return { code: "UnknownToolCall", message: `No client tool call ${error.toolCallId} waits for a result in operation ${error.operationId}`, details: { operationId: error.operationId, toolCallId: error.toolCallId } };
+    case "ToolResultConflict":
+      return { code: "ToolResultConflict", message: `Tool call ${error.toolCallId} already has its result`, details: { operationId: error.operationId, toolCallId: error.toolCallId } };
     case "Closed":
       return { code: "SessionClosed", message: "The session is shutting down; retry the request" };
   }

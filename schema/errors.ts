@@ -22,6 +22,10 @@ export const ERROR_STATUS = {
   UnknownTemplate: 404,
   /** A provider this service has no implementation for (GET /v1/providers lists the configured ones). */
   UnknownProvider: 404,
+  /** No tool of that name is defined in the session. */
+  ToolNotFound: 404,
+  /** No call of that id waits for a client's result in that operation. */
+  UnknownToolCall: 404,
   /** A known path called with a method it does not serve; `Allow` lists the ones it does. */
   MethodNotAllowed: 405,
   SessionExists: 409,
@@ -39,6 +43,10 @@ export const ERROR_STATUS = {
   /** A lane's queue is at its bound (items or bytes): retry once the lane has taken some. */
   QueueFull: 409,
   OperationMismatch: 409,
+  /** A tool still active on a lane cannot be deleted. */
+  ToolInUse: 409,
+  /** The client tool call already has its result (a second post). */
+  ToolResultConflict: 409,
   PayloadTooLarge: 413,
   InvalidMessage: 422,
   InvalidNavigation: 422,

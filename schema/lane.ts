@@ -100,7 +100,15 @@ export interface RetryInfo {
 }
 
 export type RunningToolRow =
-  | { status: "running"; toolCallId: string; toolName: string; args: JsonValue; result?: ToolResultView }
+  | {
+      status: "running";
+      toolCallId: string;
+      toolName: string;
+      args: JsonValue;
+      /** "client": the call waits for the tenant's client to post its result. */
+      executor?: "client";
+      result?: ToolResultView;
+    }
   | { status: "settled"; toolCallId: string; toolName: string; args: JsonValue; result: ToolResultView; isError: boolean };
 
 export interface ToolResultView {
@@ -202,7 +210,18 @@ export type LaneEvent =
   | { type: "message_update"; lane: string; runId: string; entryId: string; delta: MessageDelta }
   | { type: "message_end"; lane: string; runId?: string; message: AgentMessage; entryId?: string }
   | { type: "entry_added"; lane: string; entry: Entry; recovery?: true }
-  | { type: "tool_start"; lane: string; runId: string; turnId: string; toolCallId: string; toolName: string; args: JsonValue; recovery?: true }
+  | {
+      type: "tool_start";
+      lane: string;
+      runId: string;
+      turnId: string;
+      toolCallId: string;
+      toolName: string;
+      args: JsonValue;
+      /** "client": the run now waits for a client to post this call's result. */
+      executor?: "client";
+      recovery?: true;
+    }
   | { type: "tool_update"; lane: string; runId: string; turnId: string; toolCallId: string; toolName: string; partialResult: ToolResultView }
   | {
       type: "tool_end";

@@ -100,6 +100,7 @@ export function reduceLaneSnapshot(snapshot: LaneSnapshot, event: HarnessEvent):
         toolCallId: event.toolCallId,
         toolName: event.toolName,
         args: event.args,
+        ...(event.executor && { executor: event.executor }),
       };
       return updateOperation(snapshot, event.runId, (op) => {
         const index = op.runningTools.findIndex((r) => r.toolCallId === event.toolCallId);

@@ -15,6 +15,7 @@ import { providerRoutes } from "./routes/providers.ts";
 import { resourceRoutes } from "./routes/resources.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
+import { toolRoutes } from "./routes/tools.ts";
 import { watchRoutes } from "./routes/watch.ts";
 
 export type { AppEnv };
@@ -40,6 +41,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid/usage", usageRoutes);
   app.route("/v1/sessions/:sid/values", valueRoutes);
   app.route("/v1/sessions/:sid/lists", listRoutes);
+  app.route("/v1/sessions/:sid/tools", toolRoutes);
   app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);

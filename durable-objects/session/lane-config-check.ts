@@ -17,10 +17,7 @@ export interface LaneConfigCatalog {
   knownTools(): ReadonlySet<string>;
 }
 
-/**
- * No tool implementation exists yet (the engine refuses every active tool at generation), so no
- * tool name is known. A tool registry plugs in through `laneConfigCatalog`'s `knownTools`.
- */
+/** Without a tool source no tool name is known (the session's definitions plug in as `knownTools`). */
 const NO_TOOLS: ReadonlySet<string> = new Set();
 
 /**

@@ -10,6 +10,7 @@ import type { Wire } from "../../schema/wire.ts";
 import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import { DEFAULT_LANE_MODEL, type OperationView } from "../session-runtime.ts";
+import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages } from "./appended-messages.ts";
 import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
@@ -233,7 +234,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
 
   /** Per check: the tenant's credentials change without this object knowing (keys put or deleted). */
   private async configCatalog(): Promise<LaneConfigCatalog> {
-    return laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on", usableProviders: await this.tenantUsableProviders() });
+    return laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on", usableProviders: await this.tenantUsableProviders() }, () => definedToolNames(this.session()));
   }
 
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */

@@ -54,6 +54,8 @@ async function driveToResult(lane: AgentLane, operationId: string, pollDeferred 
     const outcome = driven.value;
     if (outcome.kind === "settled") return ok(outcome.outcome);
     if (outcome.reason === "deferred") return ok({ operationId, status: "suspended", deferred: outcome.deferred });
+    // Every open call waits for a client: wait here until one of them gets its result.
+    if (outcome.reason === "client_tool") await lane.nextToolResult();
     // A joined pass installed without waitForRetry (joiner options are ignored) stopped at its
     // retry wait: the operation is still current, so drive it again, this time waiting.
   }

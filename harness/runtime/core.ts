@@ -5,6 +5,7 @@ import type { ModelsPort } from "../execution/models.ts";
 import type { IdGenerator } from "../session/ids.ts";
 import type { Session } from "../session/session.ts";
 import type { HookRegistry } from "../execution/hooks.ts";
+import type { ToolsPort } from "../execution/tools.ts";
 import type { CaptureStore } from "./captures.ts";
 
 /**
@@ -17,6 +18,11 @@ export interface WakeScheduler {
   due(lane: string, operationId: string, at: number): void;
   /** The operation settled: nothing is due for it any more. */
   settled(lane: string, operationId: string): void;
+  /**
+   * The operation is open but waits for something from outside (a client's tool result): nothing
+   * is due until that arrives and asks for a pass again.
+   */
+  parked?(lane: string, operationId: string): void;
 }
 
 export const noWakeScheduler: WakeScheduler = { due: () => {}, settled: () => {} };
@@ -33,6 +39,7 @@ export interface EventSink {
 export interface HarnessCore {
   readonly session: Session;
   readonly models: ModelsPort;
+  readonly tools: ToolsPort;
   readonly events: EventSink;
   readonly hooks: HookRegistry;
   readonly clock: () => number;

@@ -13,6 +13,7 @@ import { HarnessClosed, HarnessFault, errorMessage } from "../execution/errors.t
 import { EventBus } from "../execution/event-bus.ts";
 import { HookRegistry, hookErrorEvent } from "../execution/hooks.ts";
 import type { ModelsPort } from "../execution/models.ts";
+import { noTools, type ToolsPort } from "../execution/tools.ts";
 import { branchTip, entryLabel, laneConfig, laneState, sessionName } from "../session/builtin-addresses.ts";
 import { PayloadTooLarge, UnknownBranch, UnknownTarget } from "../session/errors.ts";
 import type { SessionMutator } from "../session/mutation.ts";
@@ -36,6 +37,8 @@ import { openFeed, openWatch, type EventFeed, type WatchHandle } from "./watch.t
 export interface AgentHarnessOptions {
   session: Session;
   models: ModelsPort;
+  /** The tools runs may call (none unless given). */
+  tools?: ToolsPort;
   /** Seeds lanes that do not exist yet; never overrides an existing lane. */
   seed: { model: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: string[] };
   clock?: () => number;
@@ -74,6 +77,7 @@ export class AgentHarness {
     this.core = {
       session: options.session,
       models: options.models,
+      tools: options.tools ?? noTools,
       events: this.events,
       hooks: this.hooks,
       clock: options.clock ?? Date.now,

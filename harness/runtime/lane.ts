@@ -1,5 +1,5 @@
 import type { Entry } from "../../schema/entries.ts";
-import type { JsonValue } from "../../schema/json.ts";
+import type { JsonObject, JsonValue } from "../../schema/json.ts";
 import type {
   CurrentOperationInfo,
   HarnessEvent,
@@ -10,6 +10,7 @@ import type {
   ModelIdentity,
   OperationResultRecord,
   ThinkingLevel,
+  ToolResultView,
 } from "../../schema/lane.ts";
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
@@ -32,6 +33,7 @@ import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
 import type { DriveOutcome } from "./types.ts";
 import { ContextCache } from "./context-cache.ts";
+import { planSubmitToolResult } from "./tool-results.ts";
 import { LiveResponse } from "./live-response.ts";
 import { captureSnapshot } from "./snapshot.ts";
 import { openWatch, type WatchHandle } from "./watch.ts";
@@ -66,10 +68,13 @@ export class AgentLane implements LaneHandle {
   private projection: LaneProjection;
   private activeDrive: Drive | undefined;
   private readonly streaming = new LiveResponse();
+  /** Live partials of running tool calls, by tool call id (process-local, like the streaming partial). */
+  private readonly toolPartials = new Map<string, ToolResultView>();
   /** The warm context path (QUALITY P11): process-local, rebuilt from storage on demand. */
   private readonly context = new ContextCache();
   private idleOwner: Promise<void> | undefined;
   private idleWaiters: (() => void)[] = [];
+  private toolResultWaiters: (() => void)[] = [];
 
   constructor(
     private readonly core: HarnessCore,
@@ -105,6 +110,11 @@ export class AgentLane implements LaneHandle {
 
   takeStreaming(): ProviderAssistant | undefined {
     return this.streaming.take();
+  }
+
+  setToolPartial(toolCallId: string, partial: ToolResultView | undefined): void {
+    if (partial) this.toolPartials.set(toolCallId, partial);
+    else this.toolPartials.delete(toolCallId);
   }
 
   // Branch surface (operation-aware append).
@@ -172,6 +182,21 @@ export class AgentLane implements LaneHandle {
       if (record) return ok({ kind: "settled", outcome: record });
       return err(this.mismatch(options.operationId));
     }
+  }
+
+  /**
+   * A client tool's result for a waiting call (ARCHITECTURE D11): stored on the line, once; the
+   * caller then drives the operation so its pass stages the result.
+   */
+  async submitToolResult(operationId: string, toolCallId: string, result: JsonObject): Promise<Result<{ accepted: true }>> {
+    const submitted = await this.command(planSubmitToolResult(this.core, this.name, operationId, toolCallId, result), (value) => value);
+    if (submitted.ok) for (const resolve of this.toolResultWaiters.splice(0)) resolve();
+    return submitted;
+  }
+
+  /** Resolves at the next accepted client tool result on this lane (for in-process waiters). */
+  nextToolResult(): Promise<void> {
+    return new Promise((resolve) => this.toolResultWaiters.push(resolve));
   }
 
   /** Durable cancellation of the current operation (reference §4.4); never installs a drive. */
@@ -324,7 +349,7 @@ export class AgentLane implements LaneHandle {
    */
   captureSnapshot(m: SessionMutator): LaneSnapshot {
     const streaming = this.streaming.capture((event) => void this.core.events.emitBatch([event]));
-    const live = { ...(streaming && { streaming }), faulted: this.host.isFaulted() };
+    const live = { ...(streaming && { streaming }), faulted: this.host.isFaulted(), toolPartials: this.toolPartials };
     return captureSnapshot(m, this.name, this.projection, live);
   }
 

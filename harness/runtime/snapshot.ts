@@ -1,7 +1,7 @@
-import type { LaneSnapshot, RunningToolRow, SnapshotOperation } from "../../schema/lane.ts";
+import type { LaneSnapshot, RunningToolRow, SnapshotOperation, ToolResultView } from "../../schema/lane.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
 import { reduceFrames } from "../execution/frames.ts";
-import { operationToolArgs, pendingEntry } from "../session/builtin-addresses.ts";
+import { operationToolArgs, pendingEntry, pendingToolOutput } from "../session/builtin-addresses.ts";
 import { readResult } from "./operation-codec.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { committedFrames } from "./drive/recover-assistant.ts";
@@ -18,7 +18,7 @@ export function captureSnapshot(
   m: SessionMutator,
   lane: string,
   state: LaneProjection,
-  live: { streaming?: AssistantMessage; faulted: boolean },
+  live: { streaming?: AssistantMessage; faulted: boolean; toolPartials?: ReadonlyMap<string, ToolResultView> },
 ): LaneSnapshot {
   const { transcript, olderEntries } = readTranscriptTail(m, state.tipId);
   const lastResult =
@@ -32,13 +32,18 @@ export function captureSnapshot(
     ...(lastResult && { lastResult }),
     configuration: state.configuration,
     stats: m.getStats(),
-    operation: operationView(m, state, live.streaming),
+    operation: operationView(m, state, live.streaming, live.toolPartials),
     queues: queueView(state),
     faulted: live.faulted,
   };
 }
 
-function operationView(m: SessionMutator, state: LaneProjection, streaming: AssistantMessage | undefined): SnapshotOperation | null {
+function operationView(
+  m: SessionMutator,
+  state: LaneProjection,
+  streaming: AssistantMessage | undefined,
+  toolPartials: ReadonlyMap<string, ToolResultView> | undefined,
+): SnapshotOperation | null {
   const operation = state.operation;
   if (!operation) return null;
   const { meta, state: leaf } = operation;
@@ -59,7 +64,7 @@ function operationView(m: SessionMutator, state: LaneProjection, streaming: Assi
     const partial = streaming ?? reduceFrames(committedFrames(m, meta.operationId, leaf.responseEntryId));
     if (partial) view.streamingMessage = partial;
   }
-  if (leaf.at === "tools") view.runningTools = toolRows(m, meta.operationId, leaf.batch);
+  if (leaf.at === "tools") view.runningTools = toolRows(m, meta.operationId, leaf.batch, toolPartials);
   return view;
 }
 
@@ -68,7 +73,7 @@ function operationView(m: SessionMutator, state: LaneProjection, streaming: Assi
  * outcome-ready calls show their staged result until placement. Planned and completed calls are
  * omitted. A missing staged outcome or batch assistant is a missing required reference.
  */
-function toolRows(m: SessionMutator, operationId: string, batch: ToolBatch): RunningToolRow[] {
+function toolRows(m: SessionMutator, operationId: string, batch: ToolBatch, toolPartials: ReadonlyMap<string, ToolResultView> | undefined): RunningToolRow[] {
   const live = batch.calls.filter((call) => call.status === "effect_pending" || call.status === "outcome_ready");
   if (live.length === 0) return [];
   const entry = m.getEntries([batch.assistantEntryId]).get(batch.assistantEntryId);
@@ -79,7 +84,11 @@ function toolRows(m: SessionMutator, operationId: string, batch: ToolBatch): Run
     if (block?.type !== "toolCall") throw new Error(`Invariant: no tool call at content index ${call.sourceIndex}`);
     const args = m.getValue(operationToolArgs(operationId, batch.turnId, call.sourceIndex))?.value ?? block.arguments;
     const base = { toolCallId: block.id, toolName: block.name, args };
-    if (call.status === "effect_pending") return { status: "running", ...base };
+    if (call.status === "effect_pending") {
+      // The live partial while this process runs the call, else the latest stored checkpoint.
+      const partial = toolPartials?.get(block.id) ?? storedCheckpoint(m, operationId, call.resultEntryId);
+      return { status: "running", ...base, ...(call.client && { executor: "client" as const }), ...(partial && { result: partial }) };
+    }
     const staged = m.getValue(pendingEntry(call.resultEntryId))?.value;
     if (staged?.type !== "message" || staged.payload.role !== "toolResult") throw new Error(`Invariant: staged outcome ${call.resultEntryId} is missing`);
     const { content: resultContent, details, usage, addedToolNames, isError } = staged.payload;
@@ -91,4 +100,14 @@ function toolRows(m: SessionMutator, operationId: string, batch: ToolBatch): Run
     };
     return { status: "settled", ...base, result, isError };
   });
+}
+
+/** A restored running call's latest durable progress (what a recovered watcher is shown). */
+function storedCheckpoint(m: SessionMutator, operationId: string, invocationId: string): ToolResultView | undefined {
+  const stored = m.getValue(pendingToolOutput(operationId, invocationId))?.value;
+  if (!stored || !Array.isArray(stored.content)) return undefined;
+  const content = stored.content.flatMap((block) =>
+    typeof block === "object" && block !== null && !Array.isArray(block) && block.type === "text" && typeof block.text === "string" ? [{ type: "text" as const, text: block.text }] : [],
+  );
+  return { content, ...(stored.details !== undefined && { details: stored.details }) };
 }

@@ -53,7 +53,12 @@ export interface RetryWait {
 
 export type ToolCallStatus =
   | { status: "planned" }
-  | { status: "effect_pending"; replay: "never" | "safe" }
+  | {
+      status: "effect_pending";
+      replay: "never" | "safe";
+      /** A client-executed call: the run waits for its posted result (until `deadline`, if any). */
+      client?: { deadline?: number };
+    }
   | { status: "outcome_ready"; terminate: boolean }
   | { status: "completed"; terminate: boolean };
 
@@ -158,5 +163,7 @@ export interface DurableLaneState {
 export type DriveOutcome =
   | { kind: "settled"; outcome: OperationResultRecord }
   | { kind: "waiting"; operationId: string; reason: "retry"; notBefore: number }
-  | { kind: "waiting"; operationId: string; reason: "deferred"; deferred: DeferredHandle };
+  | { kind: "waiting"; operationId: string; reason: "deferred"; deferred: DeferredHandle }
+  /** Every unsettled call of the tool batch waits for a client's result (D11). */
+  | { kind: "waiting"; operationId: string; reason: "client_tool" };
 

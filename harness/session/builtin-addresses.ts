@@ -23,6 +23,9 @@ export const operationToolArgs = (opId: string, stepId: string, sourceIndex: num
   value("pi.op.tool_args", opKey(opId, stepId, sourceIndex));
 export const operationToolMemo = (opId: string, invocationId: string, name: string): Value<JsonValue> =>
   value("pi.op.tool_memo", opKey(opId, invocationId, name));
+/** A client tool's posted result, waiting for the run to take it (deleted when the call stages). */
+export const clientToolResult = (opId: string, invocationId: string): Value<JsonObject> =>
+  value("pi.op.tool_result", opKey(opId, invocationId));
 export const operationPreparation = <T = JsonObject>(opId: string, taskId: string): Value<T> =>
   value<T>("pi.op.preparation", opKey(opId, taskId));
 export const pendingEntry = (entryId: string): Value<PendingEntry> => value("pi.pending.entry", entryId);
@@ -33,12 +36,13 @@ export const pendingAssistantFrames = <T = JsonObject>(opId: string, responseEnt
 export const sessionName: Value<string> = value("pi.session.name", "");
 export const entryLabel = (entryId: string): Value<string> => value("pi.entry.label", entryId);
 
-// The five scan-prefix constructors: only for `scanValues`, where the key is a prefix.
+// The scan-prefix constructors: only for `scanValues`, where the key is a prefix.
 export const branchTipInventoryPrefix = (): Value<string | null> => value("pi.branch.tip", "");
 export const operationToolArgsPrefix = (opId: string, stepId?: string): Value<JsonObject> =>
   value("pi.op.tool_args", stepId === undefined ? `${opId}:` : `${opId}:${stepId}:`);
 export const operationToolMemoPrefix = (opId: string, invocationId?: string): Value<JsonValue> =>
   value("pi.op.tool_memo", invocationId === undefined ? `${opId}:` : `${opId}:${invocationId}:`);
+export const clientToolResultPrefix = (opId: string): Value<JsonObject> => value("pi.op.tool_result", `${opId}:`);
 export const operationPreparationPrefix = (opId: string): Value<JsonObject> => value("pi.op.preparation", `${opId}:`);
 export const pendingToolOutputPrefix = (opId: string): Value<JsonObject> => value("pi.pending.tool_output", `${opId}:`);
 

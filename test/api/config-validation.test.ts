@@ -30,7 +30,7 @@ describe("PATCH …/lanes/{lane}/config", () => {
     expect((await execution({ key, lanePath })).configuration).toEqual(before.configuration);
   });
 
-  it("refuses unknown active tools with 422 UnknownTool naming each once; no tool is known in this build", async () => {
+  it("refuses active tools the session does not define with 422 UnknownTool naming each once", async () => {
     const { key, lanePath } = await laneSetup("cfg_tools");
     const refused = await call(`${lanePath}/config`, { method: "PATCH", body: { model: SCRIPT, activeTools: ["search", "read", "search"] }, token: key });
     expect(refused.status).toBe(422);

@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { OperationState, StateAt } from "../../harness/runtime/types.ts";
 import { baseline, crashAt, never, settledRecord } from "./invariants.ts";
 
-// The tools leaf across a real kill (reference §4.6 tools row, §4.8, §1.9 case 3). This build has
-// no tool implementations, so every call settles through an immediate synthetic outcome: a call is
+// The tools leaf across a real kill (reference §4.6 tools row, §4.8, §1.9 case 3), for calls that
+// settle through an immediate synthetic outcome (no tool of these names is defined): a call is
 // `planned`, then `outcome_ready` (payload staged in pi.pending.entry), then `completed` (placed).
+// Crashes with executing tools are in crash-tool-effects.test.ts.
 
 const steps = [
   { toolCalls: [{ name: "lookup", arguments: { q: "a" } }, { name: "search", arguments: { q: "b" } }] },
@@ -50,8 +51,10 @@ describe("crash in the tools leaf", () => {
       steps,
       park: ({ harness }) => {
         let parked = false;
-        // tool_end is bound by the staging commit (outcome_ready) and precedes placement.
+        let staged = 0;
+        // tool_end is bound by each call's staging commit (outcome_ready); the second precedes placement.
         harness.events.on("tool_end", () => {
+          if (++staged < 2) return;
           parked = true;
           return never();
         });

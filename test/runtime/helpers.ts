@@ -8,6 +8,7 @@ import type { HarnessEvent } from "../../schema/lane.ts";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { value } from "../../harness/session/addresses.ts";
 import type { WakeScheduler } from "../../harness/runtime/core.ts";
+import type { ToolsPort } from "../../harness/execution/tools.ts";
 import { createSession } from "../helpers/sessions.ts";
 
 export const ECHO = { provider: "scripted", modelId: "echo" } as const;
@@ -21,7 +22,13 @@ export interface Rig {
 }
 
 /** A harness over the real session of a fresh SessionObject, with the scripted models. */
-export async function openRig(session: Session, options: { model?: { provider: string; modelId: string }; steps?: ScriptStep[] } = {}): Promise<Rig> {
+export interface RigOptions {
+  model?: { provider: string; modelId: string };
+  steps?: ScriptStep[];
+  tools?: (session: Session) => ToolsPort;
+}
+
+export async function openRig(session: Session, options: RigOptions = {}): Promise<Rig> {
   if (options.steps) await appendScriptSteps(session, options.steps);
   const models = createModelRegistry({ scripted: true, scriptSource: () => new SessionScriptSource(session) });
   const wakes: Rig["wakes"] = [];
@@ -29,7 +36,8 @@ export async function openRig(session: Session, options: { model?: { provider: s
     due: (lane, operationId, at) => wakes.push({ lane, operationId, at }),
     settled: (lane, operationId) => wakes.push({ lane, operationId, at: "settled" }),
   };
-  const { harness } = await AgentHarness.create({ session, models, seed: { model: options.model ?? ECHO }, wake });
+  const tools = options.tools?.(session);
+  const { harness } = await AgentHarness.create({ session, models, seed: { model: options.model ?? ECHO }, wake, ...(tools && { tools }) });
   const events: HarnessEvent[] = [];
   harness.events.on("*", (event) => {
     events.push(event);
@@ -40,7 +48,7 @@ export async function openRig(session: Session, options: { model?: { provider: s
 /** Runs `body` inside a fresh session object with a rig over its real storage. */
 export async function withRig<T>(
   body: (rig: Rig) => Promise<T>,
-  options: { model?: { provider: string; modelId: string }; steps?: ScriptStep[] } = {},
+  options: RigOptions = {},
 ): Promise<T> {
   const { stub } = await createSession("rt");
   return runInDurableObject(stub, async (instance: SessionObject) => body(await openRig(instance.session(), options)));

@@ -6,6 +6,7 @@ import type { HookName } from "../../harness/execution/hooks.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import type { Result } from "../../harness/runtime/errors.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";
+import type { ToolsPort } from "../../harness/execution/tools.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { DriveOutcome, DurableLaneState, OperationState } from "../../harness/runtime/types.ts";
 import { list, value } from "../../harness/session/addresses.ts";
@@ -205,10 +206,11 @@ export interface Attached {
 }
 
 /** Attaches a new harness (scripted models, seed `scripted/script`) to the object's session. */
-export async function attach(instance: SessionObject, options: { clock?: () => number } = {}): Promise<Attached> {
+export async function attach(instance: SessionObject, options: { clock?: () => number; tools?: (session: Session) => ToolsPort } = {}): Promise<Attached> {
   const session = instance.session();
   const models = createModelRegistry({ scripted: true, scriptSource: () => new SessionScriptSource(session) });
-  const { harness, open } = await AgentHarness.create({ session, models, seed: { model: SCRIPT }, ...(options.clock && { clock: options.clock }) });
+  const tools = options.tools?.(session);
+  const { harness, open } = await AgentHarness.create({ session, models, seed: { model: SCRIPT }, ...(tools && { tools }), ...(options.clock && { clock: options.clock }) });
   const events: HarnessEvent[] = [];
   harness.events.on("*", (event) => {
     events.push(event);
@@ -331,6 +333,10 @@ export interface CrashScenario {
   reopen?: (rig: Attached, lane: AgentLane) => void;
   /** The clock of the reopened harness. */
   clock?: () => number;
+  /** The lane's active tools, set before the prompt. */
+  activeTools?: string[];
+  /** The tools both harnesses resolve (built over each object's own session). */
+  tools?: (session: Session) => ToolsPort;
   /** How the reopened harness drives (default: the operation id with waitForRetry). */
   drive?: (lane: AgentLane, operationId: string) => Promise<Result<DriveOutcome>>;
 }
@@ -360,9 +366,10 @@ export async function crashAt(scenario: CrashScenario): Promise<Crashed> {
   const { name, stub } = await createSession("crash");
   const first = await runInDurableObject(stub, async (instance: SessionObject) => {
     await appendScriptSteps(instance.session(), scenario.steps);
-    const rig = await attach(instance);
+    const rig = await attach(instance, { ...(scenario.tools && { tools: scenario.tools }) });
     if (scenario.settings) await rig.harness.updateSettings(scenario.settings);
     const lane = await rig.harness.lane("main");
+    if (scenario.activeTools) await lane.setActiveTools(scenario.activeTools);
     const parked = scenario.park(rig, lane);
     const operationId = await acceptPrompt(lane, scenario.prompt ?? "go");
     startPass(lane, operationId);
@@ -372,7 +379,7 @@ export async function crashAt(scenario: CrashScenario): Promise<Crashed> {
   });
   await abortAllDurableObjects();
   return runInDurableObject(sessionStub(name), async (instance: SessionObject, state) => {
-    const rig = await attach(instance, { ...(scenario.clock && { clock: scenario.clock }) });
+    const rig = await attach(instance, { ...(scenario.clock && { clock: scenario.clock }), ...(scenario.tools && { tools: scenario.tools }) });
     const lane = rig.harness.getLane("main");
     if (!lane) throw new Error("the lane was not restored");
     const restored = lane.state.operation?.state ?? null;

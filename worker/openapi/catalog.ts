@@ -13,6 +13,7 @@ import {
 import { ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
+import { toolCatalog } from "./catalog-tools.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
 
 /**
@@ -139,4 +140,5 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   ...sessionCatalog,
   ...laneCatalog,
+  ...toolCatalog,
 ];

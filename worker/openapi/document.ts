@@ -1,3 +1,4 @@
+import { MAX_TOOL_PARAMETERS_BYTES, ToolParametersSchema } from "../../schema/tools.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { HarnessResourcesSchema, HarnessSettingsPatchSchema } from "../../schema/settings.ts";
@@ -81,6 +82,10 @@ const COMPONENTS: Record<string, v.GenericSchema> = {
 const CUSTOM = new Map<unknown, JsonSchema>([
   [JsonValueSchema, { description: "Any JSON value (finite numbers, at most 64 levels deep)." }],
   [JsonObjectSchema, { type: "object", description: "A JSON object." }],
+  [
+    ToolParametersSchema,
+    { type: "object", required: ["type"], properties: { type: { const: "object" } }, description: `An object JSON Schema of the tool's arguments (at most ${MAX_TOOL_PARAMETERS_BYTES} bytes of JSON).` },
+  ],
 ]);
 
 const BASE_CONFIG = {

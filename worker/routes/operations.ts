@@ -5,7 +5,8 @@ import { OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS } fro
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
 import { errorResponse, fail, HttpFailure, replyValue } from "../http-error.ts";
-import { jsonBody } from "../validate.ts";
+import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts";
+import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
 import { withOpenOperation } from "./open-operations.ts";
 
@@ -42,6 +43,15 @@ export const operationRoutes = new Hono<AppEnv>()
     const { stub, lane } = laneTarget(c);
     const operationId = pathId(c, "opId");
     return c.json(replyValue(await stub.abortOperation(lane, operationId)));
+  })
+  // A client tool's result (ARCHITECTURE D11): 202 once stored; 409 ToolResultConflict for a second
+  // post, 404 UnknownToolCall when no client call of that id waits in the operation.
+  .post("/:lane/operations/:opId/tool-results/:toolCallId", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const operationId = pathId(c, "opId");
+    const toolCallId = pathParam(c, "toolCallId", ToolCallIdSchema);
+    const result = await jsonBody(c, ClientToolResultSchema);
+    return c.json(replyValue(await stub.submitToolResult(lane, operationId, toolCallId, toWire(result))), 202);
   })
   // One deferred poll permit / drive now; answers like GET.
   .post("/:lane/operations/:opId/resume", async (c) => {

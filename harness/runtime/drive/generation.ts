@@ -16,7 +16,7 @@ export async function generate(pass: Pass, state: StateAt<"assistant.ready">): P
   const generation = state.generationContext;
   const { provider, modelId } = generation.configuration.model;
   const model = core.models.getModel(provider, modelId);
-  const missingTools = generation.configuration.activeToolNames;
+  const missingTools = generation.configuration.activeToolNames.filter((name) => !core.tools.resolve(name));
   if (!model || missingTools.length > 0) {
     const error = !model
       ? { code: "model_unavailable", message: `Model ${provider}/${modelId} is not available` }

@@ -1,7 +1,7 @@
 import type { OperationResultRecord } from "../../../schema/lane.ts";
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { Entry } from "../../../schema/entries.ts";
-import type { HarnessEvent } from "../../../schema/lane.ts";
+import type { HarnessEvent, ToolResultView } from "../../../schema/lane.ts";
 import type { Gate } from "../../execution/effect-gate.ts";
 import type { HarnessCore } from "../core.ts";
 import type { LaneProjection } from "../lane-state.ts";
@@ -20,6 +20,11 @@ export interface LaneHandle {
   setStreaming(partial: ProviderAssistant, pendingUpdate: () => HarnessEvent | undefined): void;
   /** Clears the live partial (on the line, by its settlement); returns what was set. */
   takeStreaming(): ProviderAssistant | undefined;
+  /**
+   * The latest live update of a running tool call (a snapshot shows it before the stored
+   * checkpoint, as watchers folding `tool_update` do); undefined forgets it.
+   */
+  setToolPartial(toolCallId: string, partial: ToolResultView | undefined): void;
   /**
    * The compaction-bounded path ending at the lane's tip, oldest first (the canonical context
    * read, §1.6): kept warm by the lane (QUALITY P11), else read from storage. Frozen: never mutate.

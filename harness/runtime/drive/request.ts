@@ -1,4 +1,4 @@
-import type { Context, SimpleStreamOptions, Transport } from "@earendil-works/pi-ai";
+import type { Context, SimpleStreamOptions, Tool, Transport } from "@earendil-works/pi-ai";
 import type { AgentMessage } from "../../../schema/messages.ts";
 import type { JsonValue } from "../../../schema/json.ts";
 import type { StreamOptions } from "../../../schema/settings.ts";
@@ -37,9 +37,11 @@ export async function prepareAssistantRequest(
       { signal },
     ),
   );
+  const tools = activeToolDeclarations(pass, generation);
   const context: Context = {
     ...(transformed.systemPrompt.length > 0 && { systemPrompt: transformed.systemPrompt }),
     messages: toProviderMessages(transformed.messages),
+    ...(tools.length > 0 && { tools }),
   };
   const options: SimpleStreamOptions = {
     ...toSimpleOptions(requested.streamOptions),
@@ -47,6 +49,14 @@ export async function prepareAssistantRequest(
     ...reasoningOf(generation.configuration.thinkingLevel),
   };
   return { context, options };
+}
+
+/** The captured active tools as the model is told about them (each resolved before the intent). */
+function activeToolDeclarations(pass: Pass, generation: GenerationContext): Tool[] {
+  return generation.configuration.activeToolNames.flatMap((name) => {
+    const declaration = pass.core.tools.resolve(name)?.declaration;
+    return declaration ? [{ name, description: declaration.description, parameters: declaration.parameters }] : [];
+  });
 }
 
 function streamOptionsPatch(options: StreamOptions): Record<string, JsonValue | undefined> {

@@ -1,5 +1,6 @@
 import type { HarnessEvent, OperationError, OperationResultRecord, OperationStatus } from "../../../schema/lane.ts";
 import {
+  clientToolResultPrefix,
   operationPreparationPrefix,
   operationToolArgsPrefix,
   operationToolMemoPrefix,
@@ -31,6 +32,7 @@ export function terminalSuffix(
     ...m.scanValues(operationToolMemoPrefix(op)).map((stored) => deleteValue(stored.address)),
     ...m.scanValues(operationPreparationPrefix(op)).map((stored) => deleteValue(stored.address)),
     ...m.scanValues(pendingToolOutputPrefix(op)).map((stored) => deleteValue(stored.address)),
+    ...m.scanValues(clientToolResultPrefix(op)).map((stored) => deleteValue(stored.address)),
   );
   if (state.at === "assistant.effect_pending" || state.at === "deferred.effect_pending") {
     cleanup.push(deleteList(pendingAssistantFrames(op, state.responseEntryId)));

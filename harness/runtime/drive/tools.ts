@@ -1,139 +1,138 @@
-import type { Entry } from "../../../schema/entries.ts";
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../schema/messages.ts";
-import { branchTip, operationToolArgsPrefix, pendingEntry } from "../../session/builtin-addresses.ts";
-import type { Write } from "../../session/storage.ts";
-import { deleteValue, insertEntry, setValue } from "../../session/writes.ts";
-import { placementEvents } from "../acceptance.ts";
-import type { Committed } from "../lane-command.ts";
-import type { StateAt, ToolBatch, ToolCallState } from "../types.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { settleOperation } from "./transition.ts";
+import type { AssistantMessage } from "../../../schema/messages.ts";
+import type { ToolBatch, ToolCallState } from "../types.ts";
+import { CONTINUE, currentOperation, type Pass, type Step } from "./pass.ts";
+import { assistantOf, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
+import { clearCall, commitIntent } from "./tool-clearance.ts";
+import { parkForClients, settleClientCalls } from "./tool-client.ts";
+import { executeCall } from "./tool-execution.ts";
+import { placeSettledPrefix } from "./tool-placement.ts";
+import { recoverCall } from "./tool-recovery.ts";
+import type { StateAt } from "../types.ts";
 
-export const INTERRUPTED_TOOL_MESSAGE =
-  "Execution was interrupted. Any text above is the latest durable progress snapshot; newer live output may be " +
-  "missing. Whether the tool's external effect happened is unknown.";
+export { INTERRUPTED_TOOL_MESSAGE } from "./tool-calls.ts";
 
 /**
- * The `tools` leaf (reference §4.8). Calls are staged as outcomes (`outcome_ready`, payload in
- * `pendingEntry`) and then placed in source order. This build registers no tool implementations,
- * so every call settles through an immediate synthetic outcome: unknown tool, truncated arguments,
- * cancelled before completion, or (for a restored effect) interrupted.
+ * The `tools` leaf (reference §4.8, ARCHITECTURE D11). Each call goes planned → effect_pending →
+ * outcome_ready → completed; results are placed in source order as a contiguous prefix. One
+ * invocation of this procedure runs to a resting point: every call it started has staged, so a
+ * call found `effect_pending` on entry was started by a lost process (or waits for a client).
+ *
+ * - Under cancellation (reconciliation, §4.5): planned calls settle as cancelled, restored
+ *   effects as interrupted (never replayed), waiting client calls as cancelled; all are placed.
+ * - Otherwise: restored effects recover (safe replay or interruption); planned calls clear and
+ *   commit their intent in source order, then execute — one at a time end to end in sequential
+ *   mode (the run's setting, or any called tool that asks for it), all at once in parallel mode,
+ *   each staging as it completes; client calls wait for posted results.
  */
 export async function runToolBatch(pass: Pass, state: StateAt<"tools">): Promise<Step> {
   const assistant = assistantOf(pass, state.batch);
-  if (state.batch.calls.some((call) => call.status === "planned" || call.status === "effect_pending")) {
-    await stageSyntheticOutcomes(pass, assistant);
+  const batchId = state.batch.assistantEntryId;
+  const cancelled = state.control.status === "cancel_requested";
+  for (const call of state.batch.calls) {
+    if (call.status === "effect_pending") await recoverCall(pass, assistant, state.batch, call, cancelled);
   }
-  const placed = await settleOperation(pass, (m, operation, lane) => {
-    if (operation.state.at !== "tools") throw new Error("Invariant: tool placement outside the tools leaf");
-    const { batch } = operation.state;
-    const writes: Write[] = [];
-    const calls: ToolCallState[] = [...batch.calls];
-    let tipId = lane.tipId;
-    let index = calls.findIndex((call) => call.status !== "completed");
-    // Only the contiguous outcome_ready prefix is placed: completed calls always form a prefix.
-    while (index >= 0 && index < calls.length) {
-      const call = calls[index];
-      if (!call || call.status !== "outcome_ready") break;
-      const pending = m.getValue(pendingEntry(call.resultEntryId));
-      if (!pending || pending.value.type !== "message") throw new Error(`Invariant: staged outcome ${call.resultEntryId} is missing`);
-      writes.push(insertEntry({ id: call.resultEntryId, parentId: tipId, type: "message", message: pending.value.payload }));
-      writes.push(deleteValue(pendingEntry(call.resultEntryId)));
-      tipId = call.resultEntryId;
-      calls[index] = { sourceIndex: call.sourceIndex, resultEntryId: call.resultEntryId, status: "completed", terminate: call.terminate };
-      index++;
-    }
-    if (writes.length === 0) return { kind: "return" };
-    writes.push(setValue(branchTip(pass.lane.name), tipId ?? batch.assistantEntryId));
-    const done = calls.every((call) => call.status === "completed");
-    const lastId = tipId ?? batch.assistantEntryId;
-    const events = (committed: Committed | undefined): HarnessEvent[] => [
-      ...placementEvents(pass.lane.name, pass.operationId, committed?.entries ?? []),
-      ...(done ? [turnEnd(pass, batch, assistant, resultsOf(m.getEntries(calls.map((call) => call.resultEntryId)), calls))] : []),
-    ];
-    if (!done) {
-      return { kind: "commit", writes, state: { ...scopeOf(operation.state), at: "tools", batch: { ...batch, calls } }, patch: { tipId: lastId }, events };
-    }
-    const toolArgs = m.scanValues(operationToolArgsPrefix(pass.operationId, batch.turnId)).map((stored) => deleteValue(stored.address));
-    const terminate = calls.every((call) => call.status === "completed" && call.terminate);
-    return {
-      kind: "commit",
-      writes: [...writes, ...toolArgs],
-      state: {
-        ...scopeOf(operation.state),
-        at: "checkpoint",
-        continuation: terminate ? { kind: "may_finish", includeFinalAssistant: false } : { kind: "need_assistant", overflowRecoveryUsed: false },
-        triggerEntryId: lastId,
-      },
-      patch: { tipId: lastId },
-      events,
-    };
-  });
-  return typeof placed === "string" ? CONTINUE : placed;
-}
-
-/** Every result of the batch, in source order, for `turn_end`. */
-function resultsOf(entries: ReadonlyMap<string, Entry>, calls: readonly ToolCallState[]): ToolResultMessage[] {
-  return calls.flatMap((call) => {
-    const entry = entries.get(call.resultEntryId);
-    return entry?.type === "message" && entry.message.role === "toolResult" ? [entry.message] : [];
-  });
-}
-
-/** One staging commit for every call that settles without executing (tool_start + tool_end each). */
-async function stageSyntheticOutcomes(pass: Pass, assistant: AssistantMessage): Promise<void> {
-  await settleOperation(pass, (_m, operation) => {
-    if (operation.state.at !== "tools") throw new Error("Invariant: tool staging outside the tools leaf");
-    const { batch } = operation.state;
-    const cancelled = operation.state.control.status === "cancel_requested";
-    const writes: Write[] = [];
-    const events: HarnessEvent[] = [];
-    const calls = batch.calls.map((call): ToolCallState => {
-      if (call.status !== "planned" && call.status !== "effect_pending") return call;
+  if (cancelled) {
+    for (const call of state.batch.calls) {
+      if (call.status !== "planned") continue;
       const toolCall = toolCallAt(assistant, call.sourceIndex);
-      const text =
-        call.status === "effect_pending"
-          ? INTERRUPTED_TOOL_MESSAGE
-          : cancelled
-            ? "The tool call was cancelled before completion."
-            : batch.truncated
-              ? "The tool call was not executed because its arguments may be truncated (the response hit its output limit)."
-              : `Tool ${toolCall.name} is not available.`;
-      const result: ToolResultMessage = {
-        role: "toolResult",
-        toolCallId: toolCall.id,
-        toolName: toolCall.name,
-        content: [{ type: "text", text }],
-        isError: true,
-        timestamp: pass.core.clock(),
-      };
-      writes.push(setValue(pendingEntry(call.resultEntryId), { type: "message", payload: result }));
-      const base = { lane: pass.lane.name, runId: pass.operationId, turnId: batch.turnId, toolCallId: toolCall.id, toolName: toolCall.name };
-      const view = { content: result.content };
-      if (call.status === "planned") events.push({ type: "tool_start", ...base, args: toolCall.arguments });
-      events.push({ type: "tool_end", ...base, result: view, isError: true, terminate: false, ...(call.status === "effect_pending" && { recovery: true as const }) });
-      return { sourceIndex: call.sourceIndex, resultEntryId: call.resultEntryId, status: "outcome_ready", terminate: false };
-    });
-    return { kind: "commit", writes, state: { ...scopeOf(operation.state), at: "tools", batch: { ...batch, calls } }, events: () => events };
-  });
-}
-
-function assistantOf(pass: Pass, batch: ToolBatch): AssistantMessage {
-  const entry = pass.core.session.getEntry(batch.assistantEntryId);
-  if (!entry || entry.type !== "message" || entry.message.role !== "assistant") {
-    throw new Error(`Invariant: tool batch assistant ${batch.assistantEntryId} is missing`);
+      const output = { content: [{ type: "text" as const, text: "The tool call was cancelled before completion." }], isError: true };
+      await stageOutcome(pass, batchId, call.sourceIndex, toolCall, { output, start: { args: { ...toolCall.arguments } } });
+    }
+    return (await placeSettledPrefix(pass, assistant, batchId)) ?? CONTINUE;
   }
-  return entry.message;
+  if (sequentialBatch(pass, state.batch, assistant)) await runSequential(pass, assistant, batchId);
+  else await runParallel(pass, assistant, batchId);
+  return finishPass(pass, assistant, batchId);
 }
 
-function toolCallAt(assistant: AssistantMessage, sourceIndex: number): ToolCall {
-  const block = assistant.content[sourceIndex];
-  if (!block || block.type !== "toolCall") throw new Error(`Invariant: no tool call at content index ${sourceIndex}`);
-  return block;
+/** Place what is settled; then either the batch is done, or only client calls remain (park), or the loop goes on. */
+async function finishPass(pass: Pass, assistant: AssistantMessage, batchId: string): Promise<Step> {
+  for (;;) {
+    await settleClientCalls(pass, assistant, batchId);
+    const placed = await placeSettledPrefix(pass, assistant, batchId);
+    if (placed) return placed;
+    if (!currentBatch(pass, batchId) || cancelRequested(pass)) return CONTINUE;
+    const parked = await parkForClients(pass, batchId);
+    if (parked) return parked;
+    // A result arrived between the check and the park, or calls are still planned (a sequential
+    // batch behind a client call that just settled): go round once more.
+    if (!(await settleClientCalls(pass, assistant, batchId))) return CONTINUE;
+  }
 }
 
-function turnEnd(pass: Pass, batch: ToolBatch, assistant: AssistantMessage, toolResults: ToolResultMessage[]): HarnessEvent {
-  return { type: "turn_end", lane: pass.lane.name, runId: pass.operationId, turnId: batch.turnId, message: assistant, toolResults };
+async function runSequential(pass: Pass, assistant: AssistantMessage, batchId: string): Promise<void> {
+  for (;;) {
+    const batch = currentBatch(pass, batchId);
+    if (!batch || cancelRequested(pass)) return;
+    // At most one call is in flight: a waiting client call holds the rest back.
+    if (batch.calls.some((call) => call.status === "effect_pending")) {
+      if (!(await settleClientCalls(pass, assistant, batchId))) return;
+      await placeSettledPrefix(pass, assistant, batchId);
+      continue;
+    }
+    const next = batch.calls.find((call) => call.status === "planned");
+    if (!next) return;
+    await runCall(pass, assistant, batch, next);
+    await placeSettledPrefix(pass, assistant, batchId);
+  }
+}
+
+async function runParallel(pass: Pass, assistant: AssistantMessage, batchId: string): Promise<void> {
+  const running: Promise<void>[] = [];
+  try {
+    for (;;) {
+      const batch = currentBatch(pass, batchId);
+      const next = batch?.calls.find((call) => call.status === "planned");
+      if (!batch || !next || cancelRequested(pass)) break;
+      const started = await startCall(pass, assistant, batch, next);
+      if (started === "stopped") break;
+      if (started) running.push(started.running.then(() => placeSettledPrefix(pass, assistant, batchId)).then(() => undefined));
+    }
+  } finally {
+    // Clearance may throw (an abort refused admission): the effects already running still settle first.
+    const settled = await Promise.allSettled(running);
+    const failed = settled.find((result) => result.status === "rejected");
+    if (failed?.status === "rejected") throw failed.reason;
+  }
+}
+
+/** One call end to end (sequential mode). */
+async function runCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch, state: ToolCallState): Promise<void> {
+  const started = await startCall(pass, assistant, batch, state);
+  if (started && started !== "stopped") await started.running;
+}
+
+/**
+ * Clears one planned call and commits its intent; answers the running execution (boxed, so that
+ * awaiting this does not await the effect), undefined when
+ * nothing runs here (a synthetic outcome staged, or a client call now waits), or "stopped" when
+ * durable cancellation diverted the intent.
+ */
+async function startCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch, state: ToolCallState): Promise<{ running: Promise<void> } | undefined | "stopped"> {
+  const call = toolCallAt(assistant, state.sourceIndex);
+  const clearance = await clearCall(pass, batch, call);
+  if (clearance.kind === "synthetic") {
+    await stageOutcome(pass, batch.assistantEntryId, state.sourceIndex, call, clearance.outcome);
+    return undefined;
+  }
+  const { tool, args } = clearance;
+  if (!(await commitIntent(pass, batch, state, call, tool, args))) return "stopped";
+  if (tool.kind === "client") return undefined;
+  const current = currentBatch(pass, batch.assistantEntryId) ?? batch;
+  return { running: executeCall(pass, { batch: current, sourceIndex: state.sourceIndex, resultEntryId: state.resultEntryId, call, args }, tool, { recovery: false }) };
+}
+
+/** Sequential when the run says so or any called (resolvable) tool declares it. */
+function sequentialBatch(pass: Pass, batch: ToolBatch, assistant: AssistantMessage): boolean {
+  if (currentOperation(pass).state.settings.toolExecution === "sequential") return true;
+  return batch.calls.some((call) => pass.core.tools.resolve(toolCallAt(assistant, call.sourceIndex).name)?.declaration.executionMode === "sequential");
+}
+
+function currentBatch(pass: Pass, batchId: string): ToolBatch | undefined {
+  const operation = pass.lane.state.operation;
+  return operation?.meta.operationId === pass.operationId ? liveBatch(operation.state, batchId) : undefined;
+}
+
+function cancelRequested(pass: Pass): boolean {
+  return pass.lane.state.operation?.state.control.status === "cancel_requested";
 }

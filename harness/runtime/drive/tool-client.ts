@@ -1,0 +1,69 @@
+import type { JsonObject } from "../../../schema/json.ts";
+import type { AssistantMessage } from "../../../schema/messages.ts";
+import type { ToolOutput } from "../../execution/tools.ts";
+import { clientToolResult, operationToolArgs } from "../../session/builtin-addresses.ts";
+import { deleteValue } from "../../session/writes.ts";
+import type { Step } from "./pass.ts";
+import { type Pass } from "./pass.ts";
+import { errorOutput, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
+import { afterTool } from "./tool-execution.ts";
+
+// Client tools (ARCHITECTURE D11): the run waits in the tools leaf until the tenant's client posts
+// the call's result (stored on the line by the tool-results route, which then asks for a pass).
+// A restart keeps waiting — nothing ran here that could have been interrupted — and an abort
+// settles the call as cancelled. A call past its deadline ends with an error result.
+
+/** Stages every waiting client call that has a posted result or ran out of time; true if any staged. */
+export async function settleClientCalls(pass: Pass, assistant: AssistantMessage, batchId: string): Promise<boolean> {
+  const operation = pass.lane.state.operation;
+  const batch = operation ? liveBatch(operation.state, batchId) : undefined;
+  if (!batch) return false;
+  let staged = false;
+  for (const state of batch.calls) {
+    if (state.status !== "effect_pending" || !state.client) continue;
+    const call = toolCallAt(assistant, state.sourceIndex);
+    const address = clientToolResult(pass.operationId, state.resultEntryId);
+    const posted = pass.core.session.getValue(address)?.value;
+    const expired = state.client.deadline !== undefined && pass.core.clock() >= state.client.deadline;
+    if (!posted && !expired) continue;
+    const args = pass.core.session.getValue(operationToolArgs(pass.operationId, batch.turnId, state.sourceIndex))?.value ?? { ...call.arguments };
+    const output = posted ? postedOutput(posted) : errorOutput(`No result was posted for ${call.name} in time.`);
+    const patched = posted ? await afterTool(pass, { call, args }, output) : output;
+    if (await stageOutcome(pass, batchId, state.sourceIndex, call, { output: patched, extraDeletes: posted ? [deleteValue(address)] : [] })) staged = true;
+  }
+  return staged;
+}
+
+/**
+ * Parks the run when every unsettled call waits for a client: checked on the line, where a result
+ * posted meanwhile is seen (then the caller settles it instead). Without a deadline nothing is
+ * due until a result arrives; with one, the earliest deadline is.
+ */
+export async function parkForClients(pass: Pass, batchId: string): Promise<Step | undefined> {
+  const parked = await pass.core.session.mutate((m) => {
+    const operation = pass.lane.state.operation;
+    const batch = operation?.meta.operationId === pass.operationId ? liveBatch(operation.state, batchId) : undefined;
+    if (!batch || operation?.state.control.status !== "running") return false;
+    const open = batch.calls.filter((call) => call.status !== "completed");
+    const waiting = open.every((call) => call.status === "effect_pending" && call.client && !m.getValue(clientToolResult(pass.operationId, call.resultEntryId)));
+    if (open.length === 0 || !waiting) return false;
+    const deadlines = open.flatMap((call) => (call.status === "effect_pending" && call.client?.deadline !== undefined ? [call.client.deadline] : []));
+    if (deadlines.length > 0) pass.core.wake.due(pass.lane.name, pass.operationId, Math.min(...deadlines));
+    else pass.core.wake.parked?.(pass.lane.name, pass.operationId);
+    return true;
+  });
+  return parked ? { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "client_tool" } } : undefined;
+}
+
+/** What the client posted, as a tool outcome (validated by the route before it was stored). */
+function postedOutput(posted: JsonObject): ToolOutput {
+  const content = Array.isArray(posted.content)
+    ? posted.content.flatMap((block): ToolOutput["content"] => {
+        if (typeof block !== "object" || block === null || Array.isArray(block)) return [];
+        if (block.type === "text" && typeof block.text === "string") return [{ type: "text", text: block.text }];
+        if (block.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string") return [{ type: "image", data: block.data, mimeType: block.mimeType }];
+        return [];
+      })
+    : [];
+  return { content, isError: posted.isError === true, ...(posted.details !== undefined && { details: posted.details }) };
+}

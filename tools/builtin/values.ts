@@ -1,0 +1,91 @@
+import type { ExecutableTool } from "../../harness/execution/tools.ts";
+import type { JsonObject, JsonValue } from "../../schema/json.ts";
+
+/** The session's application values as the value tools see them (never the runtime's `pi.*` ones). */
+export interface ApplicationValues {
+  get(namespace: string, key: string): JsonValue | undefined;
+  set(namespace: string, key: string, value: JsonValue): Promise<void>;
+  /** Keys starting with `prefix`, in key order, at most `limit`. */
+  list(namespace: string, prefix: string, limit: number): { key: string; value: JsonValue }[];
+}
+
+export const MAX_LISTED_VALUES = 100;
+
+const address = {
+  namespace: { type: "string", minLength: 1, maxLength: 128, description: "An application namespace (not pi or pi.*)" },
+  key: { type: "string", maxLength: 512 },
+};
+
+function text(value: JsonValue): { type: "text"; text: string } {
+  return { type: "text", text: JSON.stringify(value) };
+}
+
+function names(args: JsonObject): { namespace: string; key: string } {
+  return { namespace: String(args.namespace), key: typeof args.key === "string" ? args.key : "" };
+}
+
+/** `values_get`: one application value of this session. */
+export function valuesGetTool(description: string | undefined, values: ApplicationValues): ExecutableTool {
+  return {
+    kind: "executable",
+    declaration: {
+      name: "values_get",
+      kind: "builtin",
+      description: description ?? "Reads one application value of this session by namespace and key; null when it is not set.",
+      parameters: { type: "object", properties: address, required: ["namespace", "key"], additionalProperties: false },
+      replay: "safe",
+    },
+    execute: async (args) => {
+      const { namespace, key } = names(args);
+      const found = values.get(namespace, key) ?? null;
+      return { content: [text(found)], details: { namespace, key, value: found } };
+    },
+  };
+}
+
+/** `values_set`: writes one application value of this session. */
+export function valuesSetTool(description: string | undefined, values: ApplicationValues): ExecutableTool {
+  return {
+    kind: "executable",
+    declaration: {
+      name: "values_set",
+      kind: "builtin",
+      description: description ?? "Writes one application value of this session (any JSON value) by namespace and key.",
+      parameters: { type: "object", properties: { ...address, value: {} }, required: ["namespace", "key", "value"], additionalProperties: false },
+      // Writing the same value twice leaves the same state.
+      replay: "safe",
+    },
+    execute: async (args) => {
+      const { namespace, key } = names(args);
+      const next = args.value ?? null;
+      await values.set(namespace, key, next);
+      return { content: [{ type: "text", text: `Set ${namespace}/${key}` }], details: { namespace, key } };
+    },
+  };
+}
+
+/** `values_list`: the application values of one namespace, optionally under a key prefix. */
+export function valuesListTool(description: string | undefined, values: ApplicationValues): ExecutableTool {
+  return {
+    kind: "executable",
+    declaration: {
+      name: "values_list",
+      kind: "builtin",
+      description: description ?? `Lists up to ${MAX_LISTED_VALUES} application values of one namespace of this session, by key prefix.`,
+      parameters: {
+        type: "object",
+        properties: { namespace: address.namespace, prefix: { type: "string", maxLength: 512 }, limit: { type: "integer", minimum: 1, maximum: MAX_LISTED_VALUES } },
+        required: ["namespace"],
+        additionalProperties: false,
+      },
+      replay: "safe",
+    },
+    execute: async (args) => {
+      const namespace = String(args.namespace);
+      const prefix = typeof args.prefix === "string" ? args.prefix : "";
+      const limit = typeof args.limit === "number" ? args.limit : MAX_LISTED_VALUES;
+      const items = values.list(namespace, prefix, limit);
+      return { content: [text(items.map((item) => ({ key: item.key, value: item.value })))], details: { namespace, count: items.length } };
+    },
+  };
+}
