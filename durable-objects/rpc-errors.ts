@@ -84,6 +84,12 @@ export function laneApiError(error: LaneError): ApiError {
       return { code: "UnknownTemplate", message: `No prompt template named ${error.name}`, details: { name: error.name } };
     case "UnknownTarget":
       return { code: "UnknownTarget", message: `Entry ${error.targetId} does not exist`, details: { targetId: error.targetId } };
+    case "InvalidNavigation":
+      return {
+        code: "InvalidNavigation",
+        message: error.reason === "current_tip" ? "The target is already the lane's tip" : "Navigation to the root (null) cannot carry a label",
+        details: { lane: error.lane, reason: error.reason },
+      };
     case "OperationMismatch":
       return {
         code: "OperationMismatch",

@@ -63,9 +63,9 @@ const promptInput = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array
 const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 
 /**
- * OperationRequest of spec/API.md "Operations: primitives". The structural kinds (compaction,
- * navigation) are validated for shape, then refused with 422 UnsupportedOperation: this build
- * does not execute structural operations yet.
+ * OperationRequest of spec/API.md "Operations: primitives". Compaction and summarized navigation
+ * are validated for shape, then refused with 422 UnsupportedOperation: this build does not run
+ * summaries yet.
  */
 export const OperationRequestSchema = v.variant("kind", [
   v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId }),
@@ -94,6 +94,16 @@ export type RunRequest = Extract<OperationRequestBody, { kind: "prompt" | "skill
 export const PromptConvenienceSchema = v.strictObject({
   prompt: promptInput,
   images,
+  wait: v.optional(waitSeconds),
+  operationId,
+});
+
+/** `POST …/navigate` `{ targetId, summarize?, label?, customInstructions?, wait? }` (wait in seconds). */
+export const NavigateConvenienceSchema = v.strictObject({
+  targetId: v.nullable(IdSchema),
+  summarize: v.optional(v.boolean()),
+  label: v.optional(shortText),
+  customInstructions: instructions,
   wait: v.optional(waitSeconds),
   operationId,
 });

@@ -247,7 +247,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
    * second one, D7). A run parked on a deferred response answers its handle: a drive without a
    * poll permit touches nothing and returns the wait.
    */
-  private async outcomeWithin(lane: AgentLane, operationId: string, waitMs: number): Promise<ConvenienceOutcome> {
+  protected async outcomeWithin(lane: AgentLane, operationId: string, waitMs: number): Promise<ConvenienceOutcome> {
     const view = await this.open().runtime.awaitOperation(lane, operationId, Math.min(Math.max(0, waitMs), 60_000));
     if (view?.state === "settled") return view;
     if (view?.at === "deferred.suspended") {

@@ -7,7 +7,7 @@ import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema }
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "../watch-hub.ts";
-import { SessionToolsRpc } from "./session-tools-rpc.ts";
+import { SessionStructuralRpc } from "./session-structural-rpc.ts";
 
 /**
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
@@ -20,7 +20,7 @@ export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId
  * ARCHITECTURE D13, D14.13): the upgrade forwarded by the front worker, client messages, close and
  * error. The fan-out and the event counter live in watch-hub.ts.
  */
-export abstract class SessionWatch extends SessionToolsRpc {
+export abstract class SessionWatch extends SessionStructuralRpc {
   private readonly hub: WatchHub;
 
   constructor(ctx: DurableObjectState, env: Env) {

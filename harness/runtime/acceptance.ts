@@ -1,5 +1,5 @@
 import type { Entry, NewEntry } from "../../schema/entries.ts";
-import type { HarnessEvent, LaneQueuedItem } from "../../schema/lane.ts";
+import type { HarnessEvent, LaneQueuedItem, OperationKind } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { HarnessResources, HarnessSettings } from "../../schema/settings.ts";
 import { branchTip, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
@@ -15,16 +15,24 @@ import { metaWrites, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
 import type { ImageContent } from "../../schema/messages.ts";
 
-/** A run request (reference §3.1). Structural requests arrive with the structural capability. */
-export type OperationRequest = (
+/** A run request (reference §3.1). */
+export type RunRequest = (
   | { kind: "prompt"; prompt: PromptInput; images?: ImageContent[] }
   | { kind: "skill"; name: string; additionalInstructions?: string }
   | { kind: "prompt_template"; name: string; args?: string[] }
 ) & { operationId?: string };
 
+/**
+ * A navigation request (reference §3.1): move the lane's tip to `targetId` (null: the root),
+ * optionally labelling the target. Summarized navigation arrives with the summary leaves.
+ */
+export type NavigationRequest = { kind: "navigation"; targetId: string | null; label?: string; operationId?: string };
+
+export type OperationRequest = RunRequest | NavigationRequest;
+
 export interface OperationAdmission {
   operationId: string;
-  kind: "run";
+  kind: OperationKind;
   startedAt: number;
 }
 
@@ -39,7 +47,7 @@ export function runSettingsOf(settings: HarnessSettings): RunSettings {
 
 /** Skill and template requests become one user message; an empty template becomes none. */
 export function requestMessages(
-  request: OperationRequest,
+  request: RunRequest,
   resources: HarnessResources,
   now: number,
 ): Result<AgentMessage[]> | { ok: false; error: LaneError } {

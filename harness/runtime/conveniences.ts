@@ -1,6 +1,6 @@
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import type { AgentMessage, DeferredHandle } from "../../schema/messages.ts";
-import type { OperationRequest } from "./acceptance.ts";
+import type { NavigationRequest, OperationRequest } from "./acceptance.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { AgentLane } from "./lane.ts";
 
@@ -26,6 +26,30 @@ export async function acceptAndDrive(lane: AgentLane, request: OperationRequest)
   const admitted = await lane.accept(request);
   if (!admitted.ok) return admitted;
   return driveToResult(lane, admitted.value.operationId);
+}
+
+/** A structural convenience's answer: its own record, and the continuation run's when one ran. */
+export interface StructuralOutcome {
+  navigation: OperationResultRecord;
+  run?: OperationResultRecord | SuspendedRun;
+}
+
+/**
+ * navigate = accept(navigation) + drive, then — unless it was aborted — the continuation run B:
+ * an empty-prompt acceptance, valid only when eligible non-write input is queued (§3.1, §3.9).
+ */
+export async function navigateAndContinue(lane: AgentLane, request: NavigationRequest): Promise<Result<StructuralOutcome>> {
+  const admitted = await lane.accept(request);
+  if (!admitted.ok) return admitted;
+  const navigation = await driveToResult(lane, admitted.value.operationId);
+  if (!navigation.ok) return navigation;
+  const record = navigation.value;
+  if (!("kind" in record)) throw new Error("Invariant: a navigation never suspends");
+  if (record.status === "aborted") return ok({ navigation: record });
+  const continuation = await lane.accept({ kind: "prompt", prompt: "" });
+  if (!continuation.ok) return ok({ navigation: record });
+  const run = await driveToResult(lane, continuation.value.operationId);
+  return run.ok ? ok({ navigation: record, run: run.value }) : run;
 }
 
 /** resume = inspect the current id, then drive it with one deferred poll permit. */

@@ -19,11 +19,12 @@ import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { readResult } from "./operation-codec.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
+import { planNavigationAcceptance } from "./navigation.ts";
 import { requestAbort, type AbortRequestResult } from "./abort.ts";
 import type { GateControl } from "../execution/effect-gate.ts";
 import type { HarnessCore } from "./core.ts";
 import type { LaneHandle } from "./drive/pass.ts";
-import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun } from "./conveniences.ts";
+import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun, navigateAndContinue, type StructuralOutcome } from "./conveniences.ts";
 import { Drive, observe, runPass } from "./driver.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
 import { planConfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
@@ -154,9 +155,10 @@ export class AgentLane implements LaneHandle {
   async accept(request: OperationRequest): Promise<Result<OperationAdmission>> {
     if (this.closed()) return err({ code: "Closed" });
     const now = this.core.clock();
+    const operationId = request.operationId ?? this.core.ids.next(now);
+    if (request.kind === "navigation") return this.command(planNavigationAcceptance(this.core, this.name, operationId, request), (value) => value);
     const messages = requestMessages(request, this.core.resources(), now);
     if (!messages.ok) return err(withLane(messages.error, this.name));
-    const operationId = request.operationId ?? this.core.ids.next(now);
     return this.command(planRunAcceptance(this.core, this.name, operationId, messages.value), (value) => value);
   }
 
@@ -329,6 +331,10 @@ export class AgentLane implements LaneHandle {
   }
   promptFromTemplate(name: string, args?: string[]): Promise<Result<OperationResultRecord | SuspendedRun>> {
     return acceptAndDrive(this, { kind: "prompt_template", name, ...(args !== undefined && { args }) });
+  }
+  /** Navigation, then the continuation run when queued input is eligible (conveniences.ts). */
+  navigate(targetId: string | null, options: { label?: string } = {}): Promise<Result<StructuralOutcome>> {
+    return navigateAndContinue(this, { kind: "navigation", targetId, ...(options.label !== undefined && { label: options.label }) });
   }
   resume(): Promise<Result<OperationResultRecord | SuspendedRun>> {
     return resumeCurrent(this);

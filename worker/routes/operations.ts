@@ -1,7 +1,9 @@
 import { Hono, type Context } from "hono";
 import type { ConvenienceOutcome } from "../../durable-objects/session/session-lane-rpc.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import { OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS } from "../../schema/lane-api.ts";
+import type { NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import { NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody } from "../../schema/lane-api.ts";
+import type { DeferredHandle } from "../../schema/messages.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
 import { errorResponse, fail, HttpFailure, replyValue } from "../http-error.ts";
@@ -23,10 +25,8 @@ const ABORT_WAIT_MS = 10_000;
 export const operationRoutes = new Hono<AppEnv>()
   .post("/:lane/operations", sessionIdempotency, async (c) => {
     const { stub, lane, sessionId } = laneTarget(c);
-    const request = await jsonBody(c, OperationRequestSchema);
-    if (request.kind === "compaction" || request.kind === "navigation") {
-      throw fail("UnsupportedOperation", `Operations of kind ${request.kind} are not supported by this deployment yet`, { kind: request.kind });
-    }
+    const body = await jsonBody(c, OperationRequestSchema);
+    const request = engineRequest(body);
     const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
     const admission = await withOpenOperation(c.env, scope, () => stub.acceptOperation(lane, toWire(request)), (value) => value.operationId);
     return c.json(admission, 202);
@@ -71,6 +71,17 @@ export const operationRoutes = new Hono<AppEnv>()
     const outcome = await withOpenOperation(c.env, scope, () => stub.acceptAndAwait(lane, toWire(request), waitFor), operationIdOf);
     return convenience(c, outcome);
   })
+  // accept a navigation + wait; then the continuation run when queued input is eligible.
+  .post("/:lane/navigate", sessionIdempotency, async (c) => {
+    const { stub, lane, sessionId } = laneTarget(c);
+    const { wait, ...fields } = await jsonBody(c, NavigateConvenienceSchema);
+    const request = navigationRequest({ kind: "navigation", ...fields });
+    const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
+    const outcome = await withOpenOperation(c.env, scope, () => stub.navigateAndAwait(lane, toWire(request), waitFor), (value) => operationIdOf(value.navigation));
+    if (outcome.navigation.state !== "settled") return convenience(c, outcome.navigation);
+    return c.json({ navigation: outcome.navigation.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
+  })
   // requestAbort(current) + the reconciliation pass; 422 NoActiveOperation when idle.
   .post("/:lane/abort", async (c) => {
     const { stub, lane } = laneTarget(c);
@@ -89,14 +100,35 @@ const operationIdOf = (outcome: ConvenienceOutcome<{ operationId: string }>): st
 
 /** The record (with the run's messages, for prompt), a suspended run, or 202 with the id. */
 function convenience<Settled extends object>(c: Context<AppEnv>, outcome: ConvenienceOutcome<Settled>): Response {
+  return c.json(convenienceBody(outcome), outcome.state === "pending" ? 202 : 200);
+}
+
+function convenienceBody<Settled extends object>(outcome: ConvenienceOutcome<Settled>): Settled | { status: "suspended"; operationId: string; deferred: DeferredHandle } | { operationId: string } {
   switch (outcome.state) {
     case "settled":
-      return c.json(outcome.result, 200);
+      return outcome.result;
     case "suspended":
-      return c.json({ status: "suspended", operationId: outcome.operationId, deferred: outcome.deferred }, 200);
+      return { status: "suspended", operationId: outcome.operationId, deferred: outcome.deferred };
     case "pending":
-      return c.json({ operationId: outcome.operationId }, 202);
+      return { operationId: outcome.operationId };
   }
+}
+
+/** The engine's request for a validated body: compaction and summarized navigation are not run yet. */
+function engineRequest(body: OperationRequestBody): OperationRequest {
+  if (body.kind === "compaction") throw fail("UnsupportedOperation", "Compaction is not supported by this deployment yet", { kind: body.kind });
+  if (body.kind === "navigation") return navigationRequest(body);
+  return body;
+}
+
+function navigationRequest(body: Extract<OperationRequestBody, { kind: "navigation" }>): NavigationRequest {
+  if (body.summarize === true) throw fail("UnsupportedOperation", "Summarized navigation is not supported by this deployment yet", { kind: body.kind, summarize: true });
+  return {
+    kind: "navigation",
+    targetId: body.targetId,
+    ...(body.label !== undefined && { label: body.label }),
+    ...(body.operationId !== undefined && { operationId: body.operationId }),
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { OperationState } from "../types.ts";
 import { boundary } from "./checkpoint.ts";
 import { generate } from "./generation.ts";
+import { commitNavigation } from "./navigation.ts";
 import type { Pass, Step } from "./pass.ts";
 import { recoverAssistant } from "./recover-assistant.ts";
 import { retryWait } from "./retry-wait.ts";
@@ -34,13 +35,14 @@ export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
       return retryWait(pass, state);
     case "tools":
       return runToolBatch(pass, state);
+    case "navigation.ready_to_commit":
+      return commitNavigation(pass, state);
     case "deferred.suspended":
     case "deferred.effect_pending":
     case "summary.deciding":
     case "summary.ready":
     case "summary.effect_pending":
     case "summary.retry_wait":
-    case "navigation.ready_to_commit":
       return Promise.reject(new UnsupportedLeaf(state.at));
   }
 }

@@ -1,0 +1,41 @@
+import type { NavigationRequest } from "../../harness/runtime/acceptance.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { PromptAnswer } from "../../schema/lane-api.ts";
+import type { OperationResultRecord } from "../../schema/lane.ts";
+import { parseWire, unwrapLane, asResult } from "../rpc-errors.ts";
+import type { Wire } from "../../schema/wire.ts";
+import { appendedMessages } from "./appended-messages.ts";
+import type { ConvenienceOutcome } from "./session-lane-rpc.ts";
+import { SessionToolsRpc } from "./session-tools-rpc.ts";
+
+/** What the navigate convenience answers: the navigation, and the continuation run when one started. */
+export interface NavigateOutcome {
+  navigation: ConvenienceOutcome<OperationResultRecord>;
+  run?: ConvenienceOutcome<PromptAnswer>;
+}
+
+/**
+ * Structural conveniences (reference §3.9): an operation A, then — when A was not aborted and the
+ * lane holds eligible queued input (steer, follow-up, next-run) — the continuation run B, admitted
+ * as an empty-prompt run that takes that input. The same primitives a client could call itself.
+ */
+export abstract class SessionStructuralRpc extends SessionToolsRpc {
+  async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number): Promise<Wire<RpcResult<NavigateOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.lane(name);
+      const started = Date.now();
+      const admission = unwrapLane(await lane.accept(parseWire(request)));
+      this.open().runtime.startPass(lane, admission.operationId);
+      const navigation = await this.outcomeWithin(lane, admission.operationId, waitMs);
+      if (navigation.state !== "settled" || navigation.result.status === "aborted") return { navigation };
+      // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1);
+      // otherwise (or when another caller took the lane first) there is no continuation.
+      const continuation = await lane.accept({ kind: "prompt", prompt: "" });
+      if (!continuation.ok) return { navigation };
+      this.open().runtime.startPass(lane, continuation.value.operationId);
+      const run = await this.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
+      if (run.state !== "settled") return { navigation, run };
+      return { navigation, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.openStorage(), run.result) } } };
+    });
+  }
+}
