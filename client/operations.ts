@@ -61,6 +61,29 @@ export class OperationsApi {
     return convenienceOutcome(await this.http.send<ConvenienceBody<PromptAnswer>>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body }));
   }
 
+  /**
+   * `POST …/navigate` `{ targetId, label?, wait?, operationId? }`: moves the lane's tip (null: the
+   * root) and waits. Settled → the navigation's record and, when queued input was waiting, the
+   * continuation run's outcome (`run`, like `prompt`); the wait ran out → `pending` with the id.
+   */
+  async navigate(sessionId: string, lane: string, targetId: string | null, options: NavigateOptions = {}): Promise<NavigateOutcome> {
+    const { label, wait, operationId, ...call } = options;
+    const body = { targetId, ...(label !== undefined && { label }), ...(wait !== undefined && { wait }), ...(operationId !== undefined && { operationId }) };
+    const response = await this.http.send<{ navigation: OperationResultRecord; run?: ConvenienceBody<PromptAnswer> } | { operationId: string }>({
+      ...call,
+      method: "POST",
+      path: lanePath(sessionId, lane, "/navigate"),
+      body,
+    });
+    const answer = response.body;
+    if (response.status === 202 || !("navigation" in answer)) return { state: "pending", operationId: "operationId" in answer ? answer.operationId : "" };
+    return {
+      state: "settled",
+      navigation: answer.navigation,
+      ...(answer.run !== undefined && { run: outcomeOfBody(answer.run, false) }),
+    };
+  }
+
   /** `POST …/abort?wait=`: aborts the current operation (422 NoActiveOperation when idle); `record` once reconciled (default wait 10 s). */
   abortCurrent(sessionId: string, lane: string, options: WaitOptions = {}): Promise<AbortOutcome> {
     const { wait, ...call } = options;
@@ -76,6 +99,20 @@ export class OperationsApi {
   }
 }
 
+export interface NavigateOptions extends CallOptions {
+  /** A label for the target entry (not for the root). */
+  label?: string;
+  /** Seconds to wait (server default 60, at most 60). */
+  wait?: number;
+  /** A fresh UUIDv7 chosen by the caller. */
+  operationId?: string;
+}
+
+/** The navigate convenience: the navigation's record and the continuation run when one started. */
+export type NavigateOutcome =
+  | { state: "settled"; navigation: OperationResultRecord; run?: ConvenienceOutcome<PromptAnswer> }
+  | { state: "pending"; operationId: string };
+
 /** What the waiting conveniences send: the record (200), a suspended run (200), or the id (202). */
 type ConvenienceBody<Settled extends OperationResultRecord = OperationResultRecord> =
   | Settled
@@ -83,8 +120,12 @@ type ConvenienceBody<Settled extends OperationResultRecord = OperationResultReco
   | { operationId: string };
 
 function convenienceOutcome<Settled extends OperationResultRecord>(response: HttpResponse<ConvenienceBody<Settled>>): ConvenienceOutcome<Settled> {
-  const body = response.body;
-  if (response.status === 202) return { state: "pending", operationId: body.operationId };
+  return outcomeOfBody(response.body, response.status === 202);
+}
+
+/** A convenience body as an outcome; `accepted` is a 202 (the wait ran out). */
+function outcomeOfBody<Settled extends OperationResultRecord>(body: ConvenienceBody<Settled>, accepted: boolean): ConvenienceOutcome<Settled> {
+  if (accepted) return { state: "pending", operationId: body.operationId };
   if ("status" in body && body.status === "suspended") return { state: "suspended", operationId: body.operationId, deferred: body.deferred };
   if ("kind" in body) return { state: "settled", result: body };
   return { state: "pending", operationId: body.operationId };

@@ -1,5 +1,6 @@
 import type { SessionSummary } from "../schema/api.ts";
 export type { SessionSummary };
+import type { ForkSession } from "../schema/api-fork.ts";
 import type { Entry } from "../schema/entries.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
@@ -41,6 +42,15 @@ export class SessionsApi {
   /** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`: `name: null` removes the name; settings are a partial patch. */
   patch(sessionId: string, body: PatchSessionBody, options: CallOptions = {}): Promise<Session> {
     return this.http.json({ ...options, method: "PATCH", path: sessionPath(sessionId), body });
+  }
+
+  /**
+   * `POST /v1/sessions/{sid}/fork` → 201 the new Session: one lane's branch (`{ scope: "branch",
+   * branch, entryId?, position? }`) or the whole tree (`{ scope: "tree" }`), without the usage
+   * ledger or runs. Accepts `idempotencyKey`: a retry gets the fork the first attempt made.
+   */
+  fork(sessionId: string, body: ForkSession, options: CallOptions = {}): Promise<Session> {
+    return this.http.json({ ...options, method: "POST", path: sessionPath(sessionId, "/fork"), body });
   }
 
   /** `DELETE /v1/sessions/{sid}` → 204; afterwards the session is 404 (a repeated delete too). */

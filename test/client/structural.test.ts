@@ -1,0 +1,34 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createClient, isApiError } from "../../client/index.ts";
+import { newTenant } from "../api/helpers.ts";
+
+// The SDK's fork and navigate against the real app in workerd.
+
+describe("client SDK: fork and navigate", { timeout: 30_000 }, () => {
+  it("navigates a lane back, runs the queued follow-up from there, and forks the result", async () => {
+    const tenant = await newTenant("sdk_struct");
+    const client = createClient({ baseUrl: "http://api.test/", key: tenant.key, fetch: (input, init) => exports.default.fetch(input, init) });
+    const session = await client.sessions.create({ name: "to fork" });
+    await client.lanes.put(session.id, "main");
+    await client.prompt(session.id, "main", "one");
+    await client.prompt(session.id, "main", "two");
+    const [first, answer] = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items;
+    if (!first || !answer) throw new Error("expected entries");
+
+    await client.queue.followUp(session.id, "main", "then this");
+    const navigated = await client.operations.navigate(session.id, "main", answer.id, { label: "after one" });
+    if (navigated.state !== "settled") throw new Error("the navigation did not settle");
+    expect(navigated.navigation).toMatchObject({ kind: "navigation", status: "completed", tipId: answer.id });
+    expect(navigated.run).toMatchObject({ state: "settled", result: { kind: "run", status: "completed", fromTipId: answer.id } });
+
+    const fork = await client.sessions.fork(session.id, { scope: "branch", branch: "main" });
+    expect(fork).toMatchObject({ parentSessionId: session.id, name: "to fork" });
+    const copied = (await client.branches.entries(fork.id, "main", { order: "oldestFirst" })).items.map((entry) => entry.id);
+    expect(copied.slice(0, 2)).toEqual([first.id, answer.id]);
+    expect(copied).toHaveLength(4);
+
+    const refused = await client.operations.navigate(session.id, "main", copied[3] ?? "", {}).catch((error: unknown) => error);
+    expect(isApiError(refused, "InvalidNavigation")).toBe(true);
+  });
+});
