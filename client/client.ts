@@ -4,6 +4,7 @@ import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts"
 import { LanesApi, QueueApi } from "./lanes.ts";
 import { OperationsApi } from "./operations.ts";
 import { ResourcesApi } from "./resources.ts";
+import { ProvidersApi, ToolsApi } from "./tools.ts";
 import { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 import { EntriesApi, SessionsApi, usage } from "./sessions.ts";
 import type { Me, ModelCatalogEntry, UsagePage, UsageQuery } from "./types.ts";
@@ -40,6 +41,10 @@ export class AgentSessionsClient {
   readonly queue: QueueApi;
   /** Operation primitives and the prompt / abort / resume conveniences. */
   readonly operations: OperationsApi;
+  /** Tool definitions of a session and client tool results. */
+  readonly tools: ToolsApi;
+  /** The tenant's own provider keys. */
+  readonly providers: ProvidersApi;
 
   constructor(options: ClientOptions) {
     this.http = new HttpClient(options);
@@ -53,6 +58,8 @@ export class AgentSessionsClient {
     this.lanes = new LanesApi(this.http);
     this.queue = new QueueApi(this.http);
     this.operations = new OperationsApi(this.http);
+    this.tools = new ToolsApi(this.http);
+    this.providers = new ProvidersApi(this.http);
   }
 
   /** `GET /v1/me` → `{ tenantId, keyId }`. */

@@ -20,6 +20,7 @@ export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";
 export { OperationsApi, type PromptOptions, type WaitOptions } from "./operations.ts";
 export { ResourcesApi } from "./resources.ts";
+export { ProvidersApi, ToolsApi, type ClientToolResult, type ProviderKeyInfo, type PutProvider, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "./tools.ts";
 export { pages, paginate } from "./paging.ts";
 export {
   bearerProtocol,
