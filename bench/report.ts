@@ -23,7 +23,21 @@ export interface BenchNote {
   lines: string[];
 }
 
+/** What P10 measures (bench/node/bundle-size.ts, in Node), handed to workerd through `provide`/`inject`. */
+export interface BundleSize {
+  /** Bytes of every module wrangler would upload. */
+  uploadBytes: number;
+  /** Their gzip size (level 9), summed per module. */
+  gzipBytes: number;
+  modules: number;
+  /** wrangler's own "Total Upload: … / gzip: …" line, verbatim. */
+  wranglerLine: string;
+}
+
 declare module "vitest" {
+  interface ProvidedContext {
+    bundleSize: BundleSize | { error: string };
+  }
   interface TaskMeta {
     /** Lines a bench test hands to bench/table-reporter.ts (test meta crosses the workerd boundary). */
     benchLines?: BenchLine[];

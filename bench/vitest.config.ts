@@ -11,6 +11,8 @@ export default defineConfig({
   ],
   test: {
     include: ["bench/**/*.bench-test.ts"],
+    // P10 measures the deploy bundle in Node before the workerd rows run (bench/node/bundle-size.ts).
+    globalSetup: ["./bench/node/bundle-size.ts"],
     // One file at a time: the rows must not compete for the machine's cores.
     fileParallelism: false,
     testTimeout: 150_000,
