@@ -10,5 +10,9 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["test/e2e/**"],
+    // A file's first request loads and transforms the whole worker (the model providers' SDKs
+    // included) in a fresh isolate: seconds on a loaded 2-core machine. Timing is never asserted.
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
   },
 });

@@ -122,7 +122,7 @@ describe("operation primitives", () => {
     expect(await errorCode(reused)).toBe("InvalidOperationId");
   });
 
-  it("refuses invalid requests: 400 shapes, 404 unknown skills and templates, 422 empty prompts and structural kinds", async () => {
+  it("refuses invalid requests: 400 shapes, 404 unknown skills and templates, 422 empty prompts, compaction and a navigation that does not move", async () => {
     const setup = await laneSetup("prim_bad");
     const path = `${setup.lanePath}/operations`;
     const invalid = [
@@ -147,11 +147,15 @@ describe("operation primitives", () => {
     const empty = await call(path, { body: { kind: "prompt", prompt: "" }, token: setup.key });
     expect(empty.status).toBe(422);
     expect(await errorCode(empty)).toBe("InvalidMessage");
-    for (const body of [{ kind: "compaction" }, { kind: "navigation", targetId: null }]) {
+    for (const body of [{ kind: "compaction" }, { kind: "navigation", targetId: null, summarize: true }]) {
       const structural = await call(path, { body, token: setup.key });
       expect(structural.status).toBe(422);
       expect(await errorCode(structural)).toBe("UnsupportedOperation");
     }
+    // The lane's tip is already the root: a navigation there is no move.
+    const noMove = await call(path, { body: { kind: "navigation", targetId: null }, token: setup.key });
+    expect(noMove.status).toBe(422);
+    expect(await errorCode(noMove)).toBe("InvalidNavigation");
     expect((await execution(setup)).lastOperationId).toBeNull();
   });
 });
