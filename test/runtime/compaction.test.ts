@@ -305,4 +305,36 @@ describe("before_compaction and failures", () => {
     expect(result.compaction).toMatchObject({ status: "failed", error: { code: "summary_error" } });
     expect(result.after).toBe(result.tip);
   });
+
+  it("lane.compact runs the continuation run B when input was queued during the compaction, and none after an abort", async () => {
+    const result = await withCompactionRig(
+      async ({ lane, harness }) => {
+        unwrap(await lane.prompt(`one ${ten}`));
+        unwrap(await lane.prompt(`two ${ten}`));
+        let queueOnce = true;
+        harness.hooks.on("before_compaction", async () => {
+          if (queueOnce) unwrap(await lane.followUp("after compacting"));
+          queueOnce = false;
+          return {};
+        });
+        const continued = unwrap(await lane.compact());
+        const afterRun = lane.findEntries({ order: "oldestFirst" }).map((entry) => entry.type);
+        unwrap(await lane.prompt(`three ${ten}`));
+        unwrap(await lane.nextRun("waits for a run"));
+        harness.hooks.on("before_compaction", async (event) => {
+          unwrap(await lane.requestAbort(event.runId));
+          return {};
+        });
+        const aborted = unwrap(await lane.compact());
+        return { continued, afterRun, aborted, inbox: lane.state.inbox.map((item) => item.kind) };
+      },
+      { settings: COMPACT_EAGERLY },
+    );
+    expect(result.continued.compaction.status).toBe("completed");
+    expect(result.continued.run).toMatchObject({ kind: "run", status: "completed", fromTipId: result.continued.compaction.tipId });
+    expect(result.afterRun).toEqual(["message", "message", "message", "message", "compaction", "message", "message"]);
+    expect(result.aborted.compaction.status).toBe("aborted");
+    expect(result.aborted.run).toBeUndefined();
+    expect(result.inbox).toEqual(["nextRun"]);
+  });
 });
