@@ -18,7 +18,7 @@ export { AdminApi } from "./admin.ts";
 export { EntriesApi, SessionsApi } from "./sessions.ts";
 export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";
-export { OperationsApi, type PromptOptions, type WaitOptions } from "./operations.ts";
+export { OperationsApi, type CompactOptions, type CompactOutcome, type PromptOptions, type WaitOptions } from "./operations.ts";
 export { ResourcesApi } from "./resources.ts";
 export { ProvidersApi, ToolsApi, type ClientToolResult, type ProviderKeyInfo, type PutProvider, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "./tools.ts";
 export { pages, paginate } from "./paging.ts";

@@ -84,6 +84,30 @@ export class OperationsApi {
     };
   }
 
+  /**
+   * `POST …/compact` `{ customInstructions?, wait?, operationId? }`: summarizes the lane's older
+   * context into a compaction entry on its tip and waits (422 NothingToCompact when everything
+   * fits in the kept recent part). Settled → the compaction's record and, when queued input was
+   * waiting, the continuation run's outcome (`run`, like `prompt`); the wait ran out → `pending`.
+   */
+  async compact(sessionId: string, lane: string, options: CompactOptions = {}): Promise<CompactOutcome> {
+    const { customInstructions, wait, operationId, ...call } = options;
+    const body = { ...(customInstructions !== undefined && { customInstructions }), ...(wait !== undefined && { wait }), ...(operationId !== undefined && { operationId }) };
+    const response = await this.http.send<{ compaction: OperationResultRecord; run?: ConvenienceBody<PromptAnswer> } | { operationId: string }>({
+      ...call,
+      method: "POST",
+      path: lanePath(sessionId, lane, "/compact"),
+      body,
+    });
+    const answer = response.body;
+    if (response.status === 202 || !("compaction" in answer)) return { state: "pending", operationId: "operationId" in answer ? answer.operationId : "" };
+    return {
+      state: "settled",
+      compaction: answer.compaction,
+      ...(answer.run !== undefined && { run: outcomeOfBody(answer.run, false) }),
+    };
+  }
+
   /** `POST …/abort?wait=`: aborts the current operation (422 NoActiveOperation when idle); `record` once reconciled (default wait 10 s). */
   abortCurrent(sessionId: string, lane: string, options: WaitOptions = {}): Promise<AbortOutcome> {
     const { wait, ...call } = options;
@@ -111,6 +135,20 @@ export interface NavigateOptions extends CallOptions {
 /** The navigate convenience: the navigation's record and the continuation run when one started. */
 export type NavigateOutcome =
   | { state: "settled"; navigation: OperationResultRecord; run?: ConvenienceOutcome<PromptAnswer> }
+  | { state: "pending"; operationId: string };
+
+export interface CompactOptions extends CallOptions {
+  /** What the summary should focus on. */
+  customInstructions?: string;
+  /** Seconds to wait (server default 60, at most 60). */
+  wait?: number;
+  /** A fresh UUIDv7 chosen by the caller. */
+  operationId?: string;
+}
+
+/** The compact convenience: the compaction's record and the continuation run when one started. */
+export type CompactOutcome =
+  | { state: "settled"; compaction: OperationResultRecord; run?: ConvenienceOutcome<PromptAnswer> }
   | { state: "pending"; operationId: string };
 
 /** What the waiting conveniences send: the record (200), a suspended run (200), or the id (202). */

@@ -107,6 +107,8 @@ export function laneApiError(error: LaneError): ApiError {
       return { code: "NoActiveOperation", message: `Lane ${error.lane} has no active operation` };
     case "NothingToResume":
       return { code: "NothingToResume", message: `Lane ${error.lane} has nothing to resume` };
+    case "NothingToCompact":
+      return { code: "NothingToCompact", message: `Lane ${error.lane} has nothing to compact: its context fits in the kept recent part`, details: { lane: error.lane } };
     case "QueueFull":
       return {
         code: "QueueFull",

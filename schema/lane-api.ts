@@ -63,9 +63,8 @@ const promptInput = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array
 const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 
 /**
- * OperationRequest of spec/API.md "Operations: primitives". Compaction and summarized navigation
- * are validated for shape, then refused with 422 UnsupportedOperation: this build does not run
- * summaries yet.
+ * OperationRequest of spec/API.md "Operations: primitives". Summarized navigation is validated for
+ * shape, then refused with 422 UnsupportedOperation: this build does not write branch summaries yet.
  */
 export const OperationRequestSchema = v.variant("kind", [
   v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId }),
@@ -103,6 +102,13 @@ export const NavigateConvenienceSchema = v.strictObject({
   targetId: v.nullable(IdSchema),
   summarize: v.optional(v.boolean()),
   label: v.optional(shortText),
+  customInstructions: instructions,
+  wait: v.optional(waitSeconds),
+  operationId,
+});
+
+/** `POST …/compact` `{ customInstructions?, wait? }` (wait in seconds). */
+export const CompactConvenienceSchema = v.strictObject({
   customInstructions: instructions,
   wait: v.optional(waitSeconds),
   operationId,

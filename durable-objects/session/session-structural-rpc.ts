@@ -1,4 +1,4 @@
-import type { NavigationRequest } from "../../harness/runtime/acceptance.ts";
+import type { CompactionRequest, NavigationRequest } from "../../harness/runtime/acceptance.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { PromptAnswer } from "../../schema/lane-api.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
@@ -14,6 +14,12 @@ export interface NavigateOutcome {
   run?: ConvenienceOutcome<PromptAnswer>;
 }
 
+/** What the compact convenience answers: the compaction, and the continuation run when one started. */
+export interface CompactOutcome {
+  compaction: ConvenienceOutcome<OperationResultRecord>;
+  run?: ConvenienceOutcome<PromptAnswer>;
+}
+
 /**
  * Structural conveniences (reference §3.9): an operation A, then — when A was not aborted and the
  * lane holds eligible queued input (steer, follow-up, next-run) — the continuation run B, admitted
@@ -22,20 +28,36 @@ export interface NavigateOutcome {
 export abstract class SessionStructuralRpc extends SessionToolsRpc {
   async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number): Promise<Wire<RpcResult<NavigateOutcome>>> {
     return asResult(async () => {
-      const lane = await this.lane(name);
-      const started = Date.now();
-      const admission = unwrapLane(await lane.accept(parseWire(request)));
-      this.open().runtime.startPass(lane, admission.operationId);
-      const navigation = await this.outcomeWithin(lane, admission.operationId, waitMs);
-      if (navigation.state !== "settled" || navigation.result.status === "aborted") return { navigation };
-      // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1);
-      // otherwise (or when another caller took the lane first) there is no continuation.
-      const continuation = await lane.accept({ kind: "prompt", prompt: "" });
-      if (!continuation.ok) return { navigation };
-      this.open().runtime.startPass(lane, continuation.value.operationId);
-      const run = await this.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
-      if (run.state !== "settled") return { navigation, run };
-      return { navigation, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.openStorage(), run.result) } } };
+      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs);
+      return { navigation: record, ...(run && { run }) };
     });
+  }
+
+  async compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number): Promise<Wire<RpcResult<CompactOutcome>>> {
+    return asResult(async () => {
+      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs);
+      return { compaction: record, ...(run && { run }) };
+    });
+  }
+
+  private async structuralThenContinue(
+    name: string,
+    request: NavigationRequest | CompactionRequest,
+    waitMs: number,
+  ): Promise<{ record: ConvenienceOutcome<OperationResultRecord>; run?: ConvenienceOutcome<PromptAnswer> }> {
+    const lane = await this.lane(name);
+    const started = Date.now();
+    const admission = unwrapLane(await lane.accept(request));
+    this.open().runtime.startPass(lane, admission.operationId);
+    const record = await this.outcomeWithin(lane, admission.operationId, waitMs);
+    if (record.state !== "settled" || record.result.status === "aborted") return { record };
+    // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1);
+    // otherwise (or when another caller took the lane first) there is no continuation.
+    const continuation = await lane.accept({ kind: "prompt", prompt: "" });
+    if (!continuation.ok) return { record };
+    this.open().runtime.startPass(lane, continuation.value.operationId);
+    const run = await this.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
+    if (run.state !== "settled") return { record, run };
+    return { record, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.openStorage(), run.result) } } };
   }
 }

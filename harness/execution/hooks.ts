@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "../../schema/json.ts";
 import type { CompactionReason, HarnessEvent, ModelIdentity, OperationKind } from "../../schema/lane.ts";
 import type { AgentMessage, AssistantMessage, StopReason, ToolResultMessage } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
+import type { CompactionPreparation } from "../compaction/preparation.ts";
 import { errorMessage, InvalidHookResult } from "./errors.ts";
 
 // Harness-global hooks: awaited interception (reference §5.1, ARCHITECTURE D12). Handlers run in
@@ -32,9 +33,9 @@ export type StreamOptionsPatch = { [key: string]: JsonValue | undefined };
 /** The harness resources a run may draw on (skills, prompt templates), opaque here. */
 export type HookResources = { skills?: JsonValue; promptTemplates?: JsonValue };
 export type SettledAssistantMessage = AssistantMessage & { stopReason: Exclude<StopReason, "pending"> };
-// Placeholders: the structural-operations capability (compaction, branch summaries) gives these views
-// their full shape (reference §6.2, §6.5). Until then they are opaque JSON.
-export type CompactionPreparationView = JsonObject;
+/** What `before_compaction` sees: the reconstructed preparation (reference §6.2). */
+export type CompactionPreparationView = CompactionPreparation;
+// Placeholder: summarized navigation gives this view its full shape (reference §6.5).
 export type BranchPreparationView = JsonObject;
 /** A hook-supplied compaction, used as-is (§6.3). */
 export type CompactResult = {

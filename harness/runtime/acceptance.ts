@@ -28,7 +28,10 @@ export type RunRequest = (
  */
 export type NavigationRequest = { kind: "navigation"; targetId: string | null; label?: string; operationId?: string };
 
-export type OperationRequest = RunRequest | NavigationRequest;
+/** A manual compaction request (reference §3.1): summarize the lane's context so far. */
+export type CompactionRequest = { kind: "compaction"; customInstructions?: string; operationId?: string };
+
+export type OperationRequest = RunRequest | NavigationRequest | CompactionRequest;
 
 export interface OperationAdmission {
   operationId: string;

@@ -1,6 +1,6 @@
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import type { AgentMessage, DeferredHandle } from "../../schema/messages.ts";
-import type { NavigationRequest, OperationRequest } from "./acceptance.ts";
+import type { CompactionRequest, NavigationRequest, OperationRequest } from "./acceptance.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { AgentLane } from "./lane.ts";
 
@@ -39,17 +39,37 @@ export interface StructuralOutcome {
  * an empty-prompt acceptance, valid only when eligible non-write input is queued (§3.1, §3.9).
  */
 export async function navigateAndContinue(lane: AgentLane, request: NavigationRequest): Promise<Result<StructuralOutcome>> {
+  const done = await structuralThenContinue(lane, request);
+  return done.ok ? ok({ navigation: done.value.record, ...(done.value.run && { run: done.value.run }) }) : done;
+}
+
+/** The compact convenience's answer: the compaction's record, and the continuation run's when one ran. */
+export interface CompactionOutcome {
+  compaction: OperationResultRecord;
+  run?: OperationResultRecord | SuspendedRun;
+}
+
+/** compact = accept(compaction) + drive, then the continuation run B exactly as navigate does. */
+export async function compactAndContinue(lane: AgentLane, request: CompactionRequest): Promise<Result<CompactionOutcome>> {
+  const done = await structuralThenContinue(lane, request);
+  return done.ok ? ok({ compaction: done.value.record, ...(done.value.run && { run: done.value.run }) }) : done;
+}
+
+async function structuralThenContinue(
+  lane: AgentLane,
+  request: NavigationRequest | CompactionRequest,
+): Promise<Result<{ record: OperationResultRecord; run?: OperationResultRecord | SuspendedRun }>> {
   const admitted = await lane.accept(request);
   if (!admitted.ok) return admitted;
-  const navigation = await driveToResult(lane, admitted.value.operationId);
-  if (!navigation.ok) return navigation;
-  const record = navigation.value;
-  if (!("kind" in record)) throw new Error("Invariant: a navigation never suspends");
-  if (record.status === "aborted") return ok({ navigation: record });
+  const structural = await driveToResult(lane, admitted.value.operationId);
+  if (!structural.ok) return structural;
+  const record = structural.value;
+  if (!("kind" in record)) throw new Error(`Invariant: a ${request.kind} never suspends`);
+  if (record.status === "aborted") return ok({ record });
   const continuation = await lane.accept({ kind: "prompt", prompt: "" });
-  if (!continuation.ok) return ok({ navigation: record });
+  if (!continuation.ok) return ok({ record });
   const run = await driveToResult(lane, continuation.value.operationId);
-  return run.ok ? ok({ navigation: record, run: run.value }) : run;
+  return run.ok ? ok({ record, run: run.value }) : run;
 }
 
 /** resume = inspect the current id, then drive it with one deferred poll permit. */

@@ -20,11 +20,12 @@ import type { SessionMutator } from "../session/mutation.ts";
 import { readResult } from "./operation-codec.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
 import { planNavigationAcceptance } from "./navigation.ts";
+import { planCompactionAcceptance } from "./compaction.ts";
 import { requestAbort, type AbortRequestResult } from "./abort.ts";
 import type { GateControl } from "../execution/effect-gate.ts";
 import type { HarnessCore } from "./core.ts";
 import type { LaneHandle } from "./drive/pass.ts";
-import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun, navigateAndContinue, type StructuralOutcome } from "./conveniences.ts";
+import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun, navigateAndContinue, type StructuralOutcome, compactAndContinue, type CompactionOutcome } from "./conveniences.ts";
 import { Drive, observe, runPass } from "./driver.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
 import { planConfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
@@ -157,6 +158,7 @@ export class AgentLane implements LaneHandle {
     const now = this.core.clock();
     const operationId = request.operationId ?? this.core.ids.next(now);
     if (request.kind === "navigation") return this.command(planNavigationAcceptance(this.core, this.name, operationId, request), (value) => value);
+    if (request.kind === "compaction") return this.command(planCompactionAcceptance(this.core, this.name, operationId, request, () => this.contextPath()), (value) => value);
     const messages = requestMessages(request, this.core.resources(), now);
     if (!messages.ok) return err(withLane(messages.error, this.name));
     return this.command(planRunAcceptance(this.core, this.name, operationId, messages.value), (value) => value);
@@ -335,6 +337,10 @@ export class AgentLane implements LaneHandle {
   /** Navigation, then the continuation run when queued input is eligible (conveniences.ts). */
   navigate(targetId: string | null, options: { label?: string } = {}): Promise<Result<StructuralOutcome>> {
     return navigateAndContinue(this, { kind: "navigation", targetId, ...(options.label !== undefined && { label: options.label }) });
+  }
+  /** Manual compaction, then the continuation run when queued input is eligible (conveniences.ts). */
+  compact(customInstructions?: string): Promise<Result<CompactionOutcome>> {
+    return compactAndContinue(this, { kind: "compaction", ...(customInstructions !== undefined && { customInstructions }) });
   }
   resume(): Promise<Result<OperationResultRecord | SuspendedRun>> {
     return resumeCurrent(this);

@@ -56,7 +56,6 @@ describe("navigation over REST", () => {
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: null, label: "root" }, token: setup.key }), 422, "InvalidNavigation");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: "no_such_entry" }, token: setup.key }), 404, "UnknownTarget");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.ids.a1, summarize: true }, token: setup.key }), 422, "UnsupportedOperation");
-    await expectError(await call(`${setup.lanePath}/operations`, { body: { kind: "compaction" }, token: setup.key }), 422, "UnsupportedOperation");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { target: setup.ids.a1 }, token: setup.key }), 400, "ValidationFailed");
     const lane = await (await call(setup.lanePath, { token: setup.key })).json<{ tipId: string | null }>();
     expect(lane.tipId).toBe(setup.ids.a2);

@@ -147,11 +147,13 @@ describe("operation primitives", () => {
     const empty = await call(path, { body: { kind: "prompt", prompt: "" }, token: setup.key });
     expect(empty.status).toBe(422);
     expect(await errorCode(empty)).toBe("InvalidMessage");
-    for (const body of [{ kind: "compaction" }, { kind: "navigation", targetId: null, summarize: true }]) {
-      const structural = await call(path, { body, token: setup.key });
-      expect(structural.status).toBe(422);
-      expect(await errorCode(structural)).toBe("UnsupportedOperation");
-    }
+    // An empty lane has nothing to compact.
+    const compaction = await call(path, { body: { kind: "compaction" }, token: setup.key });
+    expect(compaction.status).toBe(422);
+    expect(await errorCode(compaction)).toBe("NothingToCompact");
+    const summarized = await call(path, { body: { kind: "navigation", targetId: null, summarize: true }, token: setup.key });
+    expect(summarized.status).toBe(422);
+    expect(await errorCode(summarized)).toBe("UnsupportedOperation");
     // The lane's tip is already the root: a navigation there is no move.
     const noMove = await call(path, { body: { kind: "navigation", targetId: null }, token: setup.key });
     expect(noMove.status).toBe(422);

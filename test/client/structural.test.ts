@@ -32,3 +32,24 @@ describe("client SDK: fork and navigate", { timeout: 30_000 }, () => {
     expect(isApiError(refused, "InvalidNavigation")).toBe(true);
   });
 });
+
+describe("client SDK: compact", { timeout: 30_000 }, () => {
+  it("compacts a lane, then runs the queued follow-up after the compaction; refuses an empty lane", async () => {
+    const tenant = await newTenant("sdk_compact");
+    const client = createClient({ baseUrl: "http://api.test/", key: tenant.key, fetch: (input, init) => exports.default.fetch(input, init) });
+    const session = await client.sessions.create({ settings: { compaction: { enabled: true, reserveTokens: 4000, keepRecentTokens: 2 } } });
+    await client.lanes.put(session.id, "main");
+    const refused = await client.operations.compact(session.id, "main").catch((error: unknown) => error);
+    expect(isApiError(refused, "NothingToCompact")).toBe(true);
+
+    await client.prompt(session.id, "main", "one");
+    await client.prompt(session.id, "main", "two");
+    await client.queue.followUp(session.id, "main", "then this");
+    const compacted = await client.operations.compact(session.id, "main", { customInstructions: "be brief" });
+    if (compacted.state !== "settled") throw new Error("the compaction did not settle");
+    expect(compacted.compaction).toMatchObject({ kind: "compaction", status: "completed" });
+    expect(compacted.run).toMatchObject({ state: "settled", result: { kind: "run", status: "completed", fromTipId: compacted.compaction.tipId } });
+    const entries = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items.map((entry) => entry.type);
+    expect(entries).toEqual(["message", "message", "message", "message", "compaction", "message", "message"]);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HOOK_DURABILITY, HookRegistry, hookErrorEvent } from "../../harness/execution/hooks.ts";
-import type { HookErrorInfo, HookModel, SettledAssistantMessage, StreamOptionsPatch } from "../../harness/execution/hooks.ts";
+import type { CompactionPreparationView, HookErrorInfo, HookModel, SettledAssistantMessage, StreamOptionsPatch } from "../../harness/execution/hooks.ts";
 import { InvalidHookResult } from "../../harness/execution/errors.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
@@ -25,7 +25,15 @@ function settled(text: string, stopReason: SettledAssistantMessage["stopReason"]
 
 const toolEvent = { ...scope, toolCallId: "call-1", toolName: "echo", args: { text: "hi" } };
 const afterToolEvent = { ...toolEvent, content: [{ type: "text" as const, text: "hi" }], isError: false };
-const preparation = { messagesToSummarize: [] };
+const preparation: CompactionPreparationView = {
+  messagesToSummarize: [],
+  turnPrefixMessages: [],
+  retainedTail: [],
+  isSplitTurn: false,
+  tokensBefore: 0,
+  fileOps: { read: [], written: [], edited: [] },
+  settings: { enabled: true, reserveTokens: 0, keepRecentTokens: 0 },
+};
 
 describe("hook registry", () => {
   it("exports the durability class of each of the 11 hooks", () => {
@@ -300,7 +308,7 @@ describe("hook registry", () => {
 
   it("before_navigation: same rule with a branch summary result", async () => {
     const { hooks, errors, ctx } = setup();
-    const event = { ...scope, targetId: "entry-1", preparation, customInstructions: "short" };
+    const event = { ...scope, targetId: "entry-1", preparation: { entries: [] }, customInstructions: "short" };
     const summary = { summary: "abandoned work", readFiles: ["a.ts"], modifiedFiles: [] };
     let instructions: string | undefined;
     hooks.on("before_navigation", (seen) => {

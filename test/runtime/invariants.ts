@@ -339,6 +339,8 @@ export interface CrashScenario {
   tools?: (session: Session) => ToolsPort;
   /** How the reopened harness drives (default: the operation id with waitForRetry). */
   drive?: (lane: AgentLane, operationId: string) => Promise<Result<DriveOutcome>>;
+  /** Accepts the operation that is parked (default: a prompt run); returns its id. */
+  accept?: (rig: Attached, lane: AgentLane) => Promise<string>;
 }
 
 export interface Crashed {
@@ -371,7 +373,7 @@ export async function crashAt(scenario: CrashScenario): Promise<Crashed> {
     const lane = await rig.harness.lane("main");
     if (scenario.activeTools) await lane.setActiveTools(scenario.activeTools);
     const parked = scenario.park(rig, lane);
-    const operationId = await acceptPrompt(lane, scenario.prompt ?? "go");
+    const operationId = scenario.accept ? await scenario.accept(rig, lane) : await acceptPrompt(lane, scenario.prompt ?? "go");
     startPass(lane, operationId);
     await until(parked, "the pass to park");
     await scenario.whileParked?.(rig, lane, operationId);

@@ -7,6 +7,7 @@ import {
   LaneConfigPatchSchema,
   LaneNameSchema,
   NewLaneEntrySchema,
+  CompactConvenienceSchema,
   NavigateConvenienceSchema,
   OperationRequestSchema,
   PROMPT_ANSWER_LIMITS,
@@ -120,10 +121,21 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations", operationId: "acceptOperation", tag: "Operations", auth: "tenant",
     summary: "Accept an operation",
-    description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` and `navigation` with `summarize: true` are validated, then refused with 422 `UnsupportedOperation` by this build. " + OPEN_QUOTA,
+    description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` summarizes the lane's older context into a compaction entry (422 `NothingToCompact` when it all fits in the kept recent part); `navigation` with `summarize: true` is validated, then refused with 422 `UnsupportedOperation` by this build. " + OPEN_QUOTA,
     pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
     responses: { 202: { description: "`{ operationId, kind, startedAt }`" } },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "InvalidOperationId", "UnsupportedOperation", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "UnsupportedOperation", "RateLimited"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/compact", operationId: "compact", tag: "Operations", auth: "tenant",
+    summary: "Compact and wait; then the continuation run",
+    description: `Summarizes the lane's older context (everything before the newest \`settings.compaction.keepRecentTokens\` tokens) with the lane's model and places one compaction entry on its tip; \`customInstructions\` says what the summary should focus on. \`wait\` in seconds (≤ 60, default 60). Answers \`{ compaction: record, run? }\`: when the compaction completed and queued steer, follow-up or next-run input is waiting, the run that takes it starts after the compaction and \`run\` is its answer (as for prompt). ${OPEN_QUOTA}`,
+    pathParams: LANE, body: CompactConvenienceSchema, example: { customInstructions: "Keep the open questions" }, idempotent: true,
+    responses: {
+      200: { description: "`{ compaction: record, run? }`" },
+      202: { description: "`{ operationId }`: the wait ran out" },
+    },
+    errors: [...LANE_ERRORS, "LaneBusy", "NothingToCompact", "InvalidOperationId", "RateLimited"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/navigate", operationId: "navigate", tag: "Operations", auth: "tenant",

@@ -1,8 +1,8 @@
 import { Hono, type Context } from "hono";
 import type { ConvenienceOutcome } from "../../durable-objects/session/session-lane-rpc.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import type { NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
-import { NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody } from "../../schema/lane-api.ts";
+import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody } from "../../schema/lane-api.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
@@ -82,6 +82,17 @@ export const operationRoutes = new Hono<AppEnv>()
     if (outcome.navigation.state !== "settled") return convenience(c, outcome.navigation);
     return c.json({ navigation: outcome.navigation.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
   })
+  // accept a manual compaction + wait; then the continuation run when queued input is eligible.
+  .post("/:lane/compact", sessionIdempotency, async (c) => {
+    const { stub, lane, sessionId } = laneTarget(c);
+    const { wait, customInstructions, operationId } = await jsonBody(c, CompactConvenienceSchema);
+    const request = compactionRequest({ kind: "compaction", customInstructions, operationId });
+    const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
+    const outcome = await withOpenOperation(c.env, scope, () => stub.compactAndAwait(lane, toWire(request), waitFor), (value) => operationIdOf(value.compaction));
+    if (outcome.compaction.state !== "settled") return convenience(c, outcome.compaction);
+    return c.json({ compaction: outcome.compaction.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
+  })
   // requestAbort(current) + the reconciliation pass; 422 NoActiveOperation when idle.
   .post("/:lane/abort", async (c) => {
     const { stub, lane } = laneTarget(c);
@@ -114,11 +125,19 @@ function convenienceBody<Settled extends object>(outcome: ConvenienceOutcome<Set
   }
 }
 
-/** The engine's request for a validated body: compaction and summarized navigation are not run yet. */
+/** The engine's request for a validated body: summarized navigation is not run yet. */
 function engineRequest(body: OperationRequestBody): OperationRequest {
-  if (body.kind === "compaction") throw fail("UnsupportedOperation", "Compaction is not supported by this deployment yet", { kind: body.kind });
+  if (body.kind === "compaction") return compactionRequest(body);
   if (body.kind === "navigation") return navigationRequest(body);
   return body;
+}
+
+function compactionRequest(body: Extract<OperationRequestBody, { kind: "compaction" }>): CompactionRequest {
+  return {
+    kind: "compaction",
+    ...(body.customInstructions !== undefined && { customInstructions: body.customInstructions }),
+    ...(body.operationId !== undefined && { operationId: body.operationId }),
+  };
 }
 
 function navigationRequest(body: Extract<OperationRequestBody, { kind: "navigation" }>): NavigationRequest {

@@ -6,6 +6,7 @@ import type { Pass, Step } from "./pass.ts";
 import { recoverAssistant } from "./recover-assistant.ts";
 import { retryWait } from "./retry-wait.ts";
 import { startRun } from "./start.ts";
+import { decideSummary, recoverSummary, summaryReady, summaryRetryWait } from "./summary.ts";
 import { runToolBatch } from "./tools.ts";
 
 /** A leaf whose procedure belongs to a capability this build does not include. */
@@ -18,8 +19,8 @@ export class UnsupportedLeaf extends Error {
 
 /**
  * Ordinary dispatch: the single visible switch over the 13 leaves (reference §4.1). Leaves of
- * deferred runs and structural operations are never entered by this build (acceptance and
- * classification cannot reach them); meeting one means foreign or corrupt state.
+ * deferred runs are never entered by this build (classification cannot reach them); meeting one
+ * means foreign or corrupt state.
  */
 export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
   switch (state.at) {
@@ -37,12 +38,17 @@ export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
       return runToolBatch(pass, state);
     case "navigation.ready_to_commit":
       return commitNavigation(pass, state);
+    case "summary.deciding":
+      return decideSummary(pass, state);
+    case "summary.ready":
+      return summaryReady(pass, state);
+    case "summary.effect_pending":
+      // A live pass performs its attempt inside summaryReady; met here, the outcome is unknown.
+      return recoverSummary(pass, state);
+    case "summary.retry_wait":
+      return summaryRetryWait(pass, state);
     case "deferred.suspended":
     case "deferred.effect_pending":
-    case "summary.deciding":
-    case "summary.ready":
-    case "summary.effect_pending":
-    case "summary.retry_wait":
       return Promise.reject(new UnsupportedLeaf(state.at));
   }
 }

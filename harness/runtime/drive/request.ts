@@ -65,8 +65,8 @@ function streamOptionsPatch(options: StreamOptions): Record<string, JsonValue | 
 
 const TRANSPORTS: readonly Transport[] = ["sse", "websocket", "websocket-cached", "auto"];
 
-/** Only the curated keys reach the provider; anything a hook added outside them is dropped. */
-function toSimpleOptions(patch: Record<string, JsonValue | undefined>): SimpleStreamOptions {
+/** Only the curated keys reach the provider; anything a hook added outside them is dropped (summary requests too). */
+export function toSimpleOptions(patch: Record<string, JsonValue | undefined>): SimpleStreamOptions {
   const options: SimpleStreamOptions = {};
   const transport = TRANSPORTS.find((candidate) => candidate === patch.transport);
   if (transport) options.transport = transport;

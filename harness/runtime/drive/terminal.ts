@@ -64,7 +64,17 @@ export function terminalEvent(lane: string, record: OperationResultRecord): Harn
       return { type: "run_end", lane, runId: record.operationId, status, ...error, fromTipId: record.fromTipId, tipId: record.tipId, endedAt: record.endedAt };
     }
     case "compaction":
-      return { type: "compaction_end", lane, runId: record.operationId, reason: "manual", status: record.status, ...error, endedAt: record.endedAt };
+      // A completed standalone compaction's tip is its compaction entry.
+      return {
+        type: "compaction_end",
+        lane,
+        runId: record.operationId,
+        reason: "manual",
+        status: record.status,
+        ...(record.status === "completed" && record.tipId !== null && { entryId: record.tipId }),
+        ...error,
+        endedAt: record.endedAt,
+      };
     case "navigation":
       return { type: "navigation_end", lane, runId: record.operationId, status: record.status, ...error, fromTipId: record.fromTipId, tipId: record.tipId, endedAt: record.endedAt };
   }

@@ -1,0 +1,72 @@
+import type { Entry } from "../../schema/entries.ts";
+import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../compaction/preparation.ts";
+import { operationMeta, operationPreparation, operationResult } from "../session/builtin-addresses.ts";
+import { isUuidV7 } from "../session/ids.ts";
+import { setValue } from "../session/writes.ts";
+import type { CompactionRequest, OperationAdmission } from "./acceptance.ts";
+import { runSettingsOf } from "./acceptance.ts";
+import type { HarnessCore } from "./core.ts";
+import { err, ok, type Result } from "./errors.ts";
+import type { Planner } from "./lane-command.ts";
+import { metaWrites, stateWrites } from "./operation-codec.ts";
+import type { OperationMeta, OperationState } from "./types.ts";
+
+/**
+ * Manual compaction acceptance (reference §3.1), one lane command: the lane must be idle; the
+ * compaction-bounded path from the tip is prepared with the current compaction settings, and with
+ * nothing to summarize the request is refused (`NothingToCompact`). It commits the preparation, the
+ * meta and `summary.deciding` with a `finish` boundary; the inbox is untouched and no work runs.
+ */
+export function planCompactionAcceptance(
+  core: HarnessCore,
+  lane: string,
+  operationId: string,
+  request: CompactionRequest,
+  /** The lane's compaction-bounded context path (read on the line: the tip cannot move under it). */
+  contextPath: () => readonly Entry[],
+): Planner<Result<OperationAdmission>> {
+  return (m, state) => {
+    if (state.operation) {
+      const { meta } = state.operation;
+      return { writes: [], value: err({ code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind }) };
+    }
+    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
+      return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
+    }
+    const settings = runSettingsOf(core.settings());
+    const tipId = state.tipId;
+    const context = pathContext(tipId === null ? [] : contextPath(), core.projectors);
+    const cut = findCut(context.messages, settings.compaction.keepRecentTokens);
+    if (tipId === null || !preparationAt(context, cut, settings.compaction)) {
+      return { writes: [], value: err({ code: "NothingToCompact", lane }) };
+    }
+    const { customInstructions } = request;
+    const taskId = core.ids.next();
+    const startedAt = core.clock();
+    const meta: OperationMeta = {
+      operationId,
+      lane,
+      sourceTipId: tipId,
+      startedAt,
+      intent: { kind: "compaction", ...(customInstructions !== undefined && { customInstructions }) },
+    };
+    const opState: OperationState = {
+      at: "summary.deciding",
+      task: { taskId, reason: "manual", ...(customInstructions !== undefined && { customInstructions }), boundary: { kind: "finish" } },
+      control: { status: "running" },
+      settings,
+      latestAssistantEntryId: null,
+    };
+    return {
+      writes: [
+        setValue(operationPreparation<StoredCompactionPreparation>(operationId, taskId), storedPreparation(tipId, context, cut)),
+        ...metaWrites(m, core.captures, meta, settings),
+        ...stateWrites(m, core.captures, operationId, opState, undefined),
+      ],
+      next: { ...state, operation: { meta, state: opState } },
+      events: () => [{ type: "compaction_start", lane, runId: operationId, reason: "manual", startedAt }],
+      afterCommit: () => core.wake.due(lane, operationId, startedAt),
+      value: ok({ operationId, kind: "compaction", startedAt }),
+    };
+  };
+}

@@ -1,0 +1,276 @@
+import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
+import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
+import type { HarnessEvent } from "../../../schema/lane.ts";
+import type { Usage } from "../../../schema/usage.ts";
+import { combineSummaries, summaryRequests, type SummaryRequest, type SummaryRequestKind } from "../../compaction/summarizer.ts";
+import { fileDetails, reconstructPreparation, type CompactionPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
+import { gatedDelay } from "../../execution/effect-gate.ts";
+import type { ProviderModel } from "../../execution/models.ts";
+import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
+import { operationPreparation } from "../../session/builtin-addresses.ts";
+import { addUsage } from "../../session/usage.ts";
+import { insertUsage } from "../../session/writes.ts";
+import type { Committed } from "../lane-command.ts";
+import { normalizeRetryPolicy, notBeforeOf, retryDelay } from "../settings.ts";
+import type { OperationState, StateAt, SummaryContext, SummaryTask } from "../types.ts";
+import { settled } from "./generation.ts";
+import { CONTINUE, type Pass, type Step } from "./pass.ts";
+import { scopeOf } from "./scope.ts";
+import { boundaryPlan, usageEvents, type SummaryOutcome, type SummarySettlement } from "./summary-boundary.ts";
+import { requestSummary, summaryRequestOptions, summaryText } from "./summary-request.ts";
+import { continueOperation, settleOperation, type TransitionPlan } from "./transition.ts";
+
+// The summary leaves (reference §3.3–3.4, §4.6), one procedure per leaf, each straight-line:
+// prepare → commit intent → admit the effect → commit its settlement. How the outcome ends the
+// task is the boundary switch of summary-boundary.ts.
+
+/**
+ * `summary.deciding`: the gated `before_compaction` over the reconstructed preparation. A decline
+ * or a hook-supplied result goes to the boundary (with the hook's usage row, if it gave usage);
+ * neither selects generation (`summary.ready`, a fresh result id, the context snapshot). A crash
+ * before this commit reruns the hook (it is transition-consumed).
+ */
+export async function decideSummary(pass: Pass, state: StateAt<"summary.deciding">): Promise<Step> {
+  const { core } = pass;
+  const { task } = state;
+  let decision: Awaited<ReturnType<typeof core.hooks.runBeforeCompaction>> = { decision: "generate" };
+  if (core.hooks.has("before_compaction")) {
+    const preparation = readPreparation(pass, task, state);
+    decision = await pass.gate.admit((signal) =>
+      core.hooks.runBeforeCompaction(
+        {
+          lane: pass.lane.name,
+          runId: pass.operationId,
+          reason: task.reason ?? "manual",
+          preparation,
+          ...(task.customInstructions !== undefined && { customInstructions: task.customInstructions }),
+        },
+        { signal },
+      ),
+    );
+  }
+  const resultEntryId = core.ids.next();
+  return settled(
+    await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
+      switch (decision.decision) {
+        case "decline":
+          return boundaryPlan(pass.lane.name, task, operation.state, lane, { kind: "declined" });
+        case "result": {
+          const { usage, ...result } = decision.result;
+          const usageId = core.ids.next();
+          const settlement: SummarySettlement = usage
+            ? { writes: [insertUsage({ id: usageId, usage, entryId: resultEntryId, adjustment: false, details: { source: "before_compaction" } })], events: (done) => usageEvents(pass.lane.name, done) }
+            : { writes: [] };
+          return boundaryPlan(pass.lane.name, task, operation.state, lane, { kind: "success", result: { ...result, ...(usage && { usage }) }, fromHook: true, resultEntryId }, settlement);
+        }
+        case "generate": {
+          const settings = core.settings();
+          const summaryContext: SummaryContext = {
+            resultEntryId,
+            configuration: lane.configuration,
+            streamOptions: { ...settings.streamOptions, deferred: false },
+            retryPolicy: normalizeRetryPolicy(settings.retry),
+          };
+          return { kind: "commit", writes: [], state: { ...scopeOf(operation.state), at: "summary.ready", task, summaryContext, nextAttempt: 1 } };
+        }
+      }
+    }),
+  );
+}
+
+/**
+ * `summary.ready`: the captured model must resolve (else the boundary fails `model_unavailable`);
+ * the first nested request is prepared, its usage intent committed (`summary.effect_pending`), and
+ * the attempt performed in this same pass.
+ */
+export async function summaryReady(pass: Pass, state: StateAt<"summary.ready">): Promise<Step> {
+  const { core } = pass;
+  const { task, summaryContext } = state;
+  const { provider, modelId } = summaryContext.configuration.model;
+  const model = core.models.getModel(provider, modelId);
+  if (!model) {
+    const error = { code: "model_unavailable", message: `Model ${provider}/${modelId} is not available` };
+    return settled(await continueOperation(pass, (_m, operation, lane) => boundaryPlan(pass.lane.name, task, operation.state, lane, { kind: "failed", error })));
+  }
+  const preparation = readPreparation(pass, task, state);
+  const requests = summaryRequests(preparation, task.customInstructions);
+  const attempt = state.nextAttempt;
+  const options = await summaryRequestOptions(pass, model, summaryContext, attempt, state.settings.compaction.reserveTokens);
+  const usageId = core.ids.next();
+  const effect: StateAt<"summary.effect_pending"> = { ...scopeOf(state), at: "summary.effect_pending", task, summaryContext, attempt, request: { index: 0, usageId }, usageIds: [] };
+  const intent = await continueOperation(pass, () => ({ kind: "commit", writes: [], state: effect }));
+  if (intent !== CONTINUE) return settled(intent);
+  return performAttempt(pass, effect, model, preparation, requests, options);
+}
+
+/**
+ * The attempt (in `summary.effect_pending`): each nested request is admitted, then settles its own
+ * usage row before the next starts (that commit is also the next request's intent). The last
+ * settlement carries the boundary; a failure retries while attempts remain, else fails the task.
+ */
+async function performAttempt(
+  pass: Pass,
+  first: StateAt<"summary.effect_pending">,
+  model: ProviderModel,
+  preparation: CompactionPreparation,
+  requests: SummaryRequest[],
+  firstOptions: Awaited<ReturnType<typeof summaryRequestOptions>>,
+): Promise<Step> {
+  const { core } = pass;
+  const lane = pass.lane.name;
+  const { task, summaryContext, attempt } = first;
+  const texts: { kind: SummaryRequestKind; text: string }[] = [];
+  let usage: Usage | undefined;
+  let current = first;
+  for (let index = 0; index < requests.length; index++) {
+    const request = requests[index];
+    const reserved = current.request;
+    if (!request || !reserved) throw new Error("Invariant: a summary request without its usage intent");
+    const options = index === 0 ? firstOptions : await summaryRequestOptions(pass, model, summaryContext, attempt, current.settings.compaction.reserveTokens);
+    const response = await requestSummary(pass, model, request.context, options);
+    usage = usage ? addUsage(usage, response.usage) : response.usage;
+    const settlement: SummarySettlement = {
+      writes: [insertUsage({ id: reserved.usageId, usage: response.usage, entryId: summaryContext.resultEntryId, adjustment: false, details: { step: "compaction", request: request.kind, attempt } })],
+      events: (done) => usageEvents(lane, done),
+    };
+    const failed = response.stopReason === "error" || response.stopReason === "aborted";
+    if (!failed) texts.push({ kind: request.kind, text: summaryText(response) });
+    const last = index === requests.length - 1;
+    const next: StateAt<"summary.effect_pending"> | undefined =
+      !failed && !last ? { ...current, request: { index: index + 1, usageId: core.ids.next() }, usageIds: [...current.usageIds, reserved.usageId] } : undefined;
+    const total = usage;
+    const step = await settleOperation(pass, (_m, operation, laneState): TransitionPlan => {
+      if (failed || operation.state.control.status === "cancel_requested") return failure(pass, task, operation.state, laneState, response, settlement, attempt);
+      if (next) return { kind: "commit", writes: settlement.writes, state: { ...next, control: operation.state.control }, ...(settlement.events && { events: settlement.events }) };
+      const outcome: SummaryOutcome = {
+        kind: "success",
+        fromHook: false,
+        resultEntryId: summaryContext.resultEntryId,
+        result: {
+          summary: combineSummaries(preparation, texts),
+          retainedTail: preparation.retainedTail,
+          tokensBefore: preparation.tokensBefore,
+          details: fileDetails(preparation.fileOps),
+          ...(total && { usage: total }),
+        },
+      };
+      return boundaryPlan(lane, task, operation.state, laneState, outcome, withRetryEnd(pass, settlement, attempt, true));
+    });
+    if (step === "returned") throw new Error("Invariant: a summary settlement always commits");
+    if (!next || step.kind !== "continue") return step;
+    current = next;
+  }
+  throw new Error("Invariant: a compaction attempt has at least one request");
+}
+
+/** A failed request: retry while the error is retryable and attempts remain, else the boundary fails. */
+function failure(
+  pass: Pass,
+  task: SummaryTask,
+  current: OperationState,
+  lane: Parameters<typeof boundaryPlan>[3],
+  response: ProviderAssistant,
+  settlement: SummarySettlement,
+  attempt: number,
+): TransitionPlan {
+  if (current.at !== "summary.effect_pending") throw new Error(`Cannot settle a summary request at ${current.at}`);
+  const errorMessage = response.errorMessage ?? "The summary request failed";
+  // Under cancellation the boundary ends the task aborted (settling this request's usage row).
+  if (current.control.status === "cancel_requested") return boundaryPlan(pass.lane.name, task, current, lane, { kind: "failed", error: { code: "aborted", message: errorMessage } }, settlement);
+  const failure = providerFailureOf(response);
+  const transient = failure?.kind === "http" && (failure.status === 429 || failure.status >= 500);
+  const retryable = failure?.kind !== "auth" && (transient || isRetryableAssistantError(response));
+  const policy = current.summaryContext.retryPolicy;
+  if (retryable && attempt < policy.maxAttempts) {
+    return retryPlan(pass, current, settlement, retryDelayFor(failure, retryDelay(policy, attempt)), errorMessage, false);
+  }
+  const error = { code: failure?.kind === "auth" ? "provider_auth" : "summary_error", message: errorMessage };
+  return boundaryPlan(pass.lane.name, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, settlement, attempt, false, errorMessage));
+}
+
+function retryPlan(
+  pass: Pass,
+  current: StateAt<"summary.effect_pending">,
+  settlement: SummarySettlement,
+  delayMs: number,
+  errorMessage: string,
+  recovery: boolean,
+): TransitionPlan {
+  const lane = pass.lane.name;
+  const runId = pass.operationId;
+  const nextAttempt = current.attempt + 1;
+  const notBefore = notBeforeOf(pass.core.clock(), delayMs);
+  const maxAttempts = current.summaryContext.retryPolicy.maxAttempts;
+  return {
+    kind: "commit",
+    writes: settlement.writes,
+    state: { ...scopeOf(current), at: "summary.retry_wait", task: current.task, summaryContext: current.summaryContext, nextAttempt, notBefore, errorMessage },
+    events: (done) => [
+      ...(settlement.events?.(done) ?? []),
+      { type: "retry_scheduled", lane, runId, step: "compaction", attempt: nextAttempt, maxAttempts, delayMs, notBefore, errorMessage, ...(recovery && { recovery: true as const }) },
+    ],
+    afterCommit: () => pass.core.wake.due(lane, runId, notBefore),
+  };
+}
+
+function withRetryEnd(pass: Pass, settlement: SummarySettlement, attempt: number, success: boolean, finalError?: string): SummarySettlement {
+  if (attempt <= 1) return settlement;
+  const end: HarnessEvent = { type: "retry_end", lane: pass.lane.name, runId: pass.operationId, step: "compaction", attempt, success, ...(finalError !== undefined && { finalError }) };
+  return { writes: settlement.writes, events: (done: Committed | undefined) => [...(settlement.events?.(done) ?? []), end] };
+}
+
+export const INTERRUPTED_SUMMARY_MESSAGE =
+  "The summary request was interrupted before its outcome was recorded; whether the provider completed it is unknown.";
+
+/**
+ * A restored `summary.effect_pending` (reference §4.6): the whole attempt is uncertain, even a
+ * first split-turn request that finished (its text lived only in memory). Attempts left → the
+ * retry wait (`recovery: true`); none → the boundary fails `structural_interrupted`. Usage rows
+ * already committed stay; nothing is fabricated for the unknown request.
+ */
+export async function recoverSummary(pass: Pass, state: StateAt<"summary.effect_pending">): Promise<Step> {
+  const policy = state.summaryContext.retryPolicy;
+  return settled(
+    await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
+      if (operation.state.at !== "summary.effect_pending") throw new Error(`Cannot recover a summary at ${operation.state.at}`);
+      if (state.attempt < policy.maxAttempts) {
+        return retryPlan(pass, operation.state, { writes: [] }, retryDelay(policy, state.attempt), INTERRUPTED_SUMMARY_MESSAGE, true);
+      }
+      const error = { code: "structural_interrupted", message: INTERRUPTED_SUMMARY_MESSAGE };
+      return boundaryPlan(pass.lane.name, state.task, operation.state, lane, { kind: "failed", error });
+    }),
+  );
+}
+
+/** `summary.retry_wait` → `summary.ready`, like the assistant's wait (a durable wait or a gated timer). */
+export async function summaryRetryWait(pass: Pass, state: StateAt<"summary.retry_wait">): Promise<Step> {
+  const remaining = state.notBefore - pass.core.clock();
+  if (remaining > 0) {
+    if (!pass.waitForRetry) {
+      return { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "retry", notBefore: state.notBefore } };
+    }
+    await gatedDelay(pass.gate, remaining);
+  }
+  return settled(
+    await continueOperation(pass, (_m, operation) => ({
+      kind: "commit",
+      writes: [],
+      state: { ...scopeOf(operation.state), at: "summary.ready", task: state.task, summaryContext: state.summaryContext, nextAttempt: state.nextAttempt },
+      events: () => [{ type: "retry_start", lane: pass.lane.name, runId: pass.operationId, step: "compaction", attempt: state.nextAttempt }],
+    })),
+  );
+}
+
+/** The preparation stored at acceptance, read back over the same (write-once) path. */
+function readPreparation(pass: Pass, task: SummaryTask, state: OperationState): CompactionPreparation {
+  const { core } = pass;
+  const stored = core.session.getValue(operationPreparation<StoredCompactionPreparation>(pass.operationId, task.taskId))?.value;
+  if (!stored || stored.kind !== "compaction") throw new Error(`Invariant: operation ${pass.operationId} has no compaction preparation for task ${task.taskId}`);
+  const path =
+    pass.lane.state.tipId === stored.tipId
+      ? pass.lane.contextPath()
+      : core.session.scanBranch({ start: stored.tipId, order: "newestFirst", stopAtType: "compaction" }).reverse();
+  const preparation = reconstructPreparation(stored, path, state.settings.compaction, core.projectors);
+  if (!preparation) throw new Error(`Invariant: the stored preparation of ${pass.operationId} names nothing to summarize`);
+  return preparation;
+}
