@@ -3,8 +3,9 @@ import { Api, createTenant, isEvent, openLaneWatch, readAdminToken } from "./cli
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
 // Structural operations against `npm start`, as a client would use them: a session of 10,000
-// entries written over HTTP, navigated back through the REST convenience while a WebSocket watcher
-// looks on, then forked (one lane's branch, and the whole tree) and read back page by page.
+// entries written over HTTP, navigated back and compacted through the REST conveniences while a
+// WebSocket watcher looks on, then forked (one lane's branch, and the whole tree) and read back
+// page by page.
 
 const ENTRIES = 10_000;
 const IN_FLIGHT = 32;
@@ -24,7 +25,7 @@ async function allEntries(api: Api, path: string): Promise<Entry[]> {
   throw new Error(`${path}: more than 100 pages`);
 }
 
-describe("navigate and fork a 10,000-entry session over HTTP (npm start)", () => {
+describe("navigate, compact and fork a 10,000-entry session over HTTP (npm start)", () => {
   let server: DevServer;
   let api: Api;
   let key: string;
@@ -80,13 +81,37 @@ describe("navigate and fork a 10,000-entry session over HTTP (npm start)", () =>
     }
   }, 120_000);
 
+  it("compacts the lane through the REST convenience while a watcher sees compaction_start and compaction_end", async () => {
+    const watch = await openLaneWatch(server.baseUrl, key, "big", "main");
+    try {
+      await watch.next();
+      const compacted = await api.expect<{ compaction: { kind: string; status: string; tipId: string } }>(200, "POST", "/v1/sessions/big/lanes/main/compact", {
+        body: { customInstructions: "Keep the note numbers." },
+      });
+      expect(compacted.compaction).toMatchObject({ kind: "compaction", status: "completed" });
+      const seen = await watch.until(isEvent("compaction_end"));
+      expect(seen.some(isEvent("compaction_start"))).toBe(true);
+    } finally {
+      await watch.close();
+    }
+    const fresh = await openLaneWatch(server.baseUrl, key, "big", "main");
+    try {
+      const first = await fresh.next();
+      // The lane's conversation now starts at the compaction entry.
+      expect(first.type === "snapshot" && first.snapshot.transcript[0]?.type).toBe("compaction");
+    } finally {
+      await fresh.close();
+    }
+  }, 120_000);
+
   it("forks the lane's branch and the whole tree; each fork reads back page by page", async () => {
     const branch = await api.expect<{ id: string; parentSessionId: string; stats: { messageCount: number } }>(201, "POST", "/v1/sessions/big/fork", { body: { scope: "branch", branch: "main", id: "big_branch" } });
+    // The lane's path: the 10,000 notes, then the compaction entry at its tip.
     expect(branch).toMatchObject({ id: "big_branch", parentSessionId: "big", stats: { messageCount: ENTRIES } });
-    expect(await allEntries(api, "/v1/sessions/big_branch/entries")).toHaveLength(ENTRIES);
+    expect(await allEntries(api, "/v1/sessions/big_branch/entries")).toHaveLength(ENTRIES + 1);
     const tree = await api.expect<{ id: string; stats: { messageCount: number } }>(201, "POST", "/v1/sessions/big/fork", { body: { scope: "tree", id: "big_tree" } });
     expect(tree.stats.messageCount).toBe(ENTRIES + 2);
-    expect(await allEntries(api, "/v1/sessions/big_tree/entries")).toHaveLength(ENTRIES + 2);
+    expect(await allEntries(api, "/v1/sessions/big_tree/entries")).toHaveLength(ENTRIES + 3);
     const listed = await api.expect<{ items: { id: string }[] }>(200, "GET", "/v1/sessions");
     expect(listed.items.map((item) => item.id)).toEqual(expect.arrayContaining(["big", "big_branch", "big_tree"]));
     // The fork runs on its own.
