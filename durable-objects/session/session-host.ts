@@ -135,7 +135,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
       this.forwardUsage(harness);
       this.harnessCreated(harness);
-    }, { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.ALLOW_LOOPBACK_URLS === "on" });
+    }, { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" });
   }
 
   /**
