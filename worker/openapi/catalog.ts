@@ -125,10 +125,10 @@ export const CATALOG: readonly CatalogRoute[] = [
     method: "put", path: "/v1/providers/{provider}", operationId: "putProviderKey", tag: "Tenant", auth: "tenant",
     summary: "Set the tenant's own key for a provider",
     description:
-      "Stored encrypted, never returned, used for this tenant's requests to the provider in place of the service's key. `baseUrl` points the provider at another host (a proxy or a compatible server): https, or in local development also http on localhost, 127.0.0.1 or [::1] (422 `InvalidBaseUrl` otherwise). Replaces an existing key.",
+      "Stored encrypted, never returned, used for this tenant's requests to the provider in place of the service's key. `baseUrl` points the provider at another host (a proxy or a compatible server): https, or in local development also http on localhost, 127.0.0.1 or [::1] (422 `InvalidBaseUrl` otherwise). Replaces an existing key. A service whose operator has not set the encryption secret `SECRETS_KEY` (at least 32 characters) stores no key: 503 `NotConfigured`.",
     pathParams: { provider: ProviderIdSchema }, body: PutProviderSchema, example: { apiKey: "sk-your-own-key" },
     responses: { 200: { description: "`{ provider, source: \"tenant\", keyHint, baseUrl? }`", schema: ProviderKeyInfoSchema } },
-    errors: ["UnknownProvider", "InvalidBaseUrl"],
+    errors: ["UnknownProvider", "InvalidBaseUrl", "NotConfigured"],
   },
   {
     method: "delete", path: "/v1/providers/{provider}", operationId: "deleteProviderKey", tag: "Tenant", auth: "tenant",
