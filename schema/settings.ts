@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { QueueModeSchema } from "./lane.ts";
+import { ModelIdentitySchema, QueueModeSchema } from "./lane.ts";
 
 // Durable harness settings (ARCHITECTURE D6): session data at `pi.settings`, captured into each
 // operation at acceptance. Validated here once; the engine trusts what passed. Objects are strict:
@@ -55,6 +55,11 @@ export const HarnessSettingsSchema = v.strictObject({
   followUpMode: QueueModeSchema,
   toolExecution: ToolExecutionModeSchema,
   streamOptions: StreamOptionsSchema,
+  /**
+   * The model of a lane created without one (before the tenant's default and the catalog's first
+   * model); null: none. Lanes that exist keep theirs.
+   */
+  defaultModel: v.nullable(ModelIdentitySchema),
 });
 export type HarnessSettings = v.InferOutput<typeof HarnessSettingsSchema>;
 
@@ -69,6 +74,7 @@ export const DEFAULT_SETTINGS: HarnessSettings = {
   followUpMode: "all",
   toolExecution: "parallel",
   streamOptions: {},
+  defaultModel: null,
 };
 
 const resourceName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/));
