@@ -6,7 +6,8 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
  * settings `npm start` writes to .dev.vars (wrangler.toml ships the deployment defaults: scripted
  * models off, no CORS), so the suite does not depend on a .dev.vars file. One deployment provider
  * key (OpenAI) is set, so the tests see deployment keys and tenant keys side by side. LOCAL_DEV is
- * off as in a deployment, whatever a local .dev.vars says.
+ * on as `npm start` writes it (tests serve http tools from loopback hosts), whatever a local
+ * .dev.vars says; the https-only rule of a deployment is tested on the URL checks themselves.
  */
 /** A deployment provider key (a secret in a deployment): tests see the deployment's keys at work. */
 export const DEPLOYMENT_OPENAI_KEY = "sk-deployment-openai-test-key";
@@ -15,5 +16,5 @@ export const workersPool = () =>
   cloudflareTest({
     main: "./worker/index.ts",
     wrangler: { configPath: "./wrangler.toml" },
-    miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token", SECRETS_KEY: "test-secrets-key-of-at-least-32-characters", SCRIPTED_MODELS: "on", CORS_ORIGINS: "*", OPENAI_API_KEY: DEPLOYMENT_OPENAI_KEY, LOCAL_DEV: "off", ALLOW_LOOPBACK_URLS: "on" } },
+    miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token", SECRETS_KEY: "test-secrets-key-of-at-least-32-characters", SCRIPTED_MODELS: "on", CORS_ORIGINS: "*", OPENAI_API_KEY: DEPLOYMENT_OPENAI_KEY, LOCAL_DEV: "on" } },
   });

@@ -1,4 +1,5 @@
 import type { KeyInfo, TenantSummary } from "../schema/api.ts";
+import type { ModelIdentity } from "../schema/lane.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
 import type { CreatedKey, Me, ModelCatalogEntry, Page, PageQuery, Tenant } from "./types.ts";
@@ -55,6 +56,16 @@ export class AdminApi {
 /** `GET /v1/me`: who the key belongs to. */
 export function me(http: HttpClient, options: CallOptions = {}): Promise<Me> {
   return http.json({ ...options, method: "GET", path: "/v1/me" });
+}
+
+/** `PUT /v1/me/default-model`: the tenant's default model of new lanes (422 UnknownModel if unusable). */
+export function setDefaultModel(http: HttpClient, model: ModelIdentity, options: CallOptions = {}): Promise<ModelIdentity> {
+  return http.json({ ...options, method: "PUT", path: "/v1/me/default-model", body: model });
+}
+
+/** `DELETE /v1/me/default-model` → 204. */
+export async function deleteDefaultModel(http: HttpClient, options: CallOptions = {}): Promise<void> {
+  await http.send({ ...options, method: "DELETE", path: "/v1/me/default-model" });
 }
 
 /** `GET /v1/models`: the model catalog. */

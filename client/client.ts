@@ -1,5 +1,6 @@
 import type { JsonObject } from "../schema/json.ts";
-import { AdminApi, me, models } from "./admin.ts";
+import type { ModelIdentity } from "../schema/lane.ts";
+import { AdminApi, deleteDefaultModel, me, models, setDefaultModel } from "./admin.ts";
 import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts";
 import { LanesApi, QueueApi } from "./lanes.ts";
 import { OperationsApi } from "./operations.ts";
@@ -62,9 +63,19 @@ export class AgentSessionsClient {
     this.providers = new ProvidersApi(this.http);
   }
 
-  /** `GET /v1/me` → `{ tenantId, keyId }`. */
+  /** `GET /v1/me` → `{ tenantId, keyId, defaultModel, usage }`. */
   me(options: CallOptions = {}): Promise<Me> {
     return me(this.http, options);
+  }
+
+  /** `PUT /v1/me/default-model`: the model of new lanes that name none (unless their session sets one). */
+  setDefaultModel(model: ModelIdentity, options: CallOptions = {}): Promise<ModelIdentity> {
+    return setDefaultModel(this.http, model, options);
+  }
+
+  /** `DELETE /v1/me/default-model`. */
+  deleteDefaultModel(options: CallOptions = {}): Promise<void> {
+    return deleteDefaultModel(this.http, options);
   }
 
   /** `GET /v1/models` → the model catalog. */

@@ -5,7 +5,7 @@ import type { CreateBranchSchema, NewBranchEntrySchema, PatchSessionSchema } fro
 import type { EntryType } from "../schema/entries.ts";
 import type { JsonValue } from "../schema/json.ts";
 import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptAnswer, PromptConvenienceSchema, PutLaneSchema } from "../schema/lane-api.ts";
-import type { LaneInfo, LaneSnapshot, LiveStatus, OperationKind, OperationResultRecord } from "../schema/lane.ts";
+import type { LaneInfo, LaneSnapshot, LiveStatus, ModelIdentity, OperationKind, OperationResultRecord } from "../schema/lane.ts";
 import type { AgentMessage, DeferredHandle } from "../schema/messages.ts";
 import type { Usage, UsageRow } from "../schema/usage.ts";
 
@@ -86,6 +86,8 @@ export interface CreatedKey {
 export interface Me {
   tenantId: string;
   keyId: string;
+  /** The model of lanes created without one, in sessions without a default of their own; null: none. */
+  defaultModel: ModelIdentity | null;
   /** The tenant's usage totals (forwarded asynchronously by its sessions, so they can lag a run). */
   usage: Usage;
 }

@@ -11,6 +11,7 @@ import type { LaneError, Result } from "../harness/runtime/errors.ts";
 import { InvalidLane } from "../harness/runtime/errors.ts";
 import type { ApiError, JsonBytes, RpcJson, RpcResult } from "../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../schema/wire.ts";
+import { SecretsKeyMissing } from "../secrets/secret-box.ts";
 
 /** Raised by the object itself for conditions the session layer does not know about. */
 export class RpcError extends Error {
@@ -32,6 +33,7 @@ export function expectedError(error: unknown): ApiError | undefined {
   if (error instanceof InvalidMessage) return { code: "InvalidMessage", message: error.message, details: { reason: error.reason } };
   if (error instanceof InvalidAddress) return { code: "InvalidAddress", message: error.message };
   if (error instanceof InvalidLane) return { code: "InvalidLane", message: error.message };
+  if (error instanceof SecretsKeyMissing) return { code: "NotConfigured", message: error.message, details: { secret: "SECRETS_KEY" } };
   if (error instanceof PayloadTooLarge) {
     return { code: "PayloadTooLarge", message: error.message, details: { bytes: error.bytes, limit: error.limit } };
   }

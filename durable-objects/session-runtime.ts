@@ -11,9 +11,6 @@ import type { DueWork } from "./due-work.ts";
 /** How long an operation whose pass failed waits before the alarm tries it again. */
 export const FAILED_PASS_RETRY_MS = 60_000;
 
-/** The lane seed of new lanes until tenant defaults exist: the local scripted echo model. */
-export const DEFAULT_LANE_MODEL = { provider: "scripted", modelId: "echo" } as const;
-
 export type OperationView =
   | { state: "settled"; result: OperationResultRecord }
   | {
@@ -54,7 +51,7 @@ export class SessionRuntime {
 
   private async create(): Promise<AgentHarness> {
     const tools = createToolRegistry({ session: this.session, ...(this.http && { http: this.http }) });
-    const { harness } = await AgentHarness.create({ session: this.session, models: this.models(), tools, seed: { model: DEFAULT_LANE_MODEL }, wake: this.dueWork });
+    const { harness } = await AgentHarness.create({ session: this.session, models: this.models(), tools, wake: this.dueWork });
     this.created = harness;
     this.onHarness(harness);
     return harness;

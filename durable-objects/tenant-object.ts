@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import * as v from "valibot";
 import type { RpcResult } from "../schema/errors.ts";
 import type { Usage } from "../schema/usage.ts";
 import type { Wire } from "../schema/wire.ts";
@@ -10,6 +11,7 @@ import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
 import { TenantKeys, type KeyInfo } from "./tenant-keys.ts";
 import { TenantProviderKeys } from "./tenant-providers.ts";
 import type { ProviderKeyInfo } from "../schema/providers.ts";
+import { ModelIdentitySchema, type ModelIdentity } from "../schema/lane.ts";
 import { SessionIndex, TenantDirectory, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
 import { TenantWatches } from "./tenant-watches.ts";
@@ -38,6 +40,8 @@ export interface TenantQuotas {
 export interface TenantProviderSettings {
   keys: ProviderKeyInfo[];
   deploymentKeys: boolean;
+  /** The model of new lanes that name none, unless their session has a default of its own. */
+  defaultModel: ModelIdentity | null;
 }
 
 export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
@@ -229,8 +233,28 @@ export class TenantObject extends DurableObject<Env> {
   async providerSettings(): Promise<Wire<RpcResult<TenantProviderSettings>>> {
     return asResult(() => {
       const tenant = this.requireTenant();
-      return { keys: this.providerKeys(tenant.id).list(), deploymentKeys: this.quotas().deploymentKeys };
+      return { keys: this.providerKeys(tenant.id).list(), deploymentKeys: this.quotas().deploymentKeys, defaultModel: this.defaultModel() };
     });
+  }
+
+  /**
+   * Sets (or, with null, removes) the tenant's default model. The caller checked that the tenant
+   * can use it; a lane creation checks again, since keys come and go.
+   */
+  async setDefaultModel(model: ModelIdentity | null): Promise<Wire<RpcResult<{ defaultModel: ModelIdentity | null }>>> {
+    return asResult(() => {
+      this.requireTenant();
+      const stored = model && { provider: model.provider, modelId: model.modelId };
+      this.ctx.storage.sql.exec("UPDATE tenant SET default_model = ? WHERE singleton = 1", stored ? JSON.stringify(stored) : null);
+      return { defaultModel: stored };
+    });
+  }
+
+  private defaultModel(): ModelIdentity | null {
+    const row = this.ctx.storage.sql.exec<{ default_model: string | null }>("SELECT default_model FROM tenant WHERE singleton = 1").toArray()[0];
+    if (!row?.default_model) return null;
+    const parsed = v.safeParse(ModelIdentitySchema, JSON.parse(row.default_model));
+    return parsed.success ? parsed.output : null;
   }
 
   /**

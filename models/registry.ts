@@ -30,7 +30,8 @@ export function createModelRegistry(options: ModelRegistryOptions): MutableModel
   const models = withBoundedUsage(
     createModels({ authContext: { env: async (name) => secret(name), fileExists: async () => false } }),
   );
-  for (const provider of HOSTED_PROVIDERS) models.setProvider(provider.create());
+  // Scripted first: the catalog lists providers in registration order, and its first model is
+  // what a new lane without a model or default gets (scripted/echo wherever scripted models are on).
   if (options.scripted) {
     models.setProvider(
       createScriptedProvider({
@@ -39,6 +40,7 @@ export function createModelRegistry(options: ModelRegistryOptions): MutableModel
       }),
     );
   }
+  for (const provider of HOSTED_PROVIDERS) models.setProvider(provider.create());
   return models;
 }
 

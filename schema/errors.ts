@@ -71,6 +71,11 @@ export const ERROR_STATUS = {
   Internal: 500,
   Overloaded: 503,
   SessionClosed: 503,
+  /**
+   * The service lacks a setting the request needs (`details.secret` names it, e.g. a missing or too
+   * short `SECRETS_KEY` when storing a provider key): its operator must set it; retrying will not help.
+   */
+  NotConfigured: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

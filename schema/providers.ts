@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { ModelIdentitySchema } from "./lane.ts";
 
 // Tenant provider credentials (bring your own key) and the model catalog: request bodies and answers.
 
@@ -21,6 +22,9 @@ export const ProviderKeyInfoSchema = v.object({
   baseUrl: v.optional(v.string()),
 });
 export type ProviderKeyInfo = v.InferOutput<typeof ProviderKeyInfoSchema>;
+
+/** The body of `PUT /v1/me/default-model`, and its answer: the tenant's default model of new lanes. */
+export const DefaultModelSchema = v.strictObject(ModelIdentitySchema.entries);
 
 /** One row of `GET /v1/models`; prices are dollars per million tokens. */
 export const ModelInfoSchema = v.object({

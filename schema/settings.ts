@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { QueueModeSchema } from "./lane.ts";
+import { ModelIdentitySchema, QueueModeSchema } from "./lane.ts";
 
 // Durable harness settings (ARCHITECTURE D6): session data at `pi.settings`, captured into each
 // operation at acceptance. Validated here once; the engine trusts what passed. Objects are strict:
@@ -25,6 +25,11 @@ export type CompactionSettings = v.InferOutput<typeof CompactionSettingsSchema>;
 export const ToolExecutionModeSchema = v.picklist(["sequential", "parallel"]);
 export type ToolExecutionMode = v.InferOutput<typeof ToolExecutionModeSchema>;
 
+/** Above every model's output maximum today; bounds what a session may ask for. */
+export const MAX_TOKENS_LIMIT = 1_000_000;
+/** The widest temperature range a provider takes (OpenAI, Google: 0–2). */
+export const TEMPERATURE_LIMIT = 2;
+
 /** Curated provider stream options (reference §7.1): no signal, no lifecycle callbacks. */
 export const StreamOptionsSchema = v.strictObject({
   transport: v.optional(v.pipe(v.string(), v.maxLength(64))),
@@ -34,6 +39,10 @@ export const StreamOptionsSchema = v.strictObject({
   headers: v.optional(headerRecord),
   metadata: v.optional(headerRecord),
   cacheRetention: v.optional(v.picklist(["none", "short", "long"])),
+  /** The longest answer to ask for, in tokens; a model with a lower output maximum gets its maximum. */
+  maxTokens: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_TOKENS_LIMIT))),
+  /** Sampling temperature, sent where the model takes one (within its provider's range). */
+  temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(TEMPERATURE_LIMIT))),
   deferred: v.optional(v.union([v.boolean(), v.strictObject({ window: v.optional(v.picklist(["15m", "1h", "24h"])) })])),
 });
 export type StreamOptions = v.InferOutput<typeof StreamOptionsSchema>;
@@ -46,6 +55,11 @@ export const HarnessSettingsSchema = v.strictObject({
   followUpMode: QueueModeSchema,
   toolExecution: ToolExecutionModeSchema,
   streamOptions: StreamOptionsSchema,
+  /**
+   * The model of a lane created without one (before the tenant's default and the catalog's first
+   * model); null: none. Lanes that exist keep theirs.
+   */
+  defaultModel: v.nullable(ModelIdentitySchema),
 });
 export type HarnessSettings = v.InferOutput<typeof HarnessSettingsSchema>;
 
@@ -60,6 +74,7 @@ export const DEFAULT_SETTINGS: HarnessSettings = {
   followUpMode: "all",
   toolExecution: "parallel",
   streamOptions: {},
+  defaultModel: null,
 };
 
 const resourceName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/));

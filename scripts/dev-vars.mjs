@@ -6,8 +6,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
 /**
  * Local settings `npm start` adds when missing; a value the user set is kept. `LOCAL_DEV=on` marks
- * local development: a tenant may then point a provider at a loopback http host (a local model
- * server or a test fixture). Deployments never read .dev.vars, so they never have it.
+ * local development: provider base URLs and http tool URLs may then be plain http to a loopback host
+ * (a local model server, a tool server or a test fixture). Deployments never read .dev.vars, and
+ * wrangler.toml ships LOCAL_DEV="off", so they accept https only.
  */
 export const LOCAL_SETTINGS = { SCRIPTED_MODELS: "on", LOCAL_DEV: "on" };
 

@@ -19,17 +19,36 @@ export const MIN_SECRETS_KEY_LENGTH = 32;
 export type SecretPurpose = "provider-key" | "tool-secret" | "mcp-credential" | "webhook-secret";
 
 export class SecretBoxError extends Error {
-  override readonly name = "SecretBoxError";
+  override readonly name: string = "SecretBoxError";
+}
+
+/**
+ * The deployment has no usable `SECRETS_KEY` (unset, or shorter than the minimum): a configuration
+ * gap of the operator, not a client's mistake and not a bug, so callers answer it as such.
+ */
+export class SecretsKeyMissing extends SecretBoxError {
+  override readonly name = "SecretsKeyMissing";
+}
+
+/** Why `deploymentSecret` cannot key the secret box, or undefined when it can. */
+export function secretsKeyProblem(deploymentSecret: string | undefined): string | undefined {
+  if (deploymentSecret === undefined || deploymentSecret.length === 0) {
+    return "This service has no SECRETS_KEY configured, so it cannot store secrets; its operator must set the SECRETS_KEY secret";
+  }
+  if (deploymentSecret.length < MIN_SECRETS_KEY_LENGTH) {
+    return `This service's SECRETS_KEY is shorter than ${MIN_SECRETS_KEY_LENGTH} characters, so it cannot store secrets; its operator must set a longer SECRETS_KEY secret`;
+  }
+  return undefined;
 }
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** A key for one purpose, derived from the deployment secret. */
-export async function secretBoxKey(deploymentSecret: string, purpose: SecretPurpose): Promise<CryptoKey> {
-  if (deploymentSecret.length < MIN_SECRETS_KEY_LENGTH) {
-    throw new SecretBoxError(`SECRETS_KEY must be at least ${MIN_SECRETS_KEY_LENGTH} characters`);
-  }
+export async function secretBoxKey(deploymentSecret: string | undefined, purpose: SecretPurpose): Promise<CryptoKey> {
+  // A secret binding that was never set is absent from the environment, whatever its declared type.
+  const problem = secretsKeyProblem(deploymentSecret);
+  if (problem !== undefined || deploymentSecret === undefined) throw new SecretsKeyMissing(problem);
   const material = await crypto.subtle.importKey("raw", encoder.encode(deploymentSecret), "HKDF", false, ["deriveKey"]);
   return crypto.subtle.deriveKey(
     { name: "HKDF", hash: "SHA-256", salt: encoder.encode("durable-agent-sessions/secret-box"), info: encoder.encode(purpose) },

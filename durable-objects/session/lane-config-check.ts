@@ -1,4 +1,4 @@
-import { createModelRegistry } from "../../models/registry.ts";
+import { createModelRegistry, modelCatalog } from "../../models/registry.ts";
 import type { ApiError } from "../../schema/errors.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
 import { RpcError } from "../rpc-errors.ts";
@@ -13,6 +13,8 @@ import type { LaneConfigPatch } from "./session-host.ts";
 /** What a lane's configuration may name. */
 export interface LaneConfigCatalog {
   hasModel(model: ModelIdentity): boolean;
+  /** The first model the tenant can use, in GET /v1/models order; undefined when there is none. */
+  firstModel(): ModelIdentity | undefined;
   /** The tool names a lane may activate. */
   knownTools(): ReadonlySet<string>;
 }
@@ -34,15 +36,24 @@ export function laneConfigCatalog(
   const usable = options.usableProviders ?? new Set(options.scripted ? ["scripted"] : []);
   return {
     hasModel: ({ provider, modelId }) => usable.has(provider) && models.getModel(provider, modelId) !== undefined,
+    firstModel: () => {
+      const first = modelCatalog(models, usable)[0];
+      return first && { provider: first.provider, modelId: first.modelId };
+    },
     knownTools,
   };
 }
 
+/** The 422 UnknownModel for a model the catalog does not offer, or undefined when it does. */
+export function modelProblem(model: ModelIdentity, catalog: LaneConfigCatalog): ApiError | undefined {
+  if (catalog.hasModel(model)) return undefined;
+  return unknownModel(model, `Unknown model ${modelName(model)}, or one this tenant has no credentials for; GET /v1/models lists the models you can use`);
+}
+
 /** Throws 422 UnknownModel or UnknownTool for the first part of `patch` the catalog does not know. */
 export function assertKnownConfiguration(patch: LaneConfigPatch, catalog: LaneConfigCatalog): void {
-  if (patch.model && !catalog.hasModel(patch.model)) {
-    throw new RpcError(unknownModel(patch.model, `Unknown model ${patch.model.provider}/${patch.model.modelId}, or one this tenant has no credentials for; GET /v1/models lists the models you can use`));
-  }
+  const problem = patch.model && modelProblem(patch.model, catalog);
+  if (problem) throw new RpcError(problem);
   if (patch.activeTools) {
     const known = catalog.knownTools();
     const unknown = [...new Set(patch.activeTools.filter((name) => !known.has(name)))];
@@ -50,16 +61,37 @@ export function assertKnownConfiguration(patch: LaneConfigPatch, catalog: LaneCo
   }
 }
 
+/** The default models that apply to a session's new lanes, most specific first. */
+export interface DefaultModels {
+  /** The session's `settings.defaultModel`. */
+  session: ModelIdentity | null;
+  /** The tenant's (`PUT /v1/me/default-model`). */
+  tenant: ModelIdentity | null;
+}
+
 /**
- * A lane about to be created: its configuration is checked as above, and without a `model` the
- * default model of new lanes must be one this deployment offers.
+ * The model of a lane created without one: the session's default, else the tenant's, else the
+ * first model of the tenant's catalog. A configured default is never skipped silently: when the
+ * tenant can no longer use it (a key deleted since), the creation is refused naming it, rather
+ * than running on a provider nobody chose. Nothing usable at all is the same 422.
  */
-export function assertCreatableLane(patch: LaneConfigPatch, catalog: LaneConfigCatalog, defaultModel: ModelIdentity): void {
-  assertKnownConfiguration(patch, catalog);
-  if (!patch.model && !catalog.hasModel(defaultModel)) {
-    const name = `${defaultModel.provider}/${defaultModel.modelId}`;
-    throw new RpcError(unknownModel(defaultModel, `New lanes use ${name} unless a model is given, and this deployment does not offer it; name a model from GET /v1/models`));
+export function newLaneModel(catalog: LaneConfigCatalog, defaults: DefaultModels): ModelIdentity {
+  const configured = defaults.session ? { model: defaults.session, whose: "this session's default model (settings.defaultModel)" } : defaults.tenant ? { model: defaults.tenant, whose: "the tenant's default model (PUT /v1/me/default-model)" } : undefined;
+  if (configured) {
+    if (catalog.hasModel(configured.model)) return configured.model;
+    const name = modelName(configured.model);
+    throw new RpcError(unknownModel(configured.model, `A lane created without a model uses ${configured.whose}, ${name}, and this tenant cannot use it now; name a model from GET /v1/models, or change the default`));
   }
+  const first = catalog.firstModel();
+  if (first) return first;
+  throw new RpcError({
+    code: "UnknownModel",
+    message: "No model is configured for new lanes: this tenant can use no model. Add a provider key (PUT /v1/providers/{provider}), then name a model or set a default (PUT /v1/me/default-model)",
+  });
+}
+
+function modelName(model: ModelIdentity): string {
+  return `${model.provider}/${model.modelId}`;
 }
 
 function unknownModel(model: ModelIdentity, message: string): ApiError {

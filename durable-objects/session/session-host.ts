@@ -135,7 +135,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
       this.forwardUsage(harness);
       this.harnessCreated(harness);
-    }, { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.ALLOW_LOOPBACK_URLS === "on" });
+    }, { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" });
   }
 
   /**
@@ -154,13 +154,17 @@ export abstract class SessionHost extends DurableObject<Env> {
     return tenantId === undefined ? { deploymentKeys: false } : this.env.TENANTS.getByName(tenantId).providerGrant(provider);
   }
 
-  /** The providers the tenant can use now (its keys, the deployment's when allowed, scripted). */
-  protected async tenantUsableProviders(): Promise<Set<string>> {
+  /**
+   * What the tenant holds for models now: the providers it can use (its keys, the deployment's
+   * when allowed, scripted) and its default model of new lanes.
+   */
+  protected async tenantModelSettings(): Promise<{ usableProviders: Set<string>; defaultModel: ModelIdentity | null }> {
     const tenantId = this.tenantId();
     const deployment = modelsDeployment(this.env);
-    if (tenantId === undefined) return usableProviders(deployment, { keys: [], deploymentKeys: false });
-    const settings = fromWire(await this.env.TENANTS.getByName(tenantId).providerSettings());
-    return usableProviders(deployment, settings.ok ? settings.value : { keys: [], deploymentKeys: false });
+    const none = { keys: [], deploymentKeys: false, defaultModel: null };
+    const reply = tenantId === undefined ? undefined : fromWire(await this.env.TENANTS.getByName(tenantId).providerSettings());
+    const settings = reply?.ok ? reply.value : none;
+    return { usableProviders: usableProviders(deployment, settings), defaultModel: settings.defaultModel };
   }
 
   /**

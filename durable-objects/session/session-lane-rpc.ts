@@ -3,16 +3,16 @@ import type { OperationAdmission, OperationRequest } from "../../harness/runtime
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { AppendInput, CancelQueuedResult } from "../../harness/runtime/queue.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
+import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, ModelIdentity, OperationResultRecord } from "../../schema/lane.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
 import type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
-import { DEFAULT_LANE_MODEL, type OperationView } from "../session-runtime.ts";
+import type { OperationView } from "../session-runtime.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages } from "./appended-messages.ts";
-import { assertCreatableLane, assertKnownConfiguration, laneConfigCatalog, type LaneConfigCatalog } from "./lane-config-check.ts";
+import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
 import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
 import type { Page } from "../sql/json-pages.ts";
@@ -44,15 +44,16 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
       const patch = configuration === undefined ? {} : parseWire(configuration);
       const existed = harness.getLane(name) !== undefined;
       // The tenant's credentials are asked first: nothing of this session is read before the await.
-      const catalog = await this.configCatalog();
-      if (existed) assertKnownConfiguration(patch, catalog);
-      else assertCreatableLane(patch, catalog, DEFAULT_LANE_MODEL);
-      const create = () => harness.lane(name, createAt === undefined ? {} : { createAt });
+      const { catalog, tenantDefault } = await this.configContext();
+      assertKnownConfiguration(patch, catalog);
+      // A new lane is created on its model in one commit: the one named, else the defaults'.
+      const model = existed ? undefined : (patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault }));
+      const create = () => harness.lane(name, { ...(createAt !== undefined && { createAt }), ...(model && { model }) });
       // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
       const lane = existed ? await create() : await this.slots.within({ lane: true, branch: !hasBranch(this.ctx.storage, name) }, create);
-      // The engine seeds every new lane alike, so the requested configuration follows in its own
-      // commits (config_update events after lane_created).
-      if (!existed) await this.applyConfiguration(lane, patch);
+      // The rest of the requested configuration follows in its own commits (config_update events
+      // after lane_created).
+      if (!existed) await this.applyConfiguration(lane, { ...patch, model: undefined });
       return { ...lane.info(), created: !existed };
     });
   }
@@ -70,7 +71,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
   async configureLane(name: string, patch: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneConfiguration>>> {
     return asResult(async () => {
       const configuration = parseWire(patch);
-      const catalog = await this.configCatalog();
+      const { catalog } = await this.configContext();
       const lane = await this.lane(name);
       assertKnownConfiguration(configuration, catalog);
       await this.applyConfiguration(lane, configuration);
@@ -208,6 +209,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     return asResult(async () => (await this.harness()).settings());
   }
 
+  /** A `defaultModel` in the patch was checked against the tenant's models by the caller (the edge). */
   async updateSettings(patch: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<HarnessSettings>>> {
     return asResult(async () => (await this.harness()).updateSettings(parseWire(patch)));
   }
@@ -232,9 +234,11 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
   }
 
-  /** Per check: the tenant's credentials change without this object knowing (keys put or deleted). */
-  private async configCatalog(): Promise<LaneConfigCatalog> {
-    return laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on", usableProviders: await this.tenantUsableProviders() }, () => definedToolNames(this.session()));
+  /** Per check: the tenant's credentials and default change without this object knowing. */
+  private async configContext(): Promise<{ catalog: LaneConfigCatalog; tenantDefault: ModelIdentity | null }> {
+    const tenant = await this.tenantModelSettings();
+    const catalog = laneConfigCatalog({ scripted: this.env.SCRIPTED_MODELS === "on", usableProviders: tenant.usableProviders }, () => definedToolNames(this.session()));
+    return { catalog, tenantDefault: tenant.defaultModel };
   }
 
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */

@@ -82,7 +82,7 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
     if (input.kind === "client") {
       return { kind: "client", description: input.description, parameters: input.parameters, replay: "safe", ...(input.timeoutMs !== undefined && { timeoutMs: input.timeoutMs }) };
     }
-    const urlProblem = toolUrlProblem(input.url, this.env.ALLOW_LOOPBACK_URLS === "on");
+    const urlProblem = toolUrlProblem(input.url, this.env.LOCAL_DEV === "on");
     if (urlProblem) throw new RpcError({ code: "ValidationFailed", message: urlProblem, details: { field: "url" } });
     const sealed = secret === undefined ? kept : { sealedSecret: await this.sealToolSecret(name, secret), secretHint: secretHint(secret) };
     return {

@@ -125,4 +125,12 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE tenant ADD COLUMN deployment_keys INTEGER",
     ],
   },
+  {
+    version: 8,
+    name: "default_model",
+    statements: [
+      // The tenant's default model of new lanes, `{ provider, modelId }` as JSON (null: none).
+      "ALTER TABLE tenant ADD COLUMN default_model TEXT",
+    ],
+  },
 ];

@@ -39,8 +39,11 @@ export interface AgentHarnessOptions {
   models: ModelsPort;
   /** The tools runs may call (none unless given). */
   tools?: ToolsPort;
-  /** Seeds lanes that do not exist yet; never overrides an existing lane. */
-  seed: { model: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: string[] };
+  /**
+   * Seeds lanes that do not exist yet; never overrides an existing lane. Without a seed model,
+   * every lane creation must name its model (`lane(name, { model })`), as the hosted harness does.
+   */
+  seed?: { model?: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: string[] };
   clock?: () => number;
   wake?: WakeScheduler;
   projectors?: EntryProjectors;
@@ -104,7 +107,8 @@ export class AgentHarness {
   static async create(options: AgentHarnessOptions): Promise<{ harness: AgentHarness; open: OpenOperation[] }> {
     const restored = await options.session.mutate((m) => ({
       lanes: inventoryLanes(m),
-      settings: m.getValue(settingsAddress)?.value ?? DEFAULT_SETTINGS,
+      // Over the defaults: settings stored before a field existed get that field's default.
+      settings: { ...DEFAULT_SETTINGS, ...m.getValue(settingsAddress)?.value },
       resources: m.getValue(resourcesAddress)?.value ?? EMPTY_RESOURCES,
     }));
     const harness = new AgentHarness(options, restored);
@@ -117,8 +121,11 @@ export class AgentHarness {
     return { harness, open };
   }
 
-  /** Atomic get-or-create (the four-case table of §2.4), as one session mutation. */
-  async lane(name: string, options: { createAt?: string | null } = {}): Promise<AgentLane> {
+  /**
+   * Atomic get-or-create (the four-case table of §2.4), as one session mutation. `model` is the
+   * model of a lane this call creates (over the seed's); a lane that exists keeps its own.
+   */
+  async lane(name: string, options: { createAt?: string | null; model?: ModelIdentity } = {}): Promise<AgentLane> {
     if (name.length === 0 || name.includes("\u0000")) throw new InvalidLane(`Invalid lane name ${JSON.stringify(name)}`);
     this.assertOpen();
     const existing = this.lanesByName.get(name);
@@ -145,10 +152,12 @@ export class AgentHarness {
       const at = tip ? tip.value : (options.createAt ?? null);
       if (!tip && at !== null && !m.getEntries([at]).has(at)) throw new UnknownTarget(at);
       const seed = this.options.seed;
+      const model = options.model ?? seed?.model;
+      if (!model) throw new InvalidLane(`Lane "${name}" needs a model to be created`);
       const configuration: LaneConfiguration = {
-        model: seed.model,
-        thinkingLevel: seed.thinkingLevel ?? "off",
-        activeToolNames: [...(seed.activeToolNames ?? [])],
+        model,
+        thinkingLevel: seed?.thinkingLevel ?? "off",
+        activeToolNames: [...(seed?.activeToolNames ?? [])],
       };
       const idle: DurableLaneState = { lastOperationId: null, inbox: [] };
       try {

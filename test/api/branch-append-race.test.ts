@@ -16,7 +16,8 @@ describe("hardening 6: a branch append racing the creation of a lane on that bra
       const harness = await instance.harness();
       // Hold the line: the lane creation queues first, the HTTP append behind it.
       const scope = await instance.session().beginMutation();
-      const creating = harness.lane("b");
+      // The hosted harness has no seed model: a lane created on it names its model, as the RPC does.
+      const creating = harness.lane("b", { model: { provider: "scripted", modelId: "echo" } });
       const appending = call(`${base}/branches/b/entries`, { body: { message: user("raced") }, token: key });
       // Let the request reach the object and queue its mutation (it cannot commit while the line is held).
       await new Promise((resolve) => setTimeout(resolve, 300));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { laneConfigCatalog, assertKnownConfiguration, assertCreatableLane } from "../../durable-objects/session/lane-config-check.ts";
+import { laneConfigCatalog, assertKnownConfiguration, newLaneModel } from "../../durable-objects/session/lane-config-check.ts";
 import { RpcError } from "../../durable-objects/rpc-errors.ts";
 import type { LaneExecutionInfo, LaneInfo } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
@@ -98,10 +98,10 @@ describe("the lane configuration catalog", () => {
     expect(laneConfigCatalog({ scripted: false }).hasModel(ECHO)).toBe(false);
   });
 
-  it("refuses to create a lane on a default model the deployment does not offer, naming the way out", () => {
+  it("refuses to create a lane on a default model the deployment does not offer, naming it", () => {
     const catalog = laneConfigCatalog({ scripted: false });
-    expect(refusal(() => assertCreatableLane({}, catalog, ECHO))).toMatchObject({ code: "UnknownModel", details: ECHO, message: expect.stringContaining("model") });
-    expect(refusal(() => assertCreatableLane({}, laneConfigCatalog({ scripted: true }), ECHO))).toBeUndefined();
+    expect(refusal(() => newLaneModel(catalog, { session: ECHO, tenant: null }))).toMatchObject({ code: "UnknownModel", details: ECHO, message: expect.stringContaining("scripted/echo") });
+    expect(refusal(() => newLaneModel(laneConfigCatalog({ scripted: true }), { session: ECHO, tenant: null }))).toBeUndefined();
   });
 
   it("takes its tool names from the knownTools seam, so a tool registry can plug in", () => {

@@ -17,7 +17,7 @@ describe("admin routes", () => {
     expect(key).toMatch(/^sk_acme_admin_1_[A-Za-z0-9_-]{43}$/);
     const me = await call("/v1/me", { token: key });
     expect(me.status).toBe(200);
-    expect(await me.json()).toEqual({ tenantId: "acme_admin_1", keyId, usage: expect.objectContaining({ totalTokens: 0 }) });
+    expect(await me.json()).toEqual({ tenantId: "acme_admin_1", keyId, defaultModel: null, usage: expect.objectContaining({ totalTokens: 0 }) });
   });
 
   it("refuse a missing or wrong admin token with 401, and bad bodies with 400", async () => {

@@ -37,7 +37,12 @@ async function apiError(promise: Promise<unknown>): Promise<ApiRequestError> {
 describe("client SDK over the real app", { timeout: 30_000 }, () => {
   it("runs a full flow: session, lane, prompt, snapshot, entries, and lists every session with the iterator", async () => {
     const { client, tenantId, keyId } = await tenantClient("sdk_flow");
-    expect(await client.me()).toEqual({ tenantId, keyId, usage: expect.objectContaining({ totalTokens: 0 }) });
+    expect(await client.me()).toEqual({ tenantId, keyId, defaultModel: null, usage: expect.objectContaining({ totalTokens: 0 }) });
+    const echo = { provider: "scripted", modelId: "echo" };
+    expect(await client.setDefaultModel(echo)).toEqual(echo);
+    expect((await client.me()).defaultModel).toEqual(echo);
+    await client.deleteDefaultModel();
+    expect((await client.me()).defaultModel).toBeNull();
     expect(await client.health()).toEqual({ status: "ok" });
     expect((await client.openApiDocument()).openapi).toEqual(expect.stringMatching(/^3\./));
     expect(await client.models()).toContainEqual(expect.objectContaining({ provider: "scripted", modelId: "echo" }));
@@ -202,7 +207,7 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     expect(await apiError(admin.admin.createTenant({ id: tenantId }))).toMatchObject({ status: 409, code: "TenantExists" });
     const { keyId, key } = await admin.admin.createKey(tenantId, { name: "ci" });
     const tenant = createClient({ baseUrl: "http://api.test", key, fetch: appFetch() });
-    expect(await tenant.me()).toEqual({ tenantId, keyId, usage: expect.objectContaining({ totalTokens: 0 }) });
+    expect(await tenant.me()).toEqual({ tenantId, keyId, defaultModel: null, usage: expect.objectContaining({ totalTokens: 0 }) });
     await admin.admin.revokeKey(tenantId, keyId);
     expect(await apiError(tenant.me())).toMatchObject({ status: 401, code: "Unauthenticated" });
     const noToken = createClient({ baseUrl: "http://api.test", key, fetch: appFetch() });

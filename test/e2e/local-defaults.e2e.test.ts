@@ -10,9 +10,9 @@ import { devVar, ensureDevVars } from "../../scripts/dev-vars.mjs";
 // .dev.vars that `npm start` writes, which deployments never read.
 
 describe("the deployment defaults in wrangler.toml", () => {
-  it("ship the scripted models off, no CORS origin and no plain-http loopback tool URLs", () => {
+  it("ship the scripted models off, no CORS origin and local development off (https-only provider and tool URLs)", () => {
     const config = unstable_readConfig({ config: "wrangler.toml" }, { hideWarnings: true });
-    expect(config.vars).toEqual({ SCRIPTED_MODELS: "off", CORS_ORIGINS: "", ALLOW_LOOPBACK_URLS: "off" });
+    expect(config.vars).toEqual({ SCRIPTED_MODELS: "off", CORS_ORIGINS: "", LOCAL_DEV: "off" });
   });
 });
 

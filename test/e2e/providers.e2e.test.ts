@@ -58,6 +58,16 @@ describe("a tenant's own provider key, end to end", () => {
     expect(usage.totals).toMatchObject({ input: 50, output: words.length });
     expect(usage.totals.cost.total).toBeGreaterThan(0);
   }, 90_000);
+
+  it("the tenant's default model is what a lane created without a model gets", async () => {
+    const gpt = { provider: "openai", modelId: "gpt-5-mini" };
+    expect(await api.expect(200, "PUT", "/v1/me/default-model", { body: gpt })).toEqual(gpt);
+    expect(await api.expect<{ defaultModel: unknown }>(200, "GET", "/v1/me")).toMatchObject({ defaultModel: gpt });
+    await api.expect(201, "POST", "/v1/sessions", { body: { id: "byok-default" } });
+    await api.expect(201, "PUT", "/v1/sessions/byok-default/lanes/main");
+    const lane = await api.expect<{ configuration: { model: unknown } }>(200, "GET", "/v1/sessions/byok-default/lanes/main");
+    expect(lane.configuration.model).toEqual(gpt);
+  }, 90_000);
 });
 
 function key(api: Api): string {

@@ -83,7 +83,7 @@ describe("the docs/api.md walkthrough", () => {
     expect(denied.status).toBe(401);
     expect(denied.body.error.code).toBe("Unauthenticated");
     expect((await api.request<ErrorBody>("GET", "/v1/sessions")).status).toBe(401);
-    expect(await new Api(server.baseUrl, other.key).expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: other.keyId, usage: expect.any(Object) });
+    expect(await new Api(server.baseUrl, other.key).expect(200, "GET", "/v1/me")).toEqual({ tenantId, keyId: other.keyId, defaultModel: null, usage: expect.any(Object) });
   });
 
   it("another tenant gets 404 on the first tenant's session, as if it did not exist", async () => {

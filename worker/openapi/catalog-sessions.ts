@@ -80,7 +80,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
       "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch over the defaults; `resources` are the session's skills and prompt templates. The session, its name, settings and resources are created in one atomic step. With `Idempotency-Key`, a retry after a failure part-way gets the session the first attempt created (a missing `id` is derived from the key).",
     body: CreateSessionSchema, example: { name: "Support chat", settings: { systemPrompt: "Be brief." } }, idempotent: true,
     responses: { 201: { description: SESSION } },
-    errors: ["SessionExists", "SessionClosed"],
+    errors: ["SessionExists", "SessionClosed", "UnknownModel"],
   },
   {
     method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",
@@ -100,10 +100,10 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   {
     method: "patch", path: "/v1/sessions/{sid}", operationId: "updateSession", tag: "Sessions", auth: "tenant",
     summary: "Rename a session or patch its settings",
-    description: "`name: null` removes the name; settings are a partial patch (`settings_update` events).",
+    description: "`name: null` removes the name; settings are a partial patch (`settings_update` events). A `settings.defaultModel` the tenant cannot use is 422 `UnknownModel`, and then nothing is written.",
     pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" } },
     responses: { 200: { description: SESSION } },
-    errors: SESSION_ERRORS,
+    errors: [...SESSION_ERRORS, "UnknownModel"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}", operationId: "deleteSession", tag: "Sessions", auth: "tenant",

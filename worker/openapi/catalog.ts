@@ -10,7 +10,7 @@ import {
   TenantQuotasPatchSchema,
   TenantSummarySchema,
 } from "../../schema/api.ts";
-import { ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
+import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import { toolCatalog } from "./catalog-tools.ts";
@@ -22,7 +22,7 @@ import type { CatalogRoute } from "./catalog-types.ts";
  * copied). document.ts builds /openapi.json from this list; test/api/openapi.test.ts fails when a
  * route the Hono app serves has no entry here, or an entry names a route that is not served.
  */
-const MeSchema = v.object({ tenantId: v.string(), keyId: v.string(), usage: UsageTotalsSchema });
+const MeSchema = v.object({ tenantId: v.string(), keyId: v.string(), defaultModel: v.nullable(DefaultModelSchema), usage: UsageTotalsSchema });
 
 export const CATALOG: readonly CatalogRoute[] = [
   {
@@ -99,10 +99,26 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   {
     method: "get", path: "/v1/me", operationId: "getMe", tag: "Tenant", auth: "tenant",
-    summary: "Who the caller is, and the tenant's usage totals",
+    summary: "Who the caller is, the tenant's default model and its usage totals",
     description:
-      "`usage` sums the usage ledgers of the tenant's sessions; rows are forwarded asynchronously after each commit (at most once), so totals can lag a moment behind a run. Each request's usage is bounded (tokens: integers up to 10^12; cost numbers: up to 10^9), so totals stay finite.",
-    responses: { 200: { description: "`{ tenantId, keyId, usage }`", schema: MeSchema } },
+      "`defaultModel` (null until set) is the model of lanes created without one in sessions without a default of their own. `usage` sums the usage ledgers of the tenant's sessions; rows are forwarded asynchronously after each commit (at most once), so totals can lag a moment behind a run. Each request's usage is bounded (tokens: integers up to 10^12; cost numbers: up to 10^9), so totals stay finite.",
+    responses: { 200: { description: "`{ tenantId, keyId, defaultModel, usage }`", schema: MeSchema } },
+    errors: [],
+  },
+  {
+    method: "put", path: "/v1/me/default-model", operationId: "putDefaultModel", tag: "Tenant", auth: "tenant",
+    summary: "Set the tenant's default model of new lanes",
+    description:
+      "A lane created without a `model` gets its session's `settings.defaultModel`, else this, else the first model of `GET /v1/models`. Only a model the tenant can use now is accepted; if it becomes unusable later (its key deleted), creating a lane without a model is 422 `UnknownModel` naming it.",
+    body: DefaultModelSchema, example: { provider: "openai", modelId: "gpt-5-mini" },
+    responses: { 200: { description: "`{ provider, modelId }`", schema: DefaultModelSchema } },
+    errors: ["UnknownModel"],
+  },
+  {
+    method: "delete", path: "/v1/me/default-model", operationId: "deleteDefaultModel", tag: "Tenant", auth: "tenant",
+    summary: "Remove the tenant's default model",
+    description: "Idempotent. New lanes without a model then get their session's default, else the first model of `GET /v1/models`.",
+    responses: { 204: { description: "Removed", content: "none" } },
     errors: [],
   },
   {
@@ -125,10 +141,10 @@ export const CATALOG: readonly CatalogRoute[] = [
     method: "put", path: "/v1/providers/{provider}", operationId: "putProviderKey", tag: "Tenant", auth: "tenant",
     summary: "Set the tenant's own key for a provider",
     description:
-      "Stored encrypted, never returned, used for this tenant's requests to the provider in place of the service's key. `baseUrl` points the provider at another host (a proxy or a compatible server): https, or in local development also http on localhost, 127.0.0.1 or [::1] (422 `InvalidBaseUrl` otherwise). Replaces an existing key.",
+      "Stored encrypted, never returned, used for this tenant's requests to the provider in place of the service's key. `baseUrl` points the provider at another host (a proxy or a compatible server): https, or in local development also http on localhost, 127.0.0.1 or [::1] (422 `InvalidBaseUrl` otherwise). Replaces an existing key. A service whose operator has not set the encryption secret `SECRETS_KEY` (at least 32 characters) stores no key: 503 `NotConfigured`.",
     pathParams: { provider: ProviderIdSchema }, body: PutProviderSchema, example: { apiKey: "sk-your-own-key" },
     responses: { 200: { description: "`{ provider, source: \"tenant\", keyHint, baseUrl? }`", schema: ProviderKeyInfoSchema } },
-    errors: ["UnknownProvider", "InvalidBaseUrl"],
+    errors: ["UnknownProvider", "InvalidBaseUrl", "NotConfigured"],
   },
   {
     method: "delete", path: "/v1/providers/{provider}", operationId: "deleteProviderKey", tag: "Tenant", auth: "tenant",

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { deploymentProviders, modelsDeployment } from "../../models/deployment.ts";
 import { hostedProvider } from "../../models/hosted-providers.ts";
+import { secretsKeyProblem } from "../../secrets/secret-box.ts";
 import { baseUrlProblem, ProviderIdSchema, PutProviderSchema, type ProviderKeyInfo } from "../../schema/providers.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
@@ -37,6 +38,9 @@ export const providerRoutes = new Hono<AppEnv>()
     const provider = knownProvider(named);
     const problem = baseUrl === undefined ? undefined : baseUrlProblem(baseUrl, modelsDeployment(c.env).localDev);
     if (problem) throw fail("InvalidBaseUrl", problem, { provider });
+    // A deployment without the secret can store no key: answered before the tenant's object is asked.
+    const unconfigured = secretsKeyProblem(c.env.SECRETS_KEY);
+    if (unconfigured) throw fail("NotConfigured", unconfigured, { secret: "SECRETS_KEY" });
     const { tenantId } = c.get("caller");
     return c.json(replyValue(await tenantStub(c.env, tenantId).putProviderKey(provider, apiKey, baseUrl)));
   })

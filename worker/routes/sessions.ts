@@ -8,6 +8,7 @@ import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { idempotencyScope, idempotent } from "../middleware/idempotency.ts";
+import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
 
@@ -22,6 +23,7 @@ export const sessionRoutes = new Hono<AppEnv>()
   .post("/", idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
     const { tenantId } = c.get("caller");
     const body = await jsonBody(c, CreateSessionSchema);
+    if (body.settings?.defaultModel) await assertTenantCanUse(c.env, tenantId, body.settings.defaultModel);
     // With an Idempotency-Key, the session id (when not given) and the creation token derive from
     // the claimed key: a retry after a failure part-way (the session created, the answer lost)
     // addresses the same object and gets that session back, not a second one or `SessionExists`.
@@ -58,6 +60,8 @@ export const sessionRoutes = new Hono<AppEnv>()
   .patch("/:sid", async (c) => {
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
+    // Before the name is written: a refused default model leaves the session as it was.
+    if (body.settings?.defaultModel) await assertTenantCanUse(c.env, tenantId, body.settings.defaultModel);
     if (body.name !== undefined) {
       replyValue(await stub.setName(body.name));
       await tenantStub(c.env, tenantId).renameSession(sessionId, body.name);

@@ -5,6 +5,7 @@ import type { StreamOptions } from "../../../schema/settings.ts";
 import type { ThinkingLevel } from "../../../schema/lane.ts";
 import { projectEntries, toProviderMessages } from "../../execution/context.ts";
 import type { ProviderModel } from "../../execution/models.ts";
+import { requestMaxTokens, requestTemperature } from "../../execution/sampling.ts";
 import type { GenerationContext } from "../types.ts";
 import type { Pass } from "./pass.ts";
 
@@ -45,6 +46,7 @@ export async function prepareAssistantRequest(
   };
   const options: SimpleStreamOptions = {
     ...toSimpleOptions(requested.streamOptions),
+    ...samplingOptions(requested.streamOptions, model, generation.configuration.thinkingLevel),
     sessionId: `${core.sessionId}:${pass.lane.name}`,
     ...reasoningOf(generation.configuration.thinkingLevel),
   };
@@ -81,6 +83,13 @@ export function toSimpleOptions(patch: Record<string, JsonValue | undefined>): S
   const metadata = stringRecord(patch.metadata);
   if (metadata) options.metadata = metadata;
   return options;
+}
+
+/** `maxTokens` and `temperature`, fitted to the model (sampling.ts); absent unless asked for. */
+function samplingOptions(patch: Record<string, JsonValue | undefined>, model: ProviderModel, level: ThinkingLevel): Pick<SimpleStreamOptions, "maxTokens" | "temperature"> {
+  const maxTokens = requestMaxTokens(model, patch.maxTokens);
+  const temperature = requestTemperature(model, level, patch.temperature);
+  return { ...(maxTokens !== undefined && { maxTokens }), ...(temperature !== undefined && { temperature }) };
 }
 
 function stringRecord(value: JsonValue | undefined): Record<string, string> | undefined {
