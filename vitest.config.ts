@@ -10,5 +10,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["test/e2e/**"],
+    // A real local webhook for the http tool tests (Node side; see test/node/tool-webhook-setup.ts).
+    globalSetup: ["./test/node/tool-webhook-setup.ts"],
   },
 });
