@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
 /**
  * A tenant's webhook, as the docs tell a tenant to write one: it verifies each call's
@@ -30,15 +30,21 @@ export interface ToolWebhookServer {
 
 const MAX_SIGNATURE_AGE_SECONDS = 300;
 
-export function verifySignature(secret: string, timestamp: string | undefined, signature: string | undefined, rawBody: string): boolean {
+/** How the webhook checks a call: the shape of the verification example in docs/tools.md. */
+export type SignatureVerifier = (secret: string, headers: IncomingHttpHeaders, rawBody: string) => boolean;
+
+export const verifySignature: SignatureVerifier = (secret, headers, rawBody) => {
+  const timestamp = single(headers["x-tool-timestamp"]);
+  const signature = single(headers["x-tool-signature"]);
   if (timestamp === undefined || signature === undefined) return false;
   if (Math.abs(Date.now() / 1000 - Number(timestamp)) > MAX_SIGNATURE_AGE_SECONDS) return false;
   const expected = Buffer.from(`sha256=${createHmac("sha256", secret).update(`${timestamp}.${rawBody}`).digest("hex")}`);
   const given = Buffer.from(signature);
   return given.length === expected.length && timingSafeEqual(given, expected);
-}
+};
 
-export async function startToolWebhookServer(): Promise<ToolWebhookServer> {
+export async function startToolWebhookServer(options: { verify?: SignatureVerifier } = {}): Promise<ToolWebhookServer> {
+  const verify = options.verify ?? verifySignature;
   const secrets = new Map<string, string>();
   const calls = new Map<string, ReceivedCall[]>();
   const parked: ServerResponse[] = [];
@@ -66,7 +72,7 @@ export async function startToolWebhookServer(): Promise<ToolWebhookServer> {
 
   function hook(request: IncomingMessage, response: ServerResponse, scope: string, behaviour: string, raw: string): void {
     const secret = secrets.get(`${scope}/${behaviour}`);
-    const signatureValid = secret !== undefined && verifySignature(secret, header(request, "x-tool-timestamp"), header(request, "x-tool-signature"), raw);
+    const signatureValid = secret !== undefined && verify(secret, request.headers, raw);
     const body = parseJson(raw);
     const received = calls.get(scope) ?? [];
     received.push({ behaviour, idempotencyKey: header(request, "idempotency-key") ?? null, timestamp: header(request, "x-tool-timestamp") ?? null, signatureValid, body });
@@ -131,8 +137,11 @@ function readBody(request: IncomingMessage): Promise<string> {
 }
 
 function header(request: IncomingMessage, name: string): string | undefined {
-  const found = request.headers[name];
-  return Array.isArray(found) ? found[0] : found;
+  return single(request.headers[name]);
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 function parseJson(raw: string): unknown {
