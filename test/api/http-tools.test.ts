@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { toolDefinition } from "../../tools/definitions.ts";
+import { MAX_HTTP_TOOL_RESPONSE_BYTES } from "../../tools/http-tool.ts";
 import { laneSetup, useScript } from "./lane-helpers.ts";
 import { activate, ARGS_SCHEMA, prompt, putTool, resultTexts, settle, toolResults, webhook } from "./tool-api-helpers.ts";
 
@@ -85,7 +86,7 @@ describe("http tools against a local webhook", () => {
       { text: "The tool endpoint did not answer within 300 ms", isError: true },
       { text: "The tool endpoint did not answer within 300 ms", isError: true },
       { text: "The tool endpoint answered HTTP 500", isError: true },
-      { text: `The tool endpoint's answer is larger than ${256 * 1024} bytes`, isError: true },
+      { text: `The tool endpoint's answer is larger than ${MAX_HTTP_TOOL_RESPONSE_BYTES} bytes`, isError: true },
       { text: "The tool endpoint answered with a body that is not JSON", isError: true },
       { text: expect.stringMatching(/^The tool endpoint's answer is not a tool result: /), isError: true },
     ]);

@@ -8,12 +8,14 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
  *
  * - `PUT /secrets/{scope}/{behaviour}` with the secret as the body: the secret the creation of the
  *   tool calling `/hooks/{scope}/{behaviour}` answered;
- * - `POST /hooks/{scope}/{behaviour}`: the tool's URL; the behaviour picks the answer (below);
+ * - `POST /hooks/{scope}/{behaviour}`: the tool's URL; the behaviour picks the answer: `echo`
+ *   (the arguments back), `park-first` (the first call never answered, later ones are), `slow` (no
+ *   answer), `stall-body` (headers and half a body), `fail` (500), `oversize` (300 KiB),
+ *   `invalid` (not JSON), `wrong-shape` (JSON that is not a tool result);
  * - `GET /requests/{scope}`: every call received for the scope, in arrival order.
  *
  * A scope is one test's own namespace, so tests running side by side never see each other's calls.
  */
-export type WebhookBehaviour = "echo" | "slow" | "fail" | "oversize" | "invalid" | "wrong-shape" | "park-first" | "stall-body";
 
 export interface ReceivedCall {
   behaviour: string;
