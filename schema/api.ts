@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { HarnessResourcesSchema, HarnessSettingsPatchSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
-import { MAX_SESSION_TOOLS, ToolDefinitionInputSchema, ToolNameSchema } from "./tools.ts";
+import { ToolDefinitionsByNameSchema } from "./tools.ts";
 
 // Request bodies and parameters of the public API (spec/API.md). The front worker validates with
 // these before any object is touched; types are inferred here once.
@@ -26,12 +26,7 @@ export const CreateSessionSchema = v.optional(
     settings: v.optional(HarnessSettingsPatchSchema),
     resources: v.optional(HarnessResourcesSchema),
     /** Tool definitions by name, as `PUT …/tools/{name}` takes them. */
-    tools: v.optional(
-      v.pipe(
-        v.record(ToolNameSchema, ToolDefinitionInputSchema),
-        v.check((tools) => Object.keys(tools).length <= MAX_SESSION_TOOLS, `A session may define at most ${MAX_SESSION_TOOLS} tools`),
-      ),
-    ),
+    tools: v.optional(ToolDefinitionsByNameSchema),
   }),
   {},
 );

@@ -8,9 +8,10 @@ import type { Planner } from "./lane-command.ts";
 /**
  * A client tool's result, posted from outside (ARCHITECTURE D11). Decided on the line: the call
  * must be the current operation's, in flight, a client call, and without a result yet (a second
- * post, or one after the call's deadline, is a conflict). The result is stored beside the call — only the run's own pass moves the
- * call (it stages the result when it next runs), so the engine keeps one writer of operation state —
- * and a pass is made due in the same commit, so the run resumes even if this process dies now.
+ * post, or one after the call's deadline, is a conflict). The result is stored beside the call —
+ * only the run's own pass moves the call (it stages the result when it next runs), so the engine
+ * keeps one writer of operation state — and a pass is made due in the same commit, so the run
+ * resumes even if this process dies now.
  */
 export function planSubmitToolResult(core: HarnessCore, lane: string, operationId: string, toolCallId: string, result: JsonObject): Planner<Result<{ accepted: true }>> {
   return (m, state) => {

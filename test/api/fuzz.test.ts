@@ -247,7 +247,7 @@ function generate(rng: Rng): Case[] {
       cases.push(method === "GET" ? c : withBody(c, "{}"));
     }
   }
-  for (const path of ["/", "/v1", "/v2/me", "/v1/nope", "/v1/admin", "/v1/sessions/s_fuzz/nope", "/v1/sessions/s_fuzz/lanes/main/nope", "/v1/sessions/s_fuzz/fork", "/health/x", "/openapi.json/x"]) {
+  for (const path of ["/", "/v1", "/v2/me", "/v1/nope", "/v1/admin", "/v1/sessions/s_fuzz/nope", "/v1/sessions/s_fuzz/lanes/main/nope", "/v1/sessions/s_fuzz/forks", "/health/x", "/openapi.json/x"]) {
     for (const method of ["GET", "POST", "DELETE"]) {
       // Under /v1/admin the admin token is checked first: a tenant key is 401 there, route or not.
       const c: Case = { kind: "unknown-route", label: `${method} ${path}`, method, path, headers: { authorization: `Bearer ${ctx.key}` }, expect: path.startsWith("/v1/admin") ? [401] : [404] };

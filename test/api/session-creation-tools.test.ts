@@ -54,6 +54,8 @@ describe("tools at session creation", () => {
     const { key } = await newTenant("create_tools_bad");
     const attempts: [unknown, number, string][] = [
       [{ nope: { kind: "builtin" } }, 422, "UnknownTool"],
+      [[], 400, "ValidationFailed"],
+      [[{ kind: "builtin" }], 400, "ValidationFailed"],
       [{ "bad name!": { kind: "builtin" } }, 400, "ValidationFailed"],
       [{ x: { kind: "client", description: "d", parameters: { type: "object", properties: { a: { type: "nonsense" } } } } }, 400, "ValidationFailed"],
       [{ x: lookup("http://tools.example.com/") }, 400, "ValidationFailed"],

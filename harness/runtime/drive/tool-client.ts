@@ -36,9 +36,9 @@ export async function settleClientCalls(pass: Pass, assistant: AssistantMessage,
 
 /**
  * Parks the run when every unsettled call waits for a client (settled calls may still wait for
- * their place): checked on the line, where a result
- * posted meanwhile is seen (then the caller settles it instead). Without a deadline nothing is
- * due until a result arrives; with one, the earliest deadline is.
+ * their place): checked on the line, where a result posted meanwhile is seen (then the caller
+ * settles it instead). Without a deadline nothing is due until a result arrives; with one, the
+ * earliest deadline is.
  */
 export async function parkForClients(pass: Pass, batchId: string): Promise<Step | undefined> {
   const parked = await pass.core.session.mutate((m) => {
