@@ -4,7 +4,7 @@ import type { ForkSession } from "../schema/api-fork.ts";
 import type { Entry } from "../schema/entries.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
-import type { CreateSessionBody, EntriesQuery, LabelResult, Page, PageQuery, PatchSessionBody, Session, UsagePage, UsageQuery } from "./types.ts";
+import type { CreatedSession, CreateSessionBody, EntriesQuery, LabelResult, Page, PageQuery, PatchSessionBody, Session, UsagePage, UsageQuery } from "./types.ts";
 
 /** `/v1/sessions/{sid}` plus a sub-path. */
 export const sessionPath = (sessionId: string, rest = ""): string => `/v1/sessions${path(sessionId)}${rest}`;
@@ -14,10 +14,11 @@ export class SessionsApi {
   constructor(private readonly http: HttpClient) {}
 
   /**
-   * `POST /v1/sessions` → 201 Session, created with its name, settings and resources in one step.
+   * `POST /v1/sessions` → 201 Session, created with its name, settings, resources and tools in one
+   * step; `toolSecrets` holds each new http tool's signing secret, shown this once.
    * Accepts `idempotencyKey`: a retry after a failure gets the session the first attempt created.
    */
-  create(body: CreateSessionBody = {}, options: CallOptions = {}): Promise<Session> {
+  create(body: CreateSessionBody = {}, options: CallOptions = {}): Promise<CreatedSession> {
     return this.http.json({ ...options, method: "POST", path: "/v1/sessions", body });
   }
 

@@ -1,4 +1,4 @@
-import type { Branch, BranchListing, Session } from "../schema/session.ts";
+import type { Branch, BranchListing, CreatedSession, Session } from "../schema/session.ts";
 import type * as v from "valibot";
 import type { CreateSessionSchema } from "../schema/api.ts";
 import type { CreateBranchSchema, NewBranchEntrySchema, PatchSessionSchema } from "../schema/api-sessions.ts";
@@ -206,4 +206,4 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
 export type PromptOutcome = ConvenienceOutcome<PromptAnswer>;
 
 export type { PromptAnswer };
-export type { Branch, BranchListing, Session };
+export type { Branch, BranchListing, CreatedSession, Session };

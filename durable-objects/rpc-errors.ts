@@ -120,7 +120,11 @@ export function laneApiError(error: LaneError): ApiError {
     case "UnknownToolCall":
       return { code: "UnknownToolCall", message: `No client tool call ${error.toolCallId} waits for a result in operation ${error.operationId}`, details: { operationId: error.operationId, toolCallId: error.toolCallId } };
     case "ToolResultConflict":
-      return { code: "ToolResultConflict", message: `Tool call ${error.toolCallId} already has its result`, details: { operationId: error.operationId, toolCallId: error.toolCallId } };
+      return {
+        code: "ToolResultConflict",
+        message: error.timedOut ? `Tool call ${error.toolCallId} timed out; its result is the timeout error` : `Tool call ${error.toolCallId} already has its result`,
+        details: { operationId: error.operationId, toolCallId: error.toolCallId, ...(error.timedOut && { timedOut: true }) },
+      };
     case "Closed":
       return { code: "SessionClosed", message: "The session is shutting down; retry the request" };
   }

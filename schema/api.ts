@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { HarnessResourcesSchema, HarnessSettingsPatchSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
+import { ToolDefinitionsByNameSchema } from "./tools.ts";
 
 // Request bodies and parameters of the public API (spec/API.md). The front worker validates with
 // these before any object is touched; types are inferred here once.
@@ -24,6 +25,8 @@ export const CreateSessionSchema = v.optional(
     name: v.optional(v.pipe(v.string(), v.maxLength(500))),
     settings: v.optional(HarnessSettingsPatchSchema),
     resources: v.optional(HarnessResourcesSchema),
+    /** Tool definitions by name, as `PUT …/tools/{name}` takes them. */
+    tools: v.optional(ToolDefinitionsByNameSchema),
   }),
   {},
 );

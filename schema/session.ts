@@ -33,3 +33,9 @@ export interface Session {
   lanes: LaneInfo[];
   lanesNextCursor: string | null;
 }
+
+/**
+ * What `POST /v1/sessions` answers: the Session and, when the creation defined http tools, their
+ * signing secrets by tool name — shown this once, never again.
+ */
+export type CreatedSession = Session & { toolSecrets?: Record<string, string> };

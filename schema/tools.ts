@@ -56,6 +56,21 @@ export const ClientToolInputSchema = v.strictObject({
 export const ToolDefinitionInputSchema = v.variant("kind", [BuiltinToolInputSchema, HttpToolInputSchema, ClientToolInputSchema]);
 export type ToolDefinitionInput = v.InferOutput<typeof ToolDefinitionInputSchema>;
 
+/**
+ * Tool definitions by name (`tools` when a session is created). A JSON object: valibot's record
+ * would also take an array (its indexes are valid names) and turn it into an object, so the
+ * input is checked first. (The OpenAPI document describes the whole by the leading guard.)
+ */
+export const ToolDefinitionsObjectSchema = v.custom<Record<string, ToolDefinitionInput>>(
+  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
+  "tools must be an object of definitions by tool name",
+);
+export const ToolDefinitionsByNameSchema = v.pipe(
+  ToolDefinitionsObjectSchema,
+  v.record(ToolNameSchema, ToolDefinitionInputSchema),
+  v.check((tools) => Object.keys(tools).length <= MAX_SESSION_TOOLS, `A session may define at most ${MAX_SESSION_TOOLS} tools`),
+);
+
 /** A defined tool as the API shows it (an http tool's secret never appears). */
 export interface ToolDefinitionView {
   name: string;

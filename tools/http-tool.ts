@@ -46,9 +46,11 @@ export function httpTool(sessionId: string, name: string, stored: StoredToolDefi
       const body = JSON.stringify({ tool: name, toolCallId, invocationId: invocation.invocationId, operationId: invocation.operationId, arguments: args });
       const timestamp = String(Math.floor(Date.now() / 1000));
       const timeoutMs = stored.timeoutMs ?? DEFAULT_HTTP_TOOL_TIMEOUT_MS;
-      let response: Response;
+      // One deadline for the whole exchange: an endpoint that sends its headers and then stalls
+      // in the body has not answered either.
+      const deadline = AbortSignal.timeout(timeoutMs);
       try {
-        response = await (settings.fetch ?? fetch)(url, {
+        const response = await (settings.fetch ?? fetch)(url, {
           method: "POST",
           headers: {
             "content-type": "application/json",
@@ -58,20 +60,24 @@ export function httpTool(sessionId: string, name: string, stored: StoredToolDefi
           },
           body,
           redirect: "manual",
-          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+          signal: AbortSignal.any([signal, deadline]),
         });
+        if (response.status < 200 || response.status > 299) {
+          await response.body?.cancel();
+          throw new EndpointAnswerError(`The tool endpoint answered HTTP ${response.status}`);
+        }
+        return parseAnswer(await boundedText(response, MAX_HTTP_TOOL_RESPONSE_BYTES));
       } catch (error) {
-        if (signal.aborted) throw error;
-        const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
-        throw new Error(timedOut ? `The tool endpoint did not answer within ${timeoutMs} ms` : `The tool endpoint could not be reached`);
+        if (signal.aborted || error instanceof EndpointAnswerError) throw error;
+        throw new Error(deadline.aborted ? `The tool endpoint did not answer within ${timeoutMs} ms` : "The tool endpoint could not be reached");
       }
-      if (response.status < 200 || response.status > 299) {
-        await response.body?.cancel();
-        throw new Error(`The tool endpoint answered HTTP ${response.status}`);
-      }
-      return parseAnswer(await boundedText(response, MAX_HTTP_TOOL_RESPONSE_BYTES));
     },
   };
+}
+
+/** What the endpoint answered is not a usable result (the message is what the model sees). */
+class EndpointAnswerError extends Error {
+  override readonly name = "EndpointAnswerError";
 }
 
 function parseAnswer(text: string): ToolOutput {
@@ -79,10 +85,10 @@ function parseAnswer(text: string): ToolOutput {
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error("The tool endpoint answered with a body that is not JSON");
+    throw new EndpointAnswerError("The tool endpoint answered with a body that is not JSON");
   }
   const parsed = v.safeParse(HttpToolResponseSchema, json);
-  if (!parsed.success) throw new Error(`The tool endpoint's answer is not a tool result: ${v.summarize(parsed.issues).slice(0, 500)}`);
+  if (!parsed.success) throw new EndpointAnswerError(`The tool endpoint's answer is not a tool result: ${v.summarize(parsed.issues).slice(0, 500)}`);
   const { content, isError, details, terminate } = parsed.output;
   return {
     content: typeof content === "string" ? [{ type: "text", text: content }] : content,
@@ -104,7 +110,7 @@ async function boundedText(response: Response, limit: number): Promise<string> {
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel();
-      throw new Error(`The tool endpoint's answer is larger than ${limit} bytes`);
+      throw new EndpointAnswerError(`The tool endpoint's answer is larger than ${limit} bytes`);
     }
     chunks.push(value);
   }

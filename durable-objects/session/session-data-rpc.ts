@@ -6,7 +6,7 @@ import { scriptElementProblem } from "../../models/scripted/script-source.ts";
 import { DEFAULT_SETTINGS } from "../../schema/settings.ts";
 import type { BranchScan } from "../../harness/session/branch.ts";
 import { Session, type EntryQuery } from "../../harness/session/session.ts";
-import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
+import type { ListElement, ListReadOptions, UsageScan, Write } from "../../harness/session/storage.ts";
 import type { Entry } from "../../schema/entries.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
 import type { RpcJson, RpcResult } from "../../schema/errors.ts";
@@ -16,7 +16,10 @@ import type { Wire } from "../../schema/wire.ts";
 import { asJson, asResult, parseWire, RpcError } from "../rpc-errors.ts";
 import { JsonWriter } from "../sql/json-bytes.ts";
 import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
-import type { BranchListing, Session as SessionWire } from "../../schema/session.ts";
+import type { BranchListing, CreatedSession, Session as SessionWire } from "../../schema/session.ts";
+import type { ToolDefinitionInput } from "../../schema/tools.ts";
+import { toolDefinition } from "../../tools/definitions.ts";
+import { newToolSecret, storedToolDefinition, type ToolDefinitionContext } from "./tool-definition-input.ts";
 import { branchPage, hasBranch, lanePage } from "../sql/branch-inventory.ts";
 import { CreationSlots } from "./creation-slots.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
@@ -51,8 +54,11 @@ export abstract class SessionDataRpc extends SessionHost {
    * half-made session. A repeat of the creating request (same `creationToken`) gets the session it
    * created; any other creation of an existing session is `SessionExists`.
    */
-  async create(init: SessionInit): Promise<Wire<RpcResult<SessionView>>> {
+  async create(init: SessionInit): Promise<Wire<RpcResult<CreatedSession>>> {
     return asResult(async () => {
+      // Checked and sealed before the existence check: from that read to the writes that depend
+      // on it, nothing awaits, so no other request can slip in between.
+      const tools = init.tools === undefined ? undefined : await this.initialTools(init.sessionId, parseWire(init.tools));
       if (this.existingStorage()) {
         const token = this.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
         if (init.creationToken === undefined || token !== init.creationToken) {
@@ -66,13 +72,32 @@ export abstract class SessionDataRpc extends SessionHost {
         ...(init.name !== undefined ? [setValue(sessionName, init.name)] : []),
         ...(init.settings !== undefined ? [setValue(settingsAddress, { ...DEFAULT_SETTINGS, ...parseWire(init.settings) })] : []),
         ...(init.resources !== undefined ? [setValue(resourcesAddress, parseWire(init.resources))] : []),
+        ...(tools?.writes ?? []),
       ];
       if (writes.length > 0) storage.commit(writes);
       if (init.creationToken !== undefined) this.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
       const session = new Session(storage);
       this.opened = { session, storage, runtime: this.runtimeFor(session) };
-      return this.sessionView();
+      const view = await this.sessionView();
+      return tools && Object.keys(tools.secrets).length > 0 ? { ...view, toolSecrets: tools.secrets } : view;
     });
+  }
+
+  /** What `PUT …/tools/{name}` checks and seals, for every tool of a creating request; fresh secrets for the http ones. */
+  private async initialTools(sessionId: string, inputs: Record<string, ToolDefinitionInput>): Promise<{ writes: Write[]; secrets: Record<string, string> }> {
+    const context = this.toolDefinitionContext(sessionId);
+    const writes: Write[] = [];
+    const secrets: Record<string, string> = {};
+    for (const [name, input] of Object.entries(inputs)) {
+      const secret = input.kind === "http" ? newToolSecret() : undefined;
+      writes.push(setValue(toolDefinition(name), await storedToolDefinition(name, input, context, secret)));
+      if (secret !== undefined) secrets[name] = secret;
+    }
+    return { writes, secrets };
+  }
+
+  protected toolDefinitionContext(sessionId: string): ToolDefinitionContext {
+    return { sessionId, secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
   }
 
   async info(): Promise<Wire<RpcResult<SessionInfo>>> {

@@ -8,6 +8,7 @@ import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Branch } from "../../schema/session.ts";
 import type { HarnessResources, HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import type { SessionStats } from "../../schema/usage.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
@@ -31,6 +32,8 @@ export interface SessionInit {
   settings?: Wire<HarnessSettingsPatch>;
   /** The session's skills and prompt templates (JSON text of `HarnessResources`, validated by the edge). */
   resources?: Wire<HarnessResources>;
+  /** Tool definitions by name (JSON text, validated by the edge; checked further before anything is written). */
+  tools?: Wire<Record<string, ToolDefinitionInput>>;
   /**
    * Names one creating request (derived from its Idempotency-Key): a repeat of that request finds
    * the session it created and gets it back instead of `SessionExists`.

@@ -22,7 +22,7 @@ export type LaneError =
   | { code: "NothingToCompact"; lane: string }
   | { code: "QueueFull"; lane: string; items: number; bytes: number; maxItems: number; maxBytes: number }
   | { code: "UnknownToolCall"; operationId: string; toolCallId: string }
-  | { code: "ToolResultConflict"; operationId: string; toolCallId: string }
+  | { code: "ToolResultConflict"; operationId: string; toolCallId: string; timedOut?: true }
   | { code: "Closed" };
 
 export type Result<T, E extends LaneError = LaneError> = { ok: true; value: T } | { ok: false; error: E };

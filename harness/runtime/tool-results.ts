@@ -8,9 +8,10 @@ import type { Planner } from "./lane-command.ts";
 /**
  * A client tool's result, posted from outside (ARCHITECTURE D11). Decided on the line: the call
  * must be the current operation's, in flight, a client call, and without a result yet (a second
- * post is a conflict). The result is stored beside the call — only the run's own pass moves the
- * call (it stages the result when it next runs), so the engine keeps one writer of operation state —
- * and a pass is made due in the same commit, so the run resumes even if this process dies now.
+ * post, or one after the call's deadline, is a conflict). The result is stored beside the call —
+ * only the run's own pass moves the call (it stages the result when it next runs), so the engine
+ * keeps one writer of operation state — and a pass is made due in the same commit, so the run
+ * resumes even if this process dies now.
  */
 export function planSubmitToolResult(core: HarnessCore, lane: string, operationId: string, toolCallId: string, result: JsonObject): Planner<Result<{ accepted: true }>> {
   return (m, state) => {
@@ -40,6 +41,11 @@ export function planSubmitToolResult(core: HarnessCore, lane: string, operationI
     const settled = call.status === "outcome_ready" || call.status === "completed" || m.getValue(address) !== undefined;
     if (settled) return { writes: [], value: err({ code: "ToolResultConflict" as const, operationId, toolCallId }) };
     if (call.status !== "effect_pending" || !call.client) return unknown;
+    // Past its deadline the call's outcome is the timeout, even before a pass has staged it: a
+    // late answer must not replace what the run was promised at the deadline.
+    if (call.client.deadline !== undefined && core.clock() >= call.client.deadline) {
+      return { writes: [], value: err({ code: "ToolResultConflict" as const, operationId, toolCallId, timedOut: true }) };
+    }
     return {
       writes: [setValue(address, result)],
       value: ok({ accepted: true as const }),

@@ -77,10 +77,12 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     method: "post", path: "/v1/sessions", operationId: "createSession", tag: "Sessions", auth: "tenant",
     summary: "Create a session",
     description:
-      "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch over the defaults; `resources` are the session's skills and prompt templates. The session, its name, settings and resources are created in one atomic step. With `Idempotency-Key`, a retry after a failure part-way gets the session the first attempt created (a missing `id` is derived from the key).",
-    body: CreateSessionSchema, example: { name: "Support chat", settings: { systemPrompt: "Be brief." } }, idempotent: true,
-    responses: { 201: { description: SESSION } },
-    errors: ["SessionExists", "SessionClosed", "UnknownModel"],
+      "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch over the defaults; `resources` are the session's skills and prompt templates; `tools` are tool definitions by name, each checked as `PUT …/tools/{name}` checks it. The session, its name, settings, resources and tools are created in one atomic step (a refused tool creates nothing). With `Idempotency-Key`, a retry after a failure part-way gets the session the first attempt created (a missing `id` is derived from the key).",
+    body: CreateSessionSchema,
+    example: { name: "Support chat", settings: { systemPrompt: "Be brief." }, tools: { current_time: { kind: "builtin" } } },
+    idempotent: true,
+    responses: { 201: { description: `${SESSION}, plus \`toolSecrets\` (\`{ [toolName]: secret }\`) when http tools were defined: their signing secrets, shown this once (a replay with the same Idempotency-Key answers without them)` } },
+    errors: ["SessionExists", "SessionClosed", "UnknownModel", "UnknownTool"],
   },
   {
     method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",

@@ -40,7 +40,8 @@ export const toolCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/tool-results/{toolCallId}", operationId: "postToolResult", tag: "Tools", auth: "tenant",
     summary: "Answer a client tool call",
-    description: "Accepted once per call; a second post is 409 (`ToolResultConflict`, or `OperationMismatch` once the run moved on).",
+    description:
+      "Accepted once per call; a second post, or one after the tool's `timeoutMs` ran out (`details.timedOut: true`), is 409 (`ToolResultConflict`, or `OperationMismatch` once the run moved on).",
     pathParams: { ...SID, lane: LaneNameSchema, opId: IdSchema, toolCallId: ToolCallIdSchema },
     body: ClientToolResultSchema, example: { content: [{ type: "text", text: "Approved" }] },
     responses: { 202: { description: "`{ accepted: true }`" } },

@@ -1,4 +1,4 @@
-import { MAX_TOOL_PARAMETERS_BYTES, ToolParametersSchema } from "../../schema/tools.ts";
+import { MAX_SESSION_TOOLS, MAX_TOOL_PARAMETERS_BYTES, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema, ToolParametersSchema } from "../../schema/tools.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { HarnessResourcesSchema, HarnessSettingsPatchSchema } from "../../schema/settings.ts";
@@ -93,7 +93,7 @@ const BASE_CONFIG = {
   typeMode: "input",
   errorMode: "throw",
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
-  overrideSchema: ({ valibotSchema }) => CUSTOM.get(valibotSchema),
+  overrideSchema: ({ valibotSchema }) => CUSTOM.get(valibotSchema) ?? (valibotSchema === ToolDefinitionsObjectSchema ? toolDefinitionsByName() : undefined),
   overrideAction: ({ valibotAction, jsonSchema }) => {
     // JSON numbers are finite anyway; a `check` predicate is documented by its message.
     if (valibotAction.type === "finite") return jsonSchema;
@@ -104,6 +104,16 @@ const BASE_CONFIG = {
   },
 } satisfies Omit<ConversionConfig, "definitions">;
 const CONFIG: ConversionConfig = { ...BASE_CONFIG, definitions: COMPONENTS };
+
+/** The JSON Schema of `ToolDefinitionsByNameSchema`, given to its leading `v.custom` guard (an object, not an array), which has none. */
+function toolDefinitionsByName(): JsonSchema {
+  return {
+    type: "object",
+    propertyNames: jsonSchemaOf(ToolNameSchema),
+    additionalProperties: jsonSchemaOf(ToolDefinitionInputSchema),
+    description: `Tool definitions by name, at most ${MAX_SESSION_TOOLS}.`,
+  };
+}
 
 /** Conversions by schema object: a schema used by many routes (ids, `?wait=`) is converted once. */
 const converted = new WeakMap<v.GenericSchema, JsonSchema>();

@@ -7,7 +7,7 @@ import { sha256Hex } from "../../durable-objects/tenant-object.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { idempotencyScope, idempotent } from "../middleware/idempotency.ts";
+import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
@@ -37,12 +37,17 @@ export const sessionRoutes = new Hono<AppEnv>()
         ...(body.name !== undefined && { name: body.name }),
         ...(body.settings !== undefined && { settings: toWire(body.settings) }),
         ...(body.resources !== undefined && { resources: toWire(body.resources) }),
+        ...(body.tools !== undefined && { tools: toWire(body.tools) }),
         ...(creationToken !== undefined && { creationToken }),
       }),
     );
     // Indexed after the session exists, so a listing never shows a session that does not; a
     // failure here answers 5xx, and the retry (same key) re-indexes the session it gets back.
     await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt });
+    // http tool secrets are in this answer only: a replay (same Idempotency-Key) answers the
+    // session without them, since a secret is shown once and stored nowhere in plain text.
+    const { toolSecrets, ...session } = view;
+    if (toolSecrets !== undefined) replayInstead(c, 201, session);
     return c.json(view, 201);
   })
   // The tenant's index only (tenant-listings.ts): one object, however many sessions are listed.

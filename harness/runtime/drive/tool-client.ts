@@ -35,16 +35,19 @@ export async function settleClientCalls(pass: Pass, assistant: AssistantMessage,
 }
 
 /**
- * Parks the run when every unsettled call waits for a client: checked on the line, where a result
- * posted meanwhile is seen (then the caller settles it instead). Without a deadline nothing is
- * due until a result arrives; with one, the earliest deadline is.
+ * Parks the run when every unsettled call waits for a client (settled calls may still wait for
+ * their place): checked on the line, where a result posted meanwhile is seen (then the caller
+ * settles it instead). Without a deadline nothing is due until a result arrives; with one, the
+ * earliest deadline is.
  */
 export async function parkForClients(pass: Pass, batchId: string): Promise<Step | undefined> {
   const parked = await pass.core.session.mutate((m) => {
     const operation = pass.lane.state.operation;
     const batch = operation?.meta.operationId === pass.operationId ? liveBatch(operation.state, batchId) : undefined;
     if (!batch || operation?.state.control.status !== "running") return false;
-    const open = batch.calls.filter((call) => call.status !== "completed");
+    // Outcome-ready calls are settled: they only wait to be placed behind an unanswered client
+    // call (results go in source order), so they do not keep the run from parking.
+    const open = batch.calls.filter((call) => call.status === "planned" || call.status === "effect_pending");
     const waiting = open.every((call) => call.status === "effect_pending" && call.client && !m.getValue(clientToolResult(pass.operationId, call.resultEntryId)));
     if (open.length === 0 || !waiting) return false;
     const deadlines = open.flatMap((call) => (call.status === "effect_pending" && call.client?.deadline !== undefined ? [call.client.deadline] : []));

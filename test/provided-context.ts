@@ -1,0 +1,9 @@
+// Values the workers pool's global setup (Node) hands to the tests in workerd (vitest provide/inject).
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The base URL of the local webhook server the http tool tests call (test/node/tool-webhook-server.ts). */
+    toolWebhookUrl: string;
+  }
+}
+
+export {};
