@@ -12,7 +12,10 @@ import {
   type ForkEntryCursor,
   type ForkEntryPage,
   type ForkPlan,
+  type ForkValue,
 } from "../sql/fork-source.ts";
+import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "../sql/fork-target.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data-rpc.ts";
@@ -100,7 +103,9 @@ export abstract class SessionForkRpc extends SessionDataRpc {
       importDataPage(this.ctx.storage, progress, page);
       data = page.next;
     }
-    finishForkImport(this.ctx.storage, progress, plan, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
+    // Sealing is async: done before the last (synchronous) transaction, which writes the result.
+    const session = await resealToolSecrets(plan.session, this.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
+    finishForkImport(this.ctx.storage, progress, { ...plan, session }, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
   }
 }
 
@@ -109,4 +114,24 @@ function unwrap<T>(reply: Wire<RpcResult<T>>): T {
   const result = fromWire(reply);
   if (!result.ok) throw new RpcError(result.error);
   return result.value;
+}
+
+/**
+ * An http tool's signing secret is sealed to its session (tools/definitions.ts), so a copied
+ * definition is opened with the source's context and sealed again with the fork's: the fork's
+ * calls are signed with the same secret the tenant's endpoint already verifies.
+ */
+async function resealToolSecrets(values: ForkValue[], secretsKey: string, sourceSessionId: string, sessionId: string): Promise<ForkValue[]> {
+  if (!values.some((stored) => stored.namespace === "pi.tools")) return values;
+  const key = await secretBoxKey(secretsKey, "tool-secret");
+  return Promise.all(
+    values.map(async (stored) => {
+      if (stored.namespace !== "pi.tools") return stored;
+      const definition: StoredToolDefinition = JSON.parse(stored.json);
+      if (definition.sealedSecret === undefined) return stored;
+      const secret = await openSecret(key, definition.sealedSecret, toolSecretContext(sourceSessionId, stored.key));
+      const sealedSecret = await sealSecret(key, secret, toolSecretContext(sessionId, stored.key));
+      return { ...stored, json: JSON.stringify({ ...definition, sealedSecret }) };
+    }),
+  );
 }

@@ -11,7 +11,7 @@ import type { SqlHost } from "./sql-host.ts";
 // the copy runs arrives in its newer state.
 
 /** Built-in namespaces a fork knows what to do with; live state in any other `pi.*` one refuses it. */
-const COPIED = ["pi.session.name", "pi.settings", "pi.resources", "pi.branch.tip", "pi.lane.config", "pi.entry.label"];
+const COPIED = ["pi.session.name", "pi.settings", "pi.resources", "pi.tools", "pi.branch.tip", "pi.lane.config", "pi.entry.label"];
 const EXCLUDED = ["pi.lane.state", "pi.result", "pi.capture"];
 const EXCLUDED_FAMILIES = ["pi.op.", "pi.pending."];
 /** What one page carries at most (a single larger entry travels alone). */
@@ -30,7 +30,7 @@ export interface ForkPlan {
   sourceSessionId: string;
   /** The source's last seq when planned: entries after it are not copied. */
   highWater: number;
-  /** Session-level values copied in both scopes (name, settings, resources). */
+  /** Session-level values copied in both scopes (name, settings, resources, tool definitions). */
   session: ForkValue[];
   /** Tips to write; `seq` is absent for a tip the fork computes (branch scope, `before`). */
   branches: { name: string; tipId: string | null; seq?: number; laneConfig?: ForkValue }[];
@@ -87,7 +87,9 @@ export function forkPlan(host: SqlHost, sourceSessionId: string, options: ForkOp
   const unknown = reserved.filter((namespace) => !declared(namespace));
   if (unknown.length > 0) throw invalid("undeclared_namespace", `The session holds state a fork does not know how to copy (${unknown.join(", ")})`);
   const highWater = host.sql.exec<{ next_seq: number }>("SELECT next_seq FROM counters WHERE singleton = 1").one().next_seq - 1;
-  const session = ["pi.session.name", "pi.settings", "pi.resources"].flatMap((namespace) => readValues(host, namespace));
+  // Tool definitions are bounded per session (MAX_SESSION_TOOLS); an http tool's sealed secret is
+  // bound to this session and is sealed again for the fork by the destination.
+  const session = ["pi.session.name", "pi.settings", "pi.resources", "pi.tools"].flatMap((namespace) => readValues(host, namespace));
   const configs = new Map(readValues(host, "pi.lane.config").map((config) => [config.key, config]));
   if (options.scope === "tree") {
     const branches = readValues(host, "pi.branch.tip").map((tip) => {

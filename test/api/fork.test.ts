@@ -1,7 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { env } from "cloudflare:workers";
 import { value } from "../../harness/session/addresses.ts";
+import { openSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { toolDefinition, toolSecretContext } from "../../tools/definitions.ts";
 import type { Write } from "../../harness/session/storage.ts";
 import { insertEntry, setValue } from "../../harness/session/writes.ts";
 import { branchTip } from "../../harness/session/builtin-addresses.ts";
@@ -176,6 +179,31 @@ describe("fork: tree scope", () => {
     const lane = await (await call(`/v1/sessions/${view.id}/lanes/main`, { token: setup.key })).json<{ current?: unknown; queue?: unknown[] }>();
     expect(lane.current ?? null).toBeNull();
     await call(`${setup.lanePath}/operations/${(await accepted.json<{ operationId: string }>()).operationId}/abort`, { method: "POST", token: setup.key });
+  });
+
+  it("copies tool definitions; an http tool's secret is sealed again for the fork and still signs with the same secret", async () => {
+    const setup = await laneSetup("fkt_tools");
+    const created = await call(`${setup.sessionPath}/tools/lookup`, {
+      method: "PUT",
+      body: { kind: "http", description: "Looks up", parameters: { type: "object" }, url: "https://tools.example.com/lookup" },
+      token: setup.key,
+    });
+    expect(created.status).toBe(201);
+    const { secret } = await created.json<{ secret: string }>();
+    expect((await call(`${setup.sessionPath}/tools/current_time`, { method: "PUT", body: { kind: "builtin" }, token: setup.key })).status).toBe(201);
+    for (const body of [{ scope: "tree" }, { scope: "branch", branch: "main" }]) {
+      const response = await fork(setup, body);
+      expect(response.status).toBe(201);
+      const view = await response.json<SessionBody>();
+      const tools = await (await call(`/v1/sessions/${view.id}/tools`, { token: setup.key })).json<{ items: { name: string; secretHint?: string }[] }>();
+      expect(tools.items.map((tool) => tool.name).sort()).toEqual(["current_time", "lookup"]);
+      const opened = await runInDurableObject(objectOf(setup.tenantId, view.id), async (instance: SessionObject) => {
+        const stored = instance.session().getValue(toolDefinition("lookup"))?.value;
+        if (!stored?.sealedSecret) return undefined;
+        return openSecret(await secretBoxKey(env.SECRETS_KEY, "tool-secret"), stored.sealedSecret, toolSecretContext(view.id, "lookup"));
+      });
+      expect(opened).toBe(secret);
+    }
   });
 
   it("copies a 10,000-entry session, with a chunked entry, page by page (both scopes)", async () => {
