@@ -1,4 +1,5 @@
 import { PayloadTooLarge } from "../../harness/session/errors.ts";
+import { PAYLOAD_LIMIT_BYTES } from "../../harness/session/storage.ts";
 import type { SqlHost } from "./sql-host.ts";
 
 // SQLite on Durable Objects refuses any row, string or BLOB above 2 MB with SQLITE_TOOBIG, and a
@@ -8,7 +9,7 @@ import type { SqlHost } from "./sql-host.ts";
 
 export const INLINE_LIMIT = 1024 * 1024;
 export const CHUNK_BYTES = 1024 * 1024;
-export const PAYLOAD_LIMIT = 16 * 1024 * 1024;
+export const PAYLOAD_LIMIT = PAYLOAD_LIMIT_BYTES;
 
 export type EncodedPayload =
   | { inline: string | null; chunks: null }

@@ -108,3 +108,10 @@ export function clampLimit(limit: number | undefined): number {
   return Math.min(limit, LIST_LIMIT_MAX);
 }
 
+/**
+ * The largest payload one write may carry (an entry's, a value's or a list element's JSON), for
+ * every Storage implementation: larger writes are refused with PayloadTooLarge before anything is
+ * written. The engine checks what it builds itself against it (a compaction entry) so that an
+ * oversized result fails its operation instead of failing every retry of the commit.
+ */
+export const PAYLOAD_LIMIT_BYTES = 16 * 1024 * 1024;

@@ -257,6 +257,25 @@ describe("before_compaction and failures", () => {
     expect(result.rows.map((row) => row.usage)).toEqual([usage]);
   });
 
+  it("a result too large to store fails the compaction compaction_too_large at once; nothing is placed and the lane runs on", async () => {
+    const result = await withCompactionRig(
+      async ({ lane, harness }) => {
+        unwrap(await lane.prompt(`one ${ten}`));
+        unwrap(await lane.prompt(`two ${ten}`));
+        const tip = lane.getTipId();
+        const huge = { role: "user" as const, content: "x".repeat(17 * 1024 * 1024), timestamp: 1 };
+        harness.hooks.on("before_compaction", () => ({ compaction: { summary: "too big", tokensBefore: 1, retainedTail: [huge] } }));
+        const { compaction } = unwrap(await lane.compact());
+        const after = unwrap(await lane.prompt("still here"));
+        return { compaction, compactions: compactionsOf(lane).length, tip, after };
+      },
+      { settings: COMPACT_EAGERLY },
+    );
+    expect(result.compaction).toMatchObject({ status: "failed", error: { code: "compaction_too_large" }, tipId: result.tip });
+    expect(result.compactions).toBe(0);
+    expect(result.after).toMatchObject({ status: "completed" });
+  });
+
   it("a missing model fails the compaction model_unavailable; nothing is fabricated", async () => {
     const result = await withCompactionRig(
       async ({ lane, models, usageRows }) => {

@@ -4,7 +4,8 @@ import type { HarnessEvent, OperationError } from "../../../schema/lane.ts";
 import type { AgentMessage } from "../../../schema/messages.ts";
 import type { Usage } from "../../../schema/usage.ts";
 import { branchTip } from "../../session/builtin-addresses.ts";
-import type { Write } from "../../session/storage.ts";
+import { PAYLOAD_LIMIT_BYTES, type Write } from "../../session/storage.ts";
+import { utf8Length } from "../../../schema/utf8.ts";
 import { zeroUsage } from "../../session/usage.ts";
 import { insertEntry, setValue } from "../../session/writes.ts";
 import type { Committed } from "../lane-command.ts";
@@ -85,6 +86,13 @@ function finishCompaction(laneName: string, lane: LaneProjection, outcome: Summa
         ...(result.usage !== undefined && { usage: result.usage }),
         fromHook: outcome.fromHook,
       };
+      // The entry copies the retained tail: a result that cannot be stored fails the compaction
+      // (nothing placed) rather than failing its commit on every retry of the pass.
+      const bytes = utf8Length(JSON.stringify(entry));
+      if (bytes > PAYLOAD_LIMIT_BYTES) {
+        const error = { code: "compaction_too_large", message: `The compaction entry would be ${bytes} bytes; at most ${PAYLOAD_LIMIT_BYTES} can be stored` };
+        return { kind: "finish", writes: settlement.writes, status: "failed", error, ...(events && { events }) };
+      }
       return {
         kind: "finish",
         writes: [...settlement.writes, insertEntry(entry), setValue(branchTip(laneName), resultEntryId)],
