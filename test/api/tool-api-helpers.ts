@@ -30,11 +30,16 @@ export async function prompt(setup: Pick<ApiLane, "key" | "lanePath">): Promise<
   return (await accepted.json<{ operationId: string }>()).operationId;
 }
 
-/** Long-polls the operation (bounded) until it settles. */
+/**
+ * Long-polls the operation until it settles, bounded by time: a wait answers at once while the run
+ * sits in a durable wait (a client call before its deadline alarm), so the poll also pauses.
+ */
 export async function settle(setup: Pick<ApiLane, "key" | "lanePath">, operationId: string): Promise<OperationResultRecord> {
-  for (let i = 0; i < 100; i++) {
+  const deadline = Date.now() + 25_000;
+  while (Date.now() < deadline) {
     const view = await (await call(`${setup.lanePath}/operations/${operationId}?wait=5`, { token: setup.key })).json<{ state: string; result?: OperationResultRecord }>();
     if (view.state === "settled" && view.result) return view.result;
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error("the operation never settled");
 }
