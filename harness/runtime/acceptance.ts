@@ -9,7 +9,8 @@ import type { HarnessCore } from "./core.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
 import { selectEligible } from "./inbox.ts";
 import type { Planner } from "./lane-command.ts";
-import { entryOfQueued, queueView } from "./lane-state.ts";
+import { entryOfQueued, queueView, type LaneProjection } from "./lane-state.ts";
+import type { SessionReader } from "../session/mutation.ts";
 import { normalizePrompt, type PromptInput } from "./messages.ts";
 import { metaWrites, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
@@ -84,6 +85,21 @@ export function formatTemplate(content: string, args: readonly string[]): string
 }
 
 /**
+ * What every acceptance refuses before anything else (reference §3.1), on the line: a busy lane,
+ * and an operation id that is not a fresh UUIDv7 (settled, or still open on any lane).
+ */
+export function admissionRefusal(m: Pick<SessionReader, "getValue">, state: LaneProjection, lane: string, operationId: string): LaneError | undefined {
+  if (state.operation) {
+    const { meta } = state.operation;
+    return { code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind };
+  }
+  if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
+    return { code: "InvalidOperationId", operationId };
+  }
+  return undefined;
+}
+
+/**
  * The acceptance transaction (reference §3.1): one commit captures eligible inbox items in global
  * order, places them and then the request's messages, and opens the operation at `starting`.
  * It installs no drive and runs no hook, provider, tool or timer.
@@ -95,14 +111,8 @@ export function planRunAcceptance(
   promptMessages: AgentMessage[],
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
-    if (state.operation) {
-      const { meta } = state.operation;
-      return { writes: [], value: err({ code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind }) };
-    }
-    // Fresh: never settled, and not the id of an operation still open (on any lane).
-    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
-      return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
-    }
+    const refused = admissionRefusal(m, state, lane, operationId);
+    if (refused) return { writes: [], value: err(refused) };
     const settings = core.settings();
     const { selected, remainder } = selectEligible(state.inbox, {
       write: true,

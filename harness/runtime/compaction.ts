@@ -1,10 +1,9 @@
 import type { Entry } from "../../schema/entries.ts";
 import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../compaction/preparation.ts";
-import { operationMeta, operationPreparation, operationResult } from "../session/builtin-addresses.ts";
-import { isUuidV7 } from "../session/ids.ts";
+import { operationPreparation } from "../session/builtin-addresses.ts";
 import { setValue } from "../session/writes.ts";
 import type { CompactionRequest, OperationAdmission } from "./acceptance.ts";
-import { runSettingsOf } from "./acceptance.ts";
+import { admissionRefusal, runSettingsOf } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { Planner } from "./lane-command.ts";
@@ -26,13 +25,8 @@ export function planCompactionAcceptance(
   contextPath: () => readonly Entry[],
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
-    if (state.operation) {
-      const { meta } = state.operation;
-      return { writes: [], value: err({ code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind }) };
-    }
-    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
-      return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
-    }
+    const refused = admissionRefusal(m, state, lane, operationId);
+    if (refused) return { writes: [], value: err(refused) };
     const settings = runSettingsOf(core.settings());
     const tipId = state.tipId;
     const context = pathContext(tipId === null ? [] : contextPath(), core.projectors);

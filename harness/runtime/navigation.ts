@@ -1,7 +1,5 @@
-import { operationMeta, operationResult } from "../session/builtin-addresses.ts";
-import { isUuidV7 } from "../session/ids.ts";
 import type { NavigationRequest, OperationAdmission } from "./acceptance.ts";
-import { runSettingsOf } from "./acceptance.ts";
+import { admissionRefusal, runSettingsOf } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { Planner } from "./lane-command.ts";
@@ -21,13 +19,8 @@ export function planNavigationAcceptance(
   request: NavigationRequest,
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
-    if (state.operation) {
-      const { meta } = state.operation;
-      return { writes: [], value: err({ code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind }) };
-    }
-    if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
-      return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
-    }
+    const refused = admissionRefusal(m, state, lane, operationId);
+    if (refused) return { writes: [], value: err(refused) };
     const { targetId, label } = request;
     if (targetId === state.tipId) return { writes: [], value: err({ code: "InvalidNavigation", lane, reason: "current_tip" }) };
     if (targetId === null && label !== undefined) return { writes: [], value: err({ code: "InvalidNavigation", lane, reason: "root_label" }) };
