@@ -11,13 +11,8 @@ import { continueOperation } from "./transition.ts";
  * later) or wait on a timer created through the gate, so an abort cancels it.
  */
 export async function retryWait(pass: Pass, state: StateAt<"assistant.retry_wait">): Promise<Step> {
-  const remaining = state.notBefore - pass.core.clock();
-  if (remaining > 0) {
-    if (!pass.waitForRetry) {
-      return { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "retry", notBefore: state.notBefore } };
-    }
-    await gatedDelay(pass.gate, remaining);
-  }
+  const waiting = await untilNotBefore(pass, state.notBefore);
+  if (waiting) return waiting;
   return settled(
     await continueOperation(pass, (_m, operation) => ({
       kind: "commit",
@@ -26,4 +21,17 @@ export async function retryWait(pass: Pass, state: StateAt<"assistant.retry_wait
       events: () => [{ type: "retry_start", lane: pass.lane.name, runId: pass.operationId, step: "assistant", attempt: state.nextAttempt }],
     })),
   );
+}
+
+/**
+ * A retry wait's delay (assistant and summary alike): nothing once `notBefore` has passed;
+ * before it, the durable wait reported to the host (`waitForRetry: false`; its alarm drives
+ * later), or a timer created through the gate, so an abort cancels it.
+ */
+export async function untilNotBefore(pass: Pass, notBefore: number): Promise<Step | undefined> {
+  const remaining = notBefore - pass.core.clock();
+  if (remaining <= 0) return undefined;
+  if (!pass.waitForRetry) return { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "retry", notBefore } };
+  await gatedDelay(pass.gate, remaining);
+  return undefined;
 }

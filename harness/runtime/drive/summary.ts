@@ -4,7 +4,6 @@ import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { Usage } from "../../../schema/usage.ts";
 import { combineSummaries, summaryRequests, type SummaryRequest, type SummaryRequestKind } from "../../compaction/summarizer.ts";
 import { fileDetails, reconstructPreparation, type CompactionPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
-import { gatedDelay } from "../../execution/effect-gate.ts";
 import type { ProviderModel } from "../../execution/models.ts";
 import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
 import { operationPreparation } from "../../session/builtin-addresses.ts";
@@ -14,6 +13,7 @@ import type { Committed } from "../lane-command.ts";
 import { normalizeRetryPolicy, notBeforeOf, retryDelay } from "../settings.ts";
 import type { OperationState, StateAt, SummaryContext, SummaryTask } from "../types.ts";
 import { settled } from "./generation.ts";
+import { untilNotBefore } from "./retry-wait.ts";
 import { CONTINUE, type Pass, type Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
 import { boundaryPlan, usageEvents, type SummaryOutcome, type SummarySettlement } from "./summary-boundary.ts";
@@ -244,13 +244,8 @@ export async function recoverSummary(pass: Pass, state: StateAt<"summary.effect_
 
 /** `summary.retry_wait` → `summary.ready`, like the assistant's wait (a durable wait or a gated timer). */
 export async function summaryRetryWait(pass: Pass, state: StateAt<"summary.retry_wait">): Promise<Step> {
-  const remaining = state.notBefore - pass.core.clock();
-  if (remaining > 0) {
-    if (!pass.waitForRetry) {
-      return { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "retry", notBefore: state.notBefore } };
-    }
-    await gatedDelay(pass.gate, remaining);
-  }
+  const waiting = await untilNotBefore(pass, state.notBefore);
+  if (waiting) return waiting;
   return settled(
     await continueOperation(pass, (_m, operation) => ({
       kind: "commit",
