@@ -47,6 +47,8 @@ const CLOSE_BOUND_MS = 5_000;
 export abstract class SessionDataRpc extends SessionHost {
   /** The branch and lane caps, checked before the engine creates either. */
   protected readonly slots = new CreationSlots(this.ctx.storage);
+  /** A fork's import runs in this object (session-fork-rpc.ts): creation of the same id is refused. */
+  protected importing = false;
 
   /**
    * Creates the session in one atomic step: the schema, the metadata, the name, the settings and
@@ -66,6 +68,9 @@ export abstract class SessionDataRpc extends SessionHost {
         }
         return this.sessionView();
       }
+      // A fork importing into this object holds no metadata until its last step, so the check
+      // above cannot see it: its id is taken all the same.
+      if (this.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
       this.schema.create();
       const storage = SqlSessionStorage.create(this.ctx.storage, { id: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
       const writes = [

@@ -36,9 +36,6 @@ export interface ForkInit {
  * The source only reads.
  */
 export abstract class SessionForkRpc extends SessionDataRpc {
-  /** An import in progress in this object (a concurrent fork to the same id is refused). */
-  private forking = false;
-
   async forkPlan(options: Wire<ForkOptions>): Promise<Wire<RpcResult<ForkPlan>>> {
     return asResult(() => forkPlan(this.ctx.storage, this.openStorage().metadata.id, parseWire(options)));
   }
@@ -67,12 +64,12 @@ export abstract class SessionForkRpc extends SessionDataRpc {
         }
         return this.sessionView();
       }
-      if (this.forking) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
-      this.forking = true;
+      if (this.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
+      this.importing = true;
       try {
         await this.importFrom(init);
       } finally {
-        this.forking = false;
+        this.importing = false;
       }
       if (init.creationToken !== undefined) this.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
       const storage = SqlSessionStorage.open(this.ctx.storage);
