@@ -44,6 +44,8 @@ export interface PathContext {
   messages: AgentMessage[];
   previousSummary?: string;
   previousDetails?: JsonValue;
+  /** How many leading messages are the previous compaction's retained tail. */
+  retainedCount?: number;
 }
 
 export function pathContext(path: readonly Entry[], projectors: EntryProjectors = {}): PathContext {
@@ -53,7 +55,21 @@ export function pathContext(path: readonly Entry[], projectors: EntryProjectors 
     messages: [...first.retainedTail, ...projectEntries(path.slice(1), projectors)],
     previousSummary: first.summary,
     ...(first.details !== undefined && { previousDetails: first.details }),
+    retainedCount: first.retainedTail.length,
   };
+}
+
+/**
+ * The estimated size of the context a path projects to, its previous summary included (§6.1). A
+ * response kept in a compaction's retained tail counted the context before that compaction, so
+ * only a later response's count anchors the estimate (else a compaction would look as large as
+ * what it replaced, and compact again at once).
+ */
+export function contextTokens(context: PathContext): number {
+  const { messages, previousSummary } = context;
+  if (previousSummary === undefined) return estimateContextTokens(messages);
+  const summary: AgentMessage = { role: "compactionSummary", summary: previousSummary, tokensBefore: 0, timestamp: 0 };
+  return estimateContextTokens([summary, ...messages], 1 + (context.retainedCount ?? 0));
 }
 
 /** Never a tool result: a call and its result are never separated. */
@@ -110,14 +126,12 @@ export function preparationAt(context: PathContext, cut: CompactionCut, settings
   const messagesToSummarize = messages.slice(0, summarizedEnd);
   const turnPrefixMessages = cut.turnStartIndex === undefined ? [] : messages.slice(cut.turnStartIndex, cut.cutIndex);
   if (messagesToSummarize.length === 0 && turnPrefixMessages.length === 0) return undefined;
-  const withSummary: AgentMessage[] =
-    previousSummary === undefined ? messages : [{ role: "compactionSummary", summary: previousSummary, tokensBefore: 0, timestamp: 0 }, ...messages];
   return {
     messagesToSummarize,
     turnPrefixMessages,
     retainedTail: messages.slice(cut.cutIndex),
     isSplitTurn: cut.turnStartIndex !== undefined,
-    tokensBefore: estimateContextTokens(withSummary),
+    tokensBefore: contextTokens(context),
     ...(previousSummary !== undefined && { previousSummary }),
     fileOps: fileOpsOf(context.previousDetails, [...messagesToSummarize, ...turnPrefixMessages]),
     settings,

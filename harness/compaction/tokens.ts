@@ -37,8 +37,8 @@ function blocksChars(blocks: readonly ({ type: "text"; text: string } | { type: 
   return blocks.reduce((sum, block) => sum + (block.type === "text" ? block.text.length : IMAGE_CHARS), 0);
 }
 
-/** The tokens a provider counted for a response; undefined when it counted none. */
-function usageTokens(usage: Usage): number | undefined {
+/** The tokens a provider counted for a response (the context it saw); undefined when it counted none. */
+export function usageTokens(usage: Usage): number | undefined {
   const total = usage.totalTokens > 0 ? usage.totalTokens : usage.input + usage.output + usage.cacheRead + usage.cacheWrite;
   return total > 0 ? total : undefined;
 }
@@ -52,14 +52,27 @@ function validUsage(message: AgentMessage): message is AssistantMessage {
  * The context size of a message list, oldest first: the newest valid assistant usage, plus an
  * estimate of every message after it; with no usage at all, every message is estimated.
  */
-export function estimateContextTokens(messages: readonly AgentMessage[]): number {
+export function estimateContextTokens(
+  messages: readonly AgentMessage[],
+  /** Responses before this index saw another context (a compaction's retained tail): never an anchor. */
+  firstAnchor = 0,
+): number {
   let index = messages.length - 1;
-  while (index >= 0) {
+  while (index >= firstAnchor) {
     const message = messages[index];
     if (message && validUsage(message)) break;
     index--;
   }
+  if (index < firstAnchor) index = -1;
   const anchor = index >= 0 ? messages[index] : undefined;
   const counted = anchor && anchor.role === "assistant" ? (usageTokens(anchor.usage) ?? 0) : 0;
   return messages.slice(index + 1).reduce((sum, message) => sum + estimateMessageTokens(message), counted);
+}
+
+/**
+ * `shouldCompact` (reference §6.1): enabled, and the context leaves less than the reserve free in
+ * the model's window.
+ */
+export function shouldCompact(contextTokens: number, contextWindow: number, settings: { enabled: boolean; reserveTokens: number }): boolean {
+  return settings.enabled && contextTokens > contextWindow - settings.reserveTokens;
 }

@@ -81,8 +81,14 @@ export interface DeferredScope {
   streamOptions: StreamOptions;
 }
 
+/** Where a run resumes after an in-run compaction: the boundary's continuation and trigger. */
+export interface CheckpointData {
+  continuation: Continuation;
+  triggerEntryId: string;
+}
+
 export type ResultBoundary =
-  | { kind: "resume_checkpoint"; resumeAfter: { continuation: Continuation; triggerEntryId: string } }
+  | { kind: "resume_checkpoint"; resumeAfter: CheckpointData }
   | { kind: "finish" }
   | { kind: "commit_navigation"; targetId: string | null; label?: string };
 
@@ -103,7 +109,17 @@ export interface SummaryContext {
 /** The 13 flat leaves of §3.3, discriminated by `at`; every leaf carries the scope. */
 export type OperationLeaf =
   | { at: "starting" }
-  | { at: "checkpoint"; continuation: Continuation; triggerEntryId: string }
+  | {
+      at: "checkpoint";
+      continuation: Continuation;
+      triggerEntryId: string;
+      /**
+       * This boundary's threshold compaction already ended (a decline, or a publication that still
+       * needs finish mediation): the probe is not run again for it, so a declining
+       * `before_compaction` cannot loop the boundary.
+       */
+      thresholdDone?: true;
+    }
   | { at: "assistant.ready"; generationContext: GenerationContext; nextAttempt: number }
   | {
       at: "assistant.effect_pending";

@@ -82,7 +82,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): P
     const target = targetOf(model, clock, streamOptions?.signal);
     return run(target, async () => {
       const inputTokens = estimateInputTokens(context);
-      if (model.id === "echo") return echoPlan(context, inputTokens);
+      if (model.id === "echo") return echoPlan(context, inputTokens, streamOptions?.maxTokens ?? model.maxTokens);
       if (model.id !== "script") return errorPlan(`scripted: unknown model ${model.id}`, inputTokens);
       // Not admitted: leave the script untouched; playback ends the stream as aborted.
       if (streamOptions?.signal?.aborted) return errorPlan("scripted: aborted", inputTokens);

@@ -86,9 +86,16 @@ export function errorPlan(message: string, inputTokens: number, retryable = fals
   return { blocks: [], stopReason: "error", errorMessage: scriptedErrorMessage(message, retryable), inputTokens };
 }
 
-/** The answer of `scripted/echo`: the last user message's text. */
-export function echoPlan(context: TranscriptContext, inputTokens: number): ResponsePlan {
-  return { blocks: [text(lastUserText(context))], stopReason: "stop", inputTokens };
+/**
+ * The answer of `scripted/echo`: the last user message's text, cut at the request's output limit
+ * as a real model's would be (about four characters a token; a `length` stop reporting the limit),
+ * so an echoed summary request stays as bounded as a real summary.
+ */
+export function echoPlan(context: TranscriptContext, inputTokens: number, maxTokens: number): ResponsePlan {
+  const answer = lastUserText(context);
+  const limit = maxTokens * 4;
+  if (answer.length <= limit) return { blocks: [text(answer)], stopReason: "stop", inputTokens };
+  return { blocks: [text(answer.slice(0, limit))], stopReason: "length", inputTokens, outputTokens: maxTokens };
 }
 
 /** Reads a handle this provider issued; a string describes why it is not one. */

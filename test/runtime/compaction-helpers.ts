@@ -2,6 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import type { Context, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
+import type { ToolsPort } from "../../harness/execution/tools.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { Session } from "../../harness/session/session.ts";
@@ -40,7 +41,7 @@ export const COMPACT_EAGERLY: HarnessSettingsPatch = { compaction: { enabled: tr
 
 export async function withCompactionRig<T>(
   body: (rig: CompactionRig) => Promise<T>,
-  options: { model?: { provider: string; modelId: string }; steps?: ScriptStep[]; settings?: HarnessSettingsPatch } = {},
+  options: { model?: { provider: string; modelId: string }; steps?: ScriptStep[]; settings?: HarnessSettingsPatch; tools?: (session: Session) => ToolsPort } = {},
 ): Promise<T> {
   const { stub } = await createSession("cmp");
   return runInDurableObject(stub, async (instance: SessionObject, state) => {
@@ -58,7 +59,7 @@ export async function withCompactionRig<T>(
       streamDeferred: (model, handle, streamOptions) => registry.streamDeferred(model, handle, streamOptions),
       cancelDeferred: (model, handle, streamOptions) => registry.cancelDeferred(model, handle, streamOptions),
     };
-    const { harness } = await AgentHarness.create({ session, models, seed: { model: options.model ?? ECHO } });
+    const { harness } = await AgentHarness.create({ session, models, seed: { model: options.model ?? ECHO }, ...(options.tools && { tools: options.tools(session) }) });
     if (options.settings) await harness.updateSettings(options.settings);
     const events: HarnessEvent[] = [];
     harness.events.on("*", (event) => {

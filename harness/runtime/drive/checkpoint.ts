@@ -1,7 +1,8 @@
 import type { NewEntry } from "../../../schema/entries.ts";
 import type { HarnessEvent, LaneQueuedItem } from "../../../schema/lane.ts";
 import { projects } from "../../execution/context.ts";
-import { branchTip, pendingEntry } from "../../session/builtin-addresses.ts";
+import type { StoredCompactionPreparation } from "../../compaction/preparation.ts";
+import { branchTip, operationPreparation, pendingEntry } from "../../session/builtin-addresses.ts";
 import type { Write } from "../../session/storage.ts";
 import { deleteValue, insertEntry, setValue } from "../../session/writes.ts";
 import { placementEvents, queueUpdate } from "../acceptance.ts";
@@ -9,27 +10,30 @@ import type { HarnessCore } from "../core.ts";
 import { selectEligible } from "../inbox.ts";
 import type { Committed } from "../lane-command.ts";
 import { entryOfQueued, queueView, type LaneProjection } from "../lane-state.ts";
-import type { OperationScope, OperationState, StateAt } from "../types.ts";
+import type { OperationScope, OperationState, StateAt, SummaryTask } from "../types.ts";
 import { settled } from "./generation.ts";
 import type { Pass, Step } from "./pass.ts";
 import { contextMessages } from "./request.ts";
 import { generationContext, scopeOf } from "./scope.ts";
+import { probeThreshold, type ThresholdCandidate } from "./threshold.ts";
 import { continueOperation, type LanePatch, type TransitionPlan } from "./transition.ts";
 
 /**
  * The boundary planner (reference §3.6): one decision, at most one commit, never back into
- * `checkpoint`. Placed projecting input wins (steer semantics); `need_assistant` continues; a
- * run that may finish goes through three-phase finish mediation around `before_run_end`.
- * The threshold probe arrives with compaction; until then no threshold candidate exists.
+ * `checkpoint`. The threshold probe reads off the line; then placed projecting input wins (steer
+ * semantics), a threshold candidate opens `summary.deciding{threshold}`, `need_assistant`
+ * continues, and a run that may finish goes through three-phase finish mediation around
+ * `before_run_end`.
  */
 export async function boundary(pass: Pass, state: StateAt<"checkpoint">): Promise<Step> {
   const { core } = pass;
   if (state.continuation.kind === "may_finish" && state.continuation.includeFinalAssistant && state.latestAssistantEntryId === null) {
     throw new Error("Invariant: a finish that includes the final assistant needs one");
   }
+  const candidate = state.thresholdDone ? undefined : probeThreshold(pass, state, state.triggerEntryId);
   let planned: string[] | undefined;
   const decided = await continueOperation(pass, (_m, operation, lane) => {
-    const decision = decideOnLine(core, pass, lane, operation.state, state);
+    const decision = decideOnLine(core, pass, lane, operation.state, state, candidate);
     if (decision.kind === "plan") return decision.plan;
     planned = decision.placed;
     return { kind: "return" };
@@ -77,10 +81,15 @@ export function decideOnLine(
   lane: LaneProjection,
   current: OperationState,
   checkpoint: Pick<StateAt<"checkpoint">, "continuation" | "triggerEntryId">,
+  /** The probe's candidate (threshold.ts); stale when the tip moved since it read the path. */
+  probed?: ThresholdCandidate,
 ): { kind: "plan"; plan: TransitionPlan } | { kind: "mediate"; placed: string[] } {
-  const placement = place(core, pass.lane.name, pass.operationId, lane, current, checkpoint.continuation.kind === "may_finish");
-  const ready = readyFor(core, placement, checkpoint, current);
+  const candidate = probed?.stored.tipId === lane.tipId ? probed : undefined;
+  // followUp input is eligible only when the run may finish and no threshold compaction is due.
+  const placement = place(core, pass.lane.name, pass.operationId, lane, current, checkpoint.continuation.kind === "may_finish" && !candidate);
+  const ready = placement.projecting.length > 0 || !candidate ? readyFor(core, placement, checkpoint, current) : undefined;
   if (ready) return { kind: "plan", plan: ready };
+  if (candidate) return { kind: "plan", plan: thresholdPlan(pass, placement, checkpoint, current, candidate) };
   // Without a before_run_end handler there is nothing to mediate: finish now, reading no context.
   if (!core.hooks.has("before_run_end")) return { kind: "plan", plan: finishPlan(placement) };
   return { kind: "mediate", placed: placement.ids };
@@ -156,6 +165,36 @@ function commitReady(core: HarnessCore, placement: Placement, current: Operation
     state: { ...scopeOf(current), at: "assistant.ready", generationContext: generationContext(core, placement.lane, trigger, overflowRecoveryUsed), nextAttempt: 1 },
     patch: { ...placement.patch, tipId: placement.tipId },
     events: placement.events,
+  };
+}
+
+/**
+ * A threshold candidate with nothing projecting placed: the preparation and
+ * `summary.deciding{threshold, resume_checkpoint}` commit with any non-projecting placements.
+ * The compaction it publishes resumes this boundary's continuation and trigger.
+ */
+function thresholdPlan(
+  pass: Pass,
+  placement: Placement,
+  checkpoint: Pick<StateAt<"checkpoint">, "continuation" | "triggerEntryId">,
+  current: OperationState,
+  candidate: ThresholdCandidate,
+): TransitionPlan {
+  const { core } = pass;
+  const lane = pass.lane.name;
+  const runId = pass.operationId;
+  const startedAt = core.clock();
+  const task: SummaryTask = {
+    taskId: candidate.taskId,
+    reason: "threshold",
+    boundary: { kind: "resume_checkpoint", resumeAfter: { continuation: checkpoint.continuation, triggerEntryId: checkpoint.triggerEntryId } },
+  };
+  return {
+    kind: "commit",
+    writes: [...placement.writes, setValue(operationPreparation<StoredCompactionPreparation>(runId, candidate.taskId), candidate.stored)],
+    state: { ...scopeOf(current), at: "summary.deciding", task },
+    patch: { ...placement.patch, tipId: placement.tipId },
+    events: (done) => [...placement.events(done), { type: "compaction_start", lane, runId, reason: "threshold", startedAt }],
   };
 }
 

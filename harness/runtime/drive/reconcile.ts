@@ -1,7 +1,9 @@
+import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { OperationState } from "../types.ts";
 import { CONTINUE, type Pass, type Step } from "./pass.ts";
 import { syntheticResponse } from "./recover-assistant.ts";
 import { settleResponse } from "./settle-response.ts";
+import { segmentEnd } from "./summary-boundary.ts";
 import { runToolBatch } from "./tools.ts";
 import { settleOperation } from "./transition.ts";
 
@@ -25,16 +27,18 @@ export async function reconcile(pass: Pass, state: OperationState): Promise<Step
     case "assistant.retry_wait":
     case "deferred.suspended":
     case "deferred.effect_pending":
+    case "navigation.ready_to_commit":
+      return terminalAborted(pass);
     case "summary.deciding":
     case "summary.ready":
     case "summary.effect_pending":
     case "summary.retry_wait":
-    case "navigation.ready_to_commit":
-      return terminalAborted(pass);
+      // A run aborted inside its compaction closes the segment first (compaction_end, run_end).
+      return terminalAborted(pass, state.task.boundary.kind === "resume_checkpoint" ? [segmentEnd(pass, state.task, "aborted")] : []);
   }
 }
 
-async function terminalAborted(pass: Pass): Promise<Step> {
-  const step = await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted" }));
+async function terminalAborted(pass: Pass, events: HarnessEvent[] = []): Promise<Step> {
+  const step = await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted", events: () => events }));
   return typeof step === "string" ? CONTINUE : step;
 }

@@ -4,7 +4,8 @@ import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
-import { branchTip, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
+import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
+import { branchTip, operationPreparation, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
 import { followerId } from "../../session/ids.ts";
 import { zeroUsage } from "../../session/usage.ts";
 import { deleteList, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
@@ -15,6 +16,7 @@ import type { LaneProjection } from "../lane-state.ts";
 import { decideOnLine } from "./checkpoint.ts";
 import type { Pass, Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
+import { thresholdPossibleAfter } from "./threshold.ts";
 import { settleOperation, type TransitionPlan } from "./transition.ts";
 
 /** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive). */
@@ -86,9 +88,14 @@ export async function settleResponse(
     if (cancelled) {
       return commit(writes, { ...scope, at: "checkpoint", continuation: { kind: "may_finish", includeFinalAssistant: true }, triggerEntryId: R }, patch, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
-    // 2. Context overflow, before retryability. Overflow compaction arrives with structural
-    //    operations; until then (and whenever compaction is disabled, D14.7) the run fails.
+    // 2. Context overflow, before retryability: one overflow compaction per recovery cycle, then
+    //    the same trigger again; a second overflow, nothing to summarize, or compaction disabled
+    //    (D14.7) fails the run.
     if (isContextOverflow(response, state.contextWindow) || isRecoverableLength(response, state.intendedOutputLimit)) {
+      const overflow = overflowCompaction(pass, state);
+      if (overflow) {
+        return commit([...writes, ...overflow.writes], overflow.state, patch, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd, overflow.start]);
+      }
       return finish(writes, patch, atBoundary, { code: "context_overflow", message: message.errorMessage ?? "The request exceeded the model's context window" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 3. Deferred responses suspend a run once the deferred leaves exist; this build has none.
@@ -144,7 +151,7 @@ export async function settleResponse(
       state: atBoundary,
       patch,
       events: (done) => [...baseEvents(done), ...retryEnd(true), turnEnd],
-    });
+    }, message);
   });
   if (step === "returned") throw new Error("Response settlement always commits");
   return step;
@@ -159,7 +166,10 @@ function withBoundaryDecision(
   lane: LaneProjection,
   checkpoint: StateAt<"checkpoint">,
   settlement: Extract<TransitionPlan, { kind: "commit" }>,
+  response: AssistantMessage,
 ): TransitionPlan {
+  // A threshold compaction may be due: the boundary probes off the line in its own pass.
+  if (thresholdPossibleAfter(pass, checkpoint, response)) return settlement;
   const decision = decideOnLine(pass.core, pass, lane, checkpoint, checkpoint);
   if (decision.kind === "mediate" || decision.plan.kind === "return") return settlement;
   const plan = decision.plan;
@@ -170,6 +180,31 @@ function withBoundaryDecision(
     writes: [...(movesTip ? settlement.writes.filter((write) => !isTipWrite(write)) : settlement.writes), ...plan.writes],
     patch: { ...settlement.patch, ...plan.patch },
     events: (done) => [...(settlement.events?.(done) ?? []), ...(plan.events?.(done) ?? [])],
+  };
+}
+
+/**
+ * The overflow compaction (reference §3.5 item 2, §6.1): when this generation has not used its
+ * recovery yet and compaction is enabled (D14.7), the context the failed request carried (the path
+ * to the tip before the response, which projection drops anyway) is prepared; with something to
+ * summarize the settlement enters `summary.deciding{overflow}`, resuming `need_assistant` with
+ * the recovery used and the original trigger. Read on the line: only an overflow pays for it.
+ */
+function overflowCompaction(pass: Pass, state: StateAt<"assistant.effect_pending">): { writes: Write[]; state: OperationState; start: HarnessEvent } | undefined {
+  const { core } = pass;
+  const settings = state.settings.compaction;
+  if (state.generationContext.overflowRecoveryUsed || !settings.enabled) return undefined;
+  const tipId = pass.lane.state.tipId;
+  if (tipId === null) return undefined;
+  const context = pathContext(pass.lane.contextPath(), core.projectors);
+  const cut = findCut(context.messages, settings.keepRecentTokens);
+  if (!preparationAt(context, cut, settings)) return undefined;
+  const taskId = core.ids.next();
+  const resumeAfter = { continuation: { kind: "need_assistant" as const, overflowRecoveryUsed: true }, triggerEntryId: state.generationContext.triggerEntryId };
+  return {
+    writes: [setValue(operationPreparation<StoredCompactionPreparation>(pass.operationId, taskId), storedPreparation(tipId, context, cut))],
+    state: { ...scopeOf(state), latestAssistantEntryId: state.responseEntryId, at: "summary.deciding", task: { taskId, reason: "overflow", boundary: { kind: "resume_checkpoint", resumeAfter } } },
+    start: { type: "compaction_start", lane: pass.lane.name, runId: pass.operationId, reason: "overflow", startedAt: core.clock() },
   };
 }
 

@@ -1,6 +1,6 @@
 import type { NewEntry } from "../../../schema/entries.ts";
 import type { JsonValue } from "../../../schema/json.ts";
-import type { HarnessEvent, OperationError } from "../../../schema/lane.ts";
+import type { HarnessEvent, OperationError, OperationStatus } from "../../../schema/lane.ts";
 import type { AgentMessage } from "../../../schema/messages.ts";
 import type { Usage } from "../../../schema/usage.ts";
 import { branchTip } from "../../session/builtin-addresses.ts";
@@ -10,7 +10,10 @@ import { zeroUsage } from "../../session/usage.ts";
 import { insertEntry, setValue } from "../../session/writes.ts";
 import type { Committed } from "../lane-command.ts";
 import type { LaneProjection } from "../lane-state.ts";
-import type { OperationState, SummaryTask } from "../types.ts";
+import type { CheckpointData, OperationState, SummaryTask } from "../types.ts";
+import { decideOnLine } from "./checkpoint.ts";
+import type { Pass } from "./pass.ts";
+import { scopeOf } from "./scope.ts";
 import type { TransitionPlan } from "./transition.ts";
 
 /** A structural summary's result, whoever produced it (the model, or `before_compaction`). */
@@ -38,30 +41,30 @@ export interface SummarySettlement {
  * task. A boundary reached under cancellation never takes its continuation: it settles what was
  * admitted (usage rows) and ends aborted, placing nothing.
  *
- * Only `finish` (standalone compaction) is built. `resume_checkpoint` (threshold and overflow
- * compaction inside a run) and `commit_navigation` (summarized navigation) are entered only by
- * acceptance paths this build refuses (a run never enters `summary.*`; summarized navigation is
- * refused with UnsupportedOperation), and restore faults an operation whose intent does not admit
- * its leaf; meeting one here is an invariant violation.
+ * `commit_navigation` (summarized navigation) is entered only by an acceptance this build refuses
+ * (UnsupportedOperation), and restore faults an operation whose intent does not admit its leaf;
+ * meeting one here is an invariant violation.
  */
 export function boundaryPlan(
-  laneName: string,
+  pass: Pass,
   task: SummaryTask,
   current: OperationState,
   lane: LaneProjection,
   outcome: SummaryOutcome,
   settlement: SummarySettlement = { writes: [] },
 ): TransitionPlan {
-  if (current.control.status === "cancel_requested") {
-    return { kind: "finish", writes: settlement.writes, status: "aborted", ...(settlement.events && { events: settlement.events }) };
-  }
   const boundary = task.boundary;
+  if (current.control.status === "cancel_requested") {
+    const segment = boundary.kind === "resume_checkpoint" ? [segmentEnd(pass, task, "aborted")] : [];
+    return { kind: "finish", writes: settlement.writes, status: "aborted", events: (done) => [...(settlement.events?.(done) ?? []), ...segment] };
+  }
   switch (boundary.kind) {
     case "finish":
-      return finishCompaction(laneName, lane, outcome, settlement);
+      return finishCompaction(pass.lane.name, lane, outcome, settlement);
     case "resume_checkpoint":
+      return resumeCheckpoint(pass, task, boundary.resumeAfter, current, lane, outcome, settlement);
     case "commit_navigation":
-      throw new Error(`Invariant: the ${boundary.kind} summary boundary is not built (no acceptance in this build enters it)`);
+      throw new Error("Invariant: the commit_navigation summary boundary is not built (no acceptance in this build enters it)");
   }
 }
 
@@ -74,37 +77,112 @@ function finishCompaction(laneName: string, lane: LaneProjection, outcome: Summa
     case "failed":
       return { kind: "finish", writes: settlement.writes, status: "failed", error: outcome.error, ...(events && { events }) };
     case "success": {
-      const { result, resultEntryId } = outcome;
-      const entry: NewEntry = {
-        id: resultEntryId,
-        parentId: lane.tipId,
-        type: "compaction",
-        summary: result.summary,
-        retainedTail: result.retainedTail,
-        tokensBefore: result.tokensBefore,
-        ...(result.details !== undefined && { details: result.details }),
-        ...(result.usage !== undefined && { usage: result.usage }),
-        fromHook: outcome.fromHook,
-      };
-      // The entry copies the retained tail: a result that cannot be stored fails the compaction
-      // (nothing placed) rather than failing its commit on every retry of the pass.
-      const bytes = utf8Length(JSON.stringify(entry));
-      if (bytes > PAYLOAD_LIMIT_BYTES) {
-        const error = { code: "compaction_too_large", message: `The compaction entry would be ${bytes} bytes; at most ${PAYLOAD_LIMIT_BYTES} can be stored` };
-        return { kind: "finish", writes: settlement.writes, status: "failed", error, ...(events && { events }) };
-      }
+      const entry = compactionEntry(outcome, lane.tipId);
+      if ("error" in entry) return { kind: "finish", writes: settlement.writes, status: "failed", error: entry.error, ...(events && { events }) };
       return {
         kind: "finish",
-        writes: [...settlement.writes, insertEntry(entry), setValue(branchTip(laneName), resultEntryId)],
+        writes: [...settlement.writes, insertEntry(entry), setValue(branchTip(laneName), entry.id)],
         status: "completed",
-        patch: { tipId: resultEntryId },
-        events: (done) => [
-          ...(events?.(done) ?? []),
-          ...(done?.entries ?? []).filter((placed) => placed.id === resultEntryId).map((placed): HarnessEvent => ({ type: "entry_added", lane: laneName, entry: placed })),
-        ],
+        patch: { tipId: entry.id },
+        events: (done) => [...(events?.(done) ?? []), ...entryAdded(laneName, done, entry.id)],
       };
     }
   }
+}
+
+/**
+ * In-run compaction (threshold or overflow): success, or a threshold decline, publishes in one
+ * commit (the compaction entry on the tip, then the boundary planner with the threshold disabled:
+ * eligible inbox items placed and the successor, or a resting `checkpoint` when the finish needs
+ * `before_run_end`); an overflow decline (`compaction_declined`) or a failure ends the segment and
+ * fails the run, leaving queued input untouched.
+ */
+function resumeCheckpoint(
+  pass: Pass,
+  task: SummaryTask,
+  resumeAfter: CheckpointData,
+  current: OperationState,
+  lane: LaneProjection,
+  outcome: SummaryOutcome,
+  settlement: SummarySettlement,
+): TransitionPlan {
+  const fail = (error: OperationError, status: "failed" | "declined"): TransitionPlan => ({
+    kind: "finish",
+    writes: settlement.writes,
+    status: "failed",
+    error,
+    events: (done) => [...(settlement.events?.(done) ?? []), segmentEnd(pass, task, status, { error })],
+  });
+  if (outcome.kind === "failed") return fail(outcome.error, "failed");
+  if (outcome.kind === "declined" && task.reason === "overflow") {
+    return fail({ code: "compaction_declined", message: "before_compaction declined the overflow compaction; the context still exceeds the model's window" }, "declined");
+  }
+  const entry = outcome.kind === "success" ? compactionEntry(outcome, lane.tipId) : undefined;
+  if (entry && "error" in entry) return fail(entry.error, "failed");
+  const laneName = pass.lane.name;
+  const entryWrites = entry ? [insertEntry(entry), setValue(branchTip(laneName), entry.id)] : [];
+  const published: LaneProjection = entry ? { ...lane, tipId: entry.id } : lane;
+  const segment = (done: Committed | undefined): HarnessEvent[] => [
+    ...(settlement.events?.(done) ?? []),
+    ...(entry ? entryAdded(laneName, done, entry.id) : []),
+    segmentEnd(pass, task, entry ? "completed" : "declined", entry ? { entryId: entry.id } : {}),
+  ];
+  const decision = decideOnLine(pass.core, pass, published, current, resumeAfter);
+  if (decision.kind === "mediate" || decision.plan.kind === "return") {
+    return {
+      kind: "commit",
+      writes: [...settlement.writes, ...entryWrites],
+      state: { ...scopeOf(current), at: "checkpoint", ...resumeAfter, thresholdDone: true },
+      patch: { tipId: published.tipId },
+      events: segment,
+    };
+  }
+  const plan = decision.plan;
+  // The planner's own tip write (after placed input) supersedes the entry's.
+  const movesTip = plan.writes.some((write) => write.kind === "value" && write.namespace === "pi.branch.tip");
+  return {
+    ...plan,
+    writes: [...settlement.writes, ...(movesTip ? entryWrites.filter((write) => write.kind !== "value") : entryWrites), ...plan.writes],
+    patch: { tipId: published.tipId, ...plan.patch },
+    events: (done) => [...segment(done), ...(plan.events?.(done) ?? [])],
+  };
+}
+
+/** The compaction entry of a successful summary, parented to the tip; an error when it cannot be stored. */
+function compactionEntry(outcome: Extract<SummaryOutcome, { kind: "success" }>, parentId: string | null): CompactionEntryInput | { error: OperationError } {
+  const { result, resultEntryId } = outcome;
+  const entry: CompactionEntryInput = {
+    id: resultEntryId,
+    parentId,
+    type: "compaction",
+    summary: result.summary,
+    retainedTail: result.retainedTail,
+    tokensBefore: result.tokensBefore,
+    ...(result.details !== undefined && { details: result.details }),
+    ...(result.usage !== undefined && { usage: result.usage }),
+    fromHook: outcome.fromHook,
+  };
+  // The entry copies the retained tail: a result that cannot be stored fails the compaction
+  // (nothing placed) rather than failing its commit on every retry of the pass.
+  const bytes = utf8Length(JSON.stringify(entry));
+  if (bytes > PAYLOAD_LIMIT_BYTES) {
+    return { error: { code: "compaction_too_large", message: `The compaction entry would be ${bytes} bytes; at most ${PAYLOAD_LIMIT_BYTES} can be stored` } };
+  }
+  return entry;
+}
+
+type CompactionEntryInput = Extract<NewEntry, { type: "compaction" }>;
+
+/**
+ * The end of an in-run compaction segment (reference §5.2): the run stays open unless the same
+ * commit ends it (its `run_end` follows). Also emitted when cancellation ends the run inside one.
+ */
+export function segmentEnd(pass: Pass, task: SummaryTask, status: OperationStatus, extra: { entryId?: string; error?: OperationError } = {}): HarnessEvent {
+  return { type: "compaction_end", lane: pass.lane.name, runId: pass.operationId, reason: task.reason ?? "threshold", status, ...extra, endedAt: pass.core.clock() };
+}
+
+function entryAdded(lane: string, done: Committed | undefined, entryId: string): HarnessEvent[] {
+  return (done?.entries ?? []).filter((placed) => placed.id === entryId).map((placed): HarnessEvent => ({ type: "entry_added", lane, entry: placed }));
 }
 
 /** The `usage` events of the rows a commit inserted. */

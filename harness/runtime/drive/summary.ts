@@ -54,14 +54,14 @@ export async function decideSummary(pass: Pass, state: StateAt<"summary.deciding
     await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
       switch (decision.decision) {
         case "decline":
-          return boundaryPlan(pass.lane.name, task, operation.state, lane, { kind: "declined" });
+          return boundaryPlan(pass, task, operation.state, lane, { kind: "declined" });
         case "result": {
           const { usage, ...result } = decision.result;
           const usageId = core.ids.next();
           const settlement: SummarySettlement = usage
             ? { writes: [insertUsage({ id: usageId, usage, entryId: resultEntryId, adjustment: false, details: { source: "before_compaction" } })], events: (done) => usageEvents(pass.lane.name, done) }
             : { writes: [] };
-          return boundaryPlan(pass.lane.name, task, operation.state, lane, { kind: "success", result: { ...result, ...(usage && { usage }) }, fromHook: true, resultEntryId }, settlement);
+          return boundaryPlan(pass, task, operation.state, lane, { kind: "success", result: { ...result, ...(usage && { usage }) }, fromHook: true, resultEntryId }, settlement);
         }
         case "generate": {
           const settings = core.settings();
@@ -90,7 +90,7 @@ export async function summaryReady(pass: Pass, state: StateAt<"summary.ready">):
   const model = core.models.getModel(provider, modelId);
   if (!model) {
     const error = { code: "model_unavailable", message: `Model ${provider}/${modelId} is not available` };
-    return settled(await continueOperation(pass, (_m, operation, lane) => boundaryPlan(pass.lane.name, task, operation.state, lane, { kind: "failed", error })));
+    return settled(await continueOperation(pass, (_m, operation, lane) => boundaryPlan(pass, task, operation.state, lane, { kind: "failed", error })));
   }
   const preparation = readPreparation(pass, task, state);
   const requests = summaryRequests(preparation, task.customInstructions);
@@ -154,7 +154,7 @@ async function performAttempt(
           ...(total && { usage: total }),
         },
       };
-      return boundaryPlan(lane, task, operation.state, laneState, outcome, withRetryEnd(pass, settlement, attempt, true));
+      return boundaryPlan(pass, task, operation.state, laneState, outcome, withRetryEnd(pass, settlement, attempt, true));
     });
     if (step === "returned") throw new Error("Invariant: a summary settlement always commits");
     if (!next || step.kind !== "continue") return step;
@@ -176,7 +176,7 @@ function failure(
   if (current.at !== "summary.effect_pending") throw new Error(`Cannot settle a summary request at ${current.at}`);
   const errorMessage = response.errorMessage ?? "The summary request failed";
   // Under cancellation the boundary ends the task aborted (settling this request's usage row).
-  if (current.control.status === "cancel_requested") return boundaryPlan(pass.lane.name, task, current, lane, { kind: "failed", error: { code: "aborted", message: errorMessage } }, settlement);
+  if (current.control.status === "cancel_requested") return boundaryPlan(pass, task, current, lane, { kind: "failed", error: { code: "aborted", message: errorMessage } }, settlement);
   const failure = providerFailureOf(response);
   const transient = failure?.kind === "http" && (failure.status === 429 || failure.status >= 500);
   const retryable = failure?.kind !== "auth" && (transient || isRetryableAssistantError(response));
@@ -185,7 +185,7 @@ function failure(
     return retryPlan(pass, current, settlement, retryDelayFor(failure, retryDelay(policy, attempt)), errorMessage, false);
   }
   const error = { code: failure?.kind === "auth" ? "provider_auth" : "summary_error", message: errorMessage };
-  return boundaryPlan(pass.lane.name, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, settlement, attempt, false, errorMessage));
+  return boundaryPlan(pass, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, settlement, attempt, false, errorMessage));
 }
 
 function retryPlan(
@@ -237,7 +237,7 @@ export async function recoverSummary(pass: Pass, state: StateAt<"summary.effect_
         return retryPlan(pass, operation.state, { writes: [] }, retryDelay(policy, state.attempt), INTERRUPTED_SUMMARY_MESSAGE, true);
       }
       const error = { code: "structural_interrupted", message: INTERRUPTED_SUMMARY_MESSAGE };
-      return boundaryPlan(pass.lane.name, state.task, operation.state, lane, { kind: "failed", error });
+      return boundaryPlan(pass, state.task, operation.state, lane, { kind: "failed", error });
     }),
   );
 }
