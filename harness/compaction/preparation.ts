@@ -3,7 +3,7 @@ import { isJsonObject, type JsonValue } from "../../schema/json.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { CompactionSettings } from "../../schema/settings.ts";
 import { projectEntries, type EntryProjectors } from "../execution/context.ts";
-import { estimateContextTokens, estimateMessageTokens } from "./tokens.ts";
+import { estimateContextTokens, estimateMessageTokens, usageTokens } from "./tokens.ts";
 
 // Compaction preparation (reference §6.2): over the compaction-bounded path (newest compaction ..
 // tip), where to cut, what to summarize and what to keep verbatim. The context a compaction sees is
@@ -70,6 +70,25 @@ export function contextTokens(context: PathContext): number {
   if (previousSummary === undefined) return estimateContextTokens(messages);
   const summary: AgentMessage = { role: "compactionSummary", summary: previousSummary, tokensBefore: 0, timestamp: 0 };
   return estimateContextTokens([summary, ...messages], 1 + (context.retainedCount ?? 0));
+}
+
+/**
+ * `contextTokens(pathContext(path))` without projecting the whole path: the newest response with
+ * a provider count after the compaction anchors it, and only the entries after it are projected
+ * and estimated (a warm boundary pays for its newest messages, not for the whole context).
+ */
+export function pathTokens(path: readonly Entry[], projectors: EntryProjectors = {}): number {
+  const first = path[0]?.type === "compaction" ? 1 : 0;
+  for (let index = path.length - 1; index >= first; index--) {
+    const entry = path[index];
+    if (entry?.type !== "message" || entry.message.role !== "assistant") continue;
+    const { message } = entry;
+    if (message.stopReason === "error" || message.stopReason === "aborted") continue;
+    const counted = usageTokens(message.usage);
+    if (counted === undefined) continue;
+    return counted + projectEntries(path.slice(index + 1), projectors).reduce((sum, later) => sum + estimateMessageTokens(later), 0);
+  }
+  return contextTokens(pathContext(path, projectors));
 }
 
 /** Never a tool result: a call and its result are never separated. */

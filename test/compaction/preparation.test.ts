@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Entry } from "../../schema/entries.ts";
 import type { AgentMessage, AssistantMessage } from "../../schema/messages.ts";
 import type { CompactionSettings } from "../../schema/settings.ts";
-import { fileDetails, findCut, prepareCompaction, reconstructPreparation, storedPreparation, pathContext } from "../../harness/compaction/preparation.ts";
+import { contextTokens, fileDetails, findCut, pathContext, pathTokens, prepareCompaction, reconstructPreparation, storedPreparation } from "../../harness/compaction/preparation.ts";
 import { estimateContextTokens, estimateMessageTokens } from "../../harness/compaction/tokens.ts";
 import { combineSummaries, summaryRequests, SUMMARIZATION_SYSTEM_PROMPT, TURN_PREFIX_HEADING } from "../../harness/compaction/summarizer.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
@@ -40,6 +40,31 @@ describe("token estimate", () => {
     const failed = assistant(ten, { usage: { ...zeroUsage(), totalTokens: 9000 }, stopReason: "error" });
     expect(estimateContextTokens([user(ten), counted, user(ten), failed])).toBe(500 + 10 + 10);
     expect(estimateContextTokens([user(ten), user(ten)])).toBe(20);
+  });
+});
+
+describe("path token estimate (the threshold probe's)", () => {
+  it("equals the projected context's estimate; responses kept from before a compaction never anchor it", () => {
+    const counted = (text: string, totalTokens: number) => entry(assistant(text, { usage: { ...zeroUsage(), totalTokens } }));
+    const plain = [entry(user(ten)), counted(ten, 500), entry(user(ten)), entry(assistant(ten, { stopReason: "error", usage: { ...zeroUsage(), totalTokens: 9000 } }))];
+    const compaction: Entry = {
+      id: "c1",
+      parentId: null,
+      seq: 100,
+      timestamp: 1,
+      type: "compaction",
+      summary: ten,
+      retainedTail: [assistant(ten, { usage: { ...zeroUsage(), totalTokens: 7000 } })],
+      tokensBefore: 7000,
+      fromHook: false,
+    };
+    const compacted = [compaction, entry(user(ten)), counted(ten, 40), entry(user(ten))];
+    const unanchored = [compaction, entry(user(ten))];
+    for (const path of [plain, compacted, unanchored]) expect(pathTokens(path)).toBe(contextTokens(pathContext(path)));
+    expect(pathTokens(plain)).toBe(510);
+    expect(pathTokens(compacted)).toBe(50);
+    // Summary, the kept response (estimated, not its old count of 7,000) and the new prompt.
+    expect(pathTokens(unanchored)).toBe(30);
   });
 });
 

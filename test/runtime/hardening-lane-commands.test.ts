@@ -36,6 +36,8 @@ describe("hardening 1: configuration setters decide on the line (no lost update)
 describe("hardening 8: a run ends without reading its context when no before_run_end handler exists", () => {
   it("a run without a handler assembles its context once (for the request); with one, once more at run end", async () => {
     const result = await withDriveRig(async ({ harness }) => {
+      // Without compaction: the start's threshold probe would read the (cached) path as well.
+      await harness.updateSettings({ compaction: { enabled: false, reserveTokens: 16384, keepRecentTokens: 20000 } });
       const lane = await harness.lane("main");
       let reads = 0;
       const read = lane.contextPath.bind(lane);

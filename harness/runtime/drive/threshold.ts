@@ -1,6 +1,6 @@
 import type { AssistantMessage } from "../../../schema/messages.ts";
 import type { Entry } from "../../../schema/entries.ts";
-import { contextTokens, findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
+import { findCut, pathContext, pathTokens, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
 import { shouldCompact, usageTokens } from "../../compaction/tokens.ts";
 import type { OperationScope } from "../types.ts";
 import type { Pass } from "./pass.ts";
@@ -32,8 +32,8 @@ export function probeThreshold(pass: Pass, scope: OperationScope, triggerEntryId
   if (tipId === null || window === undefined) return undefined;
   const path = lane.contextPath();
   if (compactedSince(path, triggerEntryId)) return undefined;
+  if (!shouldCompact(pathTokens(path, core.projectors), window, settings)) return undefined;
   const context = pathContext(path, core.projectors);
-  if (!shouldCompact(contextTokens(context), window, settings)) return undefined;
   const cut = findCut(context.messages, settings.keepRecentTokens);
   if (!preparationAt(context, cut, settings)) return undefined;
   return { taskId: core.ids.next(), stored: storedPreparation(tipId, context, cut) };
