@@ -63,7 +63,7 @@ Be concise.`;
 /** The joiner between the history summary and a split turn's prefix summary. */
 export const TURN_PREFIX_HEADING = "\n\n---\n\n**Turn context (split turn):**\n\n";
 
-export type SummaryRequestKind = "history" | "turn_prefix";
+export type SummaryRequestKind = "history" | "turn_prefix" | "branch";
 
 export interface SummaryRequest {
   kind: SummaryRequestKind;

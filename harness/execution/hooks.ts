@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "../../schema/json.ts";
 import type { CompactionReason, HarnessEvent, ModelIdentity, OperationKind } from "../../schema/lane.ts";
 import type { AgentMessage, AssistantMessage, StopReason, ToolResultMessage } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
+import type { BranchPreparation } from "../compaction/branch-summary.ts";
 import type { CompactionPreparation } from "../compaction/preparation.ts";
 import { errorMessage, InvalidHookResult } from "./errors.ts";
 
@@ -35,8 +36,8 @@ export type HookResources = { skills?: JsonValue; promptTemplates?: JsonValue };
 export type SettledAssistantMessage = AssistantMessage & { stopReason: Exclude<StopReason, "pending"> };
 /** What `before_compaction` sees: the reconstructed preparation (reference §6.2). */
 export type CompactionPreparationView = CompactionPreparation;
-// Placeholder: summarized navigation gives this view its full shape (reference §6.5).
-export type BranchPreparationView = JsonObject;
+/** What `before_navigation` sees: the abandoned branch as the summarizer would read it (reference §6.5). */
+export type BranchPreparationView = BranchPreparation & { fromTipId: string; ancestorId: string | null };
 /** A hook-supplied compaction, used as-is (§6.3). */
 export type CompactResult = {
   summary: string;

@@ -27,7 +27,8 @@ export type RunRequest = (
  * A navigation request (reference §3.1): move the lane's tip to `targetId` (null: the root),
  * optionally labelling the target. Summarized navigation arrives with the summary leaves.
  */
-export type NavigationRequest = { kind: "navigation"; targetId: string | null; label?: string; operationId?: string };
+/** Navigation (reference §3.1, §6.5): move the lane's tip; `summarize` also summarizes the branch it leaves. */
+export type NavigationRequest = { kind: "navigation"; targetId: string | null; label?: string; summarize?: boolean; customInstructions?: string; operationId?: string };
 
 /** A manual compaction request (reference §3.1): summarize the lane's context so far. */
 export type CompactionRequest = { kind: "compaction"; customInstructions?: string; operationId?: string };

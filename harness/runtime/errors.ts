@@ -8,7 +8,7 @@ export type LaneError =
   | { code: "UnknownSkill"; name: string }
   | { code: "UnknownTemplate"; name: string }
   | { code: "UnknownTarget"; targetId: string }
-  | { code: "InvalidNavigation"; lane: string; reason: "current_tip" | "root_label" }
+  | { code: "InvalidNavigation"; lane: string; reason: "current_tip" | "root_label" | "summarize_root" }
   | {
       code: "OperationMismatch";
       lane: string;

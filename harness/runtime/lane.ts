@@ -335,8 +335,8 @@ export class AgentLane implements LaneHandle {
     return acceptAndDrive(this, { kind: "prompt_template", name, ...(args !== undefined && { args }) });
   }
   /** Navigation, then the continuation run when queued input is eligible (conveniences.ts). */
-  navigate(targetId: string | null, options: { label?: string } = {}): Promise<Result<StructuralOutcome>> {
-    return navigateAndContinue(this, { kind: "navigation", targetId, ...(options.label !== undefined && { label: options.label }) });
+  navigate(targetId: string | null, options: { label?: string; summarize?: boolean; customInstructions?: string } = {}): Promise<Result<StructuralOutcome>> {
+    return navigateAndContinue(this, { kind: "navigation", targetId, ...options });
   }
   /** Manual compaction, then the continuation run when queued input is eligible (conveniences.ts). */
   compact(customInstructions?: string): Promise<Result<CompactionOutcome>> {

@@ -1,4 +1,4 @@
-import type { Entry, EntryType } from "../../schema/entries.ts";
+import type { Entry, EntryStructure, EntryType } from "../../schema/entries.ts";
 import type { SessionStats } from "../../schema/usage.ts";
 import type { Value, ValueList } from "./addresses.ts";
 import { Branch, validateBranchName } from "./branch.ts";
@@ -81,6 +81,10 @@ export class Session implements SessionReader {
   }
   scanBranch(scan: StorageBranchScan): Entry[] {
     return this.storage.scanBranch(scan);
+  }
+  /** The same walk over structure only (ids, parents, types): no payload is read. */
+  scanBranchStructure(scan: StorageBranchScan): EntryStructure[] {
+    return this.storage.scanBranchStructure(scan);
   }
   findEntries(query: EntryQuery = {}): Entry[] {
     const order = query.order ?? "asc";

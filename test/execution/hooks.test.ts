@@ -308,7 +308,7 @@ describe("hook registry", () => {
 
   it("before_navigation: same rule with a branch summary result", async () => {
     const { hooks, errors, ctx } = setup();
-    const event = { ...scope, targetId: "entry-1", preparation: { entries: [] }, customInstructions: "short" };
+    const event = { ...scope, targetId: "entry-1", preparation: { messages: [], fileOps: { read: [], written: [], edited: [] }, tokensBefore: 0, truncated: false, fromTipId: "tip", ancestorId: null }, customInstructions: "short" };
     const summary = { summary: "abandoned work", readFiles: ["a.ts"], modifiedFiles: [] };
     let instructions: string | undefined;
     hooks.on("before_navigation", (seen) => {

@@ -3,7 +3,7 @@ import type { JsonValue } from "../../../schema/json.ts";
 import type { HarnessEvent, OperationError, OperationStatus } from "../../../schema/lane.ts";
 import type { AgentMessage } from "../../../schema/messages.ts";
 import type { Usage } from "../../../schema/usage.ts";
-import { branchTip } from "../../session/builtin-addresses.ts";
+import { branchTip, entryLabel } from "../../session/builtin-addresses.ts";
 import { PAYLOAD_LIMIT_BYTES, type Write } from "../../session/storage.ts";
 import { utf8Length } from "../../../schema/utf8.ts";
 import { zeroUsage } from "../../session/usage.ts";
@@ -16,14 +16,10 @@ import type { Pass } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
 import type { TransitionPlan } from "./transition.ts";
 
-/** A structural summary's result, whoever produced it (the model, or `before_compaction`). */
-export interface SummaryResult {
-  summary: string;
-  retainedTail: AgentMessage[];
-  tokensBefore: number;
-  details?: JsonValue;
-  usage?: Usage;
-}
+/** A structural summary's result, whoever produced it (the model, or `before_compaction` / `before_navigation`). */
+export type SummaryResult =
+  | { kind: "compaction"; summary: string; retainedTail: AgentMessage[]; tokensBefore: number; details?: JsonValue; usage?: Usage }
+  | { kind: "branch_summary"; summary: string; details: { readFiles: string[]; modifiedFiles: string[] }; usage?: Usage };
 
 export type SummaryOutcome =
   | { kind: "success"; result: SummaryResult; fromHook: boolean; resultEntryId: string }
@@ -41,9 +37,8 @@ export interface SummarySettlement {
  * task. A boundary reached under cancellation never takes its continuation: it settles what was
  * admitted (usage rows) and ends aborted, placing nothing.
  *
- * `commit_navigation` (summarized navigation) is entered only by an acceptance this build refuses
- * (UnsupportedOperation), and restore faults an operation whose intent does not admit its leaf;
- * meeting one here is an invariant violation.
+ * Restore faults an operation whose intent does not admit its leaf, so a navigation meets only
+ * `commit_navigation`, a compaction only `finish`, a run only `resume_checkpoint`.
  */
 export function boundaryPlan(
   pass: Pass,
@@ -64,8 +59,55 @@ export function boundaryPlan(
     case "resume_checkpoint":
       return resumeCheckpoint(pass, task, boundary.resumeAfter, current, lane, outcome, settlement);
     case "commit_navigation":
-      throw new Error("Invariant: the commit_navigation summary boundary is not built (no acceptance in this build enters it)");
+      return commitNavigation(pass, boundary, lane, outcome, settlement);
   }
+}
+
+/**
+ * Summarized navigation: success commits at once the move to the target, the branch-summary entry
+ * under it (the tip moves on to the summary), and the target's label, then completes; a decline or
+ * a failure moves nothing. `navigation_end` (the terminal event) tells watchers to resnapshot.
+ */
+function commitNavigation(
+  pass: Pass,
+  boundary: Extract<SummaryTask["boundary"], { kind: "commit_navigation" }>,
+  lane: LaneProjection,
+  outcome: SummaryOutcome,
+  settlement: SummarySettlement,
+): TransitionPlan {
+  const events = settlement.events;
+  if (outcome.kind === "declined") return { kind: "finish", writes: settlement.writes, status: "declined", ...(events && { events }) };
+  if (outcome.kind === "failed") return { kind: "finish", writes: settlement.writes, status: "failed", error: outcome.error, ...(events && { events }) };
+  const { result, resultEntryId } = outcome;
+  const { targetId, label } = boundary;
+  if (result.kind !== "branch_summary" || targetId === null) throw new Error("Invariant: a summarized navigation needs a branch summary and a target");
+  const laneName = pass.lane.name;
+  const entry: NewEntry = {
+    id: resultEntryId,
+    parentId: targetId,
+    type: "branch_summary",
+    fromId: lane.operation?.meta.sourceTipId ?? null,
+    summary: result.summary,
+    details: result.details,
+    ...(result.usage !== undefined && { usage: result.usage }),
+    fromHook: outcome.fromHook,
+  };
+  const bytes = utf8Length(JSON.stringify(entry));
+  if (bytes > PAYLOAD_LIMIT_BYTES) {
+    const error = { code: "summary_too_large", message: `The branch summary entry would be ${bytes} bytes; at most ${PAYLOAD_LIMIT_BYTES} can be stored` };
+    return { kind: "finish", writes: settlement.writes, status: "failed", error, ...(events && { events }) };
+  }
+  return {
+    kind: "finish",
+    writes: [...settlement.writes, insertEntry(entry), setValue(branchTip(laneName), entry.id), ...(label !== undefined ? [setValue(entryLabel(targetId), label)] : [])],
+    status: "completed",
+    patch: { tipId: entry.id },
+    events: (done) => [
+      ...(events?.(done) ?? []),
+      ...entryAdded(laneName, done, entry.id),
+      ...(label !== undefined ? [{ type: "value_update" as const, value: "entry_label" as const, targetId, label }] : []),
+    ],
+  };
 }
 
 /** Standalone compaction: success places the compaction entry on the tip and completes; decline and failure move nothing. */
@@ -151,6 +193,7 @@ function resumeCheckpoint(
 /** The compaction entry of a successful summary, parented to the tip; an error when it cannot be stored. */
 function compactionEntry(outcome: Extract<SummaryOutcome, { kind: "success" }>, parentId: string | null): CompactionEntryInput | { error: OperationError } {
   const { result, resultEntryId } = outcome;
+  if (result.kind !== "compaction") throw new Error("Invariant: a compaction boundary needs a compaction result");
   const entry: CompactionEntryInput = {
     id: resultEntryId,
     parentId,

@@ -6,7 +6,7 @@ import { toSimpleOptions } from "./request.ts";
 
 /**
  * One nested structural request's options (reference §6.3): `before_request` with step
- * `compaction`, then the structural rules a hook cannot undo: a fresh request identity (never the
+ * `compaction` (or `branch_summary`), then the structural rules a hook cannot undo: a fresh request identity (never the
  * lane's, so the provider's cache for the lane is untouched), `cacheRetention: "none"` and no
  * deferral. The output is bounded by 80% of the reserve the compaction settings keep free.
  */
@@ -16,11 +16,12 @@ export async function summaryRequestOptions(
   summaryContext: SummaryContext,
   attempt: number,
   reserveTokens: number,
+  step: "compaction" | "branch_summary",
 ): Promise<SimpleStreamOptions> {
   const identity = { provider: model.provider, modelId: model.id, contextWindow: model.contextWindow, maxTokens: model.maxTokens };
   const requested = await pass.gate.admit((signal) =>
     pass.core.hooks.runBeforeRequest(
-      { lane: pass.lane.name, runId: pass.operationId, model: identity, step: "compaction", attempt, streamOptions: { ...summaryContext.streamOptions, cacheRetention: "none" } },
+      { lane: pass.lane.name, runId: pass.operationId, model: identity, step, attempt, streamOptions: { ...summaryContext.streamOptions, cacheRetention: "none" } },
       { signal },
     ),
   );

@@ -2,11 +2,9 @@ import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-a
 import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { Usage } from "../../../schema/usage.ts";
-import { combineSummaries, summaryRequests, type SummaryRequest, type SummaryRequestKind } from "../../compaction/summarizer.ts";
-import { fileDetails, reconstructPreparation, type CompactionPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
+import type { SummaryRequestKind } from "../../compaction/summarizer.ts";
 import type { ProviderModel } from "../../execution/models.ts";
 import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
-import { operationPreparation } from "../../session/builtin-addresses.ts";
 import { addUsage } from "../../session/usage.ts";
 import { insertUsage } from "../../session/writes.ts";
 import type { Committed } from "../lane-command.ts";
@@ -16,7 +14,8 @@ import { settled } from "./generation.ts";
 import { untilNotBefore } from "./retry-wait.ts";
 import { CONTINUE, type Pass, type Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
-import { boundaryPlan, usageEvents, type SummaryOutcome, type SummarySettlement } from "./summary-boundary.ts";
+import { boundaryPlan, usageEvents, type SummaryOutcome, type SummaryResult, type SummarySettlement } from "./summary-boundary.ts";
+import { readBranchPreparation, readCompactionPreparation, summaryWork, type SummaryWork } from "./summary-source.ts";
 import { requestSummary, summaryRequestOptions, summaryText } from "./summary-request.ts";
 import { continueOperation, settleOperation, type TransitionPlan } from "./transition.ts";
 
@@ -25,30 +24,16 @@ import { continueOperation, settleOperation, type TransitionPlan } from "./trans
 // task is the boundary switch of summary-boundary.ts.
 
 /**
- * `summary.deciding`: the gated `before_compaction` over the reconstructed preparation. A decline
- * or a hook-supplied result goes to the boundary (with the hook's usage row, if it gave usage);
- * neither selects generation (`summary.ready`, a fresh result id, the context snapshot). A crash
- * before this commit reruns the hook (it is transition-consumed).
+ * `summary.deciding`: the gated `before_compaction` (or, for a summarized navigation,
+ * `before_navigation`) over the reconstructed preparation. A decline or a hook-supplied result goes
+ * to the boundary (with the hook's usage row, if it gave usage); neither selects generation
+ * (`summary.ready`, a fresh result id, the context snapshot). A crash before this commit reruns
+ * the hook (it is transition-consumed).
  */
 export async function decideSummary(pass: Pass, state: StateAt<"summary.deciding">): Promise<Step> {
   const { core } = pass;
   const { task } = state;
-  let decision: Awaited<ReturnType<typeof core.hooks.runBeforeCompaction>> = { decision: "generate" };
-  if (core.hooks.has("before_compaction")) {
-    const preparation = readPreparation(pass, task, state);
-    decision = await pass.gate.admit((signal) =>
-      core.hooks.runBeforeCompaction(
-        {
-          lane: pass.lane.name,
-          runId: pass.operationId,
-          reason: task.reason ?? "manual",
-          preparation,
-          ...(task.customInstructions !== undefined && { customInstructions: task.customInstructions }),
-        },
-        { signal },
-      ),
-    );
-  }
+  const decision = await structuralDecision(pass, task, state);
   const resultEntryId = core.ids.next();
   return settled(
     await continueOperation(pass, (_m, operation, lane): TransitionPlan => {
@@ -56,12 +41,13 @@ export async function decideSummary(pass: Pass, state: StateAt<"summary.deciding
         case "decline":
           return boundaryPlan(pass, task, operation.state, lane, { kind: "declined" });
         case "result": {
-          const { usage, ...result } = decision.result;
+          const { result } = decision;
           const usageId = core.ids.next();
+          const usage = result.usage;
           const settlement: SummarySettlement = usage
-            ? { writes: [insertUsage({ id: usageId, usage, entryId: resultEntryId, adjustment: false, details: { source: "before_compaction" } })], events: (done) => usageEvents(pass.lane.name, done) }
+            ? { writes: [insertUsage({ id: usageId, usage, entryId: resultEntryId, adjustment: false, details: { source: decision.hook } })], events: (done) => usageEvents(pass.lane.name, done) }
             : { writes: [] };
-          return boundaryPlan(pass, task, operation.state, lane, { kind: "success", result: { ...result, ...(usage && { usage }) }, fromHook: true, resultEntryId }, settlement);
+          return boundaryPlan(pass, task, operation.state, lane, { kind: "success", result, fromHook: true, resultEntryId }, settlement);
         }
         case "generate": {
           const settings = core.settings();
@@ -78,6 +64,28 @@ export async function decideSummary(pass: Pass, state: StateAt<"summary.deciding
   );
 }
 
+type StructuralOutcome = { decision: "generate" } | { decision: "decline" } | { decision: "result"; hook: "before_compaction" | "before_navigation"; result: SummaryResult };
+
+/** The deciding hook of the task's algorithm, when one is registered; its result as the boundary takes it. */
+async function structuralDecision(pass: Pass, task: SummaryTask, state: OperationState): Promise<StructuralOutcome> {
+  const { core } = pass;
+  const scope = { lane: pass.lane.name, runId: pass.operationId, ...(task.customInstructions !== undefined && { customInstructions: task.customInstructions }) };
+  if (task.boundary.kind === "commit_navigation") {
+    const { targetId } = task.boundary;
+    if (!core.hooks.has("before_navigation") || targetId === null) return { decision: "generate" };
+    const preparation = readBranchPreparation(pass, task);
+    const decided = await pass.gate.admit((signal) => core.hooks.runBeforeNavigation({ ...scope, targetId, preparation }, { signal }));
+    if (decided.decision !== "result") return decided;
+    const { summary, usage, readFiles, modifiedFiles } = decided.result;
+    return { decision: "result", hook: "before_navigation", result: { kind: "branch_summary", summary, details: { readFiles, modifiedFiles }, ...(usage && { usage }) } };
+  }
+  if (!core.hooks.has("before_compaction")) return { decision: "generate" };
+  const preparation = readCompactionPreparation(pass, task, state);
+  const decided = await pass.gate.admit((signal) => core.hooks.runBeforeCompaction({ ...scope, reason: task.reason ?? "manual", preparation }, { signal }));
+  if (decided.decision !== "result") return decided;
+  return { decision: "result", hook: "before_compaction", result: { kind: "compaction", ...decided.result } };
+}
+
 /**
  * `summary.ready`: the captured model must resolve (else the boundary fails `model_unavailable`);
  * the first nested request is prepared, its usage intent committed (`summary.effect_pending`), and
@@ -92,15 +100,14 @@ export async function summaryReady(pass: Pass, state: StateAt<"summary.ready">):
     const error = { code: "model_unavailable", message: `Model ${provider}/${modelId} is not available` };
     return settled(await continueOperation(pass, (_m, operation, lane) => boundaryPlan(pass, task, operation.state, lane, { kind: "failed", error })));
   }
-  const preparation = readPreparation(pass, task, state);
-  const requests = summaryRequests(preparation, task.customInstructions);
+  const work = summaryWork(pass, task, state);
   const attempt = state.nextAttempt;
-  const options = await summaryRequestOptions(pass, model, summaryContext, attempt, state.settings.compaction.reserveTokens);
+  const options = await summaryRequestOptions(pass, model, summaryContext, attempt, state.settings.compaction.reserveTokens, stepOf(task));
   const usageId = core.ids.next();
   const effect: StateAt<"summary.effect_pending"> = { ...scopeOf(state), at: "summary.effect_pending", task, summaryContext, attempt, request: { index: 0, usageId }, usageIds: [] };
   const intent = await continueOperation(pass, () => ({ kind: "commit", writes: [], state: effect }));
   if (intent !== CONTINUE) return settled(intent);
-  return performAttempt(pass, effect, model, preparation, requests, options);
+  return performAttempt(pass, effect, model, work, options);
 }
 
 /**
@@ -112,10 +119,10 @@ async function performAttempt(
   pass: Pass,
   first: StateAt<"summary.effect_pending">,
   model: ProviderModel,
-  preparation: CompactionPreparation,
-  requests: SummaryRequest[],
+  work: SummaryWork,
   firstOptions: Awaited<ReturnType<typeof summaryRequestOptions>>,
 ): Promise<Step> {
+  const { requests } = work;
   const { core } = pass;
   const lane = pass.lane.name;
   const { task, summaryContext, attempt } = first;
@@ -126,11 +133,11 @@ async function performAttempt(
     const request = requests[index];
     const reserved = current.request;
     if (!request || !reserved) throw new Error("Invariant: a summary request without its usage intent");
-    const options = index === 0 ? firstOptions : await summaryRequestOptions(pass, model, summaryContext, attempt, current.settings.compaction.reserveTokens);
+    const options = index === 0 ? firstOptions : await summaryRequestOptions(pass, model, summaryContext, attempt, current.settings.compaction.reserveTokens, stepOf(task));
     const response = await requestSummary(pass, model, request.context, options);
     usage = usage ? addUsage(usage, response.usage) : response.usage;
     const settlement: SummarySettlement = {
-      writes: [insertUsage({ id: reserved.usageId, usage: response.usage, entryId: summaryContext.resultEntryId, adjustment: false, details: { step: "compaction", request: request.kind, attempt } })],
+      writes: [insertUsage({ id: reserved.usageId, usage: response.usage, entryId: summaryContext.resultEntryId, adjustment: false, details: { step: stepOf(task), request: request.kind, attempt } })],
       events: (done) => usageEvents(lane, done),
     };
     const failed = response.stopReason === "error" || response.stopReason === "aborted";
@@ -142,19 +149,8 @@ async function performAttempt(
     const step = await settleOperation(pass, (_m, operation, laneState): TransitionPlan => {
       if (failed || operation.state.control.status === "cancel_requested") return failure(pass, task, operation.state, laneState, response, settlement, attempt);
       if (next) return { kind: "commit", writes: settlement.writes, state: { ...next, control: operation.state.control }, ...(settlement.events && { events: settlement.events }) };
-      const outcome: SummaryOutcome = {
-        kind: "success",
-        fromHook: false,
-        resultEntryId: summaryContext.resultEntryId,
-        result: {
-          summary: combineSummaries(preparation, texts),
-          retainedTail: preparation.retainedTail,
-          tokensBefore: preparation.tokensBefore,
-          details: fileDetails(preparation.fileOps),
-          ...(total && { usage: total }),
-        },
-      };
-      return boundaryPlan(pass, task, operation.state, laneState, outcome, withRetryEnd(pass, settlement, attempt, true));
+      const outcome: SummaryOutcome = { kind: "success", fromHook: false, resultEntryId: summaryContext.resultEntryId, result: work.result(texts, total) };
+      return boundaryPlan(pass, task, operation.state, laneState, outcome, withRetryEnd(pass, task, settlement, attempt, true));
     });
     if (step === "returned") throw new Error("Invariant: a summary settlement always commits");
     if (!next || step.kind !== "continue") return step;
@@ -185,7 +181,7 @@ function failure(
     return retryPlan(pass, current, settlement, retryDelayFor(failure, retryDelay(policy, attempt)), errorMessage, false);
   }
   const error = { code: failure?.kind === "auth" ? "provider_auth" : "summary_error", message: errorMessage };
-  return boundaryPlan(pass, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, settlement, attempt, false, errorMessage));
+  return boundaryPlan(pass, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, task, settlement, attempt, false, errorMessage));
 }
 
 function retryPlan(
@@ -207,15 +203,15 @@ function retryPlan(
     state: { ...scopeOf(current), at: "summary.retry_wait", task: current.task, summaryContext: current.summaryContext, nextAttempt, notBefore, errorMessage },
     events: (done) => [
       ...(settlement.events?.(done) ?? []),
-      { type: "retry_scheduled", lane, runId, step: "compaction", attempt: nextAttempt, maxAttempts, delayMs, notBefore, errorMessage, ...(recovery && { recovery: true as const }) },
+      { type: "retry_scheduled", lane, runId, step: stepOf(current.task), attempt: nextAttempt, maxAttempts, delayMs, notBefore, errorMessage, ...(recovery && { recovery: true as const }) },
     ],
     afterCommit: () => pass.core.wake.due(lane, runId, notBefore),
   };
 }
 
-function withRetryEnd(pass: Pass, settlement: SummarySettlement, attempt: number, success: boolean, finalError?: string): SummarySettlement {
+function withRetryEnd(pass: Pass, task: SummaryTask, settlement: SummarySettlement, attempt: number, success: boolean, finalError?: string): SummarySettlement {
   if (attempt <= 1) return settlement;
-  const end: HarnessEvent = { type: "retry_end", lane: pass.lane.name, runId: pass.operationId, step: "compaction", attempt, success, ...(finalError !== undefined && { finalError }) };
+  const end: HarnessEvent = { type: "retry_end", lane: pass.lane.name, runId: pass.operationId, step: stepOf(task), attempt, success, ...(finalError !== undefined && { finalError }) };
   return { writes: settlement.writes, events: (done: Committed | undefined) => [...(settlement.events?.(done) ?? []), end] };
 }
 
@@ -251,21 +247,12 @@ export async function summaryRetryWait(pass: Pass, state: StateAt<"summary.retry
       kind: "commit",
       writes: [],
       state: { ...scopeOf(operation.state), at: "summary.ready", task: state.task, summaryContext: state.summaryContext, nextAttempt: state.nextAttempt },
-      events: () => [{ type: "retry_start", lane: pass.lane.name, runId: pass.operationId, step: "compaction", attempt: state.nextAttempt }],
+      events: () => [{ type: "retry_start", lane: pass.lane.name, runId: pass.operationId, step: stepOf(state.task), attempt: state.nextAttempt }],
     })),
   );
 }
 
-/** The preparation stored at acceptance, read back over the same (write-once) path. */
-function readPreparation(pass: Pass, task: SummaryTask, state: OperationState): CompactionPreparation {
-  const { core } = pass;
-  const stored = core.session.getValue(operationPreparation<StoredCompactionPreparation>(pass.operationId, task.taskId))?.value;
-  if (!stored || stored.kind !== "compaction") throw new Error(`Invariant: operation ${pass.operationId} has no compaction preparation for task ${task.taskId}`);
-  const path =
-    pass.lane.state.tipId === stored.tipId
-      ? pass.lane.contextPath()
-      : core.session.scanBranch({ start: stored.tipId, order: "newestFirst", stopAtType: "compaction" }).reverse();
-  const preparation = reconstructPreparation(stored, path, state.settings.compaction, core.projectors);
-  if (!preparation) throw new Error(`Invariant: the stored preparation of ${pass.operationId} names nothing to summarize`);
-  return preparation;
+/** The `before_request` step (and usage detail) of a task's structural requests. */
+function stepOf(task: SummaryTask): "compaction" | "branch_summary" {
+  return task.boundary.kind === "commit_navigation" ? "branch_summary" : "compaction";
 }

@@ -1,0 +1,85 @@
+import type { Entry } from "../../schema/entries.ts";
+import type { AgentMessage } from "../../schema/messages.ts";
+import { projectEntries, type EntryProjectors } from "../execution/context.ts";
+import { fileOpsOf, type FileOps } from "./preparation.ts";
+import { conversationBlock, SUMMARIZATION_SYSTEM_PROMPT, type SummaryRequest } from "./summarizer.ts";
+import { estimateMessageTokens } from "./tokens.ts";
+
+// Branch summarization on navigation (reference §6.5): when a lane leaves a branch for another
+// point of the tree, the work on the branch it abandons (after the common ancestor) is summarized
+// into a `branch_summary` entry placed under the target, so the model keeps what was learned there.
+
+/**
+ * The durable preparation (`pi.op.preparation/{op}:{taskId}`): where the abandoned branch starts and
+ * ends, never its messages (entries are write-once, so they read back the same).
+ */
+export interface StoredBranchPreparation {
+  kind: "branch_summary";
+  /** The tip the lane leaves. */
+  fromTipId: string;
+  /** The newest entry the tip and the target share (null: they share none, the whole path is left). */
+  ancestorId: string | null;
+}
+
+export interface BranchPreparation {
+  /** The abandoned branch's messages, oldest first, newest kept when the budget cuts. */
+  messages: AgentMessage[];
+  fileOps: FileOps;
+  /** Their estimated size. */
+  tokensBefore: number;
+  /** True when older messages were left out to stay within the budget. */
+  truncated: boolean;
+}
+
+/**
+ * The abandoned branch as the summarizer reads it, from its entries newest first (the tip down to,
+ * not including, the common ancestor): newest messages first until `tokenBudget` is spent; a
+ * compaction on the way contributes its summary and ends the walk (it covers everything older).
+ */
+export function prepareBranch(newestFirst: Iterable<Entry>, tokenBudget: number, projectors: EntryProjectors = {}): BranchPreparation {
+  const kept: AgentMessage[][] = [];
+  let tokens = 0;
+  let truncated = false;
+  let previousDetails: Extract<Entry, { type: "compaction" }>["details"];
+  for (const entry of newestFirst) {
+    const messages = entry.type === "compaction" ? [{ role: "compactionSummary" as const, summary: entry.summary, tokensBefore: entry.tokensBefore, timestamp: entry.timestamp }] : projectEntries([entry], projectors);
+    const size = messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0);
+    if (tokens + size > tokenBudget) {
+      truncated = true;
+      break;
+    }
+    tokens += size;
+    kept.push(messages);
+    if (entry.type === "compaction") {
+      previousDetails = entry.details;
+      break;
+    }
+  }
+  const messages = kept.reverse().flat();
+  return { messages, fileOps: fileOpsOf(previousDetails, messages), tokensBefore: tokens, truncated };
+}
+
+const BRANCH_PROMPT = `The messages above are a branch of a conversation that is being left for another point of the conversation. Summarize what was tried and learned on this branch, so that the work can continue from the other point without losing it.
+
+Use this format:
+
+## Goal
+[What the user was trying to accomplish on this branch]
+
+## What Was Done
+- [Work done, approaches tried, and their results]
+
+## Key Decisions and Findings
+- **[Decision or finding]**: [Rationale or evidence]
+
+## Open Ends
+- [What was unfinished or still in question]
+
+Keep each section concise and preserve exact file paths, function names and error messages.`;
+
+/** The one request of a branch summary. */
+export function branchSummaryRequest(preparation: BranchPreparation, customInstructions?: string): SummaryRequest {
+  const prompt = customInstructions === undefined || customInstructions.trim() === "" ? BRANCH_PROMPT : `${BRANCH_PROMPT}\n\nAdditional focus: ${customInstructions}`;
+  const text = `${conversationBlock(preparation.messages)}\n\n${prompt}`;
+  return { kind: "branch", context: { systemPrompt: SUMMARIZATION_SYSTEM_PROMPT, messages: [{ role: "user", content: [{ type: "text", text }], timestamp: 0 }] } };
+}
