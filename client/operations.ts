@@ -62,13 +62,21 @@ export class OperationsApi {
   }
 
   /**
-   * `POST …/navigate` `{ targetId, label?, wait?, operationId? }`: moves the lane's tip (null: the
-   * root) and waits. Settled → the navigation's record and, when queued input was waiting, the
+   * `POST …/navigate` `{ targetId, label?, summarize?, customInstructions?, wait?, operationId? }`:
+   * moves the lane's tip (null: the root) and waits; with `summarize` it first summarizes the
+   * branch it leaves into a branch-summary entry under the target. Settled → the navigation's record and, when queued input was waiting, the
    * continuation run's outcome (`run`, like `prompt`); the wait ran out → `pending` with the id.
    */
   async navigate(sessionId: string, lane: string, targetId: string | null, options: NavigateOptions = {}): Promise<NavigateOutcome> {
-    const { label, wait, operationId, ...call } = options;
-    const body = { targetId, ...(label !== undefined && { label }), ...(wait !== undefined && { wait }), ...(operationId !== undefined && { operationId }) };
+    const { label, summarize, customInstructions, wait, operationId, ...call } = options;
+    const body = {
+      targetId,
+      ...(label !== undefined && { label }),
+      ...(summarize !== undefined && { summarize }),
+      ...(customInstructions !== undefined && { customInstructions }),
+      ...(wait !== undefined && { wait }),
+      ...(operationId !== undefined && { operationId }),
+    };
     const response = await this.http.send<{ navigation: OperationResultRecord; run?: ConvenienceBody<PromptAnswer> } | { operationId: string }>({
       ...call,
       method: "POST",
@@ -126,6 +134,10 @@ export class OperationsApi {
 export interface NavigateOptions extends CallOptions {
   /** A label for the target entry (not for the root). */
   label?: string;
+  /** Summarize the branch the lane leaves into a branch-summary entry under the target. */
+  summarize?: boolean;
+  /** What that summary should focus on. */
+  customInstructions?: string;
   /** Seconds to wait (server default 60, at most 60). */
   wait?: number;
   /** A fresh UUIDv7 chosen by the caller. */

@@ -79,6 +79,11 @@ export class EntriesApi {
     return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, `/entries${path(entryId)}`) });
   }
 
+  /** `GET …/entries/{entryId}/label` → `{ entryId, label }` (label null when none; 404 UnknownEntry). */
+  getLabel(sessionId: string, entryId: string, options: CallOptions = {}): Promise<{ entryId: string; label: string | null }> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, `/entries${path(entryId)}/label`) });
+  }
+
   /** `PUT …/entries/{entryId}/label` `{ label }` (404 UnknownEntry). */
   setLabel(sessionId: string, entryId: string, label: string, options: CallOptions = {}): Promise<LabelResult> {
     return this.http.json({ ...options, method: "PUT", path: sessionPath(sessionId, `/entries${path(entryId)}/label`), body: { label } });

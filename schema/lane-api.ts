@@ -62,10 +62,7 @@ const promptInput = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array
 
 const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 
-/**
- * OperationRequest of spec/API.md "Operations: primitives". Summarized navigation is validated for
- * shape, then refused with 422 UnsupportedOperation: this build does not write branch summaries yet.
- */
+/** OperationRequest of spec/API.md "Operations: primitives". */
 export const OperationRequestSchema = v.variant("kind", [
   v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId }),
   v.strictObject({ kind: v.literal("skill"), name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)), additionalInstructions: instructions, operationId }),

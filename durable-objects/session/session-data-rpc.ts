@@ -216,6 +216,15 @@ export abstract class SessionDataRpc extends SessionHost {
     });
   }
 
+  /** An entry's label (null when it has none); an unknown entry is UnknownEntry. */
+  async getLabel(entryId: string): Promise<Wire<RpcResult<{ entryId: string; label: string | null }>>> {
+    return asResult(() => {
+      const session = this.session();
+      if (!session.getEntry(entryId)) throw new RpcError({ code: "UnknownEntry", message: `Entry ${entryId} does not exist`, details: { entryId } });
+      return { entryId, label: session.getLabel(entryId) ?? null };
+    });
+  }
+
   /** Through the harness (a `value_update` event); `null` removes the label. */
   async setLabel(entryId: string, label: string | null): Promise<Wire<RpcResult<{ entryId: string; label: string | null }>>> {
     return asResult(async () => {

@@ -50,12 +50,31 @@ describe("navigation over REST", () => {
     expect(queue.queue ?? []).toEqual([]);
   });
 
+  it("summarize: true leaves a branch summary of the abandoned turn under the target, labelled, and the tip on it", async () => {
+    const setup = await twoTurns("nvs");
+    const response = await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.ids.a1, summarize: true, label: "retry from here", customInstructions: "be brief" }, token: setup.key });
+    expect(response.status).toBe(200);
+    const { navigation } = await response.json<{ navigation: Record }>();
+    const path = await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=oldestFirst`, { token: setup.key })).json<{ items: (Entry & { type: string; fromId?: string; summary?: string; label?: string })[] }>();
+    const summary = path.items.at(-1);
+    expect(navigation).toMatchObject({ kind: "navigation", status: "completed", fromTipId: setup.ids.a2, tipId: summary?.id });
+    expect(path.items.map((entry) => entry.type)).toEqual(["message", "message", "branch_summary"]);
+    expect(summary).toMatchObject({ parentId: setup.ids.a1, fromId: setup.ids.a2 });
+    // The echo model answers with the summarizer's request: the abandoned turn, the instructions.
+    expect(summary?.summary).toContain("[User]: two");
+    expect(summary?.summary).toContain("Additional focus: be brief");
+    const label = await (await call(`/v1/sessions/${setup.sid}/entries/${setup.ids.a1}/label`, { token: setup.key })).json<{ label: string | null }>();
+    expect(label).toEqual({ entryId: setup.ids.a1, label: "retry from here" });
+  });
+
   it("refuses with documented codes and writes nothing", async () => {
     const setup = await twoTurns("nvr");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.ids.a2 }, token: setup.key }), 422, "InvalidNavigation");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: null, label: "root" }, token: setup.key }), 422, "InvalidNavigation");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: "no_such_entry" }, token: setup.key }), 404, "UnknownTarget");
-    await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.ids.a1, summarize: true }, token: setup.key }), 422, "UnsupportedOperation");
+    const root = await call(`${setup.lanePath}/navigate`, { body: { targetId: null, summarize: true }, token: setup.key });
+    expect(root.status).toBe(422);
+    expect(await root.json()).toMatchObject({ error: { code: "InvalidNavigation", details: { reason: "summarize_root" } } });
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { target: setup.ids.a1 }, token: setup.key }), 400, "ValidationFailed");
     const lane = await (await call(setup.lanePath, { token: setup.key })).json<{ tipId: string | null }>();
     expect(lane.tipId).toBe(setup.ids.a2);

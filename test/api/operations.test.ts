@@ -153,7 +153,7 @@ describe("operation primitives", () => {
     expect(await errorCode(compaction)).toBe("NothingToCompact");
     const summarized = await call(path, { body: { kind: "navigation", targetId: null, summarize: true }, token: setup.key });
     expect(summarized.status).toBe(422);
-    expect(await errorCode(summarized)).toBe("UnsupportedOperation");
+    expect(await errorCode(summarized)).toBe("InvalidNavigation");
     // The lane's tip is already the root: a navigation there is no move.
     const noMove = await call(path, { body: { kind: "navigation", targetId: null }, token: setup.key });
     expect(noMove.status).toBe(422);

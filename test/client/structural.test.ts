@@ -53,3 +53,22 @@ describe("client SDK: compact", { timeout: 30_000 }, () => {
     expect(entries).toEqual(["message", "message", "message", "message", "compaction", "message", "message"]);
   });
 });
+
+describe("client SDK: summarized navigate", { timeout: 30_000 }, () => {
+  it("navigates back with a summary of the branch it leaves; the label reads back", async () => {
+    const tenant = await newTenant("sdk_navsum");
+    const client = createClient({ baseUrl: "http://api.test/", key: tenant.key, fetch: (input, init) => exports.default.fetch(input, init) });
+    const session = await client.sessions.create({});
+    await client.lanes.put(session.id, "main");
+    await client.prompt(session.id, "main", "one");
+    await client.prompt(session.id, "main", "two");
+    const [, answer] = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items;
+    if (!answer) throw new Error("expected entries");
+    const navigated = await client.operations.navigate(session.id, "main", answer.id, { summarize: true, label: "retry", customInstructions: "short" });
+    if (navigated.state !== "settled") throw new Error("the navigation did not settle");
+    const path = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items;
+    expect(path.map((entry) => entry.type)).toEqual(["message", "message", "branch_summary"]);
+    expect(navigated.navigation).toMatchObject({ status: "completed", tipId: path[2]?.id });
+    expect(await client.entries.getLabel(session.id, answer.id)).toEqual({ entryId: answer.id, label: "retry" });
+  });
+});

@@ -121,10 +121,10 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations", operationId: "acceptOperation", tag: "Operations", auth: "tenant",
     summary: "Accept an operation",
-    description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` summarizes the lane's older context into a compaction entry (422 `NothingToCompact` when it all fits in the kept recent part); `navigation` with `summarize: true` is validated, then refused with 422 `UnsupportedOperation` by this build. " + OPEN_QUOTA,
+    description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` summarizes the lane's older context into a compaction entry (422 `NothingToCompact` when it all fits in the kept recent part); `navigation` with `summarize: true` also summarizes the branch the tip leaves (after the point it shares with the target) into a branch-summary entry under the target, which becomes the tip (422 `InvalidNavigation` reason `summarize_root` for the root). " + OPEN_QUOTA,
     pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
     responses: { 202: { description: "`{ operationId, kind, startedAt }`" } },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "UnsupportedOperation", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "RateLimited"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/compact", operationId: "compact", tag: "Operations", auth: "tenant",
@@ -140,13 +140,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/navigate", operationId: "navigate", tag: "Operations", auth: "tenant",
     summary: "Navigate and wait; then the continuation run",
-    description: `Moves the lane's tip to \`targetId\` (null: the root), with an optional \`label\` on the target. \`wait\` in seconds (≤ 60, default 60). Answers \`{ navigation: record, run? }\`: when the navigation completed and queued steer, follow-up or next-run input is waiting, the run that takes it starts from the new tip and \`run\` is its answer (as for prompt). \`summarize: true\` is refused with 422 \`UnsupportedOperation\` by this build. ${OPEN_QUOTA}`,
-    pathParams: LANE, body: NavigateConvenienceSchema, example: { targetId: "019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6a7b", label: "before the detour" }, idempotent: true,
+    description: `Moves the lane's tip to \`targetId\` (null: the root), with an optional \`label\` on the target. \`wait\` in seconds (≤ 60, default 60). Answers \`{ navigation: record, run? }\`: when the navigation completed and queued steer, follow-up or next-run input is waiting, the run that takes it starts from the new tip and \`run\` is its answer (as for prompt). With \`summarize: true\` the branch the tip leaves (after the point it shares with the target) is first summarized by the lane's model (\`customInstructions\` says what to focus on) into a branch-summary entry placed under the target, and the tip ends on that entry; when the target lies ahead of the tip nothing is left behind and the move is a plain one. ${OPEN_QUOTA}`,
+    pathParams: LANE, body: NavigateConvenienceSchema, example: { targetId: "019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6a7b", label: "before the detour", summarize: true }, idempotent: true,
     responses: {
       200: { description: "`{ navigation: record, run? }`" },
       202: { description: "`{ operationId }`: the wait ran out" },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "UnknownTarget", "InvalidNavigation", "InvalidOperationId", "UnsupportedOperation", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "UnknownTarget", "InvalidNavigation", "InvalidOperationId", "RateLimited"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}", operationId: "getOperation", tag: "Operations", auth: "tenant",

@@ -136,6 +136,12 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     errors: [...SESSION_ERRORS, "UnknownEntry"],
   },
   {
+    method: "get", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "getEntryLabel", tag: "Entries", auth: "tenant",
+    summary: "Read an entry's label", pathParams: ENTRY,
+    responses: { 200: { description: "`{ entryId, label }` (label null when the entry has none)" } },
+    errors: [...SESSION_ERRORS, "UnknownEntry"],
+  },
+  {
     method: "put", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "setEntryLabel", tag: "Entries", auth: "tenant",
     summary: "Label an entry", pathParams: ENTRY, body: LabelSchema, example: { label: "checkpoint" },
     responses: { 200: { description: "`{ entryId, label }`" } },

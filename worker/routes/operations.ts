@@ -6,7 +6,7 @@ import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSc
 import type { DeferredHandle } from "../../schema/messages.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
-import { errorResponse, fail, HttpFailure, replyValue } from "../http-error.ts";
+import { errorResponse, HttpFailure, replyValue } from "../http-error.ts";
 import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts";
 import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
@@ -125,7 +125,7 @@ function convenienceBody<Settled extends object>(outcome: ConvenienceOutcome<Set
   }
 }
 
-/** The engine's request for a validated body: summarized navigation is not run yet. */
+/** The engine's request for a validated body. */
 function engineRequest(body: OperationRequestBody): OperationRequest {
   if (body.kind === "compaction") return compactionRequest(body);
   if (body.kind === "navigation") return navigationRequest(body);
@@ -141,11 +141,12 @@ function compactionRequest(body: Extract<OperationRequestBody, { kind: "compacti
 }
 
 function navigationRequest(body: Extract<OperationRequestBody, { kind: "navigation" }>): NavigationRequest {
-  if (body.summarize === true) throw fail("UnsupportedOperation", "Summarized navigation is not supported by this deployment yet", { kind: body.kind, summarize: true });
   return {
     kind: "navigation",
     targetId: body.targetId,
     ...(body.label !== undefined && { label: body.label }),
+    ...(body.summarize === true && { summarize: true }),
+    ...(body.customInstructions !== undefined && { customInstructions: body.customInstructions }),
     ...(body.operationId !== undefined && { operationId: body.operationId }),
   };
 }

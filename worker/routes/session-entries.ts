@@ -28,6 +28,10 @@ export const entryRoutes = new Hono<AppEnv>()
     const { stub, entryId } = entryTarget(c);
     return jsonAnswer(c, await stub.entryJson(entryId));
   })
+  .get("/:entryId/label", async (c) => {
+    const { stub, entryId } = entryTarget(c);
+    return c.json(replyValue(await stub.getLabel(entryId)));
+  })
   .put("/:entryId/label", async (c) => {
     const { stub, entryId } = entryTarget(c);
     const { label } = await jsonBody(c, LabelSchema);
