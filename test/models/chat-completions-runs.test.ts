@@ -101,9 +101,35 @@ describe("provider failures, classified", { timeout: 30_000 }, () => {
     expect(result.remaining).toBe(1);
   });
 
-  it("a context-overflow answer: the run fails context_overflow", async () => {
+  it("a context-overflow answer with nothing to summarize: the run fails context_overflow", async () => {
     const result = await run([errorAnswer(400, "This model's maximum context length is 131072 tokens. However, your messages resulted in 200000 tokens.")]);
     expect(result.record).toMatchObject({ status: "failed", error: { code: "context_overflow" } });
+  });
+
+  it("a context-overflow answer after earlier turns: one overflow compaction through the provider, then the turn is asked again", async () => {
+    const wire = wireFetch([
+      { chunks: completionText(["first", "answer"], { usage: [10, 2] }) },
+      errorAnswer(400, "This model's maximum context length is 131072 tokens. However, your messages resulted in 200000 tokens."),
+      { chunks: completionText(["SUMMARY"], { usage: [50, 5] }) },
+      { chunks: completionText(["fits", "now"], { usage: [20, 2] }) },
+    ]);
+    const result = await withProviderRig(
+      async (rig) => {
+        await rig.harness.updateSettings({ compaction: { enabled: true, reserveTokens: 16384, keepRecentTokens: 2 } });
+        const lane = await rig.harness.lane("main");
+        unwrap(await lane.prompt("an earlier question"));
+        const record = settledRecord(await lane.drive({ operationId: unwrap(await lane.accept({ kind: "prompt", prompt: "the big one" })).operationId }));
+        return { record, briefs: briefs(lane), starts: ofType(rig.events, "compaction_start") };
+      },
+      { model: GROQ, fetch: wire.fetch },
+    );
+    expect(result.record.status).toBe("completed");
+    expect(result.starts).toMatchObject([{ reason: "overflow" }]);
+    expect(result.briefs.at(-1)).toBe("assistant(stop): fits now");
+    expect(result.briefs).toContain("compaction");
+    // The summary request went to the provider with the summarizer's prompt, apart from the lane.
+    expect(JSON.stringify(wire.seen[2]?.body)).toContain("[User]: an earlier question");
+    expect(wire.remaining()).toBe(0);
   });
 
   it("a stream cut after 40% of the reply: the partial settles as an error and the retry recovers", async () => {
