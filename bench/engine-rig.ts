@@ -8,6 +8,7 @@ import { AgentHarness } from "../harness/runtime/harness.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
 import { Session } from "../harness/session/session.ts";
 import type { CommitResult, Storage, Write } from "../harness/session/storage.ts";
+import type { ModelsPort } from "../harness/execution/models.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { SessionScriptSource } from "../models/scripted/script-source.ts";
 import type { ModelIdentity, OperationResultRecord } from "../schema/lane.ts";
@@ -154,7 +155,12 @@ export const SCRIPT: ModelIdentity = { provider: "scripted", modelId: "script" }
  * SessionRuntime builds it: scripted models with the session's step source, DueWork as the wake
  * scheduler. Call inside runInDurableObject.
  */
-export async function openBenchEngine(state: DurableObjectState, model: ModelIdentity = ECHO): Promise<BenchEngine> {
+export async function openBenchEngine(
+  state: DurableObjectState,
+  model: ModelIdentity = ECHO,
+  /** Window and output limit the scripted models report instead of their own (a smaller model). */
+  limits?: { contextWindow: number; maxTokens: number },
+): Promise<BenchEngine> {
   const tap = new SqlTap(state.storage.sql);
   const host: SqlHost = { sql: tap, transactionSync: (closure) => state.storage.transactionSync(closure) };
   const stored = SqlSessionStorage.open(host);
@@ -172,7 +178,18 @@ export async function openBenchEngine(state: DurableObjectState, model: ModelIde
     },
     getAlarm: async () => null,
   };
-  const models = createModelRegistry({ scripted: true, scriptSource: () => new SessionScriptSource(session) });
+  const registry = createModelRegistry({ scripted: true, scriptSource: () => new SessionScriptSource(session) });
+  const models: ModelsPort = limits
+    ? {
+        getModel: (provider, modelId) => {
+          const found = registry.getModel(provider, modelId);
+          return found && { ...found, ...limits };
+        },
+        streamSimple: (target, context, options) => registry.streamSimple(target, context, options),
+        streamDeferred: (target, handle, options) => registry.streamDeferred(target, handle, options),
+        cancelDeferred: (target, handle, options) => registry.cancelDeferred(target, handle, options),
+      }
+    : registry;
   const { harness } = await AgentHarness.create({ session, models, seed: { model }, wake: new DueWork(alarmHost) });
   return { session, storage, tap, harness, alarms };
 }

@@ -6,11 +6,17 @@ import type { Session } from "../harness/session/session.ts";
 import type { Entry } from "../schema/entries.ts";
 import { ms, ratio, summarize, type BenchLine } from "./report.ts";
 import { BRANCH, createBenchSession, seedBranch, type Seeded, type SessionStub } from "./seed.ts";
+import { appendMessages, compactWithEngine, freshSession } from "./seed-compaction.ts";
 
 // P6: provider-context assembly with 50,000 entries on the branch and a compaction 200 entries
 // back from the tip, vs a 250-entry branch with its compaction at the same distance from the tip
 // (so both contexts hold the same 201 entries and only the history length differs).
 // Targets: ≤ 5 ms per read, and ratio (50,000 / 250) ≤ 1.5.
+//
+// The compaction is a real one (bench/seed-compaction.ts): the engine's lane compacts the seeded
+// history through the summary leaves, so the entry read first carries a real summary and retained
+// tail; an older seeded compaction 1,000 entries further back bounds what it summarizes, as earlier
+// compactions would in a long conversation.
 //
 // Measured inside the object (runInDurableObject), synchronously, as the engine would do it: read
 // the tip, scan the branch newestFirst with stopAtType "compaction", reverse (reference §6.4 step 1).
@@ -26,6 +32,10 @@ const BATCH = 25;
 const BLOCKS = 12;
 const SAMPLES_PER_BLOCK = 10;
 const WARMUP_BLOCKS = 1;
+/** The seeded compaction under the real one: what the real one summarizes is bounded by it. */
+const EARLIER_COMPACTION_BACK = 1_000;
+/** About 20 of the seeded messages stay verbatim in the real compaction's retained tail. */
+const KEEP_RECENT_TOKENS = 1_000;
 
 interface Case {
   entries: number;
@@ -46,6 +56,8 @@ function check(context: readonly Entry[], seeded: Seeded): void {
   expect(context).toHaveLength(CONTEXT_LENGTH);
   expect(context[0]?.type).toBe("compaction");
   expect(context[0]?.id).toBe(seeded.compactionId);
+  const compaction = context[0];
+  expect(compaction?.type === "compaction" && compaction.retainedTail.length > 0 && compaction.summary.length > 0).toBe(true);
   expect(context.at(-1)?.id).toBe(seeded.tipId);
   expect(context.slice(1).every((entry) => entry.type === "message")).toBe(true);
   context.forEach((entry, index) => {
@@ -56,8 +68,8 @@ function check(context: readonly Entry[], seeded: Seeded): void {
 
 /** One block of samples inside the object; each sample is the mean of BATCH reads. */
 async function measureBlock(target: Case, keep: boolean): Promise<void> {
-  const samples = await runInDurableObject(target.stub, (instance: SessionObject) => {
-    const session = instance.session();
+  const samples = await runInDurableObject(target.stub, (_instance: SessionObject, state) => {
+    const session = freshSession(state);
     const measured: number[] = [];
     let last: Entry[] = [];
     for (let sample = 0; sample < SAMPLES_PER_BLOCK; sample++) {
@@ -75,9 +87,11 @@ it("P6 provider-context assembly: 50,000-entry branch vs 250-entry branch, compa
   const cases: Case[] = [];
   for (const entries of [LARGE, SMALL]) {
     const stub = await createBenchSession(`p6_${entries}`);
-    const seeded = await seedBranch(stub, { entries, compactionBack: COMPACTION_BACK });
-    expect(seeded.compactionId).toBeDefined();
-    const first = await runInDurableObject(stub, (instance: SessionObject) => assembleContext(instance.session()));
+    const history = entries - COMPACTION_BACK - 1;
+    await seedBranch(stub, { entries: history, ...(history > EARLIER_COMPACTION_BACK && { compactionBack: EARLIER_COMPACTION_BACK }) });
+    const compactionId = await compactWithEngine(stub, KEEP_RECENT_TOKENS);
+    const seeded: Seeded = { compactionId, tipId: await appendMessages(stub, COMPACTION_BACK) };
+    const first = await runInDurableObject(stub, (_instance: SessionObject, state) => assembleContext(freshSession(state)));
     check(first, seeded);
     cases.push({ entries, stub, seeded, samples: [] });
   }

@@ -50,7 +50,7 @@ export interface Seeded {
 }
 
 /** A user message of realistic size (~200 characters of text). */
-function userMessage(index: number): UserMessage {
+export function userMessage(index: number): UserMessage {
   return {
     role: "user",
     content: `Message ${index}: please look at the next part of the repository and tell me what changed since the previous step, with a short summary and a list of the files involved.`,
