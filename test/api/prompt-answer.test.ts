@@ -60,9 +60,9 @@ describe("POST …/lanes/{lane}/prompt answers the messages of the run", () => {
 
   it("keeps the newest messages within the byte bound, the final assistant message always", async () => {
     const { key, lanePath } = await laneSetup("answer_bytes");
-    // Two user messages of ~45% of the bound each; echo answers the last one: the three together
-    // exceed the bound, the newest two fit.
-    const big = (tag: string) => `${tag}${"x".repeat(Math.floor(PROMPT_ANSWER_LIMITS.bytes * 0.45))}`;
+    // Two user messages of ~48% of the bound each; echo answers the last one, cut at its output
+    // limit (32K characters) like a real model: the three together exceed the bound, the newest two fit.
+    const big = (tag: string) => `${tag}${"x".repeat(Math.floor(PROMPT_ANSWER_LIMITS.bytes * 0.48))}`;
     const answer = await prompt(lanePath, key, { prompt: [userMessage(big("a")), userMessage(big("b"))], wait: 30 });
     expect(answer.messagesTruncated).toBe(true);
     expect(answer.messages.map((message) => text(message).slice(0, 12))).toEqual(["user: bxxxxx", "assistant: b"]);
