@@ -57,6 +57,8 @@ export const ERROR_STATUS = {
   NoActiveOperation: 422,
   /** A provider base URL that is not https (or, in local development, loopback http). */
   InvalidBaseUrl: 422,
+  /** A webhook endpoint URL that is not https (or, in local development, loopback http). */
+  InvalidWebhookUrl: 422,
   /** A lane configuration names a model this tenant cannot use (GET /v1/models lists those it can). */
   UnknownModel: 422,
   /** A lane configuration activates tools that do not exist. */
@@ -64,7 +66,7 @@ export const ERROR_STATUS = {
   /** A documented operation kind this build does not execute yet (compaction, navigation). */
   UnsupportedOperation: 422,
   IdempotencyConflict: 422,
-  /** A session already holds as many branches or lanes as it may (`details`: resource, limit). */
+  /** A session already holds as many branches or lanes, or a tenant as many webhooks, as it may (`details`: resource, limit). */
   LimitExceeded: 422,
   UpgradeRequired: 426,
   RateLimited: 429,
