@@ -322,11 +322,14 @@ export class TenantObject extends DurableObject<Env> {
     const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
       (event): event is EnqueuedEvent => event !== undefined,
     );
-    // One synchronous turn from here to the alarm request (D5).
+    // All or nothing: a batch that fails to apply leaves the slots held and the session retries it.
     const now = Date.now();
-    const ledger = this.operations();
-    for (const operation of operations) ledger.release(operation.operationId, now);
-    if (this.webhooks().enqueue(events, now) > 0) await this.armNoLaterThan(now);
+    const enqueued = this.ctx.storage.transactionSync(() => {
+      const ledger = this.operations();
+      for (const operation of operations) ledger.release(operation.operationId, now);
+      return this.webhooks().enqueue(events, now);
+    });
+    if (enqueued > 0) await this.armNoLaterThan(now);
   }
 
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */

@@ -70,7 +70,7 @@ export async function signatureValid(secret: string, delivery: ReceivedDelivery)
 export async function retryNow(tenantId: string): Promise<void> {
   const tenant = env.TENANTS.getByName(tenantId);
   await runInDurableObject(tenant, async (_instance: TenantObject, state) => {
-    state.storage.sql.exec("UPDATE webhook_deliveries SET next_attempt_at = 0 WHERE status = 'pending'");
+    state.storage.sql.exec("UPDATE webhook_deliveries SET next_attempt_at = created_at WHERE status = 'pending'");
     await state.storage.setAlarm(Date.now());
   });
 }
