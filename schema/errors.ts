@@ -31,7 +31,10 @@ export const ERROR_STATUS = {
   SessionExists: 409,
   TenantExists: 409,
   IdempotencyInProgress: 409,
-  /** A replay of a key creation: the key exists, its secret was shown once and is stored nowhere. */
+  /**
+   * A replay of a creation whose answer held a secret (an API key, a webhook endpoint): it exists
+   * (`details` names it), its secret was shown once and is not shown again.
+   */
   KeySecretNotReplayed: 409,
   BranchExists: 409,
   /**

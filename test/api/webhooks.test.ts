@@ -92,6 +92,22 @@ describe("webhook endpoints", () => {
     await register(key, "https://example.com/one-more");
   });
 
+  it("a repeat with the same Idempotency-Key registers nothing more and never shows the secret again", async () => {
+    const { tenantId, key } = await newTenant("whidem");
+    const body = { url: "https://example.com/hook", events: ["operation.settled"] };
+    const headers = { "idempotency-key": "register-once" };
+    const first = await call("/v1/webhooks", { body, token: key, headers });
+    expect(first.status).toBe(201);
+    const created = await first.json<{ id: string; secret: string }>();
+    const repeat = await call("/v1/webhooks", { body, token: key, headers });
+    expect(repeat.status).toBe(409);
+    expect(repeat.headers.get("idempotency-replayed")).toBe("true");
+    const text = await repeat.text();
+    expect(text).not.toContain(created.secret);
+    expect(JSON.parse(text)).toMatchObject({ error: { code: "KeySecretNotReplayed", details: { webhookId: created.id } } });
+    expect(await endpointRows(tenantId)).toHaveLength(1);
+  });
+
   it("keeps tenants apart: another tenant's endpoint is unknown", async () => {
     const owner = await newTenant("whown");
     const other = await newTenant("whoth");

@@ -19,10 +19,10 @@ export const webhookCatalog: readonly CatalogRoute[] = [
     method: "post", path: "/v1/webhooks", operationId: "createWebhook", tag: "Tenant", auth: "tenant",
     summary: "Register a webhook endpoint",
     description:
-      `The endpoint receives a signed POST for each event it subscribes to (\`operation.settled\`, \`operation.suspended\`). \`url\`: https (in local development also http on localhost, 127.0.0.1 or [::1]; 422 \`InvalidWebhookUrl\` otherwise), at most 2,048 characters. The answer holds the signing \`secret\` (\`whsec_…\`) this once; it is stored encrypted and never shown again. At most ${MAX_WEBHOOK_ENDPOINTS} endpoints per tenant (422 \`LimitExceeded\`). A service without the encryption secret \`SECRETS_KEY\` answers 503 \`NotConfigured\`.`,
-    body: CreateWebhookSchema, example: { url: "https://example.com/hooks/agent", events: ["operation.settled"] },
+      `The endpoint receives a signed POST for each event it subscribes to (\`operation.settled\`, \`operation.suspended\`). \`url\`: https (in local development also http on localhost, 127.0.0.1 or [::1]; 422 \`InvalidWebhookUrl\` otherwise), at most 2,048 characters. The answer holds the signing \`secret\` (\`whsec_…\`) this once; it is stored encrypted and never shown again. At most ${MAX_WEBHOOK_ENDPOINTS} endpoints per tenant (422 \`LimitExceeded\`). A service without the encryption secret \`SECRETS_KEY\` answers 503 \`NotConfigured\`. A repeat with the same \`Idempotency-Key\` answers 409 \`KeySecretNotReplayed\` with \`details.webhookId\`: the endpoint exists, its secret is not shown again.`,
+    body: CreateWebhookSchema, example: { url: "https://example.com/hooks/agent", events: ["operation.settled"] }, idempotent: true,
     responses: { 201: { description: "`{ id, url, events, createdAt, secret }`", schema: CreatedWebhookSchema } },
-    errors: ["InvalidWebhookUrl", "LimitExceeded", "NotConfigured"],
+    errors: ["InvalidWebhookUrl", "LimitExceeded", "NotConfigured", "KeySecretNotReplayed"],
   },
   {
     method: "get", path: "/v1/webhooks", operationId: "listWebhooks", tag: "Tenant", auth: "tenant",

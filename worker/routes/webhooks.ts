@@ -6,6 +6,7 @@ import { toolUrlProblem } from "../../tools/tool-url.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
+import { idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
 /** Deliveries listed per page when the query names no `limit`. */
@@ -17,7 +18,8 @@ const DEFAULT_DELIVERY_PAGE = 50;
  * creation. Mounted at /v1 beside other sub-apps, so authentication is per route.
  */
 export const webhookRoutes = new Hono<AppEnv>()
-  .post("/webhooks", requireTenant, async (c) => {
+  // Idempotency-Key (D15), remembered by the tenant's object; a replay never shows the secret again.
+  .post("/webhooks", requireTenant, idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
     const { url, events } = await jsonBody(c, CreateWebhookSchema);
     // The same rule as http tools: https, or loopback http in local development only.
     const problem = toolUrlProblem(url, c.env.LOCAL_DEV === "on");
@@ -26,7 +28,15 @@ export const webhookRoutes = new Hono<AppEnv>()
     const unconfigured = secretsKeyProblem(c.env.SECRETS_KEY);
     if (unconfigured) throw fail("NotConfigured", unconfigured, { secret: "SECRETS_KEY" });
     const { tenantId } = c.get("caller");
-    return c.json(replyValue(await tenantStub(c.env, tenantId).createWebhook(url, events)), 201);
+    const created = replyValue(await tenantStub(c.env, tenantId).createWebhook(url, events));
+    replayInstead(c, 409, {
+      error: {
+        code: "KeySecretNotReplayed",
+        message: `Webhook ${created.id} was created by the first request with this Idempotency-Key; its secret was shown once and is not stored. Delete the endpoint and register it again if the secret was lost.`,
+        details: { webhookId: created.id },
+      },
+    });
+    return c.json(created, 201);
   })
   .get("/webhooks", requireTenant, async (c) => {
     return c.json(replyValue(await tenantStub(c.env, c.get("caller").tenantId).listWebhooks()));
