@@ -199,8 +199,9 @@ export class TenantWebhooks {
 
   /** An endpoint's delivery log in creation order, a page at a time. */
   deliveries(endpointId: string, limit: number, cursor: string | undefined): Page<WebhookDelivery> {
-    this.requireEndpoint(endpointId);
+    // A malformed cursor is the request's own fault (400), whatever endpoint it names.
     const after = decodeTimeCursor(cursor);
+    this.requireEndpoint(endpointId);
     const rows = this.sql
       .exec<DeliveryRow>(
         `SELECT endpoint_id, event_id, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at,

@@ -116,6 +116,7 @@ describe("webhook endpoints", () => {
     await expectError(await call(`/v1/webhooks/${created.id}`, { method: "DELETE", token: other.key }), 404, "NotFound");
     await expectError(await call(`/v1/webhooks/${created.id}/deliveries`, { token: other.key }), 404, "NotFound");
     await expectError(await call(`/v1/webhooks/bad%20id/deliveries`, { token: owner.key }), 400, "ValidationFailed");
+    await expectError(await call(`/v1/webhooks/wh_unknown/deliveries?cursor=garbage`, { token: owner.key }), 400, "ValidationFailed");
     expect(await listed(owner.key)).toHaveLength(1);
   });
 });
