@@ -6,6 +6,7 @@ import { LanesApi, QueueApi } from "./lanes.ts";
 import { OperationsApi } from "./operations.ts";
 import { ResourcesApi } from "./resources.ts";
 import { ProvidersApi, ToolsApi } from "./tools.ts";
+import { WebhooksApi } from "./webhooks.ts";
 import { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 import { EntriesApi, SessionsApi, usage } from "./sessions.ts";
 import type { Me, ModelCatalogEntry, UsagePage, UsageQuery } from "./types.ts";
@@ -46,6 +47,8 @@ export class AgentSessionsClient {
   readonly tools: ToolsApi;
   /** The tenant's own provider keys. */
   readonly providers: ProvidersApi;
+  /** The tenant's webhook endpoints and their delivery logs. */
+  readonly webhooks: WebhooksApi;
 
   constructor(options: ClientOptions) {
     this.http = new HttpClient(options);
@@ -61,6 +64,7 @@ export class AgentSessionsClient {
     this.operations = new OperationsApi(this.http);
     this.tools = new ToolsApi(this.http);
     this.providers = new ProvidersApi(this.http);
+    this.webhooks = new WebhooksApi(this.http);
   }
 
   /** `GET /v1/me` → `{ tenantId, keyId, defaultModel, usage }`. */

@@ -21,6 +21,15 @@ export { LanesApi, QueueApi } from "./lanes.ts";
 export { OperationsApi, type CompactOptions, type CompactOutcome, type PromptOptions, type WaitOptions } from "./operations.ts";
 export { ResourcesApi } from "./resources.ts";
 export { ProvidersApi, ToolsApi, type ClientToolResult, type ProviderKeyInfo, type PutProvider, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "./tools.ts";
+export {
+  WebhooksApi,
+  type CreatedWebhook,
+  type CreateWebhook,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEvent,
+  type WebhookEventType,
+} from "./webhooks.ts";
 export { pages, paginate } from "./paging.ts";
 export {
   bearerProtocol,

@@ -1,4 +1,5 @@
 import type { WakeScheduler } from "../harness/runtime/core.ts";
+import { SettlementOutbox } from "./session/settlement-outbox.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
 export interface AlarmHost {
@@ -24,15 +25,21 @@ export type DueRow = {
  * restarted object can never forget an open operation.
  */
 export class DueWork implements WakeScheduler {
+  /** Settled operations not yet told to the tenant; the one alarm also covers them. */
+  readonly outbox: SettlementOutbox;
+
   constructor(
     private readonly host: AlarmHost,
     private readonly clock: () => number = Date.now,
     /**
      * Told synchronously, inside the committing mutation, that an operation settled (or its row
-     * was dropped). It must not await or throw: the host fires its notification and moves on.
+     * was dropped) and its outbox row is written. It must not await or throw: the host starts its
+     * forward after the commit and moves on.
      */
-    private readonly onSettled: (operationId: string) => void = () => {},
-  ) {}
+    private readonly onSettled: () => void = () => {},
+  ) {
+    this.outbox = new SettlementOutbox(host.sql, clock);
+  }
 
   /**
    * Work due "now" is being driven by a live pass already; the alarm is only the safety net for a
@@ -51,11 +58,16 @@ export class DueWork implements WakeScheduler {
     this.rearm();
   }
 
-  settled(_lane: string, operationId: string): void {
+  /**
+   * The outbox row lands in the same atomic batch as the settling commit (no await in between), so
+   * the tenant's slot release and webhooks survive any crash after the commit.
+   */
+  settled(lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.outbox.record(lane, operationId);
     this.rearm();
     try {
-      this.onSettled(operationId);
+      this.onSettled();
     } catch {
       // A notification is best-effort; it must never break the commit that settled the operation.
     }
@@ -72,9 +84,12 @@ export class DueWork implements WakeScheduler {
     return this.host.sql.exec<DueRow>("SELECT operation_id, lane, due_at FROM due_work ORDER BY due_at").toArray();
   }
 
+  /** The earliest time the alarm is wanted: due drive passes and outbox rows share it. */
   earliest(): number | undefined {
     const row = this.host.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM due_work").one();
-    return row.due ?? undefined;
+    const forward = this.outbox.earliest();
+    if (row.due === null) return forward;
+    return forward === undefined ? row.due : Math.min(row.due, forward);
   }
 
   /** Moves an operation's row `delayMs` from now (a pass that failed is retried later). */

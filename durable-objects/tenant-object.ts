@@ -15,6 +15,10 @@ import { ModelIdentitySchema, type ModelIdentity } from "../schema/lane.ts";
 import { SessionIndex, TenantDirectory, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
 import { TenantWatches } from "./tenant-watches.ts";
+import { settledEvent, TenantWebhooks, type EnqueuedEvent } from "./tenant-webhooks.ts";
+import { deliverDue, newWebhookSecret, sealWebhookSecret } from "./webhook-delivery.ts";
+import type { SettledOperation } from "./session/settlement-outbox.ts";
+import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../schema/webhooks.ts";
 import type { Page } from "./time-cursor.ts";
 
 export type { KeyInfo, Page, SessionSummary, TenantSummary };
@@ -110,7 +114,7 @@ export class TenantObject extends DurableObject<Env> {
     return asResult(async () => {
       this.requireTenant();
       this.keys().revoke(keyId, Date.now());
-      await this.watches().closeRevoked(Date.now());
+      await this.armNoLaterThan(await this.watches().closeRevoked(Date.now()));
       return { revoked: true };
     });
   }
@@ -130,13 +134,33 @@ export class TenantObject extends DurableObject<Env> {
     return this.watches().register(keyId, sessionId, Date.now());
   }
 
-  /** Continues closing revoked keys' watch sockets past a batch or after a failed notification. */
+  /**
+   * The one alarm, shared: it continues closing revoked keys' watch sockets (past a batch or after
+   * a failed notification) and sends due webhook deliveries. Both are driven by their tables, so
+   * each run recomputes when it is wanted next and arms that, last (a failing part never leaves
+   * the other unscheduled).
+   */
   override async alarm(): Promise<void> {
-    if (this.schema.exists) await this.watches().closeRevoked(Date.now());
+    const tenant = this.tenant();
+    if (!tenant) return;
+    const now = Date.now();
+    const [watches, deliveries] = await Promise.all([
+      this.watches().closeRevoked(now).catch(() => now + ALARM_RETRY_MS),
+      deliverDue(this.webhooks(), { tenantId: tenant.id, secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" }, now).catch(() => now + ALARM_RETRY_MS),
+    ]);
+    const next = earliestOf(watches, deliveries);
+    if (next !== undefined) await this.ctx.storage.setAlarm(next);
+  }
+
+  /** Outside the alarm: make sure it fires by `at` without postponing an earlier one. */
+  private async armNoLaterThan(at: number | undefined): Promise<void> {
+    if (at === undefined) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || at < current) await this.ctx.storage.setAlarm(at);
   }
 
   private watches(): TenantWatches {
-    return new TenantWatches(this.ctx.storage.sql, this.ctx.storage, (sessionId, keyId) => {
+    return new TenantWatches(this.ctx.storage.sql, (sessionId, keyId) => {
       const tenant = this.requireTenant();
       // The session object's name (ARCHITECTURE D2), as the front worker derives it.
       return this.env.SESSIONS.getByName(`${tenant.id}:${sessionId}`).closeWatchesOfKey(keyId);
@@ -287,6 +311,27 @@ export class TenantObject extends DurableObject<Env> {
     if (this.schema.exists) this.operations().bind(reservationId, operationId, Date.now());
   }
 
+  /**
+   * A session's settlement outbox forwards its settled operations here (one call per batch, after
+   * their commit, repeated after a crash): their open-operation slots are freed and one webhook
+   * delivery per subscribed endpoint is enqueued. Idempotent: a release is, and an event id is
+   * derived from session and operation, so a repeated forward enqueues nothing twice.
+   */
+  async operationsSettled(sessionId: string, operations: SettledOperation[]): Promise<void> {
+    if (!this.schema.exists) return;
+    const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
+      (event): event is EnqueuedEvent => event !== undefined,
+    );
+    // All or nothing: a batch that fails to apply leaves the slots held and the session retries it.
+    const now = Date.now();
+    const enqueued = this.ctx.storage.transactionSync(() => {
+      const ledger = this.operations();
+      for (const operation of operations) ledger.release(operation.operationId, now);
+      return this.webhooks().enqueue(events, now);
+    });
+    if (enqueued > 0) await this.armNoLaterThan(now);
+  }
+
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
   async releaseOperation(id: string): Promise<void> {
     if (this.schema.exists) this.operations().release(id, Date.now());
@@ -299,6 +344,47 @@ export class TenantObject extends DurableObject<Env> {
 
   async usageTotals(): Promise<Usage> {
     return this.schema.exists ? this.operations().usage() : zeroUsage();
+  }
+
+  // Webhooks (tenant-webhooks.ts, webhook-delivery.ts).
+
+  /** Registers an endpoint; its signing secret is answered this once and stored only sealed. */
+  async createWebhook(url: string, events: WebhookEventType[]): Promise<Wire<RpcResult<CreatedWebhook>>> {
+    return asResult(async () => {
+      const tenant = this.requireTenant();
+      const id = `wh_${randomToken(12)}`;
+      const secret = newWebhookSecret();
+      const sealed = await sealWebhookSecret(this.env.SECRETS_KEY, tenant.id, id, secret);
+      // The seal is awaited before the SQL turn: the tenant and the bound are read in the writing turn.
+      this.requireTenant();
+      return { ...this.webhooks().insert({ id, url, events, sealedSecret: sealed, createdAt: Date.now() }), secret };
+    });
+  }
+
+  async listWebhooks(): Promise<Wire<RpcResult<{ items: WebhookEndpoint[] }>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return { items: this.webhooks().list() };
+    });
+  }
+
+  async deleteWebhook(endpointId: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
+    return asResult(() => {
+      this.requireTenant();
+      this.webhooks().delete(endpointId);
+      return { deleted: true as const };
+    });
+  }
+
+  async webhookDeliveries(endpointId: string, limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<WebhookDelivery>>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return this.webhooks().deliveries(endpointId, limit, cursor);
+    });
+  }
+
+  private webhooks(): TenantWebhooks {
+    return new TenantWebhooks(this.ctx.storage.sql);
   }
 
   private operations(): TenantOperations {
@@ -365,6 +451,14 @@ export class TenantObject extends DurableObject<Env> {
     if (!tenant) throw new RpcError({ code: "NotFound", message: "No such tenant" });
     return tenant;
   }
+}
+
+/** A failed part of the alarm is tried again after this long. */
+const ALARM_RETRY_MS = 60_000;
+
+function earliestOf(...times: (number | undefined)[]): number | undefined {
+  const defined = times.filter((time): time is number => time !== undefined);
+  return defined.length === 0 ? undefined : Math.min(...defined);
 }
 
 export async function sha256Hex(text: string): Promise<string> {

@@ -25,7 +25,6 @@ export type CloseWatches = (sessionId: string, keyId: string) => Promise<unknown
 export class TenantWatches {
   constructor(
     private readonly sql: SqlStorage,
-    private readonly storage: DurableObjectStorage,
     private readonly closeWatches: CloseWatches,
   ) {}
 
@@ -46,9 +45,10 @@ export class TenantWatches {
 
   /**
    * Notifies one batch of sessions holding sockets of revoked keys; a notified session's row is
-   * deleted. Arms the alarm when rows remain (failures, or more than a batch).
+   * deleted. Returns when the alarm must run again, if rows remain (failures, or more than a batch):
+   * the TenantObject shares its one alarm with other work, so it arms it.
    */
-  async closeRevoked(now: number): Promise<void> {
+  async closeRevoked(now: number): Promise<number | undefined> {
     this.sql.exec("DELETE FROM watch_registrations WHERE registered_at < ?", now - REGISTRATION_TTL_MS);
     const rows = this.sql
       .exec<{ key_id: string; session_id: string }>(
@@ -57,7 +57,7 @@ export class TenantWatches {
         REVOCATION_BATCH,
       )
       .toArray();
-    if (rows.length === 0) return;
+    if (rows.length === 0) return undefined;
     // The rows read above may be deleted after this await: a revoked key registers nothing new
     // (register refuses it), and a concurrent pass over the same rows only repeats an idempotent close.
     const outcomes = await Promise.allSettled(rows.map((row) => this.closeWatches(row.session_id, row.key_id)));
@@ -72,6 +72,6 @@ export class TenantWatches {
         `SELECT count(*) AS n FROM watch_registrations w JOIN api_keys k ON k.key_id = w.key_id WHERE k.revoked_at IS NOT NULL`,
       )
       .one().n;
-    if (remaining > 0) await this.storage.setAlarm(now + (failed ? REVOCATION_RETRY_MS : 0));
+    return remaining > 0 ? now + (failed ? REVOCATION_RETRY_MS : 0) : undefined;
   }
 }

@@ -31,7 +31,10 @@ export const ERROR_STATUS = {
   SessionExists: 409,
   TenantExists: 409,
   IdempotencyInProgress: 409,
-  /** A replay of a key creation: the key exists, its secret was shown once and is stored nowhere. */
+  /**
+   * A replay of a creation whose answer held a secret (an API key, a webhook endpoint): it exists
+   * (`details` names it), its secret was shown once and is not shown again.
+   */
   KeySecretNotReplayed: 409,
   BranchExists: 409,
   /**
@@ -57,6 +60,8 @@ export const ERROR_STATUS = {
   NoActiveOperation: 422,
   /** A provider base URL that is not https (or, in local development, loopback http). */
   InvalidBaseUrl: 422,
+  /** A webhook endpoint URL that is not https (or, in local development, loopback http). */
+  InvalidWebhookUrl: 422,
   /** A lane configuration names a model this tenant cannot use (GET /v1/models lists those it can). */
   UnknownModel: 422,
   /** A lane configuration activates tools that do not exist. */
@@ -64,7 +69,7 @@ export const ERROR_STATUS = {
   /** A documented operation kind this build does not execute yet (compaction, navigation). */
   UnsupportedOperation: 422,
   IdempotencyConflict: 422,
-  /** A session already holds as many branches or lanes as it may (`details`: resource, limit). */
+  /** A session already holds as many branches or lanes, or a tenant as many webhooks, as it may (`details`: resource, limit). */
   LimitExceeded: 422,
   UpgradeRequired: 426,
   RateLimited: 429,

@@ -3,6 +3,8 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** The base URL of the local webhook server the http tool tests call (test/node/tool-webhook-server.ts). */
     toolWebhookUrl: string;
+    /** The base URL of the tenant webhook receiver the webhook tests register (test/node/webhook-receiver-setup.ts). */
+    webhookReceiverUrl: string;
   }
 }
 

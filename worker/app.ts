@@ -17,6 +17,7 @@ import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { watchRoutes } from "./routes/watch.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 
 export type { AppEnv };
 
@@ -46,6 +47,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
   app.route("/v1", providerRoutes);
+  app.route("/v1", webhookRoutes);
   const allowed = allowedMethods(app);
   app.notFound((c) => {
     const allow = allowed(c.req.path);

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
+import { readResult } from "../../harness/runtime/operation-codec.ts";
 import { branchTipInventoryPrefix } from "../../harness/session/builtin-addresses.ts";
 import { Session } from "../../harness/session/session.ts";
 import type { JsonValue } from "../../schema/json.ts";
@@ -23,6 +24,7 @@ import { SessionRuntime } from "../session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
 
 export interface SessionInit {
   tenantId: string;
@@ -78,14 +80,27 @@ export abstract class SessionHost extends DurableObject<Env> {
   protected opened: { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } | undefined;
   protected readonly dueWork: DueWork;
   protected readonly schema: LazySchema;
+  private readonly forwarder: SettlementForwarder;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current,
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
-    this.dueWork = new DueWork(ctx.storage, Date.now, (operationId) => this.releaseOpenOperation(operationId));
-    // A restarted object must never forget an open operation (D7, agents#1119).
+    this.dueWork = new DueWork(ctx.storage, Date.now, () => this.forwardAfterCommit());
+    this.forwarder = new SettlementForwarder({
+      outbox: () => (this.schema.exists ? this.dueWork.outbox : undefined),
+      result: (operationId) => {
+        const storage = this.opened?.storage ?? this.existingStorage();
+        return storage && readResult(storage, operationId);
+      },
+      send: (operations) => this.sendSettled(operations),
+      rearm: () => {
+        if (this.schema.exists) this.dueWork.rearm();
+      },
+    });
+    // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
+    // agents#1119): the alarm covers both.
     if (this.schema.exists && this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
   }
 
@@ -107,10 +122,20 @@ export abstract class SessionHost extends DurableObject<Env> {
     if (this.schema.exists) new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, replay);
   }
 
-  /** Drives every due operation; at-least-once delivery is harmless (passes join, records answer). */
+  /**
+   * Drives every due operation and forwards the settlement outbox; at-least-once delivery is
+   * harmless (passes join, records answer, the tenant applies a repeated forward once).
+   */
   override async alarm(): Promise<void> {
     if (!this.existingStorage()) return;
-    await this.open().runtime.runDue();
+    // A failed forward postpones its rows and re-arms; it must not stop the due passes.
+    const forwarded = this.forwarder.kick().catch(() => undefined);
+    try {
+      await this.open().runtime.runDue();
+    } finally {
+      await forwarded;
+      if (this.schema.exists) this.dueWork.rearm();
+    }
   }
 
   /** The hosted Session; engine code in tests reaches it through `runInDurableObject`. */
@@ -171,14 +196,23 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /**
-   * The tenant's open-operations quota (tenant-operations.ts): a settled operation frees its slot.
-   * Called inside the committing mutation, so the call is fired and never awaited (D4); a lost
-   * release is healed by the worker's check when the quota next refuses.
+   * Called inside the settling mutation, once the outbox row is written: the forward starts after
+   * the commit, outside the mutation line (a microtask runs once the synchronous commit returned),
+   * and the tenant object hears of it only once the batch is durable (the output gate holds the
+   * call until then). A forward lost with the object is repeated by the alarm.
    */
-  private releaseOpenOperation(operationId: string): void {
-    const tenantId = this.tenantId();
-    if (tenantId === undefined) return;
-    this.env.TENANTS.getByName(tenantId).releaseOperation(operationId).catch(() => undefined);
+  private forwardAfterCommit(): void {
+    queueMicrotask(() => this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined)));
+  }
+
+  /**
+   * One call tells the tenant object about settled operations: it frees their open-operation
+   * slots (tenant-operations.ts) and enqueues their webhooks, idempotently by operation id.
+   */
+  private async sendSettled(operations: SettledOperation[]): Promise<void> {
+    const storage = this.opened?.storage ?? this.existingStorage();
+    if (!storage) return;
+    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations);
   }
 
   /**

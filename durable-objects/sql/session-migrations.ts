@@ -109,4 +109,19 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
         WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
     ],
   },
+  {
+    version: 5,
+    name: "settlement_outbox",
+    statements: [
+      // Settled operations not yet told to the tenant (session/settlement-outbox.ts): inserted in
+      // the commit that settles the operation, deleted once the tenant has it. Every turn pays for
+      // this row, so it stays tiny.
+      `CREATE TABLE settlement_outbox (
+        operation_id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        settled_at INTEGER NOT NULL,
+        forward_at INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];

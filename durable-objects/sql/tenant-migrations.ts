@@ -133,4 +133,39 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE tenant ADD COLUMN default_model TEXT",
     ],
   },
+  {
+    version: 9,
+    name: "webhooks",
+    statements: [
+      // The tenant's webhook endpoints (tenant-webhooks.ts); the signing secret only sealed.
+      `CREATE TABLE webhook_endpoints (
+        endpoint_id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        sealed_secret TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX webhook_endpoints_by_time ON webhook_endpoints (created_at, endpoint_id)",
+      // The durable outbox and delivery log: one row per endpoint and event, keyed so that a
+      // repeated forward of the same event enqueues nothing twice.
+      `CREATE TABLE webhook_deliveries (
+        endpoint_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_status_code INTEGER,
+        last_error TEXT,
+        next_attempt_at INTEGER,
+        created_at INTEGER NOT NULL,
+        first_attempt_at INTEGER,
+        last_attempt_at INTEGER,
+        delivered_at INTEGER,
+        PRIMARY KEY (endpoint_id, event_id)
+      )`,
+      "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)",
+      "CREATE INDEX webhook_deliveries_by_time ON webhook_deliveries (endpoint_id, created_at, event_id)",
+    ],
+  },
 ];

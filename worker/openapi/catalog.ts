@@ -14,6 +14,7 @@ import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoS
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import { toolCatalog } from "./catalog-tools.ts";
+import { webhookCatalog } from "./catalog-webhooks.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
 
 /**
@@ -157,4 +158,5 @@ export const CATALOG: readonly CatalogRoute[] = [
   ...sessionCatalog,
   ...laneCatalog,
   ...toolCatalog,
+  ...webhookCatalog,
 ];

@@ -1,0 +1,151 @@
+import type { OperationResultRecord } from "../../schema/lane.ts";
+
+/**
+ * A row is forwarded right after its commit by a live forward; the alarm only backs up a forward
+ * that died with the object, so it is armed a little later instead of firing beside it.
+ */
+export const FORWARD_SAFETY_NET_MS = 5_000;
+/** A forward that failed (the tenant object unreachable) is retried by the alarm after this long. */
+export const FORWARD_RETRY_MS = 30_000;
+/** Rows told to the tenant in one call; a longer outbox takes several calls of one forward. */
+export const FORWARD_BATCH = 50;
+
+type OutboxRow = { operation_id: string; lane: string; settled_at: number };
+
+/** What the session tells its tenant about one settled operation (a summary, never content). */
+export interface SettledOperation {
+  operationId: string;
+  lane: string;
+  settledAt: number;
+  /** The result record's summary; absent when the operation left no record (its lane is gone). */
+  result?: { kind: string; status: string; error?: { code: string; message: string }; endedAt: number };
+}
+
+/**
+ * The session's settlement outbox: a settled operation's row is inserted inside the mutation that
+ * settles it (the same atomic batch: DueWork.settled runs synchronously in the commit), and deleted
+ * once the tenant object acknowledged it. So a crash between the commit and the tenant's update
+ * loses nothing: the row and the alarm armed for it survive, and the next forward repeats the call,
+ * which the tenant object applies idempotently. Every method is one synchronous SQL turn.
+ */
+export class SettlementOutbox {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly clock: () => number,
+  ) {}
+
+  record(lane: string, operationId: string): void {
+    const now = this.clock();
+    this.sql.exec(
+      "INSERT INTO settlement_outbox (operation_id, lane, settled_at, forward_at) VALUES (?, ?, ?, ?) ON CONFLICT (operation_id) DO NOTHING",
+      operationId,
+      lane,
+      now,
+      now + FORWARD_SAFETY_NET_MS,
+    );
+  }
+
+  /** When the alarm must look at the outbox next, if it holds anything. */
+  earliest(): number | undefined {
+    return this.sql.exec<{ due: number | null }>("SELECT MIN(forward_at) AS due FROM settlement_outbox").one().due ?? undefined;
+  }
+
+  /** The oldest rows, read fully (a cursor never crosses an await). */
+  pending(limit: number): OutboxRow[] {
+    return this.sql.exec<OutboxRow>("SELECT operation_id, lane, settled_at FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?", limit).toArray();
+  }
+
+  remove(operationIds: readonly string[]): void {
+    for (const id of operationIds) this.sql.exec("DELETE FROM settlement_outbox WHERE operation_id = ?", id);
+  }
+
+  postpone(operationIds: readonly string[], delayMs: number): void {
+    const at = this.clock() + delayMs;
+    for (const id of operationIds) this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, id);
+  }
+}
+
+export interface ForwarderPorts {
+  /** The outbox, or undefined when the object holds no session (deleted meanwhile). */
+  outbox(): SettlementOutbox | undefined;
+  /** The settled operation's immutable result record, read synchronously from storage. */
+  result(operationId: string): OperationResultRecord | undefined;
+  /** Tells the tenant object; resolves once it applied the batch (idempotently). */
+  send(operations: SettledOperation[]): Promise<void>;
+  /** Points the object's one alarm at whatever is scheduled now. */
+  rearm(): void;
+}
+
+/**
+ * Moves outbox rows to the tenant object, never inside a mutation line: started after the commit
+ * (a microtask after the settling mutation) and by every alarm. One forward runs at a time; a kick
+ * while one runs makes it go round once more. Two forwards of the same row (a forward repeated
+ * after a crash) are harmless: the tenant object keys everything by operation and event id.
+ */
+export class SettlementForwarder {
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly ports: ForwarderPorts) {}
+
+  /** Starts a forward, or joins the running one (which then looks at the outbox once more). */
+  kick(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      await this.forwardAll();
+    } while (this.again);
+  }
+
+  private async forwardAll(): Promise<void> {
+    for (;;) {
+      const outbox = this.ports.outbox();
+      if (!outbox) return;
+      const rows = outbox.pending(FORWARD_BATCH);
+      if (rows.length === 0) return;
+      const operations = rows.map((row) => this.settledOperation(row));
+      const ids = rows.map((row) => row.operation_id);
+      try {
+        await this.ports.send(operations);
+      } catch (error) {
+        // The rows stay; the alarm retries them later, not in a hot loop.
+        this.ports.outbox()?.postpone(ids, FORWARD_RETRY_MS);
+        this.ports.rearm();
+        throw error;
+      }
+      // After the await the session may have been deleted: its storage is then gone, rows included.
+      const after = this.ports.outbox();
+      if (!after) return;
+      after.remove(ids);
+      this.ports.rearm();
+      if (rows.length < FORWARD_BATCH) return;
+    }
+  }
+
+  private settledOperation(row: OutboxRow): SettledOperation {
+    const record = this.ports.result(row.operation_id);
+    return {
+      operationId: row.operation_id,
+      lane: row.lane,
+      settledAt: row.settled_at,
+      ...(record && {
+        result: {
+          kind: record.kind,
+          status: record.status,
+          ...(record.error && { error: { code: record.error.code, message: record.error.message } }),
+          endedAt: record.endedAt,
+        },
+      }),
+    };
+  }
+}

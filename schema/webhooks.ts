@@ -1,0 +1,78 @@
+import * as v from "valibot";
+
+// Tenant webhooks: endpoints a tenant registers to be told, by a signed POST, when its operations
+// settle; request bodies, answers and the event a delivery carries.
+
+/** The events an endpoint can subscribe to. `operation.suspended` is emitted by deferred runs. */
+export const WEBHOOK_EVENT_TYPES = ["operation.settled", "operation.suspended"] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** Endpoints one tenant may register. */
+export const MAX_WEBHOOK_ENDPOINTS = 10;
+export const MAX_WEBHOOK_URL_CHARS = 2048;
+
+export const WebhookEventTypeSchema = v.picklist(WEBHOOK_EVENT_TYPES, `events are ${WEBHOOK_EVENT_TYPES.join(", ")}`);
+
+/** The body of `POST /v1/webhooks`. Whether the URL's scheme and host are allowed is checked after. */
+export const CreateWebhookSchema = v.strictObject({
+  url: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_WEBHOOK_URL_CHARS)),
+  events: v.pipe(v.array(WebhookEventTypeSchema), v.minLength(1, "events must name at least one event"), v.maxLength(WEBHOOK_EVENT_TYPES.length * 4)),
+});
+export type CreateWebhook = v.InferOutput<typeof CreateWebhookSchema>;
+
+/** Endpoint ids as the service mints them (`wh_…`). */
+export const WebhookIdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "Ids are 1–64 characters of A–Z a–z 0–9 _ -"));
+
+/** One endpoint as listings show it: never its secret. */
+export const WebhookEndpointSchema = v.object({
+  id: v.string(),
+  url: v.string(),
+  events: v.array(WebhookEventTypeSchema),
+  createdAt: v.number(),
+});
+export type WebhookEndpoint = v.InferOutput<typeof WebhookEndpointSchema>;
+
+/** The answer of the creation: the endpoint and its signing secret, shown this once. */
+export const CreatedWebhookSchema = v.object({ ...WebhookEndpointSchema.entries, secret: v.string() });
+export type CreatedWebhook = v.InferOutput<typeof CreatedWebhookSchema>;
+
+export const WEBHOOK_DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
+
+/** One row of an endpoint's delivery log. */
+export const WebhookDeliverySchema = v.object({
+  eventId: v.string(),
+  type: WebhookEventTypeSchema,
+  status: v.picklist(WEBHOOK_DELIVERY_STATUSES),
+  attempts: v.number(),
+  /** The HTTP status of the last attempt, when the endpoint answered one. */
+  lastStatusCode: v.optional(v.number()),
+  /** Why the last attempt failed (`HTTP 500`, `timeout`, `unreachable`). */
+  lastError: v.optional(v.string()),
+  /** When the next attempt is due; null once the delivery is delivered or failed. */
+  nextAttemptAt: v.nullable(v.number()),
+  createdAt: v.number(),
+  lastAttemptAt: v.optional(v.number()),
+  deliveredAt: v.optional(v.number()),
+});
+export type WebhookDelivery = v.InferOutput<typeof WebhookDeliverySchema>;
+
+/** What `operation.settled` tells: a summary of the operation's result, never content or secrets. */
+export const OperationSettledDataSchema = v.object({
+  sessionId: v.string(),
+  lane: v.string(),
+  operationId: v.string(),
+  kind: v.string(),
+  status: v.string(),
+  error: v.optional(v.object({ code: v.string(), message: v.string() })),
+});
+export type OperationSettledData = v.InferOutput<typeof OperationSettledDataSchema>;
+
+/** The JSON body of every delivery; `id` is the same on every attempt (receivers dedupe by it). */
+export const WebhookEventSchema = v.object({
+  id: v.string(),
+  type: WebhookEventTypeSchema,
+  createdAt: v.number(),
+  data: OperationSettledDataSchema,
+});
+export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;

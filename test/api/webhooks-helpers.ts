@@ -1,0 +1,85 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect, inject } from "vitest";
+import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { CreatedWebhook, WebhookDelivery } from "../../schema/webhooks.ts";
+import type { ReceivedDelivery } from "../node/webhook-receiver-setup.ts";
+import { call } from "./helpers.ts";
+
+export type { ReceivedDelivery };
+
+let scopes = 0;
+
+/**
+ * A scope of the local webhook receiver (test/node/webhook-receiver-setup.ts): `url(behaviour)`
+ * is an endpoint URL answering as the behaviour says, `received()` lists the calls it got.
+ */
+export function receiver(prefix: string) {
+  const base = inject("webhookReceiverUrl");
+  const scope = `${prefix}-${Date.now().toString(36)}-${(scopes++).toString(36)}`;
+  return {
+    url: (behaviour: string) => `${base}/receive/${scope}/${behaviour}`,
+    async received(): Promise<ReceivedDelivery[]> {
+      return (await fetch(`${base}/requests/${scope}`)).json<ReceivedDelivery[]>();
+    },
+  };
+}
+
+export async function register(key: string, url: string, events: string[] = ["operation.settled"]): Promise<CreatedWebhook> {
+  const response = await call("/v1/webhooks", { body: { url, events }, token: key });
+  expect(response.status).toBe(201);
+  return response.json<CreatedWebhook>();
+}
+
+export async function deliveries(key: string, endpointId: string): Promise<WebhookDelivery[]> {
+  const response = await call(`/v1/webhooks/${endpointId}/deliveries`, { token: key });
+  expect(response.status).toBe(200);
+  return (await response.json<{ items: WebhookDelivery[] }>()).items;
+}
+
+/** Waits (bounded, polling) until `check` answers something other than undefined. */
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The receiver's calls once there are at least `count`. */
+export function receivedAtLeast(scope: ReturnType<typeof receiver>, count: number, timeoutMs?: number): Promise<ReceivedDelivery[]> {
+  return eventually(async () => {
+    const calls = await scope.received();
+    return calls.length >= count ? calls : undefined;
+  }, `${count} deliveries`, timeoutMs);
+}
+
+/** Whether a delivery carries the documented signature: `sha256=` + hex HMAC-SHA256 of `timestamp.body`. */
+export async function signatureValid(secret: string, delivery: ReceivedDelivery): Promise<boolean> {
+  if (delivery.timestamp === null || delivery.signature === null) return false;
+  const encoder = new TextEncoder();
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(`${delivery.timestamp}.${delivery.rawBody}`)));
+  const expected = `sha256=${[...mac].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+  return expected === delivery.signature;
+}
+
+/** Makes every pending delivery of the tenant due now (instead of waiting for its backoff) and runs the alarm. */
+export async function retryNow(tenantId: string): Promise<void> {
+  const tenant = env.TENANTS.getByName(tenantId);
+  await runInDurableObject(tenant, async (_instance: TenantObject, state) => {
+    state.storage.sql.exec("UPDATE webhook_deliveries SET next_attempt_at = created_at WHERE status = 'pending'");
+    await state.storage.setAlarm(Date.now());
+  });
+}
+
+/** A prompt on the lane, waited for until it settled; answers the operation id. */
+export async function settledPrompt(key: string, lanePath: string, prompt: string): Promise<string> {
+  const response = await call(`${lanePath}/prompt`, { body: { prompt, wait: 30 }, token: key });
+  expect(response.status).toBe(200);
+  const body = await response.json<{ operationId: string; status: string }>();
+  expect(body.status).toBe("completed");
+  return body.operationId;
+}
