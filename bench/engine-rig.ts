@@ -1,4 +1,5 @@
 import { DueWork, type AlarmHost } from "../durable-objects/due-work.ts";
+import { FORWARD_BATCH } from "../durable-objects/session/settlement-outbox.ts";
 import { sparseUsage } from "../durable-objects/sql/usage-codec.ts";
 import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
 import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
@@ -190,7 +191,13 @@ export async function openBenchEngine(
         cancelDeferred: (target, handle, options) => registry.cancelDeferred(target, handle, options),
       }
     : registry;
-  const { harness } = await AgentHarness.create({ session, models, seed: { model }, wake: new DueWork(alarmHost) });
+  // The hosted object forwards each settlement's outbox row to its tenant right after the commit
+  // and deletes it once acknowledged; here the tenant is not called, but the row is deleted the same
+  // way (after the commit, through the tapped SQL), so the per-turn counts include that write.
+  const wake: DueWork = new DueWork(alarmHost, Date.now, () => {
+    queueMicrotask(() => wake.outbox.remove(wake.outbox.pending(FORWARD_BATCH).map((row) => row.operation_id)));
+  });
+  const { harness } = await AgentHarness.create({ session, models, seed: { model }, wake });
   return { session, storage, tap, harness, alarms };
 }
 
