@@ -1,33 +1,21 @@
-import { DurableObject } from "cloudflare:workers";
 import * as v from "valibot";
 import type { RpcResult } from "../schema/errors.ts";
-import type { Usage } from "../schema/usage.ts";
 import type { Wire } from "../schema/wire.ts";
-import { zeroUsage } from "../harness/session/usage.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "./idempotency.ts";
 import { asResult, RpcError } from "./rpc-errors.ts";
-import { LazySchema } from "./sql/lazy-schema.ts";
-import { TENANT_MIGRATIONS } from "./sql/tenant-migrations.ts";
-import { TenantKeys, type KeyInfo } from "./tenant-keys.ts";
+import type { KeyInfo } from "./tenant-keys.ts";
 import { TenantProviderKeys } from "./tenant-providers.ts";
 import type { ProviderKeyInfo } from "../schema/providers.ts";
 import { ModelIdentitySchema, type ModelIdentity } from "../schema/lane.ts";
 import { SessionIndex, TenantDirectory, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
-import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations, type Reservation } from "./tenant-operations.ts";
-import { TenantWatches } from "./tenant-watches.ts";
-import { settledEvent, TenantWebhooks, type EnqueuedEvent } from "./tenant-webhooks.ts";
-import { deliverDue, newWebhookSecret, sealWebhookSecret } from "./webhook-delivery.ts";
-import type { SettledOperation } from "./session/settlement-outbox.ts";
-import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../schema/webhooks.ts";
+import { DEFAULT_MAX_OPEN_OPERATIONS, type Reservation } from "./tenant-operations.ts";
+import { TenantActivityRpc } from "./tenant/tenant-activity-rpc.ts";
+import { randomToken, type TenantInfo } from "./tenant/tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 export type { KeyInfo, Page, SessionSummary, TenantSummary };
 
-export interface TenantInfo {
-  id: string;
-  name: string;
-  createdAt: number;
-}
+export type { TenantInfo };
 
 /** Requests per minute a tenant may make when no quota of its own is set. */
 export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
@@ -50,15 +38,15 @@ export interface TenantProviderSettings {
 
 export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
 
-type TenantRow = { tenant_id: string; name: string; created_at: number };
-
 const encoder = new TextEncoder();
 
 /**
  * One per tenant (ARCHITECTURE D2, D17): the tenant record, SHA-256 hashes of its API keys with
  * immediate revocation (tenant-keys.ts), the index of its sessions for listing (tenant-listings.ts),
  * its quotas (requests per minute; open operations: tenant-operations.ts) and its usage totals.
- * Keys are minted here and shown once; only their hashes are stored.
+ * Keys are minted here and shown once; only their hashes are stored. Layers below: the sessions'
+ * reports and the webhooks (tenant/tenant-activity-rpc.ts), the schema, the stores and the shared
+ * alarm (tenant/tenant-host.ts).
  *
  * Storage exists only once the admin created the tenant (sql/lazy-schema.ts): anyone can name a
  * tenant object with a garbage key `sk_<anyTenant>_…`, and such a request must write nothing.
@@ -71,14 +59,7 @@ const encoder = new TextEncoder();
  * append-only migrations) rather than a class of its own, which would need a new class migration
  * in wrangler.toml for one small table; it is touched only by admin calls, never per request.
  */
-export class TenantObject extends DurableObject<Env> {
-  private readonly schema: LazySchema;
-
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.schema = new LazySchema(ctx.storage, TENANT_MIGRATIONS);
-  }
-
+export class TenantObject extends TenantActivityRpc {
   async createTenant(id: string, name: string): Promise<Wire<RpcResult<TenantInfo>>> {
     return asResult(() => {
       const existing = this.tenant();
@@ -132,39 +113,6 @@ export class TenantObject extends DurableObject<Env> {
     // Only a tenant (whose key opened the socket) has a schema; anything else is no active key.
     if (!this.schema.exists) return { active: false };
     return this.watches().register(keyId, sessionId, Date.now());
-  }
-
-  /**
-   * The one alarm, shared: it continues closing revoked keys' watch sockets (past a batch or after
-   * a failed notification) and sends due webhook deliveries. Both are driven by their tables, so
-   * each run recomputes when it is wanted next and arms that, last (a failing part never leaves
-   * the other unscheduled).
-   */
-  override async alarm(): Promise<void> {
-    const tenant = this.tenant();
-    if (!tenant) return;
-    const now = Date.now();
-    const [watches, deliveries] = await Promise.all([
-      this.watches().closeRevoked(now).catch(() => now + ALARM_RETRY_MS),
-      deliverDue(this.webhooks(), { tenantId: tenant.id, secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" }, now).catch(() => now + ALARM_RETRY_MS),
-    ]);
-    const next = earliestOf(watches, deliveries);
-    if (next !== undefined) await this.ctx.storage.setAlarm(next);
-  }
-
-  /** Outside the alarm: make sure it fires by `at` without postponing an earlier one. */
-  private async armNoLaterThan(at: number | undefined): Promise<void> {
-    if (at === undefined) return;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || at < current) await this.ctx.storage.setAlarm(at);
-  }
-
-  private watches(): TenantWatches {
-    return new TenantWatches(this.ctx.storage.sql, (sessionId, keyId) => {
-      const tenant = this.requireTenant();
-      // The session object's name (ARCHITECTURE D2), as the front worker derives it.
-      return this.env.SESSIONS.getByName(`${tenant.id}:${sessionId}`).closeWatchesOfKey(keyId);
-    });
   }
 
   /** The key id for a presented key's hash, or null (unknown or revoked), compared in constant time. */
@@ -311,90 +259,6 @@ export class TenantObject extends DurableObject<Env> {
     if (this.schema.exists) this.operations().bind(reservationId, operationId, Date.now());
   }
 
-  /**
-   * A session's settlement outbox forwards its settled operations here (one call per batch, after
-   * their commit, repeated after a crash): their open-operation slots are freed and one webhook
-   * delivery per subscribed endpoint is enqueued. Idempotent: a release is, and an event id is
-   * derived from session and operation, so a repeated forward enqueues nothing twice.
-   */
-  async operationsSettled(sessionId: string, operations: SettledOperation[]): Promise<void> {
-    if (!this.schema.exists) return;
-    const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
-      (event): event is EnqueuedEvent => event !== undefined,
-    );
-    // All or nothing: a batch that fails to apply leaves the slots held and the session retries it.
-    const now = Date.now();
-    const enqueued = this.ctx.storage.transactionSync(() => {
-      const ledger = this.operations();
-      for (const operation of operations) ledger.release(operation.operationId, now);
-      return this.webhooks().enqueue(events, now);
-    });
-    if (enqueued > 0) await this.armNoLaterThan(now);
-  }
-
-  /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
-  async releaseOperation(id: string): Promise<void> {
-    if (this.schema.exists) this.operations().release(id, Date.now());
-  }
-
-  /** Adds one usage-ledger row's usage to the tenant's totals (forwarded by session objects). */
-  async addUsage(usage: Usage): Promise<void> {
-    if (this.schema.exists) this.operations().addUsage(usage);
-  }
-
-  async usageTotals(): Promise<Usage> {
-    return this.schema.exists ? this.operations().usage() : zeroUsage();
-  }
-
-  // Webhooks (tenant-webhooks.ts, webhook-delivery.ts).
-
-  /** Registers an endpoint; its signing secret is answered this once and stored only sealed. */
-  async createWebhook(url: string, events: WebhookEventType[]): Promise<Wire<RpcResult<CreatedWebhook>>> {
-    return asResult(async () => {
-      const tenant = this.requireTenant();
-      const id = `wh_${randomToken(12)}`;
-      const secret = newWebhookSecret();
-      const sealed = await sealWebhookSecret(this.env.SECRETS_KEY, tenant.id, id, secret);
-      // The seal is awaited before the SQL turn: the tenant and the bound are read in the writing turn.
-      this.requireTenant();
-      return { ...this.webhooks().insert({ id, url, events, sealedSecret: sealed, createdAt: Date.now() }), secret };
-    });
-  }
-
-  async listWebhooks(): Promise<Wire<RpcResult<{ items: WebhookEndpoint[] }>>> {
-    return asResult(() => {
-      this.requireTenant();
-      return { items: this.webhooks().list() };
-    });
-  }
-
-  async deleteWebhook(endpointId: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
-    return asResult(() => {
-      this.requireTenant();
-      this.webhooks().delete(endpointId);
-      return { deleted: true as const };
-    });
-  }
-
-  async webhookDeliveries(endpointId: string, limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<WebhookDelivery>>>> {
-    return asResult(() => {
-      this.requireTenant();
-      return this.webhooks().deliveries(endpointId, limit, cursor);
-    });
-  }
-
-  private webhooks(): TenantWebhooks {
-    return new TenantWebhooks(this.ctx.storage.sql);
-  }
-
-  private operations(): TenantOperations {
-    return new TenantOperations(this.ctx.storage.sql);
-  }
-
-  private keys(): TenantKeys {
-    return new TenantKeys(this.ctx.storage.sql);
-  }
-
   // The session index: what a listing shows, so that a listing touches this object only.
 
   /** Idempotent (a retried creation refreshes the row); called before creation answers. */
@@ -440,25 +304,6 @@ export class TenantObject extends DurableObject<Env> {
     if (this.schema.exists) new IdempotencyStore(this.ctx.storage.sql).complete(key, requestHash, replay);
   }
 
-  private tenant(): TenantInfo | undefined {
-    if (!this.schema.exists) return undefined;
-    const row = this.ctx.storage.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
-    return row ? { id: row.tenant_id, name: row.name, createdAt: row.created_at } : undefined;
-  }
-
-  private requireTenant(): TenantInfo {
-    const tenant = this.tenant();
-    if (!tenant) throw new RpcError({ code: "NotFound", message: "No such tenant" });
-    return tenant;
-  }
-}
-
-/** A failed part of the alarm is tried again after this long. */
-const ALARM_RETRY_MS = 60_000;
-
-function earliestOf(...times: (number | undefined)[]): number | undefined {
-  const defined = times.filter((time): time is number => time !== undefined);
-  return defined.length === 0 ? undefined : Math.min(...defined);
 }
 
 export async function sha256Hex(text: string): Promise<string> {
@@ -466,7 +311,3 @@ export async function sha256Hex(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-function randomToken(bytes: number): string {
-  const raw = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}

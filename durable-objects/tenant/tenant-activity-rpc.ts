@@ -1,0 +1,89 @@
+import type { RpcResult } from "../../schema/errors.ts";
+import type { Usage } from "../../schema/usage.ts";
+import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../../schema/webhooks.ts";
+import type { Wire } from "../../schema/wire.ts";
+import { zeroUsage } from "../../harness/session/usage.ts";
+import { asResult } from "../rpc-errors.ts";
+import type { SettledOperation } from "../session/settlement-outbox.ts";
+import { settledEvent, type EnqueuedEvent } from "../tenant-webhooks.ts";
+import type { Page } from "../time-cursor.ts";
+import { newWebhookSecret, sealWebhookSecret } from "../webhook-delivery.ts";
+import { randomToken, TenantHost } from "./tenant-host.ts";
+
+/**
+ * What the tenant's sessions report after their commits (settled operations, usage) and what the
+ * tenant registers to be told about them (webhook endpoints, their delivery log).
+ */
+export abstract class TenantActivityRpc extends TenantHost {
+  /**
+   * A session's settlement outbox forwards its settled operations here (one call per batch, after
+   * their commit, repeated after a crash): their open-operation slots are freed and one webhook
+   * delivery per subscribed endpoint is enqueued. Idempotent: a release is, and an event id is
+   * derived from session and operation, so a repeated forward enqueues nothing twice.
+   */
+  async operationsSettled(sessionId: string, operations: SettledOperation[]): Promise<void> {
+    if (!this.schema.exists) return;
+    const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
+      (event): event is EnqueuedEvent => event !== undefined,
+    );
+    // All or nothing: a batch that fails to apply leaves the slots held and the session retries it.
+    const now = Date.now();
+    const enqueued = this.ctx.storage.transactionSync(() => {
+      const ledger = this.operations();
+      for (const operation of operations) ledger.release(operation.operationId, now);
+      return this.webhooks().enqueue(events, now);
+    });
+    if (enqueued > 0) await this.armNoLaterThan(now);
+  }
+
+  /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
+  async releaseOperation(id: string): Promise<void> {
+    if (this.schema.exists) this.operations().release(id, Date.now());
+  }
+
+  /** Adds one usage-ledger row's usage to the tenant's totals (forwarded by session objects). */
+  async addUsage(usage: Usage): Promise<void> {
+    if (this.schema.exists) this.operations().addUsage(usage);
+  }
+
+  async usageTotals(): Promise<Usage> {
+    return this.schema.exists ? this.operations().usage() : zeroUsage();
+  }
+
+  // Webhooks (tenant-webhooks.ts, webhook-delivery.ts).
+
+  /** Registers an endpoint; its signing secret is answered this once and stored only sealed. */
+  async createWebhook(url: string, events: WebhookEventType[]): Promise<Wire<RpcResult<CreatedWebhook>>> {
+    return asResult(async () => {
+      const tenant = this.requireTenant();
+      const id = `wh_${randomToken(12)}`;
+      const secret = newWebhookSecret();
+      const sealed = await sealWebhookSecret(this.env.SECRETS_KEY, tenant.id, id, secret);
+      // The seal is awaited before the SQL turn: the tenant and the bound are read in the writing turn.
+      this.requireTenant();
+      return { ...this.webhooks().insert({ id, url, events, sealedSecret: sealed, createdAt: Date.now() }), secret };
+    });
+  }
+
+  async listWebhooks(): Promise<Wire<RpcResult<{ items: WebhookEndpoint[] }>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return { items: this.webhooks().list() };
+    });
+  }
+
+  async deleteWebhook(endpointId: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
+    return asResult(() => {
+      this.requireTenant();
+      this.webhooks().delete(endpointId);
+      return { deleted: true as const };
+    });
+  }
+
+  async webhookDeliveries(endpointId: string, limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<WebhookDelivery>>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return this.webhooks().deliveries(endpointId, limit, cursor);
+    });
+  }
+}
