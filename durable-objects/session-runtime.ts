@@ -1,3 +1,4 @@
+import type { DeferredHandle } from "../schema/messages.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import type { HttpToolSettings } from "../tools/http-tool.ts";
@@ -18,6 +19,8 @@ export type OperationView =
       status: "running" | "open" | "aborting";
       at: string;
       retry?: { attempt: number; notBefore: number };
+      /** A suspended run's handle and how many polls it has had. */
+      deferred?: { handle: DeferredHandle; poll: number };
     };
 
 /**
@@ -133,10 +136,18 @@ export function operationView(lane: AgentLane, operationId: string): OperationVi
       status: info?.status ?? "open",
       at: state.at,
       ...(state.at === "assistant.retry_wait" && { retry: { attempt: state.nextAttempt, notBefore: state.notBefore } }),
+      ...(state.at === "deferred.suspended" && deferredOf(lane, state.sourceEntryId, state.poll)),
     };
   }
   const record = lane.getResult(operationId);
   return record ? { state: "settled", result: record } : undefined;
+}
+
+/** The handle the suspended run's source entry holds (the assistant that deferred). */
+function deferredOf(lane: AgentLane, sourceEntryId: string, poll: number): { deferred?: { handle: DeferredHandle; poll: number } } {
+  const [source] = lane.findEntries({ start: sourceEntryId, limit: 1 });
+  const handle = source?.type === "message" && source.message.role === "assistant" ? source.message.deferred : undefined;
+  return handle ? { deferred: { handle, poll } } : {};
 }
 
 function raceDeadline<T>(promise: Promise<T>, deadline: number): Promise<T | undefined> {

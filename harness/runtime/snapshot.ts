@@ -59,7 +59,12 @@ function operationView(
   if (leaf.at === "assistant.retry_wait") {
     view.retry = { attempt: leaf.nextAttempt, maxAttempts: leaf.generationContext.retryPolicy.maxAttempts, nextAttemptAt: leaf.notBefore };
   }
-  if (leaf.at === "assistant.effect_pending") {
+  if (leaf.at === "deferred.suspended") {
+    const source = m.getEntries([leaf.sourceEntryId]).get(leaf.sourceEntryId);
+    const handle = source?.type === "message" && source.message.role === "assistant" ? source.message.deferred : undefined;
+    if (handle) view.deferred = { handle, poll: leaf.poll };
+  }
+  if (leaf.at === "assistant.effect_pending" || leaf.at === "deferred.effect_pending") {
     // The live partial (already a frozen copy) while a pass streams it, else the committed frames.
     const partial = streaming ?? reduceFrames(committedFrames(m, meta.operationId, leaf.responseEntryId));
     if (partial) view.streamingMessage = partial;

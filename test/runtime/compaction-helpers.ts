@@ -31,8 +31,8 @@ export interface CompactionRig {
   lane: AgentLane;
   events: HarnessEvent[];
   requests: SeenRequest[];
-  /** While true, the Models port resolves no model. */
-  models: { missing: boolean };
+  /** While true, the Models port resolves no model; `cancels` lists the deferred handles it was asked to cancel. */
+  models: { missing: boolean; cancels: string[] };
   usageRows(): UsageRow[];
 }
 
@@ -49,7 +49,7 @@ export async function withCompactionRig<T>(
     if (options.steps) await appendScriptSteps(session, options.steps);
     const registry = createModelRegistry({ scripted: true, scriptSource: () => new SessionScriptSource(session) });
     const requests: SeenRequest[] = [];
-    const flags = { missing: false };
+    const flags = { missing: false, cancels: [] as string[] };
     const models: ModelsPort = {
       getModel: (provider, modelId) => (flags.missing ? undefined : registry.getModel(provider, modelId)),
       streamSimple: (model, context, streamOptions) => {
@@ -57,7 +57,10 @@ export async function withCompactionRig<T>(
         return registry.streamSimple(model, context, streamOptions);
       },
       streamDeferred: (model, handle, streamOptions) => registry.streamDeferred(model, handle, streamOptions),
-      cancelDeferred: (model, handle, streamOptions) => registry.cancelDeferred(model, handle, streamOptions),
+      cancelDeferred: (model, handle, streamOptions) => {
+        flags.cancels.push(handle.id);
+        return registry.cancelDeferred(model, handle, streamOptions);
+      },
     };
     const { harness } = await AgentHarness.create({ session, models, seed: { model: options.model ?? ECHO }, ...(options.tools && { tools: options.tools(session) }) });
     if (options.settings) await harness.updateSettings(options.settings);

@@ -1,4 +1,4 @@
-import type { AssistantMessage as ProviderAssistant, Context, Model, Api, SimpleStreamOptions } from "@earendil-works/pi-ai";
+import type { AssistantMessage as ProviderAssistant, AssistantMessageEventStream, Context, Model, Api, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import { AbortRequested } from "../../execution/effect-gate.ts";
 import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
@@ -24,6 +24,8 @@ export async function streamAssistant(
   context: Context,
   options: SimpleStreamOptions,
   responseEntryId: string,
+  /** Where the response comes from instead of a request (a deferred poll, §3.11): admitted the same way. */
+  source?: (signal: AbortSignal) => AssistantMessageEventStream,
 ): Promise<{ response: ProviderAssistant; framed: boolean }> {
   const { core } = pass;
   const lane = pass.lane.name;
@@ -47,14 +49,17 @@ export async function streamAssistant(
     },
   };
   // Admission happens here; everything above was preparation (reference §4.3).
-  const stream = pass.gate.admit((signal) => core.models.streamSimple(model, context, { ...requestOptions, signal }));
+  const stream = pass.gate.admit((signal) => (source ? source(signal) : core.models.streamSimple(model, context, { ...requestOptions, signal })));
   const update = (delta: MessageDelta | undefined): HarnessEvent | undefined =>
     delta && { type: "message_update", lane, runId, entryId: responseEntryId, delta };
   const coalescer = new FrameCoalescer({ clock: core.clock });
   const throttle = new UpdateThrottle(undefined, core.clock);
   // Frames are fenced to this attempt: a frame that reaches the line once the response settled
   // (or the harness closed) writes nothing.
-  const progress = new ProgressWriter(pass, (state) => state.at === "assistant.effect_pending" && state.responseEntryId === responseEntryId);
+  const progress = new ProgressWriter(
+    pass,
+    (state) => (state.at === "assistant.effect_pending" || state.at === "deferred.effect_pending") && state.responseEntryId === responseEntryId,
+  );
   const persist = (frame: AssistantFrame | undefined): void => {
     if (frame) progress.write([appendList(frames, frame)]);
   };

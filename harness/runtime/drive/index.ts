@@ -1,5 +1,6 @@
 import type { OperationState } from "../types.ts";
 import { boundary } from "./checkpoint.ts";
+import { deferredSuspended, recoverPoll } from "./deferred.ts";
 import { generate } from "./generation.ts";
 import { commitNavigation } from "./navigation.ts";
 import type { Pass, Step } from "./pass.ts";
@@ -9,19 +10,7 @@ import { startRun } from "./start.ts";
 import { decideSummary, recoverSummary, summaryReady, summaryRetryWait } from "./summary.ts";
 import { runToolBatch } from "./tools.ts";
 
-/** A leaf whose procedure belongs to a capability this build does not include. */
-export class UnsupportedLeaf extends Error {
-  override readonly name = "UnsupportedLeaf";
-  constructor(readonly at: string) {
-    super(`Operation leaf ${at} is not supported by this build`);
-  }
-}
-
-/**
- * Ordinary dispatch: the single visible switch over the 13 leaves (reference §4.1). Leaves of
- * deferred runs are never entered by this build (classification cannot reach them); meeting one
- * means foreign or corrupt state.
- */
+/** Ordinary dispatch: the single visible switch over the 13 leaves (reference §4.1). */
 export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
   switch (state.at) {
     case "starting":
@@ -48,7 +37,9 @@ export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
     case "summary.retry_wait":
       return summaryRetryWait(pass, state);
     case "deferred.suspended":
+      return deferredSuspended(pass, state);
     case "deferred.effect_pending":
-      return Promise.reject(new UnsupportedLeaf(state.at));
+      // A live pass settles its poll inside deferredSuspended; met here, the outcome is unknown.
+      return recoverPoll(pass, state);
   }
 }

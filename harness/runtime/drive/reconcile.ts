@@ -4,6 +4,7 @@ import { CONTINUE, type Pass, type Step } from "./pass.ts";
 import { syntheticResponse } from "./recover-assistant.ts";
 import { settleResponse } from "./settle-response.ts";
 import { segmentEnd } from "./summary-boundary.ts";
+import { cancelDeferredRun } from "./deferred.ts";
 import { runToolBatch } from "./tools.ts";
 import { settleOperation } from "./transition.ts";
 
@@ -21,12 +22,14 @@ export async function reconcile(pass: Pass, state: OperationState): Promise<Step
     case "tools":
       // Planned calls settle as cancelled, restored effects as interrupted; all are placed.
       return runToolBatch(pass, state);
+    case "deferred.suspended":
+    case "deferred.effect_pending":
+      // Best-effort cancelDeferred, then (a poll in flight settled as aborted) terminal aborted.
+      return cancelDeferredRun(pass, state);
     case "starting":
     case "checkpoint":
     case "assistant.ready":
     case "assistant.retry_wait":
-    case "deferred.suspended":
-    case "deferred.effect_pending":
     case "navigation.ready_to_commit":
       return terminalAborted(pass);
     case "summary.deciding":

@@ -34,11 +34,11 @@ export function committedFrames(reader: Pick<SessionReader, "readList">, operati
 export function syntheticResponse(
   core: HarnessCore,
   operationId: string,
-  state: StateAt<"assistant.effect_pending">,
+  state: StateAt<"assistant.effect_pending"> | StateAt<"deferred.effect_pending">,
   stopReason: "error" | "aborted",
 ): ProviderAssistant {
   const partial: AssistantMessage | undefined = reduceFrames(committedFrames(core.session, operationId, state.responseEntryId));
-  const { provider, modelId } = state.generationContext.configuration.model;
+  const { provider, modelId } = (state.at === "assistant.effect_pending" ? state.generationContext.configuration : state.configuration).model;
   return {
     role: "assistant",
     content: (partial?.content ?? []).map((block) => (block.type === "toolCall" ? { ...block, arguments: { ...block.arguments } } : block)),

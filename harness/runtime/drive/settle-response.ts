@@ -17,6 +17,7 @@ import { decideOnLine } from "./checkpoint.ts";
 import type { Pass, Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
 import { thresholdPossibleAfter } from "./threshold.ts";
+import { suspension, validHandle } from "./deferred.ts";
 import { settleOperation, type TransitionPlan } from "./transition.ts";
 
 /** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive). */
@@ -98,9 +99,20 @@ export async function settleResponse(
       }
       return finish(writes, patch, atBoundary, { code: "context_overflow", message: message.errorMessage ?? "The request exceeded the model's context window" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
-    // 3. Deferred responses suspend a run once the deferred leaves exist; this build has none.
-    if (response.stopReason === "deferred") {
-      return finish(writes, patch, atBoundary, { code: "deferred_unsupported", message: "The provider deferred the response; deferred runs are not supported yet" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+    // 3. A deferred response with a handle this run can poll suspends it (§3.11); an invalid
+    //    handle was normalized to an error above and fails the run below.
+    const handle = response.stopReason === "deferred" ? validHandle(response, state.generationContext.configuration.model) : undefined;
+    if (handle) {
+      const { stepId, configuration, streamOptions } = state.generationContext;
+      const suspended = suspension(pass, scope, { stepId, configuration, streamOptions, poll: 0 }, R, handle);
+      return {
+        kind: "commit",
+        writes,
+        state: suspended.state,
+        patch,
+        events: (done) => [...baseEvents(done), ...retryEnd(true), turnEnd, suspended.event],
+        afterCommit: suspended.afterCommit,
+      };
     }
     // 4. Errors: retry while attempts remain and the error is retryable (a recovered unknown
     //    outcome always counts as retryable).
@@ -220,7 +232,8 @@ function normalize(response: ProviderAssistant, cancelled: boolean, state: State
   if (isContextOverflow(response, state.contextWindow) || isRecoverableLength(response, state.intendedOutputLimit)) {
     return { ...message, stopReason: "error", errorMessage: message.errorMessage ?? "Context overflow" };
   }
-  if (response.stopReason === "deferred" || (response.stopReason === "toolUse" && !message.content.some((block) => block.type === "toolCall"))) {
+  const unpollable = response.stopReason === "deferred" && validHandle(response, state.generationContext.configuration.model) === undefined;
+  if (unpollable || (response.stopReason === "toolUse" && !message.content.some((block) => block.type === "toolCall"))) {
     return { ...message, stopReason: "error", errorMessage: message.errorMessage ?? `Unsupported stop reason ${response.stopReason}` };
   }
   return message;
