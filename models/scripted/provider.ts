@@ -91,7 +91,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): P
       const step = await source.takeStep();
       if (!step) return errorPlan(EXHAUSTED_MESSAGE, inputTokens);
       const maxTokens = Math.max(model.maxTokens, streamOptions?.maxTokens ?? 0);
-      return planStep(step, { model, inputTokens, toolCallsBefore: countToolCalls(context), maxTokens });
+      return planStep(step, { model, inputTokens, toolCallsBefore: countToolCalls(context), maxTokens, now: clock.now() });
     });
   };
 

@@ -29,6 +29,8 @@ export interface PlanInput {
   toolCallsBefore: number;
   /** The output limit a genuine length stop reports. */
   maxTokens: number;
+  /** The provider's clock (a deferred handle's expiry counts from it). */
+  now?: number;
 }
 
 /** The durable data a scripted deferred handle carries: everything the poll needs. */
@@ -69,6 +71,7 @@ export function planStep(step: ScriptStep, input: PlanInput): ResponsePlan {
       api: input.model.api,
       id: `deferred_${uuidv7()}`,
       ...(step.deferred.pollAfterMs !== undefined && { pollAfterMs: step.deferred.pollAfterMs }),
+      ...(step.deferred.expiresAfterMs !== undefined && { expiresAt: (input.now ?? Date.now()) + step.deferred.expiresAfterMs }),
       data: {
         ready: stepToJson(step.deferred.ready),
         toolCallsBefore: input.toolCallsBefore,

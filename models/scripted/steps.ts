@@ -37,7 +37,7 @@ export type ToolCallsStep = StepOptions & { toolCalls: ScriptToolCall[] };
 export type ErrorStep = StepOptions & { error: string; retryable?: boolean };
 export type OverflowStep = StepOptions & { overflow: true };
 export type LengthStep = StepOptions & { length: true };
-export type DeferredStep = StepOptions & { deferred: { pollAfterMs?: number; ready: ScriptStep } };
+export type DeferredStep = StepOptions & { deferred: { pollAfterMs?: number; expiresAfterMs?: number; ready: ScriptStep } };
 export type ThinkingStep = StepOptions & { thinking: string; text: string };
 
 export type ScriptStep = TextStep | ToolCallsStep | ErrorStep | OverflowStep | LengthStep | DeferredStep | ThinkingStep;
@@ -83,6 +83,7 @@ const LengthStepSchema = v.strictObject({ length: v.literal(true), ...options })
 const DeferredStepSchema = v.strictObject({
   deferred: v.strictObject({
     pollAfterMs: v.optional(millis),
+    expiresAfterMs: v.optional(millis),
     ready: v.lazy((): v.GenericSchema<ScriptStep> => ScriptStepSchema),
   }),
   ...options,

@@ -120,6 +120,21 @@ describe("deferred runs", () => {
     expect(result.record.status).toBe("completed");
   });
 
+  it("a handle past its expiry fails the run deferred_expired instead of polling", async () => {
+    const clock = manualClock();
+    const result = await withDriveRig(
+      async ({ harness }) => {
+        const lane = await harness.lane("main");
+        const operationId = await accepted(lane);
+        unwrap(await lane.drive({ operationId }));
+        clock.advance(120_000);
+        return settledRecord(await lane.drive({ operationId, pollDeferred: true }));
+      },
+      { steps: [{ deferred: { expiresAfterMs: 60_000, ready: { text: "too late" } } }], clock },
+    );
+    expect(result).toMatchObject({ status: "failed", error: { code: "deferred_expired" } });
+  });
+
   it("an abort while suspended asks the provider to cancel and ends the run aborted", async () => {
     const result = await withCompactionRig(
       async ({ lane, models, session }) => {
