@@ -3,6 +3,8 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** The base URL of the local webhook server the http tool tests call (test/node/tool-webhook-server.ts). */
     toolWebhookUrl: string;
+    /** The base URL of the local MCP server the MCP tests register (test/node/mcp-test-server.ts). */
+    mcpServerUrl: string;
   }
 }
 
