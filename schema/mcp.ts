@@ -37,7 +37,8 @@ const HeaderValueSchema = v.pipe(
   v.regex(/^[\t\x20-\x7e\x80-\uffff]*$/, "A header value may not contain control characters"),
 );
 
-const HeadersObjectSchema = v.custom<Record<string, string>>(
+/** The leading guard of McpHeadersSchema (valibot's record would take an array too); the OpenAPI document describes the whole by it. */
+export const HeadersObjectSchema = v.custom<Record<string, string>>(
   (input) => typeof input === "object" && input !== null && !Array.isArray(input),
   "headers must be an object of header values by name",
 );
@@ -59,7 +60,8 @@ export const McpHeadersSchema = v.pipe(
 /** A tool name as an MCP server spells it (the protocol allows more than providers do; these are bounded). */
 const RemoteToolNameSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(128));
 
-const ReplayMapObjectSchema = v.custom<Record<string, "never" | "safe">>(
+/** The leading guard of the per-tool replay map (as for the headers). */
+export const ReplayMapObjectSchema = v.custom<Record<string, "never" | "safe">>(
   (input) => typeof input === "object" && input !== null && !Array.isArray(input),
   "replay must be \"never\", \"safe\" or an object of those by tool name",
 );
@@ -78,7 +80,8 @@ export type McpReplay = v.InferOutput<typeof McpReplaySchema>;
 /** The body of `PUT …/mcp-servers/{name}`. */
 export const McpServerInputSchema = v.pipe(
   v.strictObject({
-    url: v.pipe(v.string(), v.maxLength(MAX_TOOL_URL_CHARS), v.url("url must be an absolute URL")),
+    // A check rather than v.url(): the same rule (URL.canParse), documented by its message instead of a `format` keyword.
+    url: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_TOOL_URL_CHARS), v.check((url) => URL.canParse(url), "url must be an absolute URL")),
     headers: v.optional(McpHeadersSchema),
     bearerToken: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_MCP_HEADER_VALUE_CHARS), v.regex(/^[\x21-\x7e]+$/, "bearerToken must be printable ASCII without spaces"))),
     /** Put before each tool's name; default `{name}_`. */
