@@ -21,6 +21,7 @@ export { LanesApi, QueueApi } from "./lanes.ts";
 export { OperationsApi, type CompactOptions, type CompactOutcome, type PromptOptions, type WaitOptions } from "./operations.ts";
 export { ResourcesApi } from "./resources.ts";
 export { ProvidersApi, ToolsApi, type ClientToolResult, type ProviderKeyInfo, type PutProvider, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "./tools.ts";
+export { McpServersApi, type McpServerInput, type McpServerReply, type McpServerSummary, type McpServerView, type ToolListing } from "./mcp-servers.ts";
 export { pages, paginate } from "./paging.ts";
 export {
   bearerProtocol,
