@@ -226,3 +226,18 @@ describe("refreshing and removing an MCP server", () => {
     expect(activating.status).toBe(422);
   });
 });
+
+describe("forking a session with MCP servers", () => {
+  it("the fork has the servers with their cached tools, and reaches them with the same (re-sealed) credentials", async () => {
+    const setup = await laneSetup("mcp_fork");
+    const scope = mcpScope("fork");
+    await registerMcpServer(setup, "docs", { url: scope.url, bearerToken: "fork-token", allow: ["echo"] });
+    const forked = await call(`${setup.sessionPath}/fork`, { body: { scope: "tree" }, token: setup.key });
+    expect(forked.status).toBe(201);
+    const fork = { key: setup.key, sessionPath: `/v1/sessions/${(await forked.json<{ id: string }>()).id}` };
+    expect((await listServers(fork)).map((server) => [server.name, server.toolCount, server.headerNames])).toEqual([["docs", 1, ["Authorization"]]]);
+    const refreshed = await (await call(`${fork.sessionPath}/mcp-servers/docs/refresh`, { method: "POST", token: setup.key })).json<McpServerView>();
+    expect(refreshed.status).toBe("ready");
+    expect((await scope.requests()).every((request) => request.authorization === "Bearer fork-token")).toBe(true);
+  });
+});
