@@ -20,6 +20,8 @@ export const DEFAULT_MCP_TIMEOUT_MS = 30_000;
 export const MAX_MCP_TIMEOUT_MS = 120_000;
 /** A cached tool list older than this is refreshed in the background when a run uses it. */
 export const MCP_DISCOVERY_TTL_MS = 60 * 60 * 1000;
+/** A background discovery that failed is tried again after this long at the earliest. */
+export const MCP_DISCOVERY_RETRY_MS = 5 * 60 * 1000;
 
 export const McpServerNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}$/, "An MCP server name is 1–32 letters, digits, _ or -"));
 

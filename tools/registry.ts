@@ -2,13 +2,13 @@ import type { ClientTool, ResolvedTool, ToolDeclaration, ToolsPort } from "../ha
 import { isReservedNamespace, value } from "../harness/session/addresses.ts";
 import type { Session } from "../harness/session/session.ts";
 import type { JsonValue } from "../schema/json.ts";
-import { MCP_DISCOVERY_TTL_MS } from "../schema/mcp.ts";
+import { MCP_DISCOVERY_RETRY_MS, MCP_DISCOVERY_TTL_MS } from "../schema/mcp.ts";
 import { builtinTool, type BuiltinDependencies } from "./builtin/index.ts";
 import type { ApplicationValues } from "./builtin/values.ts";
 import { toolDefinition, toolDefinitionsPrefix, type StoredToolDefinition } from "./definitions.ts";
 import { httpTool, type HttpToolSettings } from "./http-tool.ts";
 import type { McpSettings } from "./mcp-connection.ts";
-import { mcpToolIndex } from "./mcp-definitions.ts";
+import { mcpToolIndex, type StoredMcpServer } from "./mcp-definitions.ts";
 import { mcpTool } from "./mcp-tool.ts";
 
 export interface ToolRegistryOptions {
@@ -53,9 +53,17 @@ export function createToolRegistry(options: ToolRegistryOptions): ToolsPort {
 function resolveMcp(session: Session, name: string, settings: McpToolSettings, clock: () => number): ResolvedTool | undefined {
   const binding = mcpToolIndex(session).get(name);
   if (!binding) return undefined;
-  const refreshed = binding.server.refreshedAt ?? 0;
-  if (clock() - refreshed > MCP_DISCOVERY_TTL_MS) settings.onStaleServer?.(binding.serverName);
+  if (discoveryDue(binding.server, clock())) settings.onStaleServer?.(binding.serverName);
   return mcpTool(session.metadata.id, name, binding, settings);
+}
+
+/**
+ * Whether a server's cached list is past its TTL. A failed discovery is not retried before
+ * MCP_DISCOVERY_RETRY_MS, or a server that is down would be asked again on every resolution of a run.
+ */
+function discoveryDue(server: StoredMcpServer, now: number): boolean {
+  if (now - (server.refreshedAt ?? 0) <= MCP_DISCOVERY_TTL_MS) return false;
+  return server.lastError === undefined || now - server.lastError.at > MCP_DISCOVERY_RETRY_MS;
 }
 
 /** The names of every tool the session offers: its own definitions and its MCP servers' tools (what a lane may activate). */

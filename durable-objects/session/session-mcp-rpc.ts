@@ -40,7 +40,6 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
       if (urlProblem) throw new RpcError({ code: "ValidationFailed", message: `${name}: ${urlProblem}`, details: { field: "url", server: name } });
       this.checkServerBound(name);
       const headers = { ...definition.headers, ...(definition.bearerToken !== undefined && { Authorization: `Bearer ${definition.bearerToken}` }) };
-      const existing = session.getValue(mcpServer(name))?.value;
       const prefix = definition.prefix ?? `${name}_`;
       const candidate: StoredMcpServer = {
         url: definition.url,
@@ -51,15 +50,16 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
         headerNames: Object.keys(headers),
         ...(Object.keys(headers).length > 0 && { sealedHeaders: await this.sealHeaders(name, headers) }),
         revision: crypto.randomUUID(),
-        // The same server under the same names keeps its cached tools should this discovery fail.
-        tools: existing && existing.url === definition.url && existing.prefix === prefix ? existing.tools : [],
+        tools: [],
         skippedTools: [],
       };
       const outcome = await this.discover(name, candidate);
       // From here on one synchronous turn: the bound and the previous registration are read again.
       this.checkServerBound(name);
       const replaced = session.getValue(mcpServer(name))?.value;
-      const stored = withDiscovery(candidate, outcome, activeToolNames(harness), Date.now());
+      // The same server under the same names keeps its cached tools should this discovery have failed.
+      const kept = replaced && replaced.url === candidate.url && replaced.prefix === prefix ? replaced.tools : [];
+      const stored = withDiscovery({ ...candidate, tools: kept }, outcome, activeToolNames(harness), Date.now());
       await session.setValue(mcpServer(name), stored);
       return { ...mcpServerView(name, stored, mcpToolIndex(session)), created: !replaced };
     });

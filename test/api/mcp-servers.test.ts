@@ -204,6 +204,31 @@ describe("refreshing and removing an MCP server", () => {
     expect((await scope.requests()).filter((request) => request.method === "tools/list")).toHaveLength(2);
   });
 
+  it("a stale list of a server that is down is asked for once while runs use it, not on every use: the failure waits out its retry delay", async () => {
+    const setup = await laneSetup("mcp_ttl_down");
+    const scope = mcpScope("ttl-down");
+    await registerMcpServer(setup, "docs", { url: scope.url, allow: ["echo"] });
+    const stub = env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`);
+    await runInDurableObject(stub, async (instance: SessionObject) => {
+      const session = instance.session();
+      const stored = session.getValue(mcpServer("docs"))?.value;
+      if (!stored) throw new Error("the server is not stored");
+      await session.setValue(mcpServer("docs"), { ...stored, refreshedAt: Date.now() - MCP_DISCOVERY_TTL_MS - 1000 });
+    });
+    await scope.control({ down: true });
+    const listings = async () => (await scope.requests()).filter((request) => request.method === "initialize").length;
+    const before = await listings();
+    await useScript(setup, [{ toolCalls: [{ name: "docs_echo", arguments: { text: "x" } }] }, { toolCalls: [{ name: "docs_echo", arguments: { text: "y" } }] }, { text: "done" }]);
+    await activate(setup, ["docs_echo"]);
+    expect((await settle(setup, await prompt(setup))).status).toBe("completed");
+    for (let i = 0; i < 400 && (await listServers(setup))[0]?.status !== "error"; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect((await listServers(setup))[0]).toMatchObject({ status: "error", toolCount: 1 });
+    await useScript(setup, [{ toolCalls: [{ name: "docs_echo", arguments: { text: "z" } }] }, { text: "done again" }]);
+    expect((await settle(setup, await prompt(setup))).status).toBe("completed");
+    // Every exchange ends at its first request (initialize), answered 503: the three calls, and one discovery.
+    expect((await listings()) - before).toBe(4);
+  });
+
   it("delete: 404 McpServerNotFound when absent, 409 ToolInUse while a lane has one of its tools active, else 204 and its tools are gone", async () => {
     const setup = await laneSetup("mcp_delete");
     const scope = mcpScope("delete");
