@@ -21,6 +21,7 @@ export interface McpSettings {
 
 /** The most any one answer of a server (a tool list page, a call's result) may be, in bytes. */
 export const MAX_MCP_RESPONSE_BYTES = 256 * 1024;
+const SDK_TIMEOUT_MARGIN_MS = 5_000;
 const CLIENT_INFO = { name: "durable-agent-sessions", version: "1.0.0" };
 /** A message the model or the tenant sees is cut here: a server's error text is not ours to bound. */
 const MAX_MESSAGE_CHARS = 500;
@@ -61,7 +62,9 @@ export async function withMcpClient<T>(
   const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: bounded.fetch });
   // The cfworker validator: the default (Ajv) compiles schemas with `new Function`, which workerd refuses.
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
-  const options = { signal: combined, timeout: timeoutMs };
+  // The SDK's own request timeout is a backstop only: the deadline above ends the exchange first,
+  // so a timeout is always reported as one (the SDK's would surface as a protocol error).
+  const options = { signal: combined, timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS };
   try {
     await client.connect(transport, options);
     return await exchange(client, options);
