@@ -36,7 +36,8 @@ const HeaderNameSchema = v.pipe(
 const HeaderValueSchema = v.pipe(
   v.string(),
   v.maxLength(MAX_MCP_HEADER_VALUE_CHARS),
-  v.regex(/^[\t\x20-\x7e\x80-\uffff]*$/, "A header value may not contain control characters"),
+  // Printable ASCII: fetch refuses a header value beyond Latin-1, and would only say so at call time.
+  v.regex(/^[\t\x20-\x7e]*$/, "A header value is printable ASCII (spaces and tabs allowed)"),
 );
 
 /** The leading guard of McpHeadersSchema (valibot's record would take an array too); the OpenAPI document describes the whole by it. */

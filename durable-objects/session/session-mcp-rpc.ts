@@ -38,9 +38,10 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
       const harness = await this.harness();
       const urlProblem = toolUrlProblem(definition.url, this.mcpSettings().allowLoopback);
       if (urlProblem) throw new RpcError({ code: "ValidationFailed", message: `${name}: ${urlProblem}`, details: { field: "url", server: name } });
-      this.checkServerBound(name);
-      const headers = { ...definition.headers, ...(definition.bearerToken !== undefined && { Authorization: `Bearer ${definition.bearerToken}` }) };
       const prefix = definition.prefix ?? `${name}_`;
+      this.checkServerBound(name);
+      this.checkPrefixChange(harness, name, prefix);
+      const headers = { ...definition.headers, ...(definition.bearerToken !== undefined && { Authorization: `Bearer ${definition.bearerToken}` }) };
       const candidate: StoredMcpServer = {
         url: definition.url,
         prefix,
@@ -56,9 +57,11 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
       const outcome = await this.discover(name, candidate);
       // From here on one synchronous turn: the bound and the previous registration are read again.
       this.checkServerBound(name);
+      this.checkPrefixChange(harness, name, prefix);
       const replaced = session.getValue(mcpServer(name))?.value;
-      // The same server under the same names keeps its cached tools should this discovery have failed.
-      const kept = replaced && replaced.url === candidate.url && replaced.prefix === prefix ? replaced.tools : [];
+      // Under the same names the cached tools carry over: kept should this discovery have failed,
+      // and those it no longer lists stay withdrawn while a lane has them active.
+      const kept = replaced && replaced.prefix === prefix ? replaced.tools : [];
       const stored = withDiscovery({ ...candidate, tools: kept }, outcome, activeToolNames(harness), Date.now());
       await session.setValue(mcpServer(name), stored);
       return { ...mcpServerView(name, stored, mcpToolIndex(session)), created: !replaced };
@@ -119,6 +122,17 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
     } catch (error) {
       if (error instanceof McpExchangeError) return { ok: false, message: error.message };
       throw error;
+    }
+  }
+
+  /** A new prefix renames every tool of the server: refused while a lane has one under the old name active. */
+  private checkPrefixChange(harness: AgentHarness, name: string, prefix: string): void {
+    const replaced = this.session().getValue(mcpServer(name))?.value;
+    if (!replaced || replaced.prefix === prefix) return;
+    const active = activeToolNames(harness);
+    const inUse = replaced.tools.map((tool) => replaced.prefix + tool.name).filter((toolName) => active.has(toolName));
+    if (inUse.length > 0) {
+      throw new RpcError({ code: "ToolInUse", message: `A new prefix would rename ${inUse.join(", ")}, active on a lane; remove them from its activeTools first`, details: { tools: inUse } });
     }
   }
 

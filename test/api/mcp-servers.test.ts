@@ -106,6 +106,7 @@ describe("registering an MCP server", () => {
       ["docs", { url: "ftp://127.0.0.1/mcp" }, 400],
       ["docs", { url: scope.url, headers: { "Content-Type": "text/plain" } }, 400],
       ["docs", { url: scope.url, headers: { "X-A": "line\nbreak" } }, 400],
+      ["docs", { url: scope.url, headers: { "X-A": "check ✓" } }, 400],
       ["docs", { url: scope.url, bearerToken: "t", headers: { authorization: "Bearer u" } }, 400],
       ["docs", { url: scope.url, headers: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`X-H${i}`, "v"])) }, 400],
       ["docs", { url: scope.url, prefix: "has space" }, 400],
@@ -229,7 +230,7 @@ describe("refreshing and removing an MCP server", () => {
     expect((await listings()) - before).toBe(4);
   });
 
-  it("delete: 404 McpServerNotFound when absent, 409 ToolInUse while a lane has one of its tools active, else 204 and its tools are gone", async () => {
+  it("delete: 404 McpServerNotFound when absent, 409 ToolInUse while a lane has one of its tools active (so is a new prefix), else 204 and its tools are gone", async () => {
     const setup = await laneSetup("mcp_delete");
     const scope = mcpScope("delete");
     const missing = await call(`${setup.sessionPath}/mcp-servers/nothing`, { method: "DELETE", token: setup.key });
@@ -242,6 +243,9 @@ describe("refreshing and removing an MCP server", () => {
     const inUse = await call(`${setup.sessionPath}/mcp-servers/docs`, { method: "DELETE", token: setup.key });
     expect(inUse.status).toBe(409);
     expect(await errorCode(inUse)).toBe("ToolInUse");
+    const renaming = await putMcpServer(setup, "docs", { url: scope.url, prefix: "other_" });
+    expect(renaming.status).toBe(409);
+    expect(await errorCode(renaming)).toBe("ToolInUse");
 
     await activate(setup, []);
     expect((await call(`${setup.sessionPath}/mcp-servers/docs`, { method: "DELETE", token: setup.key })).status).toBe(204);

@@ -23,11 +23,11 @@ export const mcpCatalog: readonly CatalogRoute[] = [
     description:
       "`url` must be https. Static `headers` and `bearerToken` are stored encrypted and never answered. Each tool the server lists (only those in `allow`, when given; at most " +
       `${MAX_MCP_SERVER_TOOLS}) joins the session's tools as \`prefix\` + its name (default prefix \`{name}_\`). \`replay\` is "never" (default), "safe", or a map by tool name. ` +
-      "A discovery that fails still registers the server, with `status: \"error\"` and `lastError`.",
+      "A discovery that fails still registers the server, with `status: \"error\"` and `lastError`. A new prefix is 409 `ToolInUse` while a lane has one of the server's tools active.",
     pathParams: SERVER, body: McpServerInputSchema,
     example: { url: "https://mcp.example.com/mcp", bearerToken: "secret-token", prefix: "docs_", allow: ["search"], replay: { search: "safe" } },
     responses: { 200: { description: `Replaced: ${VIEW}` }, 201: { description: `Registered: ${VIEW}` } },
-    errors: [...SESSION_ERRORS, "LimitExceeded", "NotConfigured"],
+    errors: [...SESSION_ERRORS, "LimitExceeded", "ToolInUse", "NotConfigured"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/mcp-servers/{name}", operationId: "deleteMcpServer", tag: "Tools", auth: "tenant",
