@@ -14,8 +14,9 @@ export default defineConfig({
     // included) in a fresh isolate: seconds on a loaded 2-core machine. Timing is never asserted.
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // A real local webhook for the http tool tests and a tenant's webhook receiver (Node side; see
-    // test/node/tool-webhook-setup.ts and test/node/webhook-receiver-setup.ts).
-    globalSetup: ["./test/node/tool-webhook-setup.ts", "./test/node/webhook-receiver-setup.ts"],
+    // A real local webhook for the http tool tests, a tenant's webhook receiver and a real MCP
+    // server for the MCP tests (Node side; see test/node/tool-webhook-setup.ts,
+    // test/node/webhook-receiver-setup.ts and test/node/mcp-server-setup.ts).
+    globalSetup: ["./test/node/tool-webhook-setup.ts", "./test/node/webhook-receiver-setup.ts", "./test/node/mcp-server-setup.ts"],
   },
 });

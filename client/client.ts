@@ -3,6 +3,7 @@ import type { ModelIdentity } from "../schema/lane.ts";
 import { AdminApi, deleteDefaultModel, me, models, setDefaultModel } from "./admin.ts";
 import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts";
 import { LanesApi, QueueApi } from "./lanes.ts";
+import { McpServersApi } from "./mcp-servers.ts";
 import { OperationsApi } from "./operations.ts";
 import { ResourcesApi } from "./resources.ts";
 import { ProvidersApi, ToolsApi } from "./tools.ts";
@@ -45,6 +46,8 @@ export class AgentSessionsClient {
   readonly operations: OperationsApi;
   /** Tool definitions of a session and client tool results. */
   readonly tools: ToolsApi;
+  /** MCP servers of a session, whose tools join the session's tools. */
+  readonly mcpServers: McpServersApi;
   /** The tenant's own provider keys. */
   readonly providers: ProvidersApi;
   /** The tenant's webhook endpoints and their delivery logs. */
@@ -63,6 +66,7 @@ export class AgentSessionsClient {
     this.queue = new QueueApi(this.http);
     this.operations = new OperationsApi(this.http);
     this.tools = new ToolsApi(this.http);
+    this.mcpServers = new McpServersApi(this.http);
     this.providers = new ProvidersApi(this.http);
     this.webhooks = new WebhooksApi(this.http);
   }

@@ -30,6 +30,7 @@ export {
   type WebhookEvent,
   type WebhookEventType,
 } from "./webhooks.ts";
+export { McpServersApi, type McpServerInput, type McpServerReply, type McpServerSummary, type McpServerView, type ToolListing } from "./mcp-servers.ts";
 export { pages, paginate } from "./paging.ts";
 export {
   bearerProtocol,

@@ -1,3 +1,4 @@
+import type { ToolListing } from "../schema/mcp.ts";
 import type { PutProvider, ProviderKeyInfo } from "../schema/providers.ts";
 import type { ClientToolResult, ToolDefinitionInput, ToolDefinitionReply, ToolDefinitionView } from "../schema/tools.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
@@ -13,10 +14,14 @@ export type { ClientToolResult, ToolDefinitionInput, ToolDefinitionReply, ToolDe
 export class ToolsApi {
   constructor(private readonly http: HttpClient) {}
 
-  /** `GET …/tools` → every definition of the session (no secrets). */
+  /** `GET …/tools` → every tool of the session: its definitions, then its MCP servers' tools (kind `mcp`); no secrets. */
   async list(sessionId: string, options: CallOptions = {}): Promise<ToolDefinitionView[]> {
-    const body = await this.http.json<{ items: ToolDefinitionView[] }>({ ...options, method: "GET", path: sessionPath(sessionId, "/tools") });
-    return body.items;
+    return (await this.listing(sessionId, options)).items;
+  }
+
+  /** `GET …/tools` whole: the tools and the state of each MCP server (`status`, `lastError`). */
+  listing(sessionId: string, options: CallOptions = {}): Promise<ToolListing> {
+    return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId, "/tools") });
   }
 
   /**

@@ -2,7 +2,7 @@ import type { DeferredHandle } from "../schema/messages.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import type { HttpToolSettings } from "../tools/http-tool.ts";
-import { createToolRegistry } from "../tools/registry.ts";
+import { createToolRegistry, type McpToolSettings } from "../tools/registry.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
 import type { DriveOutcome } from "../harness/runtime/types.ts";
 import type { Session } from "../harness/session/session.ts";
@@ -40,8 +40,8 @@ export class SessionRuntime {
     private readonly models: () => ModelsPort,
     /** Called once per harness, before anyone receives it (a watch hub subscribes here). */
     private readonly onHarness: (harness: AgentHarness) => void = () => {},
-    /** How http tools reach their endpoints (without it, http tools are unavailable). */
-    private readonly http?: HttpToolSettings,
+    /** How http tools reach their endpoints and MCP tools their servers (without it, both are unavailable). */
+    private readonly remote?: { http: HttpToolSettings; mcp: McpToolSettings },
   ) {}
 
   harness(): Promise<AgentHarness> {
@@ -53,7 +53,7 @@ export class SessionRuntime {
   }
 
   private async create(): Promise<AgentHarness> {
-    const tools = createToolRegistry({ session: this.session, ...(this.http && { http: this.http }) });
+    const tools = createToolRegistry({ session: this.session, ...this.remote });
     const { harness } = await AgentHarness.create({ session: this.session, models: this.models(), tools, wake: this.dueWork });
     this.created = harness;
     this.onHarness(harness);

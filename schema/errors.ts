@@ -24,6 +24,8 @@ export const ERROR_STATUS = {
   UnknownProvider: 404,
   /** No tool of that name is defined in the session. */
   ToolNotFound: 404,
+  /** No MCP server of that name is registered in the session. */
+  McpServerNotFound: 404,
   /** No call of that id waits for a client's result in that operation. */
   UnknownToolCall: 404,
   /** A known path called with a method it does not serve; `Allow` lists the ones it does. */

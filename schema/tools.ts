@@ -71,10 +71,10 @@ export const ToolDefinitionsByNameSchema = v.pipe(
   v.check((tools) => Object.keys(tools).length <= MAX_SESSION_TOOLS, `A session may define at most ${MAX_SESSION_TOOLS} tools`),
 );
 
-/** A defined tool as the API shows it (an http tool's secret never appears). */
+/** A defined tool as the API shows it (an http tool's secret never appears); `mcp` tools come from a registered MCP server. */
 export interface ToolDefinitionView {
   name: string;
-  kind: "builtin" | "http" | "client";
+  kind: "builtin" | "http" | "client" | "mcp";
   description: string;
   parameters: JsonObject;
   replay: "never" | "safe";
@@ -82,6 +82,8 @@ export interface ToolDefinitionView {
   timeoutMs?: number;
   /** The last characters of an http tool's signing secret, to tell secrets apart. */
   secretHint?: string;
+  /** An mcp tool's server (its name in `…/mcp-servers`). */
+  server?: string;
 }
 
 /** What `PUT …/tools/{name}` answers: the definition, and an http tool's secret once, when created. */

@@ -5,6 +5,8 @@ declare module "vitest" {
     toolWebhookUrl: string;
     /** The base URL of the tenant webhook receiver the webhook tests register (test/node/webhook-receiver-setup.ts). */
     webhookReceiverUrl: string;
+    /** The base URL of the local MCP server the MCP tests register (test/node/mcp-test-server.ts). */
+    mcpServerUrl: string;
   }
 }
 

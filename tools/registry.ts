@@ -2,16 +2,27 @@ import type { ClientTool, ResolvedTool, ToolDeclaration, ToolsPort } from "../ha
 import { isReservedNamespace, value } from "../harness/session/addresses.ts";
 import type { Session } from "../harness/session/session.ts";
 import type { JsonValue } from "../schema/json.ts";
+import { MCP_DISCOVERY_RETRY_MS, MCP_DISCOVERY_TTL_MS } from "../schema/mcp.ts";
 import { builtinTool, type BuiltinDependencies } from "./builtin/index.ts";
 import type { ApplicationValues } from "./builtin/values.ts";
 import { toolDefinition, toolDefinitionsPrefix, type StoredToolDefinition } from "./definitions.ts";
 import { httpTool, type HttpToolSettings } from "./http-tool.ts";
+import type { McpSettings } from "./mcp-connection.ts";
+import { mcpToolIndex, type StoredMcpServer } from "./mcp-definitions.ts";
+import { mcpTool } from "./mcp-tool.ts";
 
 export interface ToolRegistryOptions {
   session: Session;
   clock?: () => number;
   /** How http tools reach the outside world; without it http definitions resolve to nothing. */
   http?: HttpToolSettings;
+  /** How MCP tools reach their servers; without it MCP tools resolve to nothing. */
+  mcp?: McpToolSettings;
+}
+
+export interface McpToolSettings extends McpSettings {
+  /** Told when a run resolves a tool of a server whose cached tool list is past its TTL (a hint to refresh it in the background). */
+  onStaleServer?(serverName: string): void;
 }
 
 /**
@@ -25,7 +36,7 @@ export function createToolRegistry(options: ToolRegistryOptions): ToolsPort {
   return {
     resolve(name: string): ResolvedTool | undefined {
       const stored = session.getValue(toolDefinition(name))?.value;
-      if (!stored) return undefined;
+      if (!stored) return options.mcp ? resolveMcp(session, name, options.mcp, dependencies.clock) : undefined;
       switch (stored.kind) {
         case "builtin":
           return builtinTool(name, stored.description, dependencies);
@@ -38,8 +49,30 @@ export function createToolRegistry(options: ToolRegistryOptions): ToolsPort {
   };
 }
 
-/** The names of every defined tool (what a lane may activate). */
+/** An MCP tool from the session's cached tool lists (never from the server itself: a run does not wait on discovery). */
+function resolveMcp(session: Session, name: string, settings: McpToolSettings, clock: () => number): ResolvedTool | undefined {
+  const binding = mcpToolIndex(session).get(name);
+  if (!binding) return undefined;
+  if (discoveryDue(binding.server, clock())) settings.onStaleServer?.(binding.serverName);
+  return mcpTool(session.metadata.id, name, binding, settings);
+}
+
+/**
+ * Whether a server's cached list is past its TTL. A failed discovery is not retried before
+ * MCP_DISCOVERY_RETRY_MS, or a server that is down would be asked again on every resolution of a run.
+ */
+function discoveryDue(server: StoredMcpServer, now: number): boolean {
+  if (now - (server.refreshedAt ?? 0) <= MCP_DISCOVERY_TTL_MS) return false;
+  return server.lastError === undefined || now - server.lastError.at > MCP_DISCOVERY_RETRY_MS;
+}
+
+/** The names of every tool the session offers: its own definitions and its MCP servers' tools (what a lane may activate). */
 export function definedToolNames(session: Pick<Session, "scanValues">): Set<string> {
+  return new Set([...session.scanValues(toolDefinitionsPrefix()).map((stored) => stored.address.key), ...mcpToolIndex(session).keys()]);
+}
+
+/** Only the session's own definitions (bounded by MAX_SESSION_TOOLS; MCP tools are bounded per server). */
+export function ownToolNames(session: Pick<Session, "scanValues">): Set<string> {
   return new Set(session.scanValues(toolDefinitionsPrefix()).map((stored) => stored.address.key));
 }
 

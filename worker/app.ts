@@ -9,6 +9,7 @@ import { adminRoutes } from "./routes/admin.ts";
 import { branchRoutes } from "./routes/branches.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { laneRoutes } from "./routes/lanes.ts";
+import { mcpServerRoutes } from "./routes/mcp-servers.ts";
 import { entryRoutes, usageRoutes } from "./routes/session-entries.ts";
 import { listRoutes, valueRoutes } from "./routes/session-values.ts";
 import { providerRoutes } from "./routes/providers.ts";
@@ -43,6 +44,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid/values", valueRoutes);
   app.route("/v1/sessions/:sid/lists", listRoutes);
   app.route("/v1/sessions/:sid/tools", toolRoutes);
+  app.route("/v1/sessions/:sid/mcp-servers", mcpServerRoutes);
   app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);

@@ -18,6 +18,7 @@ import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.t
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "../sql/fork-target.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { resealMcpCredentials } from "./mcp-fork-credentials.ts";
 import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data-rpc.ts";
 
 export interface ForkInit {
@@ -101,7 +102,8 @@ export abstract class SessionForkRpc extends SessionDataRpc {
       data = page.next;
     }
     // Sealing is async: done before the last (synchronous) transaction, which writes the result.
-    const session = await resealToolSecrets(plan.session, this.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
+    const withToolSecrets = await resealToolSecrets(plan.session, this.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
+    const session = await resealMcpCredentials(withToolSecrets, this.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
     finishForkImport(this.ctx.storage, progress, { ...plan, session }, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
   }
 }

@@ -25,6 +25,8 @@ import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
+import type { HttpToolSettings } from "../../tools/http-tool.ts";
+import type { McpToolSettings } from "../../tools/registry.ts";
 
 export interface SessionInit {
   tenantId: string;
@@ -163,8 +165,16 @@ export abstract class SessionHost extends DurableObject<Env> {
     return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
       this.forwardUsage(harness);
       this.harnessCreated(harness);
-    }, { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" });
+    }, this.remoteToolSettings());
   }
+
+  private remoteToolSettings(): { http: HttpToolSettings; mcp: McpToolSettings } {
+    const reach = { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
+    return { http: reach, mcp: { ...reach, onStaleServer: (name) => this.mcpServerStale(name) } };
+  }
+
+  /** A run used the tools of an MCP server whose cached tool list is past its TTL (session-mcp-rpc.ts refreshes it). */
+  protected mcpServerStale(_name: string): void {}
 
   /**
    * The session's Models port: pi-ai's registry with the deployment's configuration, and each

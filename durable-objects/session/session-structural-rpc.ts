@@ -6,7 +6,7 @@ import { parseWire, unwrapLane, asResult } from "../rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { appendedMessages } from "./appended-messages.ts";
 import type { ConvenienceOutcome } from "./session-lane-rpc.ts";
-import { SessionToolsRpc } from "./session-tools-rpc.ts";
+import { SessionMcpRpc } from "./session-mcp-rpc.ts";
 
 /** What the navigate convenience answers: the navigation, and the continuation run when one started. */
 export interface NavigateOutcome {
@@ -25,7 +25,7 @@ export interface CompactOutcome {
  * lane holds eligible queued input (steer, follow-up, next-run) — the continuation run B, admitted
  * as an empty-prompt run that takes that input. The same primitives a client could call itself.
  */
-export abstract class SessionStructuralRpc extends SessionToolsRpc {
+export abstract class SessionStructuralRpc extends SessionMcpRpc {
   async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number): Promise<Wire<RpcResult<NavigateOutcome>>> {
     return asResult(async () => {
       const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs);

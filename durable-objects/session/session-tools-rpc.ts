@@ -1,8 +1,10 @@
 import type { RpcResult } from "../../schema/errors.ts";
-import { MAX_SESSION_TOOLS, type ClientToolResult, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "../../schema/tools.ts";
+import { MAX_SESSION_TOOLS, type ClientToolResult, type ToolDefinitionInput, type ToolDefinitionReply } from "../../schema/tools.ts";
+import type { ToolListing } from "../../schema/mcp.ts";
 import type { Wire } from "../../schema/wire.ts";
+import { mcpServerSummary, mcpServersPrefix, mcpToolIndex, mcpToolView } from "../../tools/mcp-definitions.ts";
 import { toolDefinition, toolDefinitionsPrefix, toolView } from "../../tools/definitions.ts";
-import { definedToolNames } from "../../tools/registry.ts";
+import { ownToolNames } from "../../tools/registry.ts";
 import { asResult, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import { SessionLaneRpc } from "./session-lane-rpc.ts";
 import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-definition-input.ts";
@@ -13,8 +15,16 @@ import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-defini
  * signing secret is generated on creation, answered once, and stored only sealed.
  */
 export abstract class SessionToolsRpc extends SessionLaneRpc {
-  async listTools(): Promise<Wire<RpcResult<ToolDefinitionView[]>>> {
-    return asResult(() => this.session().scanValues(toolDefinitionsPrefix()).map((stored) => toolView(stored.address.key, stored.value)));
+  /** The session's own definitions, then its MCP servers' tools (from their caches), and how each server fares. */
+  async listTools(): Promise<Wire<RpcResult<ToolListing>>> {
+    return asResult(() => {
+      const session = this.session();
+      const index = mcpToolIndex(session);
+      const own = session.scanValues(toolDefinitionsPrefix()).map((stored) => toolView(stored.address.key, stored.value));
+      const mcp = [...index].map(([name, binding]) => mcpToolView(name, binding));
+      const mcpServers = session.scanValues(mcpServersPrefix()).map((stored) => mcpServerSummary(stored.address.key, stored.value, index));
+      return { items: [...own, ...mcp], mcpServers };
+    });
   }
 
   async putTool(name: string, input: Wire<ToolDefinitionInput>): Promise<Wire<RpcResult<ToolDefinitionReply>>> {
@@ -26,7 +36,7 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
       const fresh = definition.kind === "http" ? newToolSecret() : undefined;
       const candidate = await storedToolDefinition(name, definition, this.toolDefinitionContext(session.metadata.id), fresh);
       const existing = session.getValue(toolDefinition(name))?.value;
-      if (!existing && definedToolNames(session).size >= MAX_SESSION_TOOLS) {
+      if (!existing && ownToolNames(session).size >= MAX_SESSION_TOOLS) {
         throw new RpcError({ code: "LimitExceeded", message: `A session may define at most ${MAX_SESSION_TOOLS} tools`, details: { resource: "tools", limit: MAX_SESSION_TOOLS } });
       }
       // A replaced http tool keeps its secret; a new one (or one that was another kind) gets the fresh one.

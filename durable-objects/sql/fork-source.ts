@@ -11,7 +11,7 @@ import type { SqlHost } from "./sql-host.ts";
 // the copy runs arrives in its newer state.
 
 /** Built-in namespaces a fork knows what to do with; live state in any other `pi.*` one refuses it. */
-const COPIED = ["pi.session.name", "pi.settings", "pi.resources", "pi.tools", "pi.branch.tip", "pi.lane.config", "pi.entry.label"];
+const COPIED = ["pi.session.name", "pi.settings", "pi.resources", "pi.tools", "pi.mcp", "pi.branch.tip", "pi.lane.config", "pi.entry.label"];
 const EXCLUDED = ["pi.lane.state", "pi.result", "pi.capture"];
 const EXCLUDED_FAMILIES = ["pi.op.", "pi.pending."];
 /** What one page carries at most (a single larger entry travels alone). */
@@ -87,9 +87,10 @@ export function forkPlan(host: SqlHost, sourceSessionId: string, options: ForkOp
   const unknown = reserved.filter((namespace) => !declared(namespace));
   if (unknown.length > 0) throw invalid("undeclared_namespace", `The session holds state a fork does not know how to copy (${unknown.join(", ")})`);
   const highWater = host.sql.exec<{ next_seq: number }>("SELECT next_seq FROM counters WHERE singleton = 1").one().next_seq - 1;
-  // Tool definitions are bounded per session (MAX_SESSION_TOOLS); an http tool's sealed secret is
-  // bound to this session and is sealed again for the fork by the destination.
-  const session = ["pi.session.name", "pi.settings", "pi.resources", "pi.tools"].flatMap((namespace) => readValues(host, namespace));
+  // Tool definitions and MCP servers are bounded per session (MAX_SESSION_TOOLS, MAX_SESSION_MCP_SERVERS);
+  // an http tool's sealed secret and an MCP server's sealed headers are bound to this session and
+  // are sealed again for the fork by the destination.
+  const session = ["pi.session.name", "pi.settings", "pi.resources", "pi.tools", "pi.mcp"].flatMap((namespace) => readValues(host, namespace));
   const configs = new Map(readValues(host, "pi.lane.config").map((config) => [config.key, config]));
   if (options.scope === "tree") {
     const branches = readValues(host, "pi.branch.tip").map((tip) => {

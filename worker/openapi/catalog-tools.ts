@@ -9,14 +9,14 @@ import { LANE_ERRORS, SESSION_ERRORS, type CatalogRoute } from "./catalog-types.
 const SID = { sid: IdSchema };
 const TOOL = { ...SID, name: ToolNameSchema };
 const DEFINITION =
-  "`{ name, kind, description, parameters, replay, url?, timeoutMs?, secretHint? }` (an http tool's secret never appears)";
+  "`{ name, kind, description, parameters, replay, url?, timeoutMs?, secretHint?, server? }` (an http tool's secret never appears; `server` names an mcp tool's MCP server)";
 
 export const toolCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}/tools", operationId: "listTools", tag: "Tools", auth: "tenant",
-    summary: "The session's tool definitions", description: `At most ${MAX_SESSION_TOOLS}, by name.`,
+    summary: "The session's tools: its definitions and its MCP servers' tools", description: `At most ${MAX_SESSION_TOOLS} definitions, by name, then the tools of its MCP servers (kind \`mcp\`, from their cached tool lists).`,
     pathParams: SID,
-    responses: { 200: { description: `\`{ items: Definition[] }\`, each ${DEFINITION}` } },
+    responses: { 200: { description: `\`{ items: Definition[], mcpServers: [{ name, status, toolCount, lastRefreshAt?, lastError? }] }\`, each definition ${DEFINITION}` } },
     errors: [...SESSION_ERRORS],
   },
   {

@@ -13,6 +13,7 @@ import {
 import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
+import { mcpCatalog } from "./catalog-mcp.ts";
 import { toolCatalog } from "./catalog-tools.ts";
 import { webhookCatalog } from "./catalog-webhooks.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
@@ -159,4 +160,5 @@ export const CATALOG: readonly CatalogRoute[] = [
   ...laneCatalog,
   ...toolCatalog,
   ...webhookCatalog,
+  ...mcpCatalog,
 ];

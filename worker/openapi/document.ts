@@ -1,3 +1,4 @@
+import { HeadersObjectSchema, MAX_MCP_HEADERS, ReplayMapObjectSchema } from "../../schema/mcp.ts";
 import { MAX_SESSION_TOOLS, MAX_TOOL_PARAMETERS_BYTES, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema, ToolParametersSchema } from "../../schema/tools.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
@@ -86,6 +87,8 @@ const CUSTOM = new Map<unknown, JsonSchema>([
     ToolParametersSchema,
     { type: "object", required: ["type"], properties: { type: { const: "object" } }, description: `An object JSON Schema of the tool's arguments (at most ${MAX_TOOL_PARAMETERS_BYTES} bytes of JSON).` },
   ],
+  [HeadersObjectSchema, { type: "object", additionalProperties: { type: "string" }, description: `Static HTTP headers by name (at most ${MAX_MCP_HEADERS}).` }],
+  [ReplayMapObjectSchema, { type: "object", additionalProperties: { enum: ["never", "safe"] }, description: "Replay policy by tool name on the server (the others \"never\")." }],
 ]);
 
 const BASE_CONFIG = {

@@ -14,10 +14,11 @@ import { sessionTarget } from "./session-target.ts";
  */
 export const toolRoutes = new Hono<AppEnv>()
   .use(requireTenant)
-  // Every definition (bounded: a session defines at most MAX_SESSION_TOOLS); secrets never appear.
+  // Every definition (bounded: a session defines at most MAX_SESSION_TOOLS, each MCP server
+  // MAX_MCP_SERVER_TOOLS) and the state of each MCP server; secrets never appear.
   .get("/", async (c) => {
     const { stub } = sessionTarget(c);
-    return c.json({ items: replyValue(await stub.listTools()) });
+    return c.json(replyValue(await stub.listTools()));
   })
   // 201 with an http tool's signing secret when this request created it (shown this once), else 200.
   .put("/:name", async (c) => {
