@@ -1,6 +1,6 @@
 import type { JsonSchema } from "@valibot/to-json-schema";
 import * as v from "valibot";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { ERROR_STATUS } from "../../schema/errors.ts";
 import { createApp } from "../../worker/app.ts";
 import { CATALOG } from "../../worker/openapi/catalog.ts";
@@ -47,13 +47,24 @@ function requestSchema(route: CatalogRoute): JsonSchema {
 const PATH_VALUES: Record<string, string> = { sid: "s_openapi_absent", lane: "main", opId: "op_1", entryId: "e_1", keyId: "key_1", name: "main", namespace: "app", key: "k" };
 
 /** One request to the live route: path values filled in (overrides first), the caller's credential. */
+/**
+ * Registering an MCP server discovers its tools at once: the live routes get the local test
+ * server's address instead of the catalog example's, so no test reaches the outside world.
+ */
+function offline(route: CatalogRoute, body: unknown): unknown {
+  const example = route.example;
+  const exampleUrl = typeof example === "object" && example !== null && "url" in example ? example.url : undefined;
+  if (route.operationId !== "putMcpServer" || typeof body !== "object" || body === null || !("url" in body) || body.url !== exampleUrl) return body;
+  return { ...body, url: `${inject("mcpServerUrl")}/mcp/openapi-example` };
+}
+
 function send(route: CatalogRoute, init: { body?: unknown; path?: Record<string, string>; query?: string; headers?: Record<string, string> } = {}): Promise<Response> {
   const values: Record<string, string> = { ...PATH_VALUES, tenantId: tenant.tenantId, ...init.path };
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? name));
   const token = route.auth === "admin" ? adminToken() : route.auth === "tenant" ? tenant.key : undefined;
   return call(`${path}${init.query ?? ""}`, {
     method: route.method.toUpperCase(),
-    ...(init.body !== undefined && { rawBody: JSON.stringify(init.body) }),
+    ...(init.body !== undefined && { rawBody: JSON.stringify(offline(route, init.body)) }),
     ...(token !== undefined && { token }),
     ...(init.headers && { headers: init.headers }),
   });
