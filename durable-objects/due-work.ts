@@ -1,4 +1,5 @@
 import type { WakeScheduler } from "../harness/runtime/core.ts";
+import { DeferredRegistrations } from "./session/deferred-registrations.ts";
 import { SettlementOutbox } from "./session/settlement-outbox.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
@@ -27,18 +28,21 @@ export type DueRow = {
 export class DueWork implements WakeScheduler {
   /** Settled operations not yet told to the tenant; the one alarm also covers them. */
   readonly outbox: SettlementOutbox;
+  /** Suspended runs not yet registered with their DeferredIndex shard; the alarm covers them too. */
+  readonly registrations: DeferredRegistrations;
 
   constructor(
     private readonly host: AlarmHost,
     private readonly clock: () => number = Date.now,
     /**
      * Told synchronously, inside the committing mutation, that an operation settled (or its row
-     * was dropped) and its outbox row is written. It must not await or throw: the host starts its
-     * forward after the commit and moves on.
+     * was dropped) and its outbox row is written, or that a run suspended and its registration is
+     * written. It must not await or throw: the host starts its forward after the commit.
      */
-    private readonly onSettled: () => void = () => {},
+    private readonly onRecorded: (what: "settled" | "suspended") => void = () => {},
   ) {
     this.outbox = new SettlementOutbox(host.sql, clock);
+    this.registrations = new DeferredRegistrations(host.sql, clock);
   }
 
   /**
@@ -66,8 +70,23 @@ export class DueWork implements WakeScheduler {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
     this.outbox.record(lane, operationId);
     this.rearm();
+    this.notify("settled");
+  }
+
+  /**
+   * A run suspended on a deferred response (D8): nothing is due here; its registration with the
+   * DeferredIndex shard lands in the suspending commit's batch and is forwarded after it.
+   */
+  suspended(lane: string, operationId: string, pollAt: number): void {
+    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.registrations.record(lane, operationId, pollAt);
+    this.rearm();
+    this.notify("suspended");
+  }
+
+  private notify(what: "settled" | "suspended"): void {
     try {
-      this.onSettled();
+      this.onRecorded(what);
     } catch {
       // A notification is best-effort; it must never break the commit that settled the operation.
     }
@@ -87,9 +106,8 @@ export class DueWork implements WakeScheduler {
   /** The earliest time the alarm is wanted: due drive passes and outbox rows share it. */
   earliest(): number | undefined {
     const row = this.host.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM due_work").one();
-    const forward = this.outbox.earliest();
-    if (row.due === null) return forward;
-    return forward === undefined ? row.due : Math.min(row.due, forward);
+    const times = [row.due ?? undefined, this.outbox.earliest(), this.registrations.earliest()].filter((time): time is number => time !== undefined);
+    return times.length === 0 ? undefined : Math.min(...times);
   }
 
   /** Moves an operation's row `delayMs` from now (a pass that failed is retried later). */

@@ -1,4 +1,5 @@
 import { createApp } from "./app.ts";
+import { sweepDeferred } from "./deferred-sweep.ts";
 
 export { SessionObject } from "../durable-objects/session-object.ts";
 export { TenantObject } from "../durable-objects/tenant-object.ts";
@@ -8,6 +9,8 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
-  // The minute cron resumes deferred runs (D8); there are none before deferred runs exist.
-  async scheduled(): Promise<void> {},
+  // The minute cron resumes deferred runs whose poll is due (D8).
+  async scheduled(_controller, env, _ctx): Promise<void> {
+    await sweepDeferred(env);
+  },
 } satisfies ExportedHandler<Env>;

@@ -24,6 +24,7 @@ import { SessionRuntime } from "../session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { DeferredRegistrar } from "./deferred-registrations.ts";
 import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
 import type { McpToolSettings } from "../../tools/registry.ts";
@@ -83,13 +84,14 @@ export abstract class SessionHost extends DurableObject<Env> {
   protected readonly dueWork: DueWork;
   protected readonly schema: LazySchema;
   private readonly forwarder: SettlementForwarder;
+  private readonly registrar: DeferredRegistrar;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current,
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
-    this.dueWork = new DueWork(ctx.storage, Date.now, () => this.forwardAfterCommit());
+    this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
     this.forwarder = new SettlementForwarder({
       outbox: () => (this.schema.exists ? this.dueWork.outbox : undefined),
       result: (operationId) => {
@@ -97,6 +99,17 @@ export abstract class SessionHost extends DurableObject<Env> {
         return storage && readResult(storage, operationId);
       },
       send: (operations) => this.sendSettled(operations),
+      rearm: () => {
+        if (this.schema.exists) this.dueWork.rearm();
+      },
+    });
+    this.registrar = new DeferredRegistrar({
+      registrations: () => (this.schema.exists ? this.dueWork.registrations : undefined),
+      sessionName: () => {
+        const storage = this.opened?.storage ?? this.existingStorage();
+        return storage && `${storage.tenantId}:${storage.metadata.id}`;
+      },
+      send: (shard, runs) => this.env.DEFERRED_INDEX.getByName(shard).register(runs),
       rearm: () => {
         if (this.schema.exists) this.dueWork.rearm();
       },
@@ -131,7 +144,7 @@ export abstract class SessionHost extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     if (!this.existingStorage()) return;
     // A failed forward postpones its rows and re-arms; it must not stop the due passes.
-    const forwarded = this.forwarder.kick().catch(() => undefined);
+    const forwarded = Promise.all([this.forwarder.kick().catch(() => undefined), this.registrar.kick().catch(() => undefined)]);
     try {
       await this.open().runtime.runDue();
     } finally {
@@ -206,13 +219,15 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /**
-   * Called inside the settling mutation, once the outbox row is written: the forward starts after
-   * the commit, outside the mutation line (a microtask runs once the synchronous commit returned),
-   * and the tenant object hears of it only once the batch is durable (the output gate holds the
-   * call until then). A forward lost with the object is repeated by the alarm.
+   * Called inside the settling (or suspending) mutation, once its outbox (or registration) row is
+   * written: the forward starts after the commit, outside the mutation line (a microtask runs once
+   * the synchronous commit returned), and the tenant object (or the DeferredIndex shard) hears of
+   * it only once the batch is durable (the output gate holds the call until then). A forward lost
+   * with the object is repeated by the alarm.
    */
-  private forwardAfterCommit(): void {
-    queueMicrotask(() => this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined)));
+  private forwardAfterCommit(what: "settled" | "suspended"): void {
+    const forwarder = what === "settled" ? this.forwarder : this.registrar;
+    queueMicrotask(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)));
   }
 
   /**

@@ -241,6 +241,26 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     return { catalog, tenantDefault: tenant.defaultModel };
   }
 
+  /**
+   * The cron sweep's question about a run its DeferredIndex shard holds (ARCHITECTURE D8): a run
+   * still suspended gets one poll permit (its pass starts; the sweep does not wait for it) and is
+   * "resumed", or "expired" when its handle is past its expiry (that pass fails it
+   * `deferred_expired`); anything else (settled, aborted, resumed by a client, the session gone)
+   * is "gone", and the shard drops the row.
+   */
+  async sweepDeferred(name: string, operationId: string): Promise<"resumed" | "expired" | "gone"> {
+    if (!this.existingStorage()) return "gone";
+    const lane = (await this.harness()).getLane(name);
+    const current = lane?.state.operation;
+    if (!lane || current?.meta.operationId !== operationId) return "gone";
+    const state = current.state;
+    if (state.at !== "deferred.suspended" && state.at !== "deferred.effect_pending") return "gone";
+    const [source] = lane.findEntries({ start: state.sourceEntryId, limit: 1 });
+    const handle = source?.type === "message" && source.message.role === "assistant" ? source.message.deferred : undefined;
+    this.startPollingPass(lane, operationId);
+    return handle?.expiresAt !== undefined && Date.now() >= handle.expiresAt ? "expired" : "resumed";
+  }
+
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */
   private startPollingPass(lane: AgentLane, operationId: string): void {
     lane.drive({ operationId, waitForRetry: false, pollDeferred: true }).catch(() => undefined);

@@ -1,3 +1,4 @@
+import { SerialRerun } from "./serial-rerun.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 
 /**
@@ -83,28 +84,13 @@ export interface ForwarderPorts {
  * after a crash) are harmless: the tenant object keys everything by operation and event id.
  */
 export class SettlementForwarder {
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly serial = new SerialRerun(() => this.forwardAll());
 
   constructor(private readonly ports: ForwarderPorts) {}
 
   /** Starts a forward, or joins the running one (which then looks at the outbox once more). */
   kick(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.loop().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
-  }
-
-  private async loop(): Promise<void> {
-    do {
-      this.again = false;
-      await this.forwardAll();
-    } while (this.again);
+    return this.serial.kick();
   }
 
   private async forwardAll(): Promise<void> {

@@ -124,4 +124,19 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 6,
+    name: "deferred_registrations",
+    statements: [
+      // Suspended runs not yet registered with their DeferredIndex shard
+      // (session/deferred-registrations.ts): inserted in the commit that suspends the run, deleted
+      // once the shard has it.
+      `CREATE TABLE deferred_registrations (
+        operation_id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        poll_at INTEGER NOT NULL,
+        forward_at INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];

@@ -23,6 +23,12 @@ export interface WakeScheduler {
    * is due until that arrives and asks for a pass again.
    */
   parked?(lane: string, operationId: string): void;
+  /**
+   * The run suspended on a deferred response (reference §3.11): nothing is due in this object; the
+   * host's sweep grants a poll permit from `pollAt` on (D8, D14.9). Hosts without a sweep treat it
+   * as parked.
+   */
+  suspended?(lane: string, operationId: string, pollAt: number): void;
 }
 
 export const noWakeScheduler: WakeScheduler = { due: () => {}, settled: () => {} };

@@ -37,8 +37,14 @@ export function suspension(
   return {
     state: { ...scope, at: "deferred.suspended", ...deferred, sourceEntryId },
     event: { type: "run_suspend", lane: pass.lane.name, runId: pass.operationId, reason: "deferred", deferred: handle, poll: deferred.poll },
-    // Nothing is due until a permit arrives (a resume, or the host's sweep): no alarm for it.
-    afterCommit: () => pass.core.wake.parked?.(pass.lane.name, pass.operationId),
+    // Nothing is due in the object until a permit arrives (a resume, or the host's sweep from
+    // `pollAfterMs` on): no alarm for it.
+    afterCommit: () => {
+      const { wake } = pass.core;
+      const pollAt = pass.core.clock() + (handle.pollAfterMs ?? 0);
+      if (wake.suspended) wake.suspended(pass.lane.name, pass.operationId, pollAt);
+      else wake.parked?.(pass.lane.name, pass.operationId);
+    },
   };
 }
 

@@ -1,0 +1,123 @@
+import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { DEFERRED_INDEX_SHARDS, shardName, shardOf } from "../../durable-objects/session/deferred-registrations.ts";
+import worker from "../../worker/index.ts";
+import { sweepDeferred, SWEEP_PER_SHARD } from "../../worker/deferred-sweep.ts";
+import type { ScriptStep } from "../../models/scripted/steps.ts";
+import { call } from "./helpers.ts";
+import { laneSetup, useScript } from "./lane-helpers.ts";
+
+// The minute cron (ARCHITECTURE D8) through the worker's own `scheduled()`: a suspended run is
+// registered with its DeferredIndex shard after the suspending commit, the sweep grants it one
+// poll, stale rows are dropped, and many runs are resumed within the per-tick bound, none twice.
+
+async function tick(): Promise<void> {
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, tries = 200): Promise<T> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    const value = await read();
+    if (done(value)) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const indexSize = async (): Promise<number> => {
+  let total = 0;
+  for (let index = 0; index < DEFERRED_INDEX_SHARDS; index++) total += await env.DEFERRED_INDEX.getByName(shardName(index)).size();
+  return total;
+};
+
+async function suspendedRun(prefix: string, ready: ScriptStep = { text: "fetched by the cron" }, pollAfterMs?: number) {
+  const setup = await laneSetup(prefix);
+  await useScript(setup, [{ deferred: { ...(pollAfterMs !== undefined && { pollAfterMs }), ready } }]);
+  const answer = await (await call(`${setup.lanePath}/prompt`, { body: { prompt: "later", wait: 30 }, token: setup.key })).json<{ status: string; operationId: string }>();
+  expect(answer.status).toBe("suspended");
+  const shard = env.DEFERRED_INDEX.getByName(shardOf(`${setup.tenantId}:${setup.sid}`));
+  return { ...setup, operationId: answer.operationId, shard };
+}
+
+async function settledStatus(setup: { lanePath: string; key: string }, operationId: string): Promise<string | undefined> {
+  const view = await (await call(`${setup.lanePath}/operations/${operationId}?wait=10`, { token: setup.key })).json<{ state: string; result?: { status: string } }>();
+  return view.state === "settled" ? view.result?.status : undefined;
+}
+
+describe("the deferred sweep (scheduled)", () => {
+  it("registers a suspended run after its commit, resumes it on the next tick, and drops the row once it settled", async () => {
+    const run = await suspendedRun("swp");
+    await until("the registration", () => run.shard.size(), (size) => size > 0);
+    await tick();
+    expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
+    // The row stays until a sweep finds the run gone (it is due again only after its recheck time).
+    expect(await run.shard.size()).toBeGreaterThan(0);
+  });
+
+  it("leaves a run alone until its pollAfterMs has passed", async () => {
+    const run = await suspendedRun("swpl", { text: "not yet" }, 10 * 60_000);
+    await until("the registration", () => run.shard.size(), (size) => size > 0);
+    await tick();
+    const view = await (await call(`${run.lanePath}/operations/${run.operationId}`, { token: run.key })).json<{ state: string; at: string }>();
+    expect(view).toMatchObject({ state: "active", at: "deferred.suspended" });
+  });
+
+  it("a registration lost with the object is forwarded by its alarm", async () => {
+    const setup = await laneSetup("swpa");
+    await useScript(setup, [{ deferred: { ready: { text: "x" } } }]);
+    const stub = env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`);
+    // Suspend inside the object without letting the after-commit forward run (the test holds the turn),
+    // then count on the alarm: the registration row is part of the suspending commit.
+    await runInDurableObject(stub, async (instance: SessionObject) => {
+      const lane = (await instance.harness()).getLane("main");
+      if (!lane) throw new Error("no lane");
+      const admitted = await lane.accept({ kind: "prompt", prompt: "later" });
+      if (!admitted.ok) throw new Error("not accepted");
+      await lane.drive({ operationId: admitted.value.operationId });
+    });
+    await until("the forward or the alarm", async () => {
+      await runDurableObjectAlarm(stub);
+      return env.DEFERRED_INDEX.getByName(shardOf(`${setup.tenantId}:${setup.sid}`)).size();
+    }, (size) => size > 0);
+  });
+});
+
+describe("many suspended runs", { timeout: 240_000 }, () => {
+  it("are resumed by successive ticks, at most the per-shard bound per tick, each exactly once", async () => {
+    const before = await indexSize();
+    const runs: Awaited<ReturnType<typeof suspendedRun>>[] = [];
+    const COUNT = 300;
+    for (let start = 0; start < COUNT; start += 20) {
+      runs.push(...(await Promise.all(Array.from({ length: Math.min(20, COUNT - start) }, (_, index) => suspendedRun(`swpm${start + index}`)))));
+    }
+    await until("every registration", indexSize, (size) => size >= before + COUNT);
+    let ticks = 0;
+    const pending = new Set(runs.map((run) => run.operationId));
+    while (pending.size > 0 && ticks < 40) {
+      const metrics = await sweepDeferred(env);
+      expect(metrics.resumed).toBeLessThanOrEqual(SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS);
+      ticks++;
+      for (const run of runs) {
+        if (!pending.has(run.operationId)) continue;
+        const view = await (await call(`${run.lanePath}/operations/${run.operationId}`, { token: run.key })).json<{ state: string; at?: string }>();
+        if (view.state === "settled" || view.at !== "deferred.suspended") pending.delete(run.operationId);
+      }
+    }
+    expect(pending.size).toBe(0);
+    // No more than the bound could have been taken per tick.
+    expect(ticks).toBeGreaterThanOrEqual(Math.ceil(COUNT / (SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS)));
+    // Each run polled once: its branch holds the deferred answer and exactly one fetched answer.
+    for (const run of runs) {
+      expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
+      const stub = env.SESSIONS.getByName(`${run.tenantId}:${run.sid}`);
+      const stops = await runInDurableObject(stub, (instance: SessionObject) =>
+        instance.session().findEntries({ order: "asc" }).flatMap((entry) => (entry.type === "message" && entry.message.role === "assistant" ? [entry.message.stopReason] : [])),
+      );
+      expect(stops).toEqual(["deferred", "stop"]);
+    }
+  });
+});
