@@ -81,10 +81,8 @@ export async function scriptedSession(api: Api, id: string): Promise<void> {
   });
 }
 
-export interface ScriptStep {
-  text: string;
-  chunkMs?: number;
-}
+/** A scripted step as the API takes it (the full list is in the API guide); a few shapes the tests use. */
+export type ScriptStep = { text: string; chunkMs?: number } | { deferred: { pollAfterMs?: number; ready: ScriptStep } };
 
 export async function appendSteps(api: Api, sessionId: string, steps: ScriptStep[]): Promise<void> {
   for (const step of steps) await api.expect(201, "POST", `/v1/sessions/${sessionId}/lists/scripted/steps`, { body: step });
