@@ -284,6 +284,21 @@ export async function settledEvent(sessionId: string, operation: SettledOperatio
   return { id, type, body: JSON.stringify(event) };
 }
 
+/** A run a session registered as suspended (deferred-registrations.ts): what its webhook tells. */
+export interface SuspendedRun {
+  operationId: string;
+  lane: string;
+  pollAt: number;
+}
+
+/** One `operation.suspended` event per suspension (a run may suspend again at a later poll time). */
+export async function suspendedEvent(sessionId: string, run: SuspendedRun, now: number): Promise<EnqueuedEvent> {
+  const type: WebhookEventType = "operation.suspended";
+  const id = `evt_${(await sha256Hex(`${type}\n${sessionId}\n${run.operationId}\n${run.pollAt}`)).slice(0, 32)}`;
+  const event: WebhookEvent = { id, type, createdAt: now, data: { sessionId, lane: run.lane, operationId: run.operationId, pollAt: run.pollAt } };
+  return { id, type, body: JSON.stringify(event) };
+}
+
 async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");

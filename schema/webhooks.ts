@@ -68,11 +68,19 @@ export const OperationSettledDataSchema = v.object({
 });
 export type OperationSettledData = v.InferOutput<typeof OperationSettledDataSchema>;
 
-/** The JSON body of every delivery; `id` is the same on every attempt (receivers dedupe by it). */
-export const WebhookEventSchema = v.object({
-  id: v.string(),
-  type: WebhookEventTypeSchema,
-  createdAt: v.number(),
-  data: OperationSettledDataSchema,
+/** What `operation.suspended` tells: a deferred run went to sleep until it may be polled again. */
+export const OperationSuspendedDataSchema = v.object({
+  sessionId: v.string(),
+  lane: v.string(),
+  operationId: v.string(),
+  /** When the service will poll the provider again at the earliest (milliseconds since the epoch). */
+  pollAt: v.number(),
 });
+export type OperationSuspendedData = v.InferOutput<typeof OperationSuspendedDataSchema>;
+
+/** The JSON body of every delivery; `id` is the same on every attempt (receivers dedupe by it). */
+export const WebhookEventSchema = v.variant("type", [
+  v.object({ id: v.string(), type: v.literal("operation.settled"), createdAt: v.number(), data: OperationSettledDataSchema }),
+  v.object({ id: v.string(), type: v.literal("operation.suspended"), createdAt: v.number(), data: OperationSuspendedDataSchema }),
+]);
 export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;

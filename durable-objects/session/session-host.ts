@@ -24,6 +24,7 @@ import { SessionRuntime } from "../session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import type { DeferredRegistration } from "../deferred-index.ts";
 import { DeferredRegistrar } from "./deferred-registrations.ts";
 import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
@@ -109,7 +110,7 @@ export abstract class SessionHost extends DurableObject<Env> {
         const storage = this.opened?.storage ?? this.existingStorage();
         return storage && `${storage.tenantId}:${storage.metadata.id}`;
       },
-      send: (shard, runs) => this.env.DEFERRED_INDEX.getByName(shard).register(runs),
+      send: (shard, runs) => this.sendSuspended(shard, runs),
       rearm: () => {
         if (this.schema.exists) this.dueWork.rearm();
       },
@@ -228,6 +229,17 @@ export abstract class SessionHost extends DurableObject<Env> {
   private forwardAfterCommit(what: "settled" | "suspended"): void {
     const forwarder = what === "settled" ? this.forwarder : this.registrar;
     queueMicrotask(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)));
+  }
+
+  /**
+   * Suspended runs go to their DeferredIndex shard (the cron polls them) and to the tenant object
+   * (`operation.suspended` webhooks); both apply a repeated forward once.
+   */
+  private async sendSuspended(shard: string, runs: DeferredRegistration[]): Promise<void> {
+    const storage = this.opened?.storage ?? this.existingStorage();
+    if (!storage) return;
+    const suspended = runs.map((run) => ({ operationId: run.operationId, lane: run.lane, pollAt: run.dueAt }));
+    await Promise.all([this.env.DEFERRED_INDEX.getByName(shard).register(runs), this.env.TENANTS.getByName(storage.tenantId).operationsSuspended(storage.metadata.id, suspended)]);
   }
 
   /**

@@ -5,7 +5,7 @@ import type { Wire } from "../../schema/wire.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import { asResult } from "../rpc-errors.ts";
 import type { SettledOperation } from "../session/settlement-outbox.ts";
-import { settledEvent, type EnqueuedEvent } from "../tenant-webhooks.ts";
+import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "../tenant-webhooks.ts";
 import type { Page } from "../time-cursor.ts";
 import { newWebhookSecret, sealWebhookSecret } from "../webhook-delivery.ts";
 import { randomToken, TenantHost } from "./tenant-host.ts";
@@ -34,6 +34,18 @@ export abstract class TenantActivityRpc extends TenantHost {
       return this.webhooks().enqueue(events, now);
     });
     if (enqueued > 0) await this.armNoLaterThan(now);
+  }
+
+  /**
+   * A session's suspended runs, forwarded after the suspending commit with their DeferredIndex
+   * registration (repeated after a crash): one `operation.suspended` delivery per subscribed
+   * endpoint, idempotent by event id.
+   */
+  async operationsSuspended(sessionId: string, runs: SuspendedRun[]): Promise<void> {
+    if (!this.schema.exists) return;
+    const now = Date.now();
+    const events = await Promise.all(runs.map((run) => suspendedEvent(sessionId, run, now)));
+    if (this.webhooks().enqueue(events, now) > 0) await this.armNoLaterThan(now);
   }
 
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */

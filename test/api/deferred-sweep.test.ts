@@ -7,6 +7,7 @@ import worker from "../../worker/index.ts";
 import { sweepDeferred, SWEEP_PER_SHARD } from "../../worker/deferred-sweep.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import { call } from "./helpers.ts";
+import { receivedAtLeast, receiver, register } from "./webhooks-helpers.ts";
 import { laneSetup, useScript } from "./lane-helpers.ts";
 
 // The minute cron (ARCHITECTURE D8) through the worker's own `scheduled()`: a suspended run is
@@ -56,6 +57,20 @@ describe("the deferred sweep (scheduled)", () => {
     expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
     // The row stays until a sweep finds the run gone (it is due again only after its recheck time).
     expect(await run.shard.size()).toBeGreaterThan(0);
+  });
+
+  it("tells the tenant's webhook operation.suspended when the run suspends, then operation.settled", async () => {
+    const setup = await laneSetup("swph");
+    const scope = receiver("suspended");
+    await register(setup.key, scope.url("ok"), ["operation.suspended", "operation.settled"]);
+    await useScript(setup, [{ deferred: { ready: { text: "worth the wait" } } }]);
+    const answer = await (await call(`${setup.lanePath}/prompt`, { body: { prompt: "later", wait: 30 }, token: setup.key })).json<{ operationId: string }>();
+    const [suspended] = await receivedAtLeast(scope, 1);
+    expect(JSON.parse(suspended?.rawBody ?? "{}")).toMatchObject({ type: "operation.suspended", data: { sessionId: setup.sid, lane: "main", operationId: answer.operationId, pollAt: expect.any(Number) } });
+    await until("the registration", () => env.DEFERRED_INDEX.getByName(shardOf(`${setup.tenantId}:${setup.sid}`)).size(), (size) => size > 0);
+    await tick();
+    const calls = await receivedAtLeast(scope, 2);
+    expect(calls.map((call) => JSON.parse(call.rawBody).type)).toEqual(["operation.suspended", "operation.settled"]);
   });
 
   it("leaves a run alone until its pollAfterMs has passed", async () => {
