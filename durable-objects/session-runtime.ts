@@ -136,18 +136,16 @@ export function operationView(lane: AgentLane, operationId: string): OperationVi
       status: info?.status ?? "open",
       at: state.at,
       ...(state.at === "assistant.retry_wait" && { retry: { attempt: state.nextAttempt, notBefore: state.notBefore } }),
-      ...(state.at === "deferred.suspended" && deferredOf(lane, state.sourceEntryId, state.poll)),
+      ...(state.at === "deferred.suspended" && suspendedView(lane)),
     };
   }
   const record = lane.getResult(operationId);
   return record ? { state: "settled", result: record } : undefined;
 }
 
-/** The handle the suspended run's source entry holds (the assistant that deferred). */
-function deferredOf(lane: AgentLane, sourceEntryId: string, poll: number): { deferred?: { handle: DeferredHandle; poll: number } } {
-  const [source] = lane.findEntries({ start: sourceEntryId, limit: 1 });
-  const handle = source?.type === "message" && source.message.role === "assistant" ? source.message.deferred : undefined;
-  return handle ? { deferred: { handle, poll } } : {};
+function suspendedView(lane: AgentLane): { deferred?: { handle: DeferredHandle; poll: number } } {
+  const wait = lane.deferredWait();
+  return wait ? { deferred: { handle: wait.handle, poll: wait.poll } } : {};
 }
 
 function raceDeadline<T>(promise: Promise<T>, deadline: number): Promise<T | undefined> {

@@ -253,12 +253,10 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     const lane = (await this.harness()).getLane(name);
     const current = lane?.state.operation;
     if (!lane || current?.meta.operationId !== operationId) return "gone";
-    const state = current.state;
-    if (state.at !== "deferred.suspended" && state.at !== "deferred.effect_pending") return "gone";
-    const [source] = lane.findEntries({ start: state.sourceEntryId, limit: 1 });
-    const handle = source?.type === "message" && source.message.role === "assistant" ? source.message.deferred : undefined;
+    const wait = lane.deferredWait();
+    if (!wait) return "gone";
     this.startPollingPass(lane, operationId);
-    return handle?.expiresAt !== undefined && Date.now() >= handle.expiresAt ? "expired" : "resumed";
+    return wait.handle.expiresAt !== undefined && Date.now() >= wait.handle.expiresAt ? "expired" : "resumed";
   }
 
   /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */

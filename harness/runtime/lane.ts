@@ -13,7 +13,7 @@ import type {
   ToolResultView,
 } from "../../schema/lane.ts";
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
+import type { AgentMessage, DeferredHandle, ImageContent } from "../../schema/messages.ts";
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
@@ -35,6 +35,7 @@ import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
 import type { DriveOutcome } from "./types.ts";
 import { ContextCache } from "./context-cache.ts";
+import { storedHandle } from "./deferred-handle.ts";
 import { planSubmitToolResult } from "./tool-results.ts";
 import { LiveResponse } from "./live-response.ts";
 import { captureSnapshot } from "./snapshot.ts";
@@ -123,6 +124,14 @@ export class AgentLane implements LaneHandle {
 
   getTipId(): string | null {
     return this.projection.tipId;
+  }
+
+  /** The current operation's deferred wait (suspended, or a poll in flight), with its handle. */
+  deferredWait(): { handle: DeferredHandle; poll: number; at: "deferred.suspended" | "deferred.effect_pending" } | undefined {
+    const state = this.projection.operation?.state;
+    if (state?.at !== "deferred.suspended" && state?.at !== "deferred.effect_pending") return undefined;
+    const stored = storedHandle(this.core.session, state.sourceEntryId);
+    return stored && { handle: stored.handle, poll: state.poll, at: state.at };
   }
 
   findEntries(scan: BranchScan = {}): Entry[] {

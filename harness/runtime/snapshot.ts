@@ -2,6 +2,7 @@ import type { LaneSnapshot, RunningToolRow, SnapshotOperation, ToolResultView } 
 import type { AssistantMessage } from "../../schema/messages.ts";
 import { reduceFrames } from "../execution/frames.ts";
 import { operationToolArgs, pendingEntry, pendingToolOutput } from "../session/builtin-addresses.ts";
+import { storedHandle } from "./deferred-handle.ts";
 import { readResult } from "./operation-codec.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { committedFrames } from "./drive/recover-assistant.ts";
@@ -60,9 +61,8 @@ function operationView(
     view.retry = { attempt: leaf.nextAttempt, maxAttempts: leaf.generationContext.retryPolicy.maxAttempts, nextAttemptAt: leaf.notBefore };
   }
   if (leaf.at === "deferred.suspended") {
-    const source = m.getEntries([leaf.sourceEntryId]).get(leaf.sourceEntryId);
-    const handle = source?.type === "message" && source.message.role === "assistant" ? source.message.deferred : undefined;
-    if (handle) view.deferred = { handle, poll: leaf.poll };
+    const stored = storedHandle(m, leaf.sourceEntryId);
+    if (stored) view.deferred = { handle: stored.handle, poll: leaf.poll };
   }
   if (leaf.at === "assistant.effect_pending" || leaf.at === "deferred.effect_pending") {
     // The live partial (already a frozen copy) while a pass streams it, else the committed frames.

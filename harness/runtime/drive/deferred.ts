@@ -3,6 +3,7 @@ import type { HarnessEvent, ModelIdentity } from "../../../schema/lane.ts";
 import type { DeferredHandle } from "../../../schema/messages.ts";
 import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
 import { deleteList } from "../../session/writes.ts";
+import { storedHandle } from "../deferred-handle.ts";
 import type { DeferredScope, OperationScope, StateAt } from "../types.ts";
 import { streamAssistant } from "./assistant-stream.ts";
 import { settled } from "./generation.ts";
@@ -49,11 +50,10 @@ export function suspension(
 }
 
 /** The handle of a suspended run: its source entry (the assistant that deferred) holds it. */
-export function handleOf(pass: Pass, state: DeferredScope): { handle: DeferredHandle; sourceAt: number } {
-  const entry = pass.core.session.getEntries([state.sourceEntryId]).get(state.sourceEntryId);
-  const handle = entry?.type === "message" && entry.message.role === "assistant" ? entry.message.deferred : undefined;
-  if (!entry || !handle) throw new Error(`Invariant: the deferred source ${state.sourceEntryId} holds no handle`);
-  return { handle, sourceAt: entry.timestamp };
+export function handleOf(pass: Pass, state: DeferredScope): { handle: DeferredHandle; storedAt: number } {
+  const stored = storedHandle(pass.core.session, state.sourceEntryId);
+  if (!stored) throw new Error(`Invariant: the deferred source ${state.sourceEntryId} holds no handle`);
+  return stored;
 }
 
 /**
@@ -65,14 +65,14 @@ export function handleOf(pass: Pass, state: DeferredScope): { handle: DeferredHa
  */
 export async function deferredSuspended(pass: Pass, state: StateAt<"deferred.suspended">): Promise<Step> {
   const { core } = pass;
-  const { handle, sourceAt } = handleOf(pass, state);
+  const { handle, storedAt } = handleOf(pass, state);
   const now = core.clock();
   if (handle.expiresAt !== undefined && now >= handle.expiresAt) {
     const error = { code: "deferred_expired", message: `The provider's deferred response ${handle.id} expired before it was fetched` };
     return settled(await continueOperation(pass, () => ({ kind: "finish", writes: [], status: "failed", error })));
   }
   const waiting: Step = { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "deferred", deferred: handle } };
-  if (handle.pollAfterMs !== undefined && now < sourceAt + handle.pollAfterMs) return waiting;
+  if (handle.pollAfterMs !== undefined && now < storedAt + handle.pollAfterMs) return waiting;
   if (!pass.takeDeferredPermit()) return waiting;
   const { provider, modelId } = state.configuration.model;
   const model = core.models.getModel(provider, modelId);
