@@ -1,16 +1,12 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
-import { branchTip, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
 import { followerId } from "../../session/ids.ts";
-import { zeroUsage } from "../../session/usage.ts";
-import { deleteList, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
-import type { Committed } from "../lane-command.ts";
 import type { StateAt, ToolCallState } from "../types.ts";
 import { pollTurnId, suspension, validHandle } from "./deferred.ts";
 import type { Pass, Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
-import { storedAssistant } from "./settle-response.ts";
+import { settledResponse, storedAssistant } from "./settle-response.ts";
 import { settleOperation, type TransitionPlan } from "./transition.ts";
 
 /**
@@ -22,7 +18,7 @@ import { settleOperation, type TransitionPlan } from "./transition.ts";
  * invalid handle) → terminal failed. A poll has no retry wait: the next permit polls again.
  */
 export async function settlePoll(pass: Pass, response: ProviderAssistant, options: { recovery: boolean; framed: boolean }): Promise<Step> {
-  const step = await settleOperation(pass, (_m, operation, laneState): TransitionPlan => {
+  const step = await settleOperation(pass, (m, operation, laneState): TransitionPlan => {
     const state = operation.state;
     if (state.at !== "deferred.effect_pending") throw new Error(`Cannot settle a deferred poll at ${state.at}`);
     const cancelled = state.control.status === "cancel_requested";
@@ -32,19 +28,8 @@ export async function settlePoll(pass: Pass, response: ProviderAssistant, option
     const handle = response.stopReason === "deferred" ? validHandle(response, state.configuration.model) : undefined;
     const message = normalize(response, cancelled, handle !== undefined);
     const scope = { ...scopeOf(state), latestAssistantEntryId: R };
-    const writes = [
-      insertEntry({ id: R, parentId: laneState.tipId, type: "message", message }),
-      insertUsage({ id: state.usageId, usage: message.usage, entryId: R, adjustment: false }),
-      setValue(branchTip(lane), R),
-      ...(options.framed ? [deleteList(pendingAssistantFrames(runId, R))] : []),
-    ];
+    const { writes, events: baseEvents } = settledResponse(pass, m, { responseEntryId: R, usageId: state.usageId, parentId: laneState.tipId, message }, options);
     const turnId = pollTurnId(state.stepId, state.poll);
-    const streamed = pass.lane.takeStreaming() !== undefined;
-    const baseEvents = (done: Committed | undefined): HarnessEvent[] => [
-      ...(streamed || options.recovery ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
-      ...(done?.entries ?? []).filter((entry) => entry.id === R).map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
-      ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
-    ];
     const turnEnd: HarnessEvent = { type: "turn_end", lane, runId, turnId, message, toolResults: [] as ToolResultMessage[] };
     const patch = { tipId: R };
     const atBoundary: StateAt<"checkpoint"> = { ...scope, at: "checkpoint", continuation: { kind: "may_finish", includeFinalAssistant: true }, triggerEntryId: R };

@@ -13,6 +13,8 @@ import { notBeforeOf, retryDelay } from "../settings.ts";
 import type { OperationState, StateAt, ToolCallState } from "../types.ts";
 import type { Write } from "../../session/storage.ts";
 import type { LaneProjection } from "../lane-state.ts";
+import type { Committed } from "../lane-command.ts";
+import type { SessionMutator } from "../../session/mutation.ts";
 import { decideOnLine } from "./checkpoint.ts";
 import type { Pass, Step } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
@@ -54,27 +56,9 @@ export async function settleResponse(
     const R = state.responseEntryId;
     const message: AssistantMessage = normalize(response, cancelled, state);
     const scope = { ...scopeOf(state), latestAssistantEntryId: R };
-    const writes = [
-      insertEntry({ id: R, parentId: laneState.tipId, type: "message", message }),
-      insertUsage({ id: state.usageId, usage: message.usage, entryId: R, adjustment: false }),
-      setValue(branchTip(lane), R),
-      // A reply that settled within its first frame window stored no frame: nothing to delete.
-      ...(options.framed ? [deleteList(pendingAssistantFrames(runId, R))] : []),
-    ];
+    const { writes, events: baseEvents } = settledResponse(pass, m, { responseEntryId: R, usageId: state.usageId, parentId: laneState.tipId, message }, options);
     const turnId = state.generationContext.stepId;
     const attempt = state.attempt;
-    // The message ends in the settlement's own batch (§5.3): a live stream's partial stays the
-    // snapshot's streaming message until this commit; a recovered settlement ends the partial a
-    // watcher may hold from committed frames (§5.4 fold).
-    const streamed = pass.lane.takeStreaming() !== undefined;
-    const restoredPartial = options.recovery && m.readList(pendingAssistantFrames(runId, R), { limit: 1 }).length > 0;
-    const baseEvents = (done: Parameters<NonNullable<Extract<TransitionPlan, { kind: "commit" }>["events"]>>[0]): HarnessEvent[] => [
-      ...(streamed || restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
-      ...(done?.entries ?? [])
-        .filter((entry) => entry.id === R)
-        .map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
-      ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
-    ];
     const turnEnd: HarnessEvent = { type: "turn_end", lane, runId, turnId, message, toolResults: [] as ToolResultMessage[] };
     const retryEnd = (success: boolean): HarnessEvent[] =>
       attempt > 1
@@ -167,6 +151,42 @@ export async function settleResponse(
   });
   if (step === "returned") throw new Error("Response settlement always commits");
   return step;
+}
+
+/**
+ * What every settled response commits and tells (an assistant attempt or a deferred poll, §3.5):
+ * the entry, its usage row under the reserved id, the tip, the frame-list delete (a reply that
+ * settled within its first frame window stored none); then `message_end` (in the settlement's own
+ * batch, §5.3: a live stream's partial stays the snapshot's streaming message until this commit,
+ * and a recovered settlement ends the partial a watcher may hold from committed frames, §5.4),
+ * `entry_added` and `usage`.
+ */
+export function settledResponse(
+  pass: Pass,
+  m: Pick<SessionMutator, "readList">,
+  settled: { responseEntryId: string; usageId: string; parentId: string | null; message: AssistantMessage },
+  options: { recovery: boolean; framed: boolean },
+): { writes: Write[]; events: (done: Committed | undefined) => HarnessEvent[] } {
+  const lane = pass.lane.name;
+  const runId = pass.operationId;
+  const { responseEntryId: R, message } = settled;
+  const frames = pendingAssistantFrames(runId, R);
+  const writes: Write[] = [
+    insertEntry({ id: R, parentId: settled.parentId, type: "message", message }),
+    insertUsage({ id: settled.usageId, usage: message.usage, entryId: R, adjustment: false }),
+    setValue(branchTip(lane), R),
+    ...(options.framed ? [deleteList(frames)] : []),
+  ];
+  const streamed = pass.lane.takeStreaming() !== undefined;
+  const restoredPartial = options.recovery && m.readList(frames, { limit: 1 }).length > 0;
+  const events = (done: Committed | undefined): HarnessEvent[] => [
+    ...(streamed || restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
+    ...(done?.entries ?? [])
+      .filter((entry) => entry.id === R)
+      .map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
+    ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
+  ];
+  return { writes, events };
 }
 
 /**
