@@ -9,6 +9,9 @@ import { mistralProvider } from "@earendil-works/pi-ai/providers/mistral";
 import { openaiProvider } from "@earendil-works/pi-ai/providers/openai";
 import { openrouterProvider } from "@earendil-works/pi-ai/providers/openrouter";
 import { xaiProvider } from "@earendil-works/pi-ai/providers/xai";
+import { anthropicBatch } from "./deferred/anthropic-batch.ts";
+import { openaiBackground } from "./deferred/openai-background.ts";
+import { withDeferredResponses } from "./deferred/provider.ts";
 
 // The hosted providers this service offers (ARCHITECTURE D9), each pi-ai's own factory imported by
 // subpath: the bundle carries these catalogs and their API implementations and nothing else.
@@ -25,8 +28,10 @@ export interface HostedProvider {
 }
 
 export const HOSTED_PROVIDERS: readonly HostedProvider[] = [
-  { id: "openai", create: openaiProvider, deploymentSecrets: ["OPENAI_API_KEY"] },
-  { id: "anthropic", create: anthropicProvider, deploymentSecrets: ["ANTHROPIC_API_KEY"] },
+  // Background responses and message batches for deferred runs (deferred/): pi-ai streams these
+  // two but does not defer them yet.
+  { id: "openai", create: () => withDeferredResponses(openaiProvider(), openaiBackground), deploymentSecrets: ["OPENAI_API_KEY"] },
+  { id: "anthropic", create: () => withDeferredResponses(anthropicProvider(), anthropicBatch), deploymentSecrets: ["ANTHROPIC_API_KEY"] },
   { id: "google", create: googleProvider, deploymentSecrets: ["GEMINI_API_KEY"] },
   { id: "mistral", create: mistralProvider, deploymentSecrets: ["MISTRAL_API_KEY"] },
   { id: "groq", create: groqProvider, deploymentSecrets: ["GROQ_API_KEY"] },

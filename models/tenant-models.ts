@@ -1,4 +1,4 @@
-import type { Api, AssistantMessageEvent, AssistantMessageEventStream, Context, FetchFunction, Model, SimpleStreamOptions } from "@earendil-works/pi-ai";
+import type { Api, AssistantMessageEvent, AssistantMessageEventStream, FetchFunction, Model, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import { lazyStream } from "@earendil-works/pi-ai";
 import type { MutableModels } from "@earendil-works/pi-ai/models";
 import { providerFailureDiagnostic, type ProviderFailure } from "../harness/execution/provider-failure.ts";
@@ -51,20 +51,28 @@ export interface TenantModelsOptions {
 export function tenantModels(registry: MutableModels, options: TenantModelsOptions): ModelsPort {
   return {
     getModel: (provider, modelId) => registry.getModel(provider, modelId),
-    streamSimple: (model, context, streamOptions) =>
-      hostedProvider(model.provider) === undefined ? registry.streamSimple(model, context, streamOptions) : hostedStream(registry, options, model, context, streamOptions),
-    streamDeferred: (model, handle, streamOptions) => registry.streamDeferred(model, handle, streamOptions),
-    cancelDeferred: (model, handle, cancelOptions) => registry.cancelDeferred(model, handle, cancelOptions),
+    streamSimple: (model, context, streamOptions = {}) =>
+      hostedProvider(model.provider) === undefined
+        ? registry.streamSimple(model, context, streamOptions)
+        : hostedStream(options, model, streamOptions, (request) => registry.streamSimple(request.model, context, request.options)),
+    // A poll reaches the provider like a request does: with the tenant's credentials, resolved now.
+    streamDeferred: (model, handle, streamOptions = {}) =>
+      hostedProvider(model.provider) === undefined
+        ? registry.streamDeferred(model, handle, streamOptions)
+        : hostedStream(options, model, streamOptions, (request) => registry.streamDeferred(request.model, handle, { ...request.options, wait: streamOptions.wait ?? 0 })),
+    cancelDeferred: async (model, handle, cancelOptions = {}) => {
+      if (hostedProvider(model.provider) === undefined) return registry.cancelDeferred(model, handle, cancelOptions);
+      const request = await hostedRequest(options, model, cancelOptions);
+      if ("failure" in request) return;
+      await registry.cancelDeferred(request.model, handle, request.options);
+    },
   };
 }
 
-function hostedStream(
-  registry: MutableModels,
-  options: TenantModelsOptions,
-  model: Model<Api>,
-  context: Context,
-  streamOptions: SimpleStreamOptions = {},
-): AssistantMessageEventStream {
+/** One hosted request: the model (a tenant's base URL applied) and options with credentials and transport. */
+type HostedRequest = { model: Model<Api>; options: SimpleStreamOptions; seen: { status?: number; retryAfterMs?: number } } | { failure: string };
+
+async function hostedRequest(options: TenantModelsOptions, model: Model<Api>, streamOptions: SimpleStreamOptions): Promise<HostedRequest> {
   const seen: { status?: number; retryAfterMs?: number } = {};
   const observe = (transport: FetchFunction): FetchFunction => async (input, init) => {
     const response = await transport(input, init);
@@ -74,21 +82,30 @@ function hostedStream(
     else seen.retryAfterMs = retryAfterMs;
     return response;
   };
+  const access = providerAccess(model.provider, await options.grant(model.provider), options.deployment);
+  if (access.source === "none") return { failure: access.reason };
+  const base: SimpleStreamOptions = { ...streamOptions, maxRetries: streamOptions.maxRetries ?? 0 };
+  const binding = access.source === "deployment" ? workersAiBindingRequest(model, options.deployment) : undefined;
+  const transport = observe(binding?.fetch ?? options.fetch ?? ((input, init) => fetch(input, init)));
+  if (access.source === "tenant") {
+    return { model: access.baseUrl ? { ...model, baseUrl: access.baseUrl } : model, options: { ...base, apiKey: access.apiKey, fetch: transport }, seen };
+  }
+  if (binding) return { model: binding.model, options: { ...base, ...binding.options, fetch: transport }, seen };
+  return { model, options: { ...base, fetch: transport }, seen };
+}
+
+function hostedStream(
+  options: TenantModelsOptions,
+  model: Model<Api>,
+  streamOptions: SimpleStreamOptions,
+  start: (request: { model: Model<Api>; options: SimpleStreamOptions }) => AssistantMessageEventStream,
+): AssistantMessageEventStream {
   return lazyStream(
     model,
     async () => {
-      const access = providerAccess(model.provider, await options.grant(model.provider), options.deployment);
-      if (access.source === "none") return single(failed(model, access.reason, { kind: "auth", provider: model.provider }));
-      const base: SimpleStreamOptions = { ...streamOptions, maxRetries: streamOptions.maxRetries ?? 0 };
-      const binding = access.source === "deployment" ? workersAiBindingRequest(model, options.deployment) : undefined;
-      const transport = binding?.fetch ?? options.fetch ?? ((input, init) => fetch(input, init));
-      const request =
-        access.source === "tenant"
-          ? { model: access.baseUrl ? { ...model, baseUrl: access.baseUrl } : model, options: { ...base, apiKey: access.apiKey } }
-          : binding
-            ? { model: binding.model, options: { ...base, ...binding.options } }
-            : { model, options: base };
-      return classified(registry.streamSimple(request.model, context, { ...request.options, fetch: observe(transport) }), model.provider, seen);
+      const request = await hostedRequest(options, model, streamOptions);
+      if ("failure" in request) return single(failed(model, request.failure, { kind: "auth", provider: model.provider }));
+      return classified(start(request), model.provider, request.seen);
     },
     undefined,
     streamOptions.signal,

@@ -49,6 +49,7 @@ export async function prepareAssistantRequest(
     ...samplingOptions(requested.streamOptions, model, generation.configuration.thinkingLevel),
     sessionId: `${core.sessionId}:${pass.lane.name}`,
     ...reasoningOf(generation.configuration.thinkingLevel),
+    ...deferredOf(requested.streamOptions),
   };
   return { context, options };
 }
@@ -90,6 +91,18 @@ function samplingOptions(patch: Record<string, JsonValue | undefined>, model: Pr
   const maxTokens = requestMaxTokens(model, patch.maxTokens);
   const temperature = requestTemperature(model, level, patch.temperature);
   return { ...(maxTokens !== undefined && { maxTokens }), ...(temperature !== undefined && { temperature }) };
+}
+
+/**
+ * Deferred mode reaches assistant requests only (reference §3.11): summaries and polls are built
+ * from `toSimpleOptions`, which never carries it, so structural requests always run live.
+ */
+function deferredOf(patch: Record<string, JsonValue | undefined>): Pick<SimpleStreamOptions, "deferred"> {
+  const deferred = patch.deferred;
+  if (deferred === true) return { deferred: true };
+  if (typeof deferred !== "object" || deferred === null || Array.isArray(deferred)) return {};
+  const window = "window" in deferred ? deferred.window : undefined;
+  return window === "15m" || window === "1h" || window === "24h" ? { deferred: { window } } : { deferred: {} };
 }
 
 function stringRecord(value: JsonValue | undefined): Record<string, string> | undefined {

@@ -1,0 +1,86 @@
+import type { Api, AssistantMessage, AssistantMessageEventStream, DeferredHandle, FetchFunction, Model, StopReason } from "@earendil-works/pi-ai";
+import { createAssistantMessageEventStream } from "@earendil-works/pi-ai/utils/event-stream";
+
+// The answers a deferred submission or poll gives without a model reply to parse: "still
+// pending" (a `deferred` stop with the handle, which the engine keeps suspended) and a failure.
+
+function emptyMessage(model: Model<Api>, stopReason: StopReason): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api: model.api,
+    provider: model.provider,
+    model: model.id,
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    stopReason,
+    timestamp: Date.now(),
+  };
+}
+
+/** A response that is not ready yet: the engine suspends the run on this handle. */
+export function pendingStream(model: Model<Api>, handle: DeferredHandle): AssistantMessageEventStream {
+  const stream = createAssistantMessageEventStream();
+  const message: AssistantMessage = { ...emptyMessage(model, "deferred"), deferred: handle };
+  stream.push({ type: "start", partial: message });
+  stream.push({ type: "done", reason: "deferred", message });
+  return stream;
+}
+
+/** A failed submission or poll (`aborted` when the provider reports the work cancelled). */
+export function failedStream(model: Model<Api>, errorMessage: string, reason: "error" | "aborted" = "error"): AssistantMessageEventStream {
+  const stream = createAssistantMessageEventStream();
+  const message: AssistantMessage = { ...emptyMessage(model, reason), errorMessage };
+  stream.push({ type: "error", reason, error: message });
+  return stream;
+}
+
+/**
+ * Runs `body` and answers its stream; anything it throws (a network failure, an unreadable
+ * answer) becomes a failed stream instead of an exception the engine would have to classify.
+ */
+export function deferredStream(model: Model<Api>, body: () => Promise<AssistantMessageEventStream>): AssistantMessageEventStream {
+  const out = createAssistantMessageEventStream();
+  void (async () => {
+    let inner: AssistantMessageEventStream;
+    try {
+      inner = await body();
+    } catch (error) {
+      inner = failedStream(model, error instanceof Error ? error.message : String(error));
+    }
+    for await (const event of inner) out.push(event);
+  })();
+  return out;
+}
+
+/** A transport that answers any request with this SSE body (a stored answer replayed as a stream). */
+export function replayTransport(events: readonly { event: string; data: unknown }[]): FetchFunction {
+  const text = events.map(({ event, data }) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join("");
+  return async () => new Response(text, { status: 200, headers: { "content-type": "text/event-stream" } });
+}
+
+/** The provider's JSON answer, or an Error naming its status and message. */
+export async function jsonAnswer(response: Response, what: string): Promise<Record<string, unknown>> {
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = text.length > 0 ? JSON.parse(text) : {};
+  } catch {
+    body = undefined;
+  }
+  if (!response.ok) {
+    const message = errorText(body) ?? text.slice(0, 200);
+    throw new Error(`${what} failed (HTTP ${response.status}): ${message}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new Error(`${what}: the provider's answer is not a JSON object`);
+  return Object.fromEntries(Object.entries(body));
+}
+
+function errorText(body: unknown): string | undefined {
+  if (typeof body !== "object" || body === null) return undefined;
+  const error = Reflect.get(body, "error");
+  if (typeof error === "object" && error !== null) {
+    const message = Reflect.get(error, "message");
+    if (typeof message === "string") return message;
+  }
+  return undefined;
+}
