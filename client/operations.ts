@@ -1,5 +1,6 @@
 import type { OperationResultRecord } from "../schema/lane.ts";
 import type { DeferredHandle, ImageContent } from "../schema/messages.ts";
+import type { DeferredMode } from "../schema/settings.ts";
 import { path, waitSeconds, type CallOptions, type HttpClient, type HttpResponse } from "./http.ts";
 import { lanePath } from "./lanes.ts";
 import type { AbortOutcome, AbortRequestResult, ConvenienceOutcome, OperationAdmission, OperationRequestBody, OperationView, PromptAnswer, PromptInput, PromptOutcome } from "./types.ts";
@@ -15,6 +16,11 @@ export interface PromptOptions extends CallOptions {
   wait?: number;
   /** A fresh UUIDv7 chosen by the caller. */
   operationId?: string;
+  /**
+   * Ask for a deferred answer (a background response or batch; the run suspends until it is
+   * ready), or `false` for a live one whatever the session's `streamOptions.deferred` says.
+   */
+  deferred?: DeferredMode;
 }
 
 /**
@@ -50,14 +56,20 @@ export class OperationsApi {
   }
 
   /**
-   * `POST …/prompt` `{ prompt, images?, wait?, operationId? }`: accept and wait. Settled → the record
+   * `POST …/prompt` `{ prompt, images?, wait?, operationId?, deferred? }`: accept and wait. Settled → the record
    * with the messages the run appended (`result.messages`, the final assistant message last); a
    * deferred run → `suspended`; the wait ran out → `pending` with the id (poll it with `get`).
    * Accepts `idempotencyKey`.
    */
   async prompt(sessionId: string, lane: string, prompt: PromptInput, options: PromptOptions = {}): Promise<PromptOutcome> {
-    const { images, wait, operationId, ...call } = options;
-    const body = { prompt, ...(images !== undefined && { images }), ...(wait !== undefined && { wait }), ...(operationId !== undefined && { operationId }) };
+    const { images, wait, operationId, deferred, ...call } = options;
+    const body = {
+      prompt,
+      ...(images !== undefined && { images }),
+      ...(wait !== undefined && { wait }),
+      ...(operationId !== undefined && { operationId }),
+      ...(deferred !== undefined && { deferred }),
+    };
     return convenienceOutcome(await this.http.send<ConvenienceBody<PromptAnswer>>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body }));
   }
 

@@ -68,6 +68,8 @@ export const ERROR_STATUS = {
   UnknownModel: 422,
   /** A lane configuration activates tools that do not exist. */
   UnknownTool: 422,
+  /** A run would answer deferred (its request or the session's streamOptions) on a model that cannot. */
+  DeferredUnsupported: 422,
   /** A documented operation kind this build does not execute yet (compaction, navigation). */
   UnsupportedOperation: 422,
   IdempotencyConflict: 422,

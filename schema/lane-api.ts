@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { IdSchema } from "./api.ts";
 import { JsonValueSchema } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
+import { DeferredModeSchema } from "./settings.ts";
 import { AgentMessageInputSchema, AgentMessageSchema, DeferredHandleSchema, ImageContentSchema } from "./messages.ts";
 
 // Request bodies and parameters of spec/API.md "Lanes", "Queue" and "Operations" (primitives and
@@ -17,6 +18,8 @@ const shortText = v.pipe(v.string(), v.maxLength(256));
 const images = v.optional(v.pipe(v.array(ImageContentSchema), v.maxLength(64)));
 /** A fresh UUIDv7 chosen by the caller; the engine checks freshness and form (InvalidOperationId). */
 const operationId = v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64)));
+/** A run's own deferred mode; absent: the session's `settings.streamOptions.deferred`. */
+const deferred = v.optional(DeferredModeSchema);
 const waitSeconds = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_WAIT_SECONDS));
 
 /** `?wait=<seconds ≤ 60>` (decimals allowed), as milliseconds; absent → `undefined`. */
@@ -64,13 +67,14 @@ const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 
 /** OperationRequest of spec/API.md "Operations: primitives". */
 export const OperationRequestSchema = v.variant("kind", [
-  v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId }),
-  v.strictObject({ kind: v.literal("skill"), name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)), additionalInstructions: instructions, operationId }),
+  v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId, deferred }),
+  v.strictObject({ kind: v.literal("skill"), name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)), additionalInstructions: instructions, operationId, deferred }),
   v.strictObject({
     kind: v.literal("prompt_template"),
     name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)),
     args: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(100_000))), v.maxLength(64))),
     operationId,
+    deferred,
   }),
   v.strictObject({ kind: v.literal("compaction"), customInstructions: instructions, operationId }),
   v.strictObject({
@@ -92,6 +96,7 @@ export const PromptConvenienceSchema = v.strictObject({
   images,
   wait: v.optional(waitSeconds),
   operationId,
+  deferred,
 });
 
 /** `POST …/navigate` `{ targetId, summarize?, label?, customInstructions?, wait? }` (wait in seconds). */

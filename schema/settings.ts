@@ -30,6 +30,18 @@ export const MAX_TOKENS_LIMIT = 1_000_000;
 /** The widest temperature range a provider takes (OpenAI, Google: 0–2). */
 export const TEMPERATURE_LIMIT = 2;
 
+/**
+ * Deferred mode (provider-async answers: OpenAI background responses, Anthropic message batches,
+ * scripted deferred steps): `true`, or with the longest completion window the caller accepts.
+ */
+export const DeferredModeSchema = v.union([v.boolean(), v.strictObject({ window: v.optional(v.picklist(["15m", "1h", "24h"])) })]);
+export type DeferredMode = v.InferOutput<typeof DeferredModeSchema>;
+
+/** Whether a deferred setting asks for deferred answers. */
+export function defersAnswers(mode: DeferredMode | undefined): boolean {
+  return mode === true || (typeof mode === "object" && mode !== null);
+}
+
 /** Curated provider stream options (reference §7.1): no signal, no lifecycle callbacks. */
 export const StreamOptionsSchema = v.strictObject({
   transport: v.optional(v.pipe(v.string(), v.maxLength(64))),
@@ -43,7 +55,7 @@ export const StreamOptionsSchema = v.strictObject({
   maxTokens: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_TOKENS_LIMIT))),
   /** Sampling temperature, sent where the model takes one (within its provider's range). */
   temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(TEMPERATURE_LIMIT))),
-  deferred: v.optional(v.union([v.boolean(), v.strictObject({ window: v.optional(v.picklist(["15m", "1h", "24h"])) })])),
+  deferred: v.optional(DeferredModeSchema),
 });
 export type StreamOptions = v.InferOutput<typeof StreamOptionsSchema>;
 

@@ -13,6 +13,7 @@ import type { OperationView } from "../session-runtime.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
+import { assertCanDefer } from "./deferred-check.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
 import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
 import type { Page } from "../sql/json-pages.ts";
@@ -48,6 +49,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
       assertKnownConfiguration(patch, catalog);
       // A new lane is created on its model in one commit: the one named, else the defaults'.
       const model = existed ? undefined : (patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault }));
+      if (model) assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model }]);
       const create = () => harness.lane(name, { ...(createAt !== undefined && { createAt }), ...(model && { model }) });
       // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
       const lane = existed ? await create() : await this.slots.within({ lane: true, branch: !hasBranch(this.ctx.storage, name) }, create);
@@ -74,6 +76,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
       const { catalog } = await this.configContext();
       const lane = await this.lane(name);
       assertKnownConfiguration(configuration, catalog);
+      if (configuration.model) assertCanDefer((await this.harness()).settings().streamOptions.deferred, [{ lane: name, model: configuration.model }]);
       await this.applyConfiguration(lane, configuration);
       return lane.inspectExecution().configuration;
     });
@@ -83,7 +86,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
   async acceptOperation(name: string, request: Wire<OperationRequest>): Promise<Wire<RpcResult<OperationAdmission>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
-      const admission = unwrapLane(await lane.accept(parseWire(request)));
+      const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
       this.open().runtime.startPass(lane, admission.operationId);
       return admission;
     });
@@ -120,7 +123,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
   async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
-      const admission = unwrapLane(await lane.accept(parseWire(request)));
+      const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
       this.open().runtime.startPass(lane, admission.operationId);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
       if (outcome.state !== "settled") return outcome;
@@ -211,7 +214,17 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
 
   /** A `defaultModel` in the patch was checked against the tenant's models by the caller (the edge). */
   async updateSettings(patch: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<HarnessSettings>>> {
-    return asResult(async () => (await this.harness()).updateSettings(parseWire(patch)));
+    return asResult(async () => {
+      const harness = await this.harness();
+      const settings = parseWire(patch);
+      // Turning deferred answers on for the session asks every lane's model (422, nothing written).
+      const lanes = harness.lanes().flatMap(({ name }) => {
+        const lane = harness.getLane(name);
+        return lane ? [{ lane: name, model: lane.getModel() }] : [];
+      });
+      assertCanDefer(settings.streamOptions?.deferred, lanes);
+      return harness.updateSettings(settings);
+    });
   }
 
   /** Sets (or, with null, removes) one skill or prompt template of the session's resources (D6). */
@@ -226,6 +239,15 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
       await harness.setResources({ ...current, [kind]: entries });
       return { name };
     });
+  }
+
+  /** A run request whose deferred mode (its own, else the session's) the lane's model can serve (422 otherwise). */
+  private async deferrable(lane: AgentLane, request: OperationRequest): Promise<OperationRequest> {
+    if (request.kind === "prompt" || request.kind === "skill" || request.kind === "prompt_template") {
+      const mode = request.deferred ?? (await this.harness()).settings().streamOptions.deferred;
+      assertCanDefer(mode, [{ lane: lane.name, model: lane.getModel() }]);
+    }
+    return request;
   }
 
   private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch): Promise<void> {

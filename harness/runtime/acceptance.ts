@@ -1,7 +1,7 @@
 import type { Entry, NewEntry } from "../../schema/entries.ts";
 import type { HarnessEvent, LaneQueuedItem, OperationKind } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
-import type { HarnessResources, HarnessSettings } from "../../schema/settings.ts";
+import type { DeferredMode, HarnessResources, HarnessSettings } from "../../schema/settings.ts";
 import { branchTip, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
 import { isUuidV7 } from "../session/ids.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
@@ -21,7 +21,7 @@ export type RunRequest = (
   | { kind: "prompt"; prompt: PromptInput; images?: ImageContent[] }
   | { kind: "skill"; name: string; additionalInstructions?: string }
   | { kind: "prompt_template"; name: string; args?: string[] }
-) & { operationId?: string };
+) & { operationId?: string; deferred?: DeferredMode };
 
 /**
  * A navigation request (reference §3.1): move the lane's tip to `targetId` (null: the root),
@@ -110,6 +110,7 @@ export function planRunAcceptance(
   lane: string,
   operationId: string,
   promptMessages: AgentMessage[],
+  deferred?: DeferredMode,
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
     const refused = admissionRefusal(m, state, lane, operationId);
@@ -144,7 +145,7 @@ export function planRunAcceptance(
     const opState: OperationState = {
       at: "starting",
       control: { status: "running" },
-      settings: runSettingsOf(settings),
+      settings: { ...runSettingsOf(settings), ...(deferred !== undefined && { deferred }) },
       latestAssistantEntryId: null,
     };
     const capturedIds = new Set(captured.map((view) => view.entryId));

@@ -170,7 +170,7 @@ export class AgentLane implements LaneHandle {
     if (request.kind === "compaction") return this.command(planCompactionAcceptance(this.core, this.name, operationId, request, () => this.contextPath()), (value) => value);
     const messages = requestMessages(request, this.core.resources(), now);
     if (!messages.ok) return err(withLane(messages.error, this.name));
-    return this.command(planRunAcceptance(this.core, this.name, operationId, messages.value), (value) => value);
+    return this.command(planRunAcceptance(this.core, this.name, operationId, messages.value, request.deferred), (value) => value);
   }
 
   /**

@@ -5,7 +5,7 @@ import type {
   OperationResultRecord,
   QueueMode,
 } from "../../schema/lane.ts";
-import type { CompactionSettings, StreamOptions, ToolExecutionMode } from "../../schema/settings.ts";
+import type { CompactionSettings, DeferredMode, StreamOptions, ToolExecutionMode } from "../../schema/settings.ts";
 
 // Durable operation state (reference §3.1–3.3). Every transition replaces the complete
 // `pi.op.state` value; `pi.op.meta` is written once at acceptance. Both are deleted by the
@@ -24,6 +24,8 @@ export interface RunSettings {
   steeringMode: QueueMode;
   followUpMode: QueueMode;
   toolExecution: ToolExecutionMode;
+  /** The run request's own deferred mode (§3.11); absent: the session's stream options decide. */
+  deferred?: DeferredMode;
 }
 
 export interface OperationScope {

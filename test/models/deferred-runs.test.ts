@@ -3,7 +3,7 @@ import { OPENAI_POLL_AFTER_MS } from "../../models/deferred/openai-background.ts
 import { ANTHROPIC_POLL_AFTER_MS } from "../../models/deferred/anthropic-batch.ts";
 import type { Entry } from "../../schema/entries.ts";
 import { manualClock, settledRecord, unwrap } from "../runtime/drive-helpers.ts";
-import { anthropicStream } from "./family-wires.ts";
+import { anthropicStream, responsesStream } from "./family-wires.ts";
 import { ANTHROPIC_BATCH_ID, anthropicWire, OPENAI_RESPONSE_ID, openaiWire } from "./deferred-wires.ts";
 import { withProviderRig } from "./provider-rig.ts";
 import { wireFetch } from "./wire.ts";
@@ -75,6 +75,27 @@ describe("deferred runs on hosted providers", { timeout: 30_000 }, () => {
       "https://api.anthropic.com/v1/messages/batches",
       `https://api.anthropic.com/v1/messages/batches/${ANTHROPIC_BATCH_ID}/cancel`,
     ]);
+  });
+
+  it("a run's own deferred mode wins over the session's, both ways", async () => {
+    const wire = wireFetch([openaiWire.created(), openaiWire.cancelAnswer(), { chunks: responsesStream("hm", ["live"], { input: 10, output: 1 }) }]);
+    await withProviderRig(
+      async ({ harness }) => {
+        const lane = await harness.lane("main");
+        const deferredRun = unwrap(await lane.accept({ kind: "prompt", prompt: "later", deferred: true }));
+        expect(unwrap(await lane.drive({ operationId: deferredRun.operationId }))).toMatchObject({ kind: "waiting", reason: "deferred" });
+        unwrap(await lane.requestAbort(deferredRun.operationId));
+        await lane.drive({ operationId: deferredRun.operationId });
+        await harness.updateSettings({ streamOptions: { deferred: true } });
+        const liveRun = unwrap(await lane.accept({ kind: "prompt", prompt: "now", deferred: false }));
+        expect(settledRecord(await lane.drive({ operationId: liveRun.operationId })).status).toBe("completed");
+      },
+      { model: GPT, fetch: wire.fetch },
+    );
+    const bodies = wire.seen.filter((request) => request.url.endsWith("/responses")).map((request) => request.body);
+    expect(bodies[0]).toMatchObject({ background: true, stream: false });
+    expect(bodies[1]).toMatchObject({ stream: true });
+    expect(bodies[1]).not.toHaveProperty("background");
   });
 
   it("a compaction's summary request never defers, even when the session's runs do", async () => {

@@ -76,7 +76,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
       ` A session holds at most ${SESSION_LIMITS.lanes} lanes and ${SESSION_LIMITS.branches} branches; a new lane beyond either (its branch counts when the branch is new) is 422 \`LimitExceeded\`.`,
     pathParams: LANE, body: PutLaneSchema, example: { createAt: null, model: { provider: "scripted", modelId: "echo" } },
     responses: { 200: { description: "The existing lane's LaneInfo" }, 201: { description: "The created lane's LaneInfo" } },
-    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool", "LimitExceeded"],
+    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool", "DeferredUnsupported", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",
@@ -89,7 +89,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "Configure a lane (model, thinking level, active tools)", description: CONFIG_CHECK,
     pathParams: LANE, body: LaneConfigPatchSchema, example: { thinkingLevel: "low" },
     responses: { 200: { description: "The configuration", schema: LaneConfigurationSchema } },
-    errors: [...LANE_ERRORS, "UnknownModel", "UnknownTool"],
+    errors: [...LANE_ERRORS, "UnknownModel", "UnknownTool", "DeferredUnsupported"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/entries", operationId: "appendLaneEntry", tag: "Lanes", auth: "tenant",
@@ -124,7 +124,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` summarizes the lane's older context into a compaction entry (422 `NothingToCompact` when it all fits in the kept recent part); `navigation` with `summarize: true` also summarizes the branch the tip leaves (after the point it shares with the target) into a branch-summary entry under the target, which becomes the tip (422 `InvalidNavigation` reason `summarize_root` for the root). " + OPEN_QUOTA,
     pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
     responses: { 202: { description: "`{ operationId, kind, startedAt }`" } },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/compact", operationId: "compact", tag: "Operations", auth: "tenant",
@@ -173,13 +173,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", operationId: "prompt", tag: "Operations", auth: "tenant",
     summary: "Prompt and wait (accept + wait)",
-    description: `\`wait\` in seconds (≤ 60, default 60). A settled run answers its record plus \`messages\`: what the run placed on the lane's branch, oldest first, the final assistant message last; the newest ${PROMPT_ANSWER_LIMITS.messages} messages within ${PROMPT_ANSWER_LIMITS.bytes / 1024} KiB (the final message always), \`messagesTruncated: true\` when older ones were left out. ${OPEN_QUOTA}`,
+    description: `\`wait\` in seconds (≤ 60, default 60). \`deferred: true | { window }\` asks for a deferred answer (a background response or batch; 422 \`DeferredUnsupported\` on a model that cannot give one), \`false\` a live one whatever the session's \`streamOptions.deferred\`. A settled run answers its record plus \`messages\`: what the run placed on the lane's branch, oldest first, the final assistant message last; the newest ${PROMPT_ANSWER_LIMITS.messages} messages within ${PROMPT_ANSWER_LIMITS.bytes / 1024} KiB (the final message always), \`messagesTruncated: true\` when older ones were left out. ${OPEN_QUOTA}`,
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
     responses: {
       200: { description: "The settled record with `messages` and `messagesTruncated`, or `{ status: \"suspended\", operationId, deferred }`", schema: v.union([PromptAnswerSchema, SuspendedRunSchema]) },
       202: { description: "`{ operationId }`: the wait ran out" },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", operationId: "abortCurrent", tag: "Operations", auth: "tenant",

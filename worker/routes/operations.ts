@@ -64,8 +64,8 @@ export const operationRoutes = new Hono<AppEnv>()
   // when the wait ran out.
   .post("/:lane/prompt", sessionIdempotency, async (c) => {
     const { stub, lane, sessionId } = laneTarget(c);
-    const { prompt, images, wait, operationId } = await jsonBody(c, PromptConvenienceSchema);
-    const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }) };
+    const { prompt, images, wait, operationId, deferred } = await jsonBody(c, PromptConvenienceSchema);
+    const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
     const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
     const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
     const outcome = await withOpenOperation(c.env, scope, () => stub.acceptAndAwait(lane, toWire(request), waitFor), operationIdOf);

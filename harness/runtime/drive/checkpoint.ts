@@ -162,7 +162,7 @@ function commitReady(core: HarnessCore, placement: Placement, current: Operation
   return {
     kind: "commit",
     writes: placement.writes,
-    state: { ...scopeOf(current), at: "assistant.ready", generationContext: generationContext(core, placement.lane, trigger, overflowRecoveryUsed), nextAttempt: 1 },
+    state: { ...scopeOf(current), at: "assistant.ready", generationContext: generationContext(core, placement.lane, trigger, overflowRecoveryUsed, current.settings), nextAttempt: 1 },
     patch: { ...placement.patch, tipId: placement.tipId },
     events: placement.events,
   };
