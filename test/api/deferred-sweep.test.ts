@@ -2,9 +2,8 @@ import { createExecutionContext, createScheduledController, runDurableObjectAlar
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { DEFERRED_INDEX_SHARDS, shardName, shardOf } from "../../durable-objects/session/deferred-registrations.ts";
+import { shardOf } from "../../durable-objects/session/deferred-registrations.ts";
 import worker from "../../worker/index.ts";
-import { sweepDeferred, SWEEP_PER_SHARD } from "../../worker/deferred-sweep.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import { call } from "./helpers.ts";
 import { receivedAtLeast, receiver, register } from "./webhooks-helpers.ts";
@@ -29,11 +28,6 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const indexSize = async (): Promise<number> => {
-  let total = 0;
-  for (let index = 0; index < DEFERRED_INDEX_SHARDS; index++) total += await env.DEFERRED_INDEX.getByName(shardName(index)).size();
-  return total;
-};
 
 async function suspendedRun(prefix: string, ready: ScriptStep = { text: "fetched by the cron" }, pollAfterMs?: number) {
   const setup = await laneSetup(prefix);
@@ -98,41 +92,5 @@ describe("the deferred sweep (scheduled)", () => {
       await runDurableObjectAlarm(stub);
       return env.DEFERRED_INDEX.getByName(shardOf(`${setup.tenantId}:${setup.sid}`)).size();
     }, (size) => size > 0);
-  });
-});
-
-describe("many suspended runs", { timeout: 240_000 }, () => {
-  it("are resumed by successive ticks, at most the per-shard bound per tick, each exactly once", async () => {
-    const before = await indexSize();
-    const runs: Awaited<ReturnType<typeof suspendedRun>>[] = [];
-    const COUNT = 300;
-    for (let start = 0; start < COUNT; start += 20) {
-      runs.push(...(await Promise.all(Array.from({ length: Math.min(20, COUNT - start) }, (_, index) => suspendedRun(`swpm${start + index}`)))));
-    }
-    await until("every registration", indexSize, (size) => size >= before + COUNT);
-    let ticks = 0;
-    const pending = new Set(runs.map((run) => run.operationId));
-    while (pending.size > 0 && ticks < 40) {
-      const metrics = await sweepDeferred(env);
-      expect(metrics.resumed).toBeLessThanOrEqual(SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS);
-      ticks++;
-      for (const run of runs) {
-        if (!pending.has(run.operationId)) continue;
-        const view = await (await call(`${run.lanePath}/operations/${run.operationId}`, { token: run.key })).json<{ state: string; at?: string }>();
-        if (view.state === "settled" || view.at !== "deferred.suspended") pending.delete(run.operationId);
-      }
-    }
-    expect(pending.size).toBe(0);
-    // No more than the bound could have been taken per tick.
-    expect(ticks).toBeGreaterThanOrEqual(Math.ceil(COUNT / (SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS)));
-    // Each run polled once: its branch holds the deferred answer and exactly one fetched answer.
-    for (const run of runs) {
-      expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
-      const stub = env.SESSIONS.getByName(`${run.tenantId}:${run.sid}`);
-      const stops = await runInDurableObject(stub, (instance: SessionObject) =>
-        instance.session().findEntries({ order: "asc" }).flatMap((entry) => (entry.type === "message" && entry.message.role === "assistant" ? [entry.message.stopReason] : [])),
-      );
-      expect(stops).toEqual(["deferred", "stop"]);
-    }
   });
 });
