@@ -1,4 +1,4 @@
-import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { abortAllDurableObjects, createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
@@ -51,6 +51,27 @@ describe("the deferred sweep (scheduled)", () => {
     expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
     // The row stays until a sweep finds the run gone (it is due again only after its recheck time).
     expect(await run.shard.size()).toBeGreaterThan(0);
+  });
+
+  it("a suspended run survives its object being killed: the next tick resumes it in a fresh object", async () => {
+    const run = await suspendedRun("swpk");
+    await until("the registration", () => run.shard.size(), (size) => size > 0);
+    await abortAllDurableObjects();
+    await tick();
+    expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
+  });
+
+  it("a handle past its expiry is failed deferred_expired by the tick", async () => {
+    const setup = await laneSetup("swpx");
+    await useScript(setup, [{ deferred: { expiresAfterMs: 1_000, ready: { text: "too late" } } }]);
+    const answer = await (await call(`${setup.lanePath}/prompt`, { body: { prompt: "later", wait: 30 }, token: setup.key })).json<{ status: string; operationId: string }>();
+    expect(answer.status).toBe("suspended");
+    await until("the registration", () => env.DEFERRED_INDEX.getByName(shardOf(`${setup.tenantId}:${setup.sid}`)).size(), (size) => size > 0);
+    // Let the handle expire (no assertion on time: the tick must find it past expiry).
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await tick();
+    const view = await (await call(`${setup.lanePath}/operations/${answer.operationId}?wait=10`, { token: setup.key })).json<{ state: string; result?: { status: string; error?: { code: string } } }>();
+    expect(view).toMatchObject({ state: "settled", result: { status: "failed", error: { code: "deferred_expired" } } });
   });
 
   it("tells the tenant's webhook operation.suspended when the run suspends, then operation.settled", async () => {
