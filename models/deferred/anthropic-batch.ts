@@ -1,7 +1,7 @@
 import type { ProviderHeaders } from "@earendil-works/pi-ai";
 import type { DeferredHandle } from "@earendil-works/pi-ai";
 import { captureRequest, isRecord } from "./captured-request.ts";
-import { failedStream, jsonAnswer, pendingStream, replayTransport } from "./deferred-stream.ts";
+import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport } from "./deferred-stream.ts";
 import { transportOf } from "./openai-background.ts";
 import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
@@ -54,10 +54,12 @@ export const anthropicBatch: DeferredApi = {
     const transport = transportOf(options.fetch);
     const init = { headers: authHeaders(options.apiKey, options.headers ?? undefined), ...(options.signal && { signal: options.signal }) };
     const batchUrl = `${model.baseUrl}/v1/messages/batches/${encodeURIComponent(handle.id)}`;
-    const batch = await jsonAnswer(await transport(batchUrl, init), `Reading message batch ${handle.id}`);
-    if (batch.processing_status !== "ended") return pendingStream(model, handle);
-    const resultsUrl = typeof batch.results_url === "string" ? batch.results_url : `${batchUrl}/results`;
+    const batch = await pollAnswer(transport, batchUrl, init, `Reading message batch ${handle.id}`);
+    if (batch === undefined || batch.processing_status !== "ended") return pendingStream(model, handle);
+    // The batch names where its results are; a tenant's own base URL (a proxy) is kept for them.
+    const resultsUrl = typeof batch.results_url === "string" && batch.results_url.startsWith(`${model.baseUrl}/`) ? batch.results_url : `${batchUrl}/results`;
     const results = await transport(resultsUrl, init);
+    if (results.status === 429 || results.status >= 500) return pendingStream(model, handle);
     if (!results.ok) throw new Error(`Reading the results of message batch ${handle.id} failed (HTTP ${results.status})`);
     // Read as bytes: the results are served as JSONL, whatever content type the host gives them.
     const result = resultOf(new TextDecoder().decode(await results.arrayBuffer()));

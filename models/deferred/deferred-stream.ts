@@ -58,6 +58,27 @@ export function replayTransport(events: readonly { event: string; data: unknown 
   return async () => new Response(text, { status: 200, headers: { "content-type": "text/event-stream" } });
 }
 
+/**
+ * A poll's read (a status check only reads): a rate limit, a server error or a dropped connection
+ * says nothing about the work, so the answer is "not known yet" (`undefined`: still pending, the
+ * next permit polls again) rather than a failure that would end a run whose answer may be ready
+ * a minute later. Any other refusal is an Error naming its status and message.
+ */
+export async function pollAnswer(fetchFunction: FetchFunction, url: string, init: RequestInit, what: string): Promise<Record<string, unknown> | undefined> {
+  let response: Response;
+  try {
+    response = await fetchFunction(url, init);
+  } catch (error) {
+    if (init.signal?.aborted) throw error;
+    return undefined;
+  }
+  if (response.status === 429 || response.status >= 500) {
+    await response.body?.cancel();
+    return undefined;
+  }
+  return jsonAnswer(response, what);
+}
+
 /** The provider's JSON answer, or an Error naming its status and message. */
 export async function jsonAnswer(response: Response, what: string): Promise<Record<string, unknown>> {
   const text = await response.text();

@@ -1,7 +1,7 @@
 import type { ProviderHeaders } from "@earendil-works/pi-ai";
 import type { DeferredHandle, FetchFunction } from "@earendil-works/pi-ai";
 import { captureRequest, isRecord } from "./captured-request.ts";
-import { failedStream, jsonAnswer, pendingStream, replayTransport } from "./deferred-stream.ts";
+import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport } from "./deferred-stream.ts";
 import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
 // OpenAI background responses (Responses API `background: true`): the request pi-ai would stream
@@ -36,13 +36,13 @@ export const openaiBackground: DeferredApi = {
   async poll(base, model, handle, options) {
     const problem = handleProblem(model, handle);
     if (problem) return failedStream(model, problem);
-    const response = await jsonAnswer(
-      await transportOf(options.fetch)(`${model.baseUrl}/responses/${encodeURIComponent(handle.id)}`, {
-        headers: authHeaders(options.apiKey, options.headers ?? undefined),
-        ...(options.signal && { signal: options.signal }),
-      }),
+    const response = await pollAnswer(
+      transportOf(options.fetch),
+      `${model.baseUrl}/responses/${encodeURIComponent(handle.id)}`,
+      { headers: authHeaders(options.apiKey, options.headers ?? undefined), ...(options.signal && { signal: options.signal }) },
       `Reading background response ${handle.id}`,
     );
+    if (response === undefined) return pendingStream(model, handle);
     const status = response.status;
     if (typeof status === "string" && PENDING.has(status)) return pendingStream(model, handle);
     if (status === "completed" || status === "incomplete") {

@@ -93,6 +93,12 @@ describe("OpenAI background responses", { timeout: 30_000 }, () => {
     expect(expired.errorMessage).toContain("not found");
   });
 
+  it("a rate limit or server error on a poll says nothing about the work: still pending", async () => {
+    const { models } = portOver([openaiWire.created(), { status: 503, chunks: ["upstream unavailable"] }, { status: 429, chunks: ['{"error":{"message":"slow down"}}'] }]);
+    const handle = handleOf(await submitted(models, GPT));
+    for (const _ of [1, 2]) expect((await models.streamDeferred(GPT, handle, { wait: 0 }).result()).stopReason).toBe("deferred");
+  });
+
   it("cancel asks the provider to drop the background response", async () => {
     const { models, seen } = portOver([openaiWire.created(), openaiWire.cancelAnswer()]);
     const handle = handleOf(await submitted(models, GPT));
@@ -162,6 +168,12 @@ describe("Anthropic message batches", { timeout: 30_000 }, () => {
     expect(answers[0]?.errorMessage).toContain("max_tokens is too large");
     expect(answers[1]?.errorMessage).toContain("canceled");
     expect(answers[2]?.errorMessage).toContain("expired");
+  });
+
+  it("a server error while reading the batch or its results leaves the run pending", async () => {
+    const { models } = portOver([anthropicWire.created(), { status: 529, chunks: ['{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'] }, anthropicWire.status("ended"), { status: 500, chunks: ["oops"] }]);
+    const handle = handleOf(await submitted(models, CLAUDE));
+    for (const _ of [1, 2]) expect((await models.streamDeferred(CLAUDE, handle, { wait: 0 }).result()).stopReason).toBe("deferred");
   });
 
   it("cancel asks the provider to cancel the batch", async () => {
