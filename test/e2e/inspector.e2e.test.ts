@@ -1,0 +1,170 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LaneSnapshot } from "../../schema/lane.ts";
+import { Api, appendSteps, createTenant, pollUntil, readAdminToken, words } from "./client-helpers.ts";
+import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
+
+// The Inspector page (docs/inspector.md) in a real browser (Debian's Chromium through
+// playwright-core) against `npm start`: every action is taken on the page, and after each one the
+// page's own fold of the lane (its watch folded with reduceLaneSnapshot) equals GET …/snapshot.
+// Scripted steps (docs/providers.md) make the slow stream and the client tool call.
+
+/** `INSPECTOR_CHROMIUM` overrides; `.ci/run` installs Debian's chromium at the default path. */
+const CHROMIUM = process.env.INSPECTOR_CHROMIUM ?? "/usr/bin/chromium";
+const SHOTS = new URL("../../test-results/", import.meta.url);
+
+describe("the Inspector page", () => {
+  let server: DevServer;
+  let browser: Browser;
+  let api: Api;
+  let key: string;
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) or set INSPECTOR_CHROMIUM`);
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startDevServer();
+    ({ api, key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "inspector"));
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  }, 120_000);
+  printServerOutputOnFailure(() => [server]);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  /** The page's fold and its seq, as the page itself exposes them. */
+  async function pageFold(page: Page): Promise<{ seq: number | null; snapshot: LaneSnapshot | null }> {
+    const text = await page.evaluate("JSON.stringify({ seq: window.__inspector?.seq() ?? null, snapshot: window.__inspector?.snapshot() ?? null })");
+    if (typeof text !== "string") throw new Error("The page exposes no fold");
+    return JSON.parse(text);
+  }
+
+  /** Waits (bounded) until the page's fold equals the server's snapshot at the same or a later seq, and asserts it. */
+  async function expectFoldMatchesServer(page: Page, sessionId: string): Promise<LaneSnapshot> {
+    let last: { server: LaneSnapshot; page: LaneSnapshot | null } | undefined;
+    await pollUntil(
+      "the page's fold to equal GET …/snapshot",
+      async () => {
+        const served = await api.expect<{ seq: number; snapshot: LaneSnapshot }>(200, "GET", `/v1/sessions/${sessionId}/lanes/main/snapshot`);
+        const folded = await pageFold(page);
+        last = { server: served.snapshot, page: folded.snapshot };
+        return folded.seq !== null && folded.seq >= served.seq && isDeepStrictEqual(JSON.parse(JSON.stringify(folded.snapshot)), served.snapshot);
+      },
+      (equal) => equal,
+      20_000,
+    ).catch(() => undefined);
+    expect(last?.page).toEqual(last?.server);
+    if (!last) throw new Error("No snapshot was read");
+    return last.server;
+  }
+
+  async function idleWith(page: Page, status: string): Promise<void> {
+    await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
+  }
+
+  it("opens with a key, creates a session, streams, steers, aborts, answers a client tool and navigates; the fold equals the server's snapshot after each", async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(error.message));
+    await page.goto(`${server.baseUrl}/inspector`);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    await expect.poll(() => page.locator("#whoami").textContent()).toContain("tenant inspector-");
+    // The key lives in the tab's session storage, never in the address.
+    expect(page.url()).toBe(`${server.baseUrl}/inspector`);
+    expect(await page.evaluate("sessionStorage.getItem('inspector.tenantKey')")).toBe(key);
+
+    await page.getByLabel("New session name").fill("Inspector demo");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.locator("#lane[data-seq]").waitFor();
+    const listed = await api.expect<{ items: { id: string; name: string | null }[] }>(200, "GET", "/v1/sessions?order=desc&limit=1");
+    const sid = listed.items[0]?.id ?? "";
+    expect(listed.items[0]?.name).toBe("Inspector demo");
+    await expect.poll(() => page.locator("#session-title").textContent()).toBe("Inspector demo");
+    await expectFoldMatchesServer(page, sid);
+
+    // A slow scripted answer streams into the page; a steer from the page makes a second turn.
+    await appendSteps(api, sid, [{ text: words(40, "stream"), chunkMs: 100 }, { text: "the answer after the steer" }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("tell me a long story");
+    await page.getByLabel("Model").selectOption("scripted/script");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await page.locator(".live-streaming .streaming-text").filter({ hasText: "stream3" }).waitFor({ timeout: 20_000 });
+    await page.getByLabel("Message for the queue").fill("please also mention the weather");
+    await page.getByRole("button", { name: "Steer" }).click();
+    await idleWith(page, "completed");
+    const steered = await expectFoldMatchesServer(page, sid);
+    expect(steered.configuration.model).toEqual({ provider: "scripted", modelId: "script" });
+    expect(steered.transcript.map((entry) => (entry.type === "message" ? entry.message.role : entry.type))).toEqual(["user", "assistant", "user", "assistant"]);
+    // The tree follows: four entries, the lane's tip marked, the second answer shown.
+    await expect.poll(() => page.locator("#session .tree-host").getAttribute("data-entries")).toBe("4");
+    await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(steered.tipId);
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("the answer after the steer");
+    await page.screenshot({ path: new URL("inspector-desktop.png", SHOTS).pathname });
+
+    // Abort from the page while a slow answer streams.
+    await appendSteps(api, sid, [{ text: words(200, "slow"), chunkMs: 200 }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("another long one");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await page.locator(".live-streaming .streaming-text").filter({ hasText: "slow2" }).waitFor({ timeout: 20_000 });
+    await page.getByRole("button", { name: "Abort" }).click();
+    await idleWith(page, "aborted");
+    await expectFoldMatchesServer(page, sid);
+
+    // A client tool call waits for the page's answer.
+    await api.expect(201, "PUT", `/v1/sessions/${sid}/tools/approve`, { body: { kind: "client", description: "Asks a person", parameters: { type: "object", properties: {} } } });
+    await api.expect(200, "PATCH", `/v1/sessions/${sid}/lanes/main/config`, { body: { activeTools: ["approve"] } });
+    await api.expect(201, "POST", `/v1/sessions/${sid}/lists/scripted/steps`, { body: { toolCalls: [{ name: "approve", arguments: {} }] } });
+    await appendSteps(api, sid, [{ text: "thanks for approving" }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("ask for approval");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    const answer = page.locator("form[data-answer]");
+    await answer.waitFor({ timeout: 20_000 });
+    await expectFoldMatchesServer(page, sid);
+    await answer.getByLabel("approve: result text").fill("Approved by the inspector");
+    await answer.getByRole("button", { name: "Send result" }).click();
+    await idleWith(page, "completed");
+    const answered = await expectFoldMatchesServer(page, sid);
+    expect(JSON.stringify(answered.transcript)).toContain("Approved by the inspector");
+
+    // Navigate: open the first entry in the tree with the keyboard, move the lane there.
+    const first = page.locator("svg.tree g[data-entry]").first();
+    const firstId = await first.getAttribute("data-entry");
+    await first.focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("#entry-title").textContent()).toBe("Entry: user");
+    await page.getByRole("button", { name: "Navigate lane main here" }).click();
+    await expect.poll(() => page.locator("#lane [data-tip]").getAttribute("data-tip"), { timeout: 20_000 }).toBe(firstId);
+    const navigated = await expectFoldMatchesServer(page, sid);
+    expect(navigated.tipId).toBe(firstId);
+    await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(firstId);
+
+    // The usage ledger is summed per model; the session's row shows its usage.
+    await expect.poll(() => page.locator(".usage table th[scope=row]").allTextContents()).toContain("scripted/script");
+    await expect.poll(() => page.locator(`button[data-session="${sid}"] .row-details`).textContent()).toContain("10 messages");
+    await page.evaluate("window.scrollTo(0, 0)");
+    await page.screenshot({ path: new URL("inspector-navigated.png", SHOTS).pathname });
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("fits a 360 px wide screen without horizontal scrolling", async () => {
+    const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 1 });
+    // A session of its own with a short conversation, so this test stands alone.
+    await api.expect(201, "POST", "/v1/sessions", { body: { id: "narrow", name: "A session with a rather long name to wrap on a phone" } });
+    await api.expect(201, "PUT", "/v1/sessions/narrow/lanes/main", { body: {} });
+    await api.expect(200, "POST", "/v1/sessions/narrow/lanes/main/prompt", { body: { prompt: "a prompt that is long enough to need wrapping on a narrow screen", wait: 30 } });
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/inspector`);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    await page.locator('button.session-row[data-session="narrow"]').click();
+    await page.locator("#lane[data-seq]").waitFor();
+    await page.locator("svg.tree").waitFor();
+    const widths = await page.evaluate("JSON.stringify([document.documentElement.scrollWidth, document.documentElement.clientWidth])");
+    expect(JSON.parse(String(widths))).toEqual([360, 360]);
+    await page.screenshot({ path: new URL("inspector-360.png", SHOTS).pathname, fullPage: true });
+    await context.close();
+  });
+});
