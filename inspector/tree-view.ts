@@ -59,7 +59,7 @@ export function renderTree(input: TreeViewInput): HTMLElement {
     row.append(nodeShape(kind.className, x(placed.column), y(placed.row)));
     const text = svg("text", { x: textX, y: y(placed.row) + 4 });
     text.append(svg("tspan", { class: "row-kind" }, kind.name));
-    if (label) text.append(svg("tspan", { class: "row-label", dx: 8 }, `🏷 ${label}`));
+    if (label) text.append(svg("tspan", { class: "row-label", dx: 8 }, `label: ${label}`));
     for (const tag of branchTags) text.append(svg("tspan", { class: "row-branch", dx: 8 }, tag));
     text.append(svg("tspan", { class: "row-preview", dx: 8 }, entryPreview(entry, 70)));
     row.append(svg("title", {}, description), text);

@@ -72,6 +72,7 @@ describe("the Inspector page", () => {
     await page.getByLabel("Tenant API key").fill(key);
     await page.getByRole("button", { name: "Open" }).click();
     await expect.poll(() => page.locator("#whoami").textContent()).toContain("tenant inspector-");
+    expect(await page.locator("#key-form").isVisible()).toBe(false);
     // The key lives in the tab's session storage, never in the address.
     expect(page.url()).toBe(`${server.baseUrl}/inspector`);
     expect(await page.evaluate("sessionStorage.getItem('inspector.tenantKey')")).toBe(key);
@@ -101,7 +102,6 @@ describe("the Inspector page", () => {
     await expect.poll(() => page.locator("#session .tree-host").getAttribute("data-entries")).toBe("4");
     await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(steered.tipId);
     await expect.poll(() => page.locator("svg.tree").textContent()).toContain("the answer after the steer");
-    await page.screenshot({ path: new URL("inspector-desktop.png", SHOTS).pathname });
 
     // Abort from the page while a slow answer streams.
     await appendSteps(api, sid, [{ text: words(200, "slow"), chunkMs: 200 }]);
@@ -140,17 +140,31 @@ describe("the Inspector page", () => {
     expect(navigated.tipId).toBe(firstId);
     await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(firstId);
 
+    // Label the entry from the page, then prompt from there: a second branch of the tree.
+    await page.getByLabel("Label", { exact: true }).fill("start");
+    await page.getByRole("button", { name: "Save label" }).click();
+    await expect.poll(async () => (await api.expect<{ label: string | null }>(200, "GET", `/v1/sessions/${sid}/entries/${firstId}/label`)).label).toBe("start");
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("label: start");
+    await appendSteps(api, sid, [{ text: "a different answer on a new branch" }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("take another path");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await idleWith(page, "completed");
+    const branched = await expectFoldMatchesServer(page, sid);
+    expect(branched.transcript.map((entry) => entry.id)).toEqual([firstId, expect.any(String), expect.any(String)]);
+    await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(branched.tipId);
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("a different answer on a new branch");
+
     // The usage ledger is summed per model; the session's row shows its usage.
     await expect.poll(() => page.locator(".usage table th[scope=row]").allTextContents()).toContain("scripted/script");
-    await expect.poll(() => page.locator(`button[data-session="${sid}"] .row-details`).textContent()).toContain("10 messages");
-    await page.evaluate("window.scrollTo(0, 0)");
-    await page.screenshot({ path: new URL("inspector-navigated.png", SHOTS).pathname });
+    await expect.poll(() => page.locator(`button[data-session="${sid}"] .row-details`).textContent()).toContain("12 messages");
+    await page.evaluate("window.scrollTo(0, 0); document.getElementById('lane').scrollTo(0, 0)");
+    await page.screenshot({ path: new URL("inspector-desktop.png", SHOTS).pathname });
     expect(problems).toEqual([]);
     await context.close();
   });
 
-  it("fits a 360 px wide screen without horizontal scrolling", async () => {
-    const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 1 });
+  it("fits a 360 px wide screen without horizontal scrolling, in the dark colour scheme", async () => {
+    const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 1, colorScheme: "dark" });
     // A session of its own with a short conversation, so this test stands alone.
     await api.expect(201, "POST", "/v1/sessions", { body: { id: "narrow", name: "A session with a rather long name to wrap on a phone" } });
     await api.expect(201, "PUT", "/v1/sessions/narrow/lanes/main", { body: {} });
@@ -164,6 +178,7 @@ describe("the Inspector page", () => {
     await page.locator("svg.tree").waitFor();
     const widths = await page.evaluate("JSON.stringify([document.documentElement.scrollWidth, document.documentElement.clientWidth])");
     expect(JSON.parse(String(widths))).toEqual([360, 360]);
+    expect(await page.evaluate("getComputedStyle(document.body).backgroundColor")).toBe("rgb(13, 17, 23)");
     await page.screenshot({ path: new URL("inspector-360.png", SHOTS).pathname, fullPage: true });
     await context.close();
   });
