@@ -12,7 +12,12 @@ export function entryKind(entry: Entry): EntryKind {
     case "message": {
       const role = entry.message.role;
       if (role === "toolResult") return { className: "kind-tool", name: `tool result ${entry.message.toolName}` };
-      if (role === "assistant") return { className: "kind-assistant", name: entry.message.content.some((block) => block.type === "toolCall") ? "assistant (tool calls)" : "assistant" };
+      if (role === "assistant") {
+        const { content, stopReason } = entry.message;
+        if (content.some((block) => block.type === "toolCall")) return { className: "kind-assistant", name: "assistant (tool calls)" };
+        // An answer that did not simply finish says how it ended (aborted, error, deferred, length).
+        return { className: "kind-assistant", name: stopReason === "stop" ? "assistant" : `assistant (${stopReason})` };
+      }
       if (role === "user") return { className: "kind-user", name: "user" };
       return { className: "kind-other", name: role };
     }

@@ -64,6 +64,8 @@ export class LanePanel {
   }
 
   close(): void {
+    delete this.root.dataset.seq;
+    delete this.root.dataset.session;
     this.watch?.close();
     this.watch = undefined;
     this.answerKey = "";
@@ -96,6 +98,7 @@ export class LanePanel {
     this.handlers.onTip(snapshot.tipId);
     // Set last: a test that waits for this seq finds the page drawn from it.
     this.root.dataset.seq = String(seq);
+    this.root.dataset.session = this.target?.sessionId ?? "";
     this.root.dataset.operation = snapshot.operation?.status ?? "idle";
   }
 

@@ -15,6 +15,8 @@ export interface SessionState {
   entries: Entry[];
   complete: boolean;
   labels: Map<string, string>;
+  /** Entries whose label was read already (labelled or not). */
+  labelsRead: Set<string>;
 }
 
 /**
@@ -35,30 +37,49 @@ export class SessionPanel {
     private readonly handlers: { onLane: (lane: string) => void; onEntry: (entry: Entry) => void; onForked: (sessionId: string) => void },
   ) {}
 
+  /**
+   * Reads the session, and its entries: all of them (oldest first, a page at a time) when it is
+   * another session than the one shown, else only the ones written since (newest first, until an
+   * entry already shown), so a redraw after each run costs about what the run wrote.
+   */
   async load(sessionId: string): Promise<SessionState | undefined> {
     const { client } = this.context;
+    const previous = this.state?.session.id === sessionId ? this.state : undefined;
     const loaded = await this.context.attempt("Read session", async () => {
       const session = await client.sessions.get(sessionId);
-      const entries: Entry[] = [];
-      let complete = true;
-      for await (const entry of client.entries.all(sessionId, { order: "asc", limit: 500 })) {
-        if (entries.length === MAX_ENTRIES) {
-          complete = false;
-          break;
-        }
-        entries.push(entry);
-      }
-      const labels = this.state?.session.id === sessionId ? this.state.labels : new Map<string, string>();
-      return { session, entries, complete, labels };
+      const { entries, complete } = previous ? await this.newerEntries(previous) : await this.allEntries(sessionId);
+      return { session, entries, complete, labels: previous?.labels ?? new Map<string, string>(), labelsRead: previous?.labelsRead ?? new Set<string>() };
     });
     if (!loaded) return undefined;
-    if (this.state?.session.id !== sessionId) this.selectedEntry = undefined;
+    if (!previous) this.selectedEntry = undefined;
     this.state = loaded;
     this.lane = this.lane && loaded.session.lanes.some((lane) => lane.name === this.lane) ? this.lane : (loaded.session.lanes.find((lane) => lane.name === "main") ?? loaded.session.lanes[0])?.name;
     this.laneTipId = loaded.session.lanes.find((lane) => lane.name === this.lane)?.tipId ?? null;
     this.render();
     void this.readLabels(loaded);
     return loaded;
+  }
+
+  private async allEntries(sessionId: string): Promise<{ entries: Entry[]; complete: boolean }> {
+    const entries: Entry[] = [];
+    for await (const entry of this.context.client.entries.all(sessionId, { order: "asc", limit: 500 })) {
+      if (entries.length === MAX_ENTRIES) return { entries, complete: false };
+      entries.push(entry);
+    }
+    return { entries, complete: true };
+  }
+
+  private async newerEntries(previous: SessionState): Promise<{ entries: Entry[]; complete: boolean }> {
+    // A tree cut at MAX_ENTRIES shows the oldest ones: newer entries are not drawn.
+    if (!previous.complete) return { entries: previous.entries, complete: false };
+    const known = new Set(previous.entries.map((entry) => entry.id));
+    const added: Entry[] = [];
+    for await (const entry of this.context.client.entries.all(previous.session.id, { order: "desc", limit: 100 })) {
+      if (known.has(entry.id)) break;
+      added.push(entry);
+      if (previous.entries.length + added.length > MAX_ENTRIES) return this.allEntries(previous.session.id);
+    }
+    return { entries: [...previous.entries, ...added.reverse()], complete: true };
   }
 
   get currentLane(): string | undefined {
@@ -194,7 +215,8 @@ export class SessionPanel {
   }
 
   private async readLabels(state: SessionState): Promise<void> {
-    const queue = state.entries.slice(-MAX_LABELS).map((entry) => entry.id).filter((id) => !state.labels.has(id));
+    const queue = state.entries.slice(-MAX_LABELS).map((entry) => entry.id).filter((id) => !state.labelsRead.has(id));
+    for (const id of queue) state.labelsRead.add(id);
     let changed = false;
     const reader = async () => {
       for (let id = queue.pop(); id !== undefined; id = queue.pop()) {
@@ -205,7 +227,8 @@ export class SessionPanel {
             changed = true;
           }
         } catch {
-          // A label that cannot be read is left out of the drawing.
+          // A label that cannot be read is left out of the drawing (and read again next time).
+          state.labelsRead.delete(id);
         }
       }
     };

@@ -22,7 +22,8 @@ export interface TreeViewInput {
 /**
  * The entry tree as an SVG graph (tree-layout.ts): a node per entry shaped by its kind, edges to
  * parents, each row's kind, first words, label and the branches whose tip it is (a lane's branch
- * marked as such). Every row is a focusable button: Enter or Space opens the entry.
+ * marked as such). Every row is a button, and the tree is one tab stop: the arrow keys, Home and
+ * End move between rows, Enter or Space opens the entry.
  */
 export function renderTree(input: TreeViewInput): HTMLElement {
   const layout = layoutTree(input.entries, pathToRoot(input.entries, input.laneTipId));
@@ -38,6 +39,8 @@ export function renderTree(input: TreeViewInput): HTMLElement {
     const path = from.column === to.column ? `M${x(from.column)},${y(from.row)} V${y(to.row)}` : `M${x(from.column)},${y(from.row)} C${x(to.column)},${y(from.row)} ${x(to.column)},${y(from.row)} ${x(to.column)},${y(to.row)}`;
     graph.append(svg("path", { d: path, class: onPath.has(to.id) ? "edge edge-lane" : "edge" }));
   }
+  const rows: SVGGElement[] = [];
+  const focusId = input.selectedId !== undefined && byId.has(input.selectedId) ? input.selectedId : layout.nodes.at(-1)?.id;
   for (const placed of layout.nodes) {
     const entry = byId.get(placed.id);
     if (!entry) continue;
@@ -49,7 +52,7 @@ export function renderTree(input: TreeViewInput): HTMLElement {
     const row = svg("g", {
       class: `row ${kind.className}${entry.id === input.selectedId ? " selected" : ""}${isLaneTip ? " lane-tip" : ""}`,
       role: "button",
-      tabindex: 0,
+      tabindex: entry.id === focusId ? 0 : -1,
       "data-entry": entry.id,
       "data-kind": kind.className,
       "aria-label": description,
@@ -66,10 +69,22 @@ export function renderTree(input: TreeViewInput): HTMLElement {
     const open = () => input.onSelect(entry.id);
     row.addEventListener("click", open);
     row.addEventListener("keydown", (event) => {
-      if (event.key !== "Enter" && event.key !== " ") return;
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        open();
+        return;
+      }
+      const index = rows.indexOf(row);
+      const moves: Record<string, number> = { ArrowDown: index + 1, ArrowUp: index - 1, Home: 0, End: rows.length - 1 };
+      const next = moves[event.key];
+      const target = next === undefined ? undefined : rows[next];
+      if (!target) return;
       event.preventDefault();
-      open();
+      row.setAttribute("tabindex", "-1");
+      target.setAttribute("tabindex", "0");
+      target.focus();
     });
+    rows.push(row);
     graph.append(row);
   }
   return el("div", { class: "tree-scroll" }, graph);

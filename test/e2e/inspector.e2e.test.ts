@@ -42,6 +42,7 @@ describe("the Inspector page", () => {
 
   /** Waits (bounded) until the page's fold equals the server's snapshot at the same or a later seq, and asserts it. */
   async function expectFoldMatchesServer(page: Page, sessionId: string): Promise<LaneSnapshot> {
+    await page.locator(`#lane[data-session="${sessionId}"][data-seq]`).waitFor();
     let last: { server: LaneSnapshot; page: LaneSnapshot | null } | undefined;
     await pollUntil(
       "the page's fold to equal GET …/snapshot",
@@ -63,11 +64,15 @@ describe("the Inspector page", () => {
     await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
   }
 
-  it("opens with a key, creates a session, streams, steers, aborts, answers a client tool and navigates; the fold equals the server's snapshot after each", async () => {
+  it("opens with a key, creates a session, streams, steers, aborts, answers a client tool, navigates, labels, resumes a deferred run, queues, forks; the fold equals the server's snapshot after each", async () => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on("pageerror", (error) => problems.push(error.message));
+    // Console errors include Content-Security-Policy refusals and failed loads of the page's files.
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(message.text());
+    });
     await page.goto(`${server.baseUrl}/inspector`);
     await page.getByLabel("Tenant API key").fill(key);
     await page.getByRole("button", { name: "Open" }).click();
@@ -128,10 +133,11 @@ describe("the Inspector page", () => {
     const answered = await expectFoldMatchesServer(page, sid);
     expect(JSON.stringify(answered.transcript)).toContain("Approved by the inspector");
 
-    // Navigate: open the first entry in the tree with the keyboard, move the lane there.
-    const first = page.locator("svg.tree g[data-entry]").first();
-    const firstId = await first.getAttribute("data-entry");
-    await first.focus();
+    // Navigate: open the first entry of the tree with the keyboard (the tree is one tab stop; Home
+    // moves to the oldest row), then move the lane there.
+    const firstId = await page.locator("svg.tree g[data-entry]").first().getAttribute("data-entry");
+    await page.locator('svg.tree g[tabindex="0"]').focus();
+    await page.keyboard.press("Home");
     await page.keyboard.press("Enter");
     await expect.poll(() => page.locator("#entry-title").textContent()).toBe("Entry: user");
     await page.getByRole("button", { name: "Navigate lane main here" }).click();
@@ -153,12 +159,37 @@ describe("the Inspector page", () => {
     expect(branched.transcript.map((entry) => entry.id)).toEqual([firstId, expect.any(String), expect.any(String)]);
     await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(branched.tipId);
     await expect.poll(() => page.locator("svg.tree").textContent()).toContain("a different answer on a new branch");
-
-    // The usage ledger is summed per model; the session's row shows its usage.
-    await expect.poll(() => page.locator(".usage table th[scope=row]").allTextContents()).toContain("scripted/script");
-    await expect.poll(() => page.locator(`button[data-session="${sid}"] .row-details`).textContent()).toContain("12 messages");
     await page.evaluate("window.scrollTo(0, 0); document.getElementById('lane').scrollTo(0, 0)");
     await page.screenshot({ path: new URL("inspector-desktop.png", SHOTS).pathname });
+
+    // A deferred answer suspends the run; Resume from the page polls it now.
+    await appendSteps(api, sid, [{ deferred: { pollAfterMs: 0, ready: { text: "the deferred answer arrived" } } }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("answer me later");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await page.locator(".live-operation").filter({ hasText: "Suspended" }).waitFor({ timeout: 20_000 });
+    const suspended = await expectFoldMatchesServer(page, sid);
+    expect(suspended.operation?.deferred?.poll).toBe(0);
+    await page.getByRole("button", { name: "Resume" }).click();
+    await idleWith(page, "completed");
+    expect(JSON.stringify((await expectFoldMatchesServer(page, sid)).transcript)).toContain("the deferred answer arrived");
+
+    // A next-run message waits in the queue of the idle lane.
+    await page.getByLabel("Message for the queue").fill("for the next run");
+    await page.getByRole("button", { name: "Next run" }).click();
+    await page.locator('.live-queue [data-queued="nextRun"]').waitFor();
+    expect((await expectFoldMatchesServer(page, sid)).queues.map((item) => item.kind)).toEqual(["nextRun"]);
+
+    await expect.poll(() => page.locator(".usage table th[scope=row]").allTextContents()).toContain("scripted/script");
+    const { stats } = await api.expect<{ stats: { messageCount: number } }>(200, "GET", `/v1/sessions/${sid}`);
+    await expect.poll(() => page.locator(`button[data-session="${sid}"] .row-details`).textContent()).toContain(`${stats.messageCount} messages`);
+
+    // Fork the lane's path up to the chosen entry: the page opens the new session.
+    await page.getByRole("button", { name: "Fork main up to here" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toMatch(/^Forked into s_/);
+    const forkId = (await page.locator("#status").textContent())?.replace("Forked into ", "") ?? "";
+    expect((await api.expect<{ parentSessionId?: string }>(200, "GET", `/v1/sessions/${forkId}`)).parentSessionId).toBe(sid);
+    await expect.poll(() => page.locator("#session .facts dd").first().textContent()).toBe(forkId);
+    expect((await expectFoldMatchesServer(page, forkId)).transcript.map((entry) => entry.id)).toEqual([firstId]);
     expect(problems).toEqual([]);
     await context.close();
   });
