@@ -6,7 +6,7 @@ import { el, field, replace } from "./dom.ts";
 import { LIVE_PARTS } from "./lane-live.ts";
 
 /** Events after which the session's entries or branches changed: the tree is read again. */
-const TREE_EVENTS: ReadonlySet<HarnessEvent["type"]> = new Set(["entry_added", "run_end", "compaction_end", "navigation_end", "operation_abort"]);
+const TREE_EVENTS: ReadonlySet<HarnessEvent["type"]> = new Set(["entry_added", "run_end", "compaction_end", "navigation_end"]);
 
 export interface LaneHandlers {
   /** The lane's entries or tip changed (debounced by the caller). */

@@ -191,6 +191,10 @@ describe("the Inspector page", () => {
     await expect.poll(() => page.locator("#session .facts dd").first().textContent()).toBe(forkId);
     expect((await expectFoldMatchesServer(page, forkId)).transcript.map((entry) => entry.id)).toEqual([firstId]);
     expect(problems).toEqual([]);
+
+    // A refused control says why, with the API's error code (the fork's one entry leaves nothing to compact).
+    await page.getByRole("button", { name: "Compact" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("Compact failed: 422 NothingToCompact");
     await context.close();
   });
 
@@ -202,6 +206,11 @@ describe("the Inspector page", () => {
     await api.expect(200, "POST", "/v1/sessions/narrow/lanes/main/prompt", { body: { prompt: "a prompt that is long enough to need wrapping on a narrow screen", wait: 30 } });
     const page = await context.newPage();
     await page.goto(`${server.baseUrl}/inspector`);
+    // A wrong key is refused and forgotten; the form asks again.
+    await page.getByLabel("Tenant API key").fill("sk_nobody_wrong");
+    await page.getByRole("button", { name: "Open" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("401 Unauthenticated");
+    expect(await page.evaluate("sessionStorage.getItem('inspector.tenantKey')")).toBe(null);
     await page.getByLabel("Tenant API key").fill(key);
     await page.getByRole("button", { name: "Open" }).click();
     await page.locator('button.session-row[data-session="narrow"]').click();
