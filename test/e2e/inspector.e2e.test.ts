@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from "node:util";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import { Api, appendSteps, createTenant, pollUntil, readAdminToken, words } from "./client-helpers.ts";
+import { Api, appendSteps, pollUntil, words } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
 // The Inspector page (docs/inspector.md) in a real browser (Debian's Chromium through
@@ -20,11 +20,16 @@ describe("the Inspector page", () => {
   let browser: Browser;
   let api: Api;
   let key: string;
+  let inspectorUrl: string;
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) or set INSPECTOR_CHROMIUM`);
     mkdirSync(SHOTS, { recursive: true });
-    server = await startDevServer();
-    ({ api, key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "inspector"));
+    // As docs/inspector.md says: `npm start -- --dev-key` prints a key and the page's address.
+    server = await startDevServer({ extraArgs: ["--dev-key"] });
+    const printed = await pollUntil("npm start -- --dev-key to print a key and the Inspector's address", async () => server.output(), (output) => /The Inspector .*: (\S+)/.test(output), 60_000);
+    key = /export KEY=(\S+)/.exec(printed)?.[1] ?? "";
+    inspectorUrl = /The Inspector .*: (\S+)/.exec(printed)?.[1] ?? "";
+    api = new Api(server.baseUrl, key);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   }, 120_000);
   printServerOutputOnFailure(() => [server]);
@@ -73,10 +78,11 @@ describe("the Inspector page", () => {
     page.on("console", (message) => {
       if (message.type() === "error") problems.push(message.text());
     });
-    await page.goto(`${server.baseUrl}/inspector`);
+    expect(inspectorUrl).toBe(`${server.baseUrl}/inspector`);
+    await page.goto(inspectorUrl);
     await page.getByLabel("Tenant API key").fill(key);
     await page.getByRole("button", { name: "Open" }).click();
-    await expect.poll(() => page.locator("#whoami").textContent()).toContain("tenant inspector-");
+    await expect.poll(() => page.locator("#whoami").textContent()).toBe("tenant dev");
     expect(await page.locator("#key-form").isVisible()).toBe(false);
     // The key lives in the tab's session storage, never in the address.
     expect(page.url()).toBe(`${server.baseUrl}/inspector`);
