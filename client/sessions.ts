@@ -4,7 +4,7 @@ import type { ForkSession } from "../schema/api-fork.ts";
 import type { Entry } from "../schema/entries.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
-import type { CreatedSession, CreateSessionBody, EntriesQuery, LabelResult, Page, PageQuery, PatchSessionBody, Session, UsagePage, UsageQuery } from "./types.ts";
+import type { CreatedSession, CreateSessionBody, EntriesQuery, LabelResult, Page, PatchSessionBody, Session, SessionsQuery, UsagePage, UsageQuery } from "./types.ts";
 
 /** `/v1/sessions/{sid}` plus a sub-path. */
 export const sessionPath = (sessionId: string, rest = ""): string => `/v1/sessions${path(sessionId)}${rest}`;
@@ -23,15 +23,15 @@ export class SessionsApi {
   }
 
   /**
-   * `GET /v1/sessions?limit&cursor`: one page of `{ id, name, createdAt }`, oldest first (from the
-   * tenant's index; `get` has the whole Session).
+   * `GET /v1/sessions?limit&cursor&order`: one page of `{ id, name, createdAt }`, oldest first, or
+   * newest first with `order: "desc"` (from the tenant's index; `get` has the whole Session).
    */
-  list(query: PageQuery = {}, options: CallOptions = {}): Promise<Page<SessionSummary>> {
-    return this.http.json({ ...options, method: "GET", path: "/v1/sessions", query: { limit: query.limit, cursor: query.cursor } });
+  list(query: SessionsQuery = {}, options: CallOptions = {}): Promise<Page<SessionSummary>> {
+    return this.http.json({ ...options, method: "GET", path: "/v1/sessions", query: { limit: query.limit, cursor: query.cursor, order: query.order } });
   }
 
   /** Every session, page by page (`limit` is the page size): `for await (const session of client.sessions.all()) …`. */
-  all(query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<SessionSummary, void, undefined> {
+  all(query: Omit<SessionsQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<SessionSummary, void, undefined> {
     return paginate((cursor) => this.list({ ...query, ...(cursor !== undefined && { cursor }) }, options));
   }
 

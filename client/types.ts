@@ -38,6 +38,11 @@ export interface PageQuery {
   cursor?: string;
 }
 
+export interface SessionsQuery extends PageQuery {
+  /** `asc` (creation order, the default) or `desc` (newest first). */
+  order?: "asc" | "desc";
+}
+
 export interface EntriesQuery extends PageQuery {
   type?: EntryType;
   customType?: string;

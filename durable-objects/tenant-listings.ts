@@ -1,7 +1,7 @@
-import type { SessionSummary, TenantSummary } from "../schema/api.ts";
+import type { SessionListOrder, SessionSummary, TenantSummary } from "../schema/api.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
-export type { SessionSummary, TenantSummary };
+export type { SessionListOrder, SessionSummary, TenantSummary };
 
 type SessionRow = { session_id: string; name: string | null; created_at: number };
 type DirectoryRow = { tenant_id: string; name: string; created_at: number };
@@ -35,10 +35,15 @@ export class SessionIndex {
     this.sql.exec("DELETE FROM sessions WHERE session_id = ?", sessionId);
   }
 
-  /** Sessions in creation order, a page at a time. */
-  list(limit: number, cursor: string | undefined): Page<SessionSummary> {
+  /** Sessions in creation order (`asc`) or newest first (`desc`), a page at a time; the cursor is exclusive in that order. */
+  list(limit: number, cursor: string | undefined, order: SessionListOrder = "asc"): Page<SessionSummary> {
+    const rows = order === "asc" ? this.oldestFirst(limit, cursor) : this.newestFirst(limit, cursor);
+    return timePage(rows, limit, (row) => row.created_at, (row) => row.session_id, (row) => ({ id: row.session_id, name: row.name, createdAt: row.created_at }));
+  }
+
+  private oldestFirst(limit: number, cursor: string | undefined): SessionRow[] {
     const after = decodeTimeCursor(cursor);
-    const rows = this.sql
+    return this.sql
       .exec<SessionRow>(
         `SELECT session_id, name, created_at FROM sessions
          WHERE (created_at, session_id) > (?, ?) ORDER BY created_at, session_id LIMIT ?`,
@@ -47,7 +52,22 @@ export class SessionIndex {
         limit + 1,
       )
       .toArray();
-    return timePage(rows, limit, (row) => row.created_at, (row) => row.session_id, (row) => ({ id: row.session_id, name: row.name, createdAt: row.created_at }));
+  }
+
+  private newestFirst(limit: number, cursor: string | undefined): SessionRow[] {
+    if (cursor === undefined) {
+      return this.sql.exec<SessionRow>("SELECT session_id, name, created_at FROM sessions ORDER BY created_at DESC, session_id DESC LIMIT ?", limit + 1).toArray();
+    }
+    const before = decodeTimeCursor(cursor);
+    return this.sql
+      .exec<SessionRow>(
+        `SELECT session_id, name, created_at FROM sessions
+         WHERE (created_at, session_id) < (?, ?) ORDER BY created_at DESC, session_id DESC LIMIT ?`,
+        before.at,
+        before.id,
+        limit + 1,
+      )
+      .toArray();
   }
 }
 

@@ -7,7 +7,7 @@ import type { KeyInfo } from "./tenant-keys.ts";
 import { TenantProviderKeys } from "./tenant-providers.ts";
 import type { ProviderKeyInfo } from "../schema/providers.ts";
 import { ModelIdentitySchema, type ModelIdentity } from "../schema/lane.ts";
-import { SessionIndex, TenantDirectory, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
+import { SessionIndex, TenantDirectory, type SessionListOrder, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, type Reservation } from "./tenant-operations.ts";
 import { TenantActivityRpc } from "./tenant/tenant-activity-rpc.ts";
 import { randomToken, type TenantInfo } from "./tenant/tenant-host.ts";
@@ -274,9 +274,9 @@ export class TenantObject extends TenantActivityRpc {
     if (this.schema.exists) new SessionIndex(this.ctx.storage.sql).unregister(sessionId);
   }
 
-  /** Sessions in creation order, a page at a time; the cursor is opaque to clients. */
-  async listSessions(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<SessionSummary>>>> {
-    return asResult(() => (this.schema.exists ? new SessionIndex(this.ctx.storage.sql).list(limit, cursor) : { items: [], nextCursor: null }));
+  /** Sessions in creation order or newest first, a page at a time; the cursor is opaque to clients. */
+  async listSessions(limit: number, cursor: string | undefined, order: SessionListOrder = "asc"): Promise<Wire<RpcResult<Page<SessionSummary>>>> {
+    return asResult(() => (this.schema.exists ? new SessionIndex(this.ctx.storage.sql).list(limit, cursor, order) : { items: [], nextCursor: null }));
   }
 
   // The directory (only on the object named "admin:directory"): the admin's list of tenants.

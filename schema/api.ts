@@ -37,6 +37,13 @@ export const PageQuerySchema = v.object({
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
 
+/** `GET /v1/sessions?limit&cursor&order`: creation order (`asc`, the default) or newest first (`desc`). */
+export const SessionListQuerySchema = v.object({
+  ...PageQuerySchema.entries,
+  order: v.optional(v.picklist(["asc", "desc"]), "asc"),
+});
+export type SessionListOrder = "asc" | "desc";
+
 /** Skill and prompt-template names (the keys of `pi.resources`). */
 export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . -"));
 export const PutSkillSchema = SkillSchema;

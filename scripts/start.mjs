@@ -36,6 +36,6 @@ async function printDevKey(base) {
   if (tenant.status !== 201 && tenant.status !== 409) return console.error(`Could not create the dev tenant: ${tenant.status}`);
   const key = await fetch(`${base}/v1/admin/tenants/dev/keys`, { method: "POST", headers, body: JSON.stringify({ name: "npm start --dev-key" }) });
   const body = await key.json();
-  console.log(`\nA key of the local tenant "dev" (shown once):\n\n  export KEY=${body.key}\n  curl -s ${base}/v1/me -H "authorization: Bearer $KEY"\n`);
+  console.log(`\nA key of the local tenant "dev" (shown once):\n\n  export KEY=${body.key}\n  curl -s ${base}/v1/me -H "authorization: Bearer $KEY"\n\nThe Inspector (paste the key there): ${base}/inspector\n`);
 }
 child.on("exit", (code, signal) => process.exit(signal ? 1 : (code ?? 0)));

@@ -90,6 +90,10 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     const listed: SessionSummary[] = [];
     for await (const item of client.sessions.all({ limit: 2 })) listed.push(item);
     expect(listed.map((item) => item.id).sort()).toEqual([session.id, ...others.map((other) => other.id)].sort());
+    // `order: "desc"` lists the same sessions newest first.
+    const newestFirst: SessionSummary[] = [];
+    for await (const item of client.sessions.all({ limit: 2, order: "desc" })) newestFirst.push(item);
+    expect(newestFirst).toEqual([...listed].reverse());
   });
 
   it("covers values, lists, labels, branches, queue and the operation primitives", async () => {

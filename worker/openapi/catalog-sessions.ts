@@ -1,11 +1,11 @@
 import {
   CreateSessionSchema,
   IdSchema,
-  PageQuerySchema,
   pageSchema,
   PutSkillSchema,
   PutTemplateSchema,
   ResourceNameSchema,
+  SessionListQuerySchema,
   SessionSummarySchema,
 } from "../../schema/api.ts";
 import { ForkSessionSchema } from "../../schema/api-fork.ts";
@@ -88,8 +88,8 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",
     summary: "List the tenant's sessions",
     description:
-      "`{ items: [{ id, name, createdAt }], nextCursor }` in creation order, read from the tenant's index (one object, whatever the page size); the name is the one given at creation or by the last PATCH. `GET /v1/sessions/{sid}` has stats, settings, branches and lanes. `limit` 1–1000, default 50.",
-    query: PageQuerySchema,
+      "`{ items: [{ id, name, createdAt }], nextCursor }` in creation order (`order=asc`, the default) or newest first (`order=desc`), read from the tenant's index (one object, whatever the page size); the name is the one given at creation or by the last PATCH. `GET /v1/sessions/{sid}` has stats, settings, branches and lanes. `limit` 1–1000, default 50.",
+    query: SessionListQuerySchema,
     responses: { 200: { description: "A page of session summaries", schema: pageSchema(SessionSummarySchema) } },
     errors: [],
   },

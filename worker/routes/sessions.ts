@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { CreateSessionSchema, PageQuerySchema } from "../../schema/api.ts";
+import { CreateSessionSchema, SessionListQuerySchema } from "../../schema/api.ts";
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
 import { toWire } from "../../schema/wire.ts";
@@ -53,8 +53,8 @@ export const sessionRoutes = new Hono<AppEnv>()
   // The tenant's index only (tenant-listings.ts): one object, however many sessions are listed.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");
-    const query = validate(PageQuerySchema, c.req.query());
-    return c.json(replyValue(await tenantStub(c.env, tenantId).listSessions(query.limit ?? 50, query.cursor)));
+    const query = validate(SessionListQuerySchema, c.req.query());
+    return c.json(replyValue(await tenantStub(c.env, tenantId).listSessions(query.limit ?? 50, query.cursor, query.order)));
   })
   .get("/:sid", async (c) => {
     const { stub } = sessionTarget(c);

@@ -1,0 +1,126 @@
+import type { SessionSummary } from "../schema/api.ts";
+import type { InspectorContext } from "./context.ts";
+import { dollars, el, field, replace, time } from "./dom.ts";
+
+const PAGE_SIZE = 20;
+
+interface RowDetails {
+  messages: number;
+  cost: number;
+  tokens: number;
+  lastActivity: number | null;
+}
+
+/**
+ * The tenant's sessions, newest first, a page at a time (`GET /v1/sessions?order=desc`). The index
+ * holds names and creation times only; each listed row's usage, cost and last activity (its newest
+ * entry's time) are read from the session itself, for the rows on screen only.
+ */
+export class SessionsPanel {
+  private cursors: (string | undefined)[] = [undefined];
+  private page = 0;
+  private selected: string | undefined;
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly context: InspectorContext,
+    private readonly onSelect: (sessionId: string) => void,
+  ) {}
+
+  async load(): Promise<void> {
+    const { client } = this.context;
+    const cursor = this.cursors[this.page];
+    const page = await this.context.attempt("List sessions", () => client.sessions.list({ limit: PAGE_SIZE, order: "desc", ...(cursor !== undefined && { cursor }) }));
+    if (!page) return;
+    this.cursors[this.page + 1] = page.nextCursor ?? undefined;
+    const list = el("ul", { class: "sessions", "aria-label": "Sessions, newest first" }, ...page.items.map((row) => this.row(row)));
+    replace(
+      this.root,
+      el("h2", { id: "sessions-title" }, "Sessions"),
+      this.createForm(),
+      page.items.length === 0 ? el("p", { class: "muted" }, "No sessions yet.") : list,
+      el(
+        "nav",
+        { class: "pager", "aria-label": "Session pages" },
+        el("button", { type: "button", disabled: this.page === 0, on: { click: () => this.turn(-1) } }, "Newer"),
+        el("span", { class: "muted" }, `Page ${this.page + 1}`),
+        el("button", { type: "button", disabled: page.nextCursor === null, on: { click: () => this.turn(1) } }, "Older"),
+      ),
+    );
+  }
+
+  select(sessionId: string): void {
+    this.selected = sessionId;
+    for (const button of this.root.querySelectorAll<HTMLButtonElement>("button[data-session]")) {
+      button.setAttribute("aria-current", String(button.dataset.session === sessionId));
+    }
+  }
+
+  /** Reads one listed session's usage and last activity again (after its lane ran). */
+  refreshRow(sessionId: string): void {
+    const details = this.root.querySelector(`button[data-session="${CSS.escape(sessionId)}"] .row-details`);
+    if (details instanceof HTMLElement) void this.fillDetails(sessionId, details);
+  }
+
+  private turn(by: number): void {
+    this.page = Math.max(0, this.page + by);
+    void this.load();
+  }
+
+  private row(summary: SessionSummary): HTMLLIElement {
+    const details = el("span", { class: "muted row-details" }, "…");
+    const button = el(
+      "button",
+      { type: "button", class: "session-row", "data-session": summary.id, "aria-current": String(summary.id === this.selected), on: { click: () => this.onSelect(summary.id) } },
+      el("strong", {}, summary.name ?? summary.id),
+      el("span", { class: "muted" }, `${summary.id} · created ${time(summary.createdAt)}`),
+      details,
+    );
+    void this.fillDetails(summary.id, details);
+    return el("li", {}, button);
+  }
+
+  private async fillDetails(sessionId: string, host: HTMLElement): Promise<void> {
+    const found = await this.details(sessionId);
+    host.textContent = found ? `${found.messages} messages · ${found.tokens} tokens · ${dollars(found.cost)} · last activity ${time(found.lastActivity)}` : "unavailable";
+  }
+
+  private async details(sessionId: string): Promise<RowDetails | undefined> {
+    const { client } = this.context;
+    try {
+      const [session, newest] = await Promise.all([client.sessions.get(sessionId), client.entries.list(sessionId, { order: "desc", limit: 1 })]);
+      return {
+        messages: session.stats.messageCount,
+        cost: session.stats.usage.cost.total,
+        tokens: session.stats.usage.totalTokens,
+        lastActivity: newest.items[0]?.timestamp ?? session.createdAt,
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private createForm(): HTMLFormElement {
+    const form = el(
+      "form",
+      { class: "inline-form", "aria-label": "Create a session" },
+      el("label", { for: "new-session-name" }, "New session name"),
+      el("input", { id: "new-session-name", name: "name", placeholder: "name (optional)", maxlength: 200 }),
+      el("button", { type: "submit" }, "Create"),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const name = field(form, "name").trim();
+      void this.context.attempt("Create session", async () => {
+        const { client } = this.context;
+        const session = await client.sessions.create(name ? { name } : {});
+        // A session does nothing without a lane: the new one gets `main`, on the default model.
+        await client.lanes.put(session.id, "main");
+        this.page = 0;
+        await this.load();
+        this.onSelect(session.id);
+      });
+    });
+    return form;
+  }
+}

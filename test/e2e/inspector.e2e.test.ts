@@ -1,0 +1,231 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LaneSnapshot } from "../../schema/lane.ts";
+import { Api, appendSteps, pollUntil, words } from "./client-helpers.ts";
+import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
+
+// The Inspector page (docs/inspector.md) in a real browser (Debian's Chromium through
+// playwright-core) against `npm start`: every action is taken on the page, and after each one the
+// page's own fold of the lane (its watch folded with reduceLaneSnapshot) equals GET …/snapshot.
+// Scripted steps (docs/providers.md) make the slow stream and the client tool call.
+
+/** `INSPECTOR_CHROMIUM` overrides; `.ci/run` installs Debian's chromium at the default path. */
+const CHROMIUM = process.env.INSPECTOR_CHROMIUM ?? "/usr/bin/chromium";
+const SHOTS = new URL("../../test-results/", import.meta.url);
+
+describe("the Inspector page", () => {
+  let server: DevServer;
+  let browser: Browser;
+  let api: Api;
+  let key: string;
+  let inspectorUrl: string;
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) or set INSPECTOR_CHROMIUM`);
+    mkdirSync(SHOTS, { recursive: true });
+    // As docs/inspector.md says: `npm start -- --dev-key` prints a key and the page's address.
+    server = await startDevServer({ extraArgs: ["--dev-key"] });
+    const printed = await pollUntil("npm start -- --dev-key to print a key and the Inspector's address", async () => server.output(), (output) => /The Inspector .*: (\S+)/.test(output), 60_000);
+    key = /export KEY=(\S+)/.exec(printed)?.[1] ?? "";
+    inspectorUrl = /The Inspector .*: (\S+)/.exec(printed)?.[1] ?? "";
+    api = new Api(server.baseUrl, key);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  }, 120_000);
+  printServerOutputOnFailure(() => [server]);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  /** The page's fold and its seq, as the page itself exposes them. */
+  async function pageFold(page: Page): Promise<{ seq: number | null; snapshot: LaneSnapshot | null }> {
+    const text = await page.evaluate("JSON.stringify({ seq: window.__inspector?.seq() ?? null, snapshot: window.__inspector?.snapshot() ?? null })");
+    if (typeof text !== "string") throw new Error("The page exposes no fold");
+    return JSON.parse(text);
+  }
+
+  /** Waits (bounded) until the page's fold equals the server's snapshot at the same or a later seq, and asserts it. */
+  async function expectFoldMatchesServer(page: Page, sessionId: string): Promise<LaneSnapshot> {
+    await page.locator(`#lane[data-session="${sessionId}"][data-seq]`).waitFor();
+    let last: { server: LaneSnapshot; page: LaneSnapshot | null } | undefined;
+    await pollUntil(
+      "the page's fold to equal GET …/snapshot",
+      async () => {
+        const served = await api.expect<{ seq: number; snapshot: LaneSnapshot }>(200, "GET", `/v1/sessions/${sessionId}/lanes/main/snapshot`);
+        const folded = await pageFold(page);
+        last = { server: served.snapshot, page: folded.snapshot };
+        return folded.seq !== null && folded.seq >= served.seq && isDeepStrictEqual(JSON.parse(JSON.stringify(folded.snapshot)), served.snapshot);
+      },
+      (equal) => equal,
+      20_000,
+    ).catch(() => undefined);
+    expect(last?.page).toEqual(last?.server);
+    if (!last) throw new Error("No snapshot was read");
+    return last.server;
+  }
+
+  async function idleWith(page: Page, status: string): Promise<void> {
+    await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
+  }
+
+  it("opens with a key, creates a session, streams, steers, aborts, answers a client tool, navigates, labels, resumes a deferred run, queues, forks; the fold equals the server's snapshot after each", async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(error.message));
+    // Console errors include Content-Security-Policy refusals and failed loads of the page's files.
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(message.text());
+    });
+    expect(inspectorUrl).toBe(`${server.baseUrl}/inspector`);
+    await page.goto(inspectorUrl);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    await expect.poll(() => page.locator("#whoami").textContent()).toBe("tenant dev");
+    expect(await page.locator("#key-form").isVisible()).toBe(false);
+    // The key lives in the tab's session storage, never in the address.
+    expect(page.url()).toBe(`${server.baseUrl}/inspector`);
+    expect(await page.evaluate("sessionStorage.getItem('inspector.tenantKey')")).toBe(key);
+
+    await page.getByLabel("New session name").fill("Inspector demo");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.locator("#lane[data-seq]").waitFor();
+    const listed = await api.expect<{ items: { id: string; name: string | null }[] }>(200, "GET", "/v1/sessions?order=desc&limit=1");
+    const sid = listed.items[0]?.id ?? "";
+    expect(listed.items[0]?.name).toBe("Inspector demo");
+    await expect.poll(() => page.locator("#session-title").textContent()).toBe("Inspector demo");
+    await expectFoldMatchesServer(page, sid);
+
+    // A slow scripted answer streams into the page; a steer from the page makes a second turn.
+    await appendSteps(api, sid, [{ text: words(40, "stream"), chunkMs: 100 }, { text: "the answer after the steer" }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("tell me a long story");
+    await page.getByLabel("Model").selectOption("scripted/script");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await page.locator(".live-streaming .streaming-text").filter({ hasText: "stream3" }).waitFor({ timeout: 20_000 });
+    await page.getByLabel("Message for the queue").fill("please also mention the weather");
+    await page.getByRole("button", { name: "Steer" }).click();
+    await idleWith(page, "completed");
+    const steered = await expectFoldMatchesServer(page, sid);
+    expect(steered.configuration.model).toEqual({ provider: "scripted", modelId: "script" });
+    expect(steered.transcript.map((entry) => (entry.type === "message" ? entry.message.role : entry.type))).toEqual(["user", "assistant", "user", "assistant"]);
+    // The tree follows: four entries, the lane's tip marked, the second answer shown.
+    await expect.poll(() => page.locator("#session .tree-host").getAttribute("data-entries")).toBe("4");
+    await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(steered.tipId);
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("the answer after the steer");
+
+    // Abort from the page while a slow answer streams.
+    await appendSteps(api, sid, [{ text: words(200, "slow"), chunkMs: 200 }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("another long one");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await page.locator(".live-streaming .streaming-text").filter({ hasText: "slow2" }).waitFor({ timeout: 20_000 });
+    await page.getByRole("button", { name: "Abort" }).click();
+    await idleWith(page, "aborted");
+    await expectFoldMatchesServer(page, sid);
+
+    // A client tool call waits for the page's answer.
+    await api.expect(201, "PUT", `/v1/sessions/${sid}/tools/approve`, { body: { kind: "client", description: "Asks a person", parameters: { type: "object", properties: {} } } });
+    await api.expect(200, "PATCH", `/v1/sessions/${sid}/lanes/main/config`, { body: { activeTools: ["approve"] } });
+    await api.expect(201, "POST", `/v1/sessions/${sid}/lists/scripted/steps`, { body: { toolCalls: [{ name: "approve", arguments: {} }] } });
+    await appendSteps(api, sid, [{ text: "thanks for approving" }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("ask for approval");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    const answer = page.locator("form[data-answer]");
+    await answer.waitFor({ timeout: 20_000 });
+    await expectFoldMatchesServer(page, sid);
+    await answer.getByLabel("approve: result text").fill("Approved by the inspector");
+    await answer.getByRole("button", { name: "Send result" }).click();
+    await idleWith(page, "completed");
+    const answered = await expectFoldMatchesServer(page, sid);
+    expect(JSON.stringify(answered.transcript)).toContain("Approved by the inspector");
+
+    // Navigate: open the first entry of the tree with the keyboard (the tree is one tab stop; Home
+    // moves to the oldest row), then move the lane there.
+    const firstId = await page.locator("svg.tree g[data-entry]").first().getAttribute("data-entry");
+    await page.locator('svg.tree g[tabindex="0"]').focus();
+    await page.keyboard.press("Home");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("#entry-title").textContent()).toBe("Entry: user");
+    await page.getByRole("button", { name: "Navigate lane main here" }).click();
+    await expect.poll(() => page.locator("#lane [data-tip]").getAttribute("data-tip"), { timeout: 20_000 }).toBe(firstId);
+    const navigated = await expectFoldMatchesServer(page, sid);
+    expect(navigated.tipId).toBe(firstId);
+    await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(firstId);
+
+    // Label the entry from the page, then prompt from there: a second branch of the tree.
+    await page.getByLabel("Label", { exact: true }).fill("start");
+    await page.getByRole("button", { name: "Save label" }).click();
+    await expect.poll(async () => (await api.expect<{ label: string | null }>(200, "GET", `/v1/sessions/${sid}/entries/${firstId}/label`)).label).toBe("start");
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("label: start");
+    await appendSteps(api, sid, [{ text: "a different answer on a new branch" }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("take another path");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await idleWith(page, "completed");
+    const branched = await expectFoldMatchesServer(page, sid);
+    expect(branched.transcript.map((entry) => entry.id)).toEqual([firstId, expect.any(String), expect.any(String)]);
+    await expect.poll(() => page.locator("svg.tree g.lane-tip").getAttribute("data-entry")).toBe(branched.tipId);
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("a different answer on a new branch");
+    await page.evaluate("window.scrollTo(0, 0); document.getElementById('lane').scrollTo(0, 0)");
+    await page.screenshot({ path: new URL("inspector-desktop.png", SHOTS).pathname });
+
+    // A deferred answer suspends the run; Resume from the page polls it now.
+    await appendSteps(api, sid, [{ deferred: { pollAfterMs: 0, ready: { text: "the deferred answer arrived" } } }]);
+    await page.getByLabel("Prompt", { exact: true }).fill("answer me later");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await page.locator(".live-operation").filter({ hasText: "Suspended" }).waitFor({ timeout: 20_000 });
+    const suspended = await expectFoldMatchesServer(page, sid);
+    expect(suspended.operation?.deferred?.poll).toBe(0);
+    await page.getByRole("button", { name: "Resume" }).click();
+    await idleWith(page, "completed");
+    expect(JSON.stringify((await expectFoldMatchesServer(page, sid)).transcript)).toContain("the deferred answer arrived");
+
+    // A next-run message waits in the queue of the idle lane.
+    await page.getByLabel("Message for the queue").fill("for the next run");
+    await page.getByRole("button", { name: "Next run" }).click();
+    await page.locator('.live-queue [data-queued="nextRun"]').waitFor();
+    expect((await expectFoldMatchesServer(page, sid)).queues.map((item) => item.kind)).toEqual(["nextRun"]);
+
+    await expect.poll(() => page.locator(".usage table th[scope=row]").allTextContents()).toContain("scripted/script");
+    const { stats } = await api.expect<{ stats: { messageCount: number } }>(200, "GET", `/v1/sessions/${sid}`);
+    await expect.poll(() => page.locator(`button[data-session="${sid}"] .row-details`).textContent()).toContain(`${stats.messageCount} messages`);
+
+    // Fork the lane's path up to the chosen entry: the page opens the new session.
+    await page.getByRole("button", { name: "Fork main up to here" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toMatch(/^Forked into s_/);
+    const forkId = (await page.locator("#status").textContent())?.replace("Forked into ", "") ?? "";
+    expect((await api.expect<{ parentSessionId?: string }>(200, "GET", `/v1/sessions/${forkId}`)).parentSessionId).toBe(sid);
+    await expect.poll(() => page.locator("#session .facts dd").first().textContent()).toBe(forkId);
+    expect((await expectFoldMatchesServer(page, forkId)).transcript.map((entry) => entry.id)).toEqual([firstId]);
+    expect(problems).toEqual([]);
+
+    // A refused control says why, with the API's error code (the fork's one entry leaves nothing to compact).
+    await page.getByRole("button", { name: "Compact" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("Compact failed: 422 NothingToCompact");
+    await context.close();
+  });
+
+  it("fits a 360 px wide screen without horizontal scrolling, in the dark colour scheme", async () => {
+    const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 1, colorScheme: "dark" });
+    // A session of its own with a short conversation, so this test stands alone.
+    await api.expect(201, "POST", "/v1/sessions", { body: { id: "narrow", name: "A session with a rather long name to wrap on a phone" } });
+    await api.expect(201, "PUT", "/v1/sessions/narrow/lanes/main", { body: {} });
+    await api.expect(200, "POST", "/v1/sessions/narrow/lanes/main/prompt", { body: { prompt: "a prompt that is long enough to need wrapping on a narrow screen", wait: 30 } });
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/inspector`);
+    // A wrong key is refused and forgotten; the form asks again.
+    await page.getByLabel("Tenant API key").fill("sk_nobody_wrong");
+    await page.getByRole("button", { name: "Open" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("401 Unauthenticated");
+    expect(await page.evaluate("sessionStorage.getItem('inspector.tenantKey')")).toBe(null);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    await page.locator('button.session-row[data-session="narrow"]').click();
+    await page.locator("#lane[data-seq]").waitFor();
+    await page.locator("svg.tree").waitFor();
+    const widths = await page.evaluate("JSON.stringify([document.documentElement.scrollWidth, document.documentElement.clientWidth])");
+    expect(JSON.parse(String(widths))).toEqual([360, 360]);
+    expect(await page.evaluate("getComputedStyle(document.body).backgroundColor")).toBe("rgb(13, 17, 23)");
+    await page.screenshot({ path: new URL("inspector-360.png", SHOTS).pathname, fullPage: true });
+    await context.close();
+  });
+});
