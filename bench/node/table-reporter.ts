@@ -1,6 +1,10 @@
+import { writeFileSync } from "node:fs";
 import os from "node:os";
 import type { Reporter, TestModule } from "vitest/node";
 import { formatTable, type BenchLine, type BenchNote } from "../report.ts";
+
+/** Where every run writes its lines as JSON (next to this directory's README). */
+const RESULTS_PATH = new URL("../results.json", import.meta.url);
 
 /** The machine the numbers came from; workerd has no OS information, so Node prints it. */
 export function machineLine(): string {
@@ -37,5 +41,8 @@ export default class TableReporter implements Reporter {
       for (const note of notes.get(id) ?? []) out.push(...note.lines, "");
     }
     process.stdout.write(`${out.join("\n")}\n`);
+    // The run's numbers for tools and later comparison (build output: gitignored).
+    const results = { machine: machineLine(), finishedAt: new Date().toISOString(), rows: Object.fromEntries(ids.map((id) => [id, { lines: byRow.get(id) ?? [], notes: (notes.get(id) ?? []).flatMap((note) => note.lines) }])) };
+    writeFileSync(RESULTS_PATH, `${JSON.stringify(results, null, 2)}\n`);
   }
 }
