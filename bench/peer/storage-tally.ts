@@ -1,17 +1,29 @@
-/** Durable writes counted in this isolate: SQL write statements and key-value puts/deletes. */
-export interface WriteTally {
+/** Storage work counted in this isolate: SQL write statements, rows read, key-value puts/deletes. */
+export interface StorageTally {
   sqlStatements: number;
   /** SQLite's own rowsWritten over the write statements (index rows included). */
   rowsWritten: number;
   /** Bytes bound into the write statements (UTF-8 text, blob length, 8 per number, 0 for NULL). */
   boundBytes: number;
+  /** SQLite's own rowsRead over every statement (counted once its cursor was consumed). */
+  rowsRead: number;
   /** Key-value puts and deletes (stored in the same SQLite database, table _cf_KV). */
   kvWrites: number;
   /** UTF-8 bytes of the keys and JSON of the values put. */
   kvBytes: number;
 }
 
-const tally: WriteTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, kvWrites: 0, kvBytes: 0 };
+const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0 };
+/**
+ * The latest statement's cursor: its rowsRead grows while it is consumed, so it is added when the
+ * next statement runs or the tally is read (the SDK consumes its cursors at once).
+ */
+let lastCursor: SqlStorageCursor<Record<string, SqlStorageValue>> | undefined;
+
+function settleLastCursor(): void {
+  if (lastCursor) tally.rowsRead += lastCursor.rowsRead;
+  lastCursor = undefined;
+}
 const WRITE_STATEMENT = /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i;
 const encoder = new TextEncoder();
 let installed = false;
@@ -29,13 +41,15 @@ function bytesOf(value: unknown): number {
  * Wraps the prototypes of this isolate's SQL storage and storage objects, so every caller (the SDK
  * reaches `ctx.storage.sql` from several modules) is counted. Bench only: the peer never deploys.
  */
-export function installWriteTally(storage: DurableObjectStorage): void {
+export function installStorageTally(storage: DurableObjectStorage): void {
   if (installed) return;
   installed = true;
   const sqlPrototype: SqlStorage = Object.getPrototypeOf(storage.sql);
   const exec = sqlPrototype.exec;
   sqlPrototype.exec = function tallied<T extends Record<string, SqlStorageValue>>(this: SqlStorage, query: string, ...bindings: unknown[]): SqlStorageCursor<T> {
+    settleLastCursor();
     const cursor = exec.call(this, query, ...bindings) as SqlStorageCursor<T>;
+    lastCursor = cursor;
     if (WRITE_STATEMENT.test(query)) {
       tally.sqlStatements++;
       tally.boundBytes += bindings.reduce<number>((sum, value) => sum + bytesOf(value), 0);
@@ -66,6 +80,7 @@ export function installWriteTally(storage: DurableObjectStorage): void {
   } as DurableObjectStorage["delete"];
 }
 
-export function writeTally(): WriteTally {
+export function storageTally(): StorageTally {
+  settleLastCursor();
   return { ...tally };
 }
