@@ -60,6 +60,8 @@ it("P11 SQL rows read per warm simple turn", async ({ task }) => {
       target: "—",
       met: undefined,
       samples: late.samples,
+      key: "ours.rowsRead",
+      value: late.median,
     }),
     line({
       what: "growth with history: turn ~200 / turn ~10 (medians)",
@@ -71,13 +73,14 @@ it("P11 SQL rows read per warm simple turn", async ({ task }) => {
       samples: late.samples,
     }),
     line({
-      what: "Agents SDK (AIChatAgent) rows read per turn; ours ≤ theirs",
-      case: "not measured: the agents SDK is not installed",
+      what: "rows read per turn, ours / the Agents SDK peer's",
+      case: `ours ${count(late.median)} (turns ${LATE.from}–${LATE.to}) / the peer's (turns 11–210, server rows)`,
       median: "—",
       p95: "—",
-      target: "≤ Agents SDK",
+      target: "≤ 1.00×",
       met: undefined,
-      samples: 0,
+      samples: late.samples,
+      ratioOf: { of: "ours.rowsRead", to: "peer.rowsRead", atMost: 1 },
     }),
   ];
 });

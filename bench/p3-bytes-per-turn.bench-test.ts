@@ -17,7 +17,8 @@ import { bytes, count, summarize, type BenchLine } from "./report.ts";
 import { createBenchSession } from "./seed.ts";
 
 // P3: bytes written to SQLite per simple turn, beyond the entries' own payload.
-// Targets: ≤ 2 KB, and ≤ 0.5× the Agents SDK's bytes per turn (not measured: SDK not installed).
+// Targets: ≤ 2 KB, and ≤ 0.5× the Agents SDK's bytes per turn (the peer's tally comes from the
+// server rows, bench/node/p1-turn-latency.server-bench.ts; the reporter takes the ratio).
 //
 // TURNS prompt → stop turns (scripted/echo) through a real AgentHarness over the object's SQLite
 // (bench/engine-rig.ts). Three measures per turn, each minus the entries' own payload (the JSON of
@@ -140,6 +141,19 @@ it("P3 bytes written per simple turn", async ({ task }) => {
       target: "≤ 2 KB",
       met: bound.median <= TARGET_BYTES,
       samples: bound.samples,
+      key: "ours.written",
+      value: bound.median + own.median,
+    }),
+    line({
+      what: "rows written per turn (SQLite rowsWritten, index rows included)",
+      case: "same turns (SqlTap)",
+      median: count(rows.median),
+      p95: count(rows.p95),
+      target: "—",
+      met: undefined,
+      samples: rows.samples,
+      key: "ours.rowsWritten",
+      value: rows.median,
     }),
     line({
       what: "retained per turn beyond the entries' own payload (databaseSize growth)",
@@ -151,13 +165,24 @@ it("P3 bytes written per simple turn", async ({ task }) => {
       samples: retained.samples,
     }),
     line({
-      what: "Agents SDK (AIChatAgent) bytes per turn; ratio ours / theirs",
-      case: "not measured: the agents SDK is not installed",
+      what: "written per turn, all of it (payload included), ours / the Agents SDK peer's",
+      case: `bound bytes: ours ${bytes(bound.median + own.median)} (session object) / the peer's SQL + KV writes (server rows)`,
       median: "—",
       p95: "—",
-      target: "≤ 0.5× Agents SDK",
+      target: "≤ 0.50×",
       met: undefined,
-      samples: 0,
+      samples: bound.samples,
+      ratioOf: { of: "ours.written", to: "peer.written", atMost: 0.5 },
+    }),
+    line({
+      what: "rows written per turn, ours / the Agents SDK peer's",
+      case: `SQLite rowsWritten: ours ${count(rows.median)} (session object) / the peer's (SQL rows + KV writes)`,
+      median: "—",
+      p95: "—",
+      target: "—",
+      met: undefined,
+      samples: rows.samples,
+      ratioOf: { of: "ours.rowsWritten", to: "peer.rowsWritten" },
     }),
   ];
 

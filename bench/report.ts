@@ -14,6 +14,29 @@ export interface BenchLine {
   /** undefined: informational line, no target of its own. */
   met: boolean | undefined;
   samples: number;
+  /** A measured number other lines compare against by `key` (e.g. across the two projects). */
+  key?: string;
+  value?: number;
+  /**
+   * Filled in by the reporter once every row ran: the value of line `of` divided by the value of
+   * line `to` (median column), met when ≤ `atMost`; "—" when either was not measured in this run.
+   */
+  ratioOf?: { of: string; to: string; atMost?: number };
+}
+
+/** The lines with their `ratioOf` filled in from the keyed lines among `lines`. */
+export function resolveRatios(lines: readonly BenchLine[]): BenchLine[] {
+  const values = new Map<string, number>();
+  for (const line of lines) if (line.key !== undefined && line.value !== undefined) values.set(line.key, line.value);
+  return lines.map((line) => {
+    if (!line.ratioOf) return line;
+    const of = values.get(line.ratioOf.of);
+    const to = values.get(line.ratioOf.to);
+    if (of === undefined || to === undefined || to === 0) return { ...line, median: "—", case: `${line.case} (not measured in this run)`, met: undefined };
+    const value = of / to;
+    const atMost = line.ratioOf.atMost;
+    return { ...line, median: ratio(value), met: atMost === undefined ? undefined : value <= atMost };
+  });
 }
 
 /** Free text a row prints under its table (e.g. a breakdown of what one sample consisted of). */

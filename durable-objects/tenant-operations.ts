@@ -85,6 +85,16 @@ export class TenantOperations {
   }
 
   /**
+   * A settled operation's slot: held by its reservation when the session took the reservation over
+   * and nobody bound it (freed without a tombstone, since no bind can follow a settled hand-over),
+   * otherwise by its operation id (`release`).
+   */
+  releaseSettled(operationId: string, reservationId: string | undefined, now: number): void {
+    if (reservationId !== undefined && this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", reservationId).toArray().length > 0) return;
+    this.release(operationId, now);
+  }
+
+  /**
    * Adds one ledger row's usage to the tenant's totals. A usage that is not one request's bounded
    * usage is skipped, and so is any addition when the stored totals do not parse or the sum would
    * not be finite: the totals are never reset, whatever arrives.

@@ -7,7 +7,16 @@ export interface Caller {
 }
 
 /** `requestId` is the server's own; `clientRequestId` a client's `X-Request-Id`, only echoed. */
-export type AppEnv = { Bindings: Env; Variables: { requestId: string; clientRequestId: string | undefined; caller: Caller } };
+/**
+ * A key that passed its shape and rate checks but whose tenant object has not been asked yet: the
+ * routes that reserve an open-operation slot ask it in the same call as the reservation.
+ */
+export interface PresentedKey {
+  tenantId: string;
+  hash: string;
+}
+
+export type AppEnv = { Bindings: Env; Variables: { requestId: string; clientRequestId: string | undefined; caller: Caller; presentedKey: PresentedKey } };
 export type AppContext = Context<AppEnv>;
 
 export const sessionObjectName = (tenantId: string, sessionId: string): string => `${tenantId}:${sessionId}`;

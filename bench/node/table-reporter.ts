@@ -1,6 +1,10 @@
+import { writeFileSync } from "node:fs";
 import os from "node:os";
 import type { Reporter, TestModule } from "vitest/node";
-import { formatTable, type BenchLine, type BenchNote } from "../report.ts";
+import { formatTable, resolveRatios, type BenchLine, type BenchNote } from "../report.ts";
+
+/** Where every run writes its lines as JSON (next to this directory's README). */
+const RESULTS_PATH = new URL("../results.json", import.meta.url);
 
 /** The machine the numbers came from; workerd has no OS information, so Node prints it. */
 export function machineLine(): string {
@@ -18,17 +22,16 @@ export default class TableReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     const byRow = new Map<string, BenchLine[]>();
     const notes = new Map<string, BenchNote[]>();
+    const reported: BenchLine[] = [];
     for (const module of testModules) {
       for (const testCase of module.children.allTests()) {
         const meta = testCase.meta();
-        for (const line of meta.benchLines ?? []) {
-          const lines = byRow.get(line.id) ?? [];
-          lines.push(line);
-          byRow.set(line.id, lines);
-        }
+        reported.push(...(meta.benchLines ?? []));
         for (const note of meta.benchNotes ?? []) notes.set(note.id, [...(notes.get(note.id) ?? []), note]);
       }
     }
+    // Ratios between rows (ours in workerd against the peer over the wire) once every row ran.
+    for (const line of resolveRatios(reported)) byRow.set(line.id, [...(byRow.get(line.id) ?? []), line]);
     const out: string[] = ["", "## Benchmarks (QUALITY.md performance rows)", "", machineLine(), ""];
     if (byRow.size === 0) out.push("(no bench lines were reported)");
     const ids = [...byRow.keys()].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
@@ -37,5 +40,8 @@ export default class TableReporter implements Reporter {
       for (const note of notes.get(id) ?? []) out.push(...note.lines, "");
     }
     process.stdout.write(`${out.join("\n")}\n`);
+    // The run's numbers for tools and later comparison (build output: gitignored).
+    const results = { machine: machineLine(), finishedAt: new Date().toISOString(), rows: Object.fromEntries(ids.map((id) => [id, { lines: byRow.get(id) ?? [], notes: (notes.get(id) ?? []).flatMap((note) => note.lines) }])) };
+    writeFileSync(RESULTS_PATH, `${JSON.stringify(results, null, 2)}\n`);
   }
 }

@@ -10,7 +10,7 @@ import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Branch } from "../../schema/session.ts";
 import type { HarnessResources, HarnessSettingsPatch } from "../../schema/settings.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
-import type { SessionStats } from "../../schema/usage.ts";
+import type { SessionStats, Usage } from "../../schema/usage.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
 import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
@@ -86,6 +86,8 @@ export abstract class SessionHost extends DurableObject<Env> {
   protected readonly schema: LazySchema;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
+  /** Usage rows committed but not yet told to the tenant (forwardUsage). */
+  private readonly pendingUsage: Usage[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -249,20 +251,36 @@ export abstract class SessionHost extends DurableObject<Env> {
   private async sendSettled(operations: SettledOperation[]): Promise<void> {
     const storage = this.opened?.storage ?? this.existingStorage();
     if (!storage) return;
-    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations);
+    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, this.pendingUsage.splice(0));
+  }
+
+  /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
+  protected takeOverReservation(operationId: string, reservationId: string): void {
+    this.dueWork.outbox.takeOver(operationId, reservationId);
   }
 
   /**
    * The tenant's usage totals: each usage-ledger row is forwarded once, after its commit, fire and
-   * forget. At most once: a crash or a failed call between the commit and the forward loses that
-   * row from the tenant totals (the session's own ledger and stats stay exact).
+   * forget. A row committed with a settlement rides on that settlement's forward (one tenant call
+   * per turn, not two); any other is sent on its own a moment later (the timer runs after the
+   * settlement's microtask, so a settling commit's row is always taken by its forward). At most
+   * once: a crash or a failed call between the commit and the forward loses that row from the
+   * tenant totals (the session's own ledger and stats stay exact).
    */
   private forwardUsage(harness: AgentHarness): void {
     harness.events.on("usage", (event) => {
-      const tenantId = this.tenantId();
-      if (tenantId === undefined) return;
-      this.env.TENANTS.getByName(tenantId).addUsage(event.row.usage).catch(() => undefined);
+      if (this.tenantId() === undefined) return;
+      this.pendingUsage.push(event.row.usage);
+      setTimeout(() => this.flushUsage(), 0);
     });
+  }
+
+  private flushUsage(): void {
+    const tenantId = this.tenantId();
+    const rows = this.pendingUsage.splice(0);
+    if (tenantId === undefined) return;
+    const tenant = this.env.TENANTS.getByName(tenantId);
+    for (const usage of rows) tenant.addUsage(usage).catch(() => undefined);
   }
 
   private tenantId(): string | undefined {

@@ -120,10 +120,11 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
    * prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`.
    * A settled run answers its record with the messages it appended, so one call gets the answer.
    */
-  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservationId?: string): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.lane(name);
       const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
+      if (reservationId !== undefined) this.takeOverReservation(admission.operationId, reservationId);
       this.open().runtime.startPass(lane, admission.operationId);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
       if (outcome.state !== "settled") return outcome;

@@ -11,13 +11,15 @@ export const FORWARD_RETRY_MS = 30_000;
 /** Rows told to the tenant in one call; a longer outbox takes several calls of one forward. */
 export const FORWARD_BATCH = 50;
 
-type OutboxRow = { operation_id: string; lane: string; settled_at: number };
+type OutboxRow = { operation_id: string; lane: string; settled_at: number; reservation_id: string | null };
 
 /** What the session tells its tenant about one settled operation (a summary, never content). */
 export interface SettledOperation {
   operationId: string;
   lane: string;
   settledAt: number;
+  /** The worker's reservation of the operation's slot, when the session took it over (freed with it). */
+  reservationId?: string;
   /** The result record's summary; absent when the operation left no record (its lane is gone). */
   result?: { kind: string; status: string; error?: { code: string; message: string }; endedAt: number };
 }
@@ -30,19 +32,36 @@ export interface SettledOperation {
  * which the tenant object applies idempotently. Every method is one synchronous SQL turn.
  */
 export class SettlementOutbox {
+  /** Reservations handed over with accepts of this instance, until their operation settles. */
+  private readonly handedOver = new Map<string, string>();
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly clock: () => number,
   ) {}
 
+  /**
+   * The worker reserved the tenant's open-operation slot of `operationId` as `reservationId` and
+   * leaves its release to this outbox: the settlement's row carries it, and the forward frees both
+   * ids in the tenant call it makes anyway, so a turn settled within its request costs no bind
+   * call. Held in memory until the settling commit writes it into the row; an operation that does
+   * not settle in this instance was not answered as settled, so the worker bound it itself.
+   */
+  takeOver(operationId: string, reservationId: string): void {
+    this.handedOver.set(operationId, reservationId);
+  }
+
   record(lane: string, operationId: string): void {
     const now = this.clock();
+    const reservationId = this.handedOver.get(operationId) ?? null;
+    this.handedOver.delete(operationId);
     this.sql.exec(
-      "INSERT INTO settlement_outbox (operation_id, lane, settled_at, forward_at) VALUES (?, ?, ?, ?) ON CONFLICT (operation_id) DO NOTHING",
+      "INSERT INTO settlement_outbox (operation_id, lane, settled_at, forward_at, reservation_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (operation_id) DO NOTHING",
       operationId,
       lane,
       now,
       now + FORWARD_SAFETY_NET_MS,
+      reservationId,
     );
   }
 
@@ -53,7 +72,7 @@ export class SettlementOutbox {
 
   /** The oldest rows, read fully (a cursor never crosses an await). */
   pending(limit: number): OutboxRow[] {
-    return this.sql.exec<OutboxRow>("SELECT operation_id, lane, settled_at FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?", limit).toArray();
+    return this.sql.exec<OutboxRow>("SELECT operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?", limit).toArray();
   }
 
   remove(operationIds: readonly string[]): void {
@@ -124,6 +143,7 @@ export class SettlementForwarder {
       operationId: row.operation_id,
       lane: row.lane,
       settledAt: row.settled_at,
+      ...(row.reservation_id !== null && { reservationId: row.reservation_id }),
       ...(record && {
         result: {
           kind: record.kind,

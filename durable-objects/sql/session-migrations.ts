@@ -139,4 +139,14 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 7,
+    name: "settlement_outbox_reservation",
+    statements: [
+      // The worker's open-operation reservation a prompt handed over (session/settlement-outbox.ts),
+      // freed by the forward with the operation; written in the settling commit, so it survives
+      // what the settlement survives.
+      "ALTER TABLE settlement_outbox ADD COLUMN reservation_id TEXT",
+    ],
+  },
 ];

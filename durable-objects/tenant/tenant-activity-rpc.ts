@@ -17,11 +17,14 @@ import { randomToken, TenantHost } from "./tenant-host.ts";
 export abstract class TenantActivityRpc extends TenantHost {
   /**
    * A session's settlement outbox forwards its settled operations here (one call per batch, after
-   * their commit, repeated after a crash): their open-operation slots are freed and one webhook
-   * delivery per subscribed endpoint is enqueued. Idempotent: a release is, and an event id is
-   * derived from session and operation, so a repeated forward enqueues nothing twice.
+   * their commit, repeated after a crash): their open-operation slots are freed (with the worker's
+   * reservation the session took over, if any) and one webhook delivery per subscribed endpoint is
+   * enqueued. Idempotent: a release is, and an event id is derived from session and operation, so a
+   * repeated forward enqueues nothing twice. `usage`: the session's usage rows not yet told, added
+   * to the totals in the same transaction; they ride on one forward only (the session hands each
+   * row over once: at most once, like `addUsage`).
    */
-  async operationsSettled(sessionId: string, operations: SettledOperation[]): Promise<void> {
+  async operationsSettled(sessionId: string, operations: SettledOperation[], usage: Usage[] = []): Promise<void> {
     if (!this.schema.exists) return;
     const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
       (event): event is EnqueuedEvent => event !== undefined,
@@ -30,7 +33,8 @@ export abstract class TenantActivityRpc extends TenantHost {
     const now = Date.now();
     const enqueued = this.ctx.storage.transactionSync(() => {
       const ledger = this.operations();
-      for (const operation of operations) ledger.release(operation.operationId, now);
+      for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
+      for (const row of usage) ledger.addUsage(row);
       return this.webhooks().enqueue(events, now);
     });
     if (enqueued > 0) await this.armNoLaterThan(now);

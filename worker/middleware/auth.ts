@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
-import { sha256Hex } from "../../durable-objects/tenant-object.ts";
-import { tenantStub, type AppEnv } from "../env.ts";
+import { sha256Hex, type Authorization } from "../../durable-objects/tenant-object.ts";
+import { tenantStub, type AppContext, type AppEnv, type Caller, type PresentedKey } from "../env.ts";
 import { fail } from "../http-error.ts";
 import { provenKeys, unprovenAllowed, UNPROVEN_RETRY_AFTER_SECONDS } from "./auth-limits.ts";
 
@@ -27,6 +27,26 @@ export function presentedKey(headers: Headers): string | undefined {
  * same call (429 RateLimited). Any bad key is the same 401, and writes nothing anywhere.
  */
 export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
+  const presented = await presentTenantKey(c);
+  admitCaller(c, presented, await tenantStub(c.env, presented.tenantId).authorize(presented.hash));
+  await next();
+});
+
+/**
+ * `requireTenant` for the routes that reserve an open-operation slot (worker/routes/open-operations.ts):
+ * the key's shape and rate checks run here, and the tenant object is asked once, by
+ * `withOpenOperation`, which authenticates and reserves in one call. A request with an
+ * Idempotency-Key is authenticated here as usual, because its claim must follow authentication.
+ */
+export const requireTenantWithReservation = createMiddleware<AppEnv>(async (c, next) => {
+  const presented = await presentTenantKey(c);
+  if (c.req.header("idempotency-key") === undefined) c.set("presentedKey", presented);
+  else admitCaller(c, presented, await tenantStub(c.env, presented.tenantId).authorize(presented.hash));
+  await next();
+});
+
+/** The key's shape and the failed-authentication limit; no object is touched. */
+async function presentTenantKey(c: AppContext): Promise<PresentedKey> {
   const key = presentedKey(c.req.raw.headers);
   const match = key ? KEY.exec(key) : null;
   const tenantId = match?.[1];
@@ -37,20 +57,32 @@ export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
       retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
     });
   }
-  const verified = await tenantStub(c.env, tenantId).authorize(hash);
+  return { tenantId, hash };
+}
+
+/** Applies the tenant object's verdict on a presented key: 401, 429 over the request quota, or the caller. */
+export function admitCaller(c: AppContext, presented: PresentedKey, verified: Authorization | null): void {
   if (!verified) {
-    provenKeys.forget(hash);
+    provenKeys.forget(presented.hash);
     throw fail("Unauthenticated", "A valid API key is required");
   }
-  provenKeys.remember(hash, Date.now());
+  provenKeys.remember(presented.hash, Date.now());
   if (verified.limited) {
     throw fail("RateLimited", `The tenant's request quota is used up; retry in ${verified.retryAfterSeconds} s`, {
       retryAfterSeconds: verified.retryAfterSeconds,
     });
   }
-  c.set("caller", { tenantId, keyId: verified.keyId });
-  await next();
-});
+  c.set("caller", { tenantId: presented.tenantId, keyId: verified.keyId });
+}
+
+/** The caller, authenticating a key `requireTenantWithReservation` left unasked (without reserving). */
+export async function callerOf(c: AppContext): Promise<Caller> {
+  const caller = c.get("caller");
+  if (caller) return caller;
+  const presented = c.get("presentedKey");
+  admitCaller(c, presented, await tenantStub(c.env, presented.tenantId).authorize(presented.hash));
+  return c.get("caller");
+}
 
 const encoder = new TextEncoder();
 

@@ -8,7 +8,7 @@ import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
-import { operationRoutes } from "./operations.ts";
+import { acceptingOperationRoutes, operationRoutes } from "./operations.ts";
 
 /**
  * Lanes and their queues (spec/API.md "Lanes", "Queue"), mounted at `/v1/sessions/:sid/lanes`;
@@ -16,6 +16,9 @@ import { operationRoutes } from "./operations.ts";
  * Path parameters and bodies are validated before the session object is touched.
  */
 export const laneRoutes = new Hono<AppEnv>()
+  // First: they authenticate in their own tenant call (with the reservation) and answer before the
+  // `requireTenant` below would run.
+  .route("/", acceptingOperationRoutes)
   .use(requireTenant)
   // `{ items: LaneInfo[], nextCursor }` by name.
   .get("/", async (c) => {

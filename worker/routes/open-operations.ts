@@ -1,44 +1,77 @@
-import type { OpenOperation } from "../../durable-objects/tenant-operations.ts";
+import type { OpenOperation, Reservation } from "../../durable-objects/tenant-operations.ts";
+import { IdSchema } from "../../schema/api.ts";
 import type { RpcResult } from "../../schema/errors.ts";
+import { LaneNameSchema } from "../../schema/lane-api.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
-import { sessionStub, tenantStub } from "../env.ts";
+import { sessionStub, tenantStub, type AppContext } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
+import { admitCaller, callerOf } from "../middleware/auth.ts";
+import { pathParam } from "../validate.ts";
 
 /** What a refused reservation tells the client to wait before retrying. */
 const RETRY_AFTER_SECONDS = 5;
 
+export interface AdmittingScope {
+  tenantId: string;
+  sessionId: string;
+  lane: string;
+}
+
 /**
- * The tenant's concurrent open operations quota around one accept (POST …/operations, …/prompt):
- * a slot is reserved before the session is called, released when the accept fails, and bound to
- * the accepted operation's id otherwise; the session object releases it when the operation
- * settles. A refusal is healed once (lost releases) before it becomes 429 RateLimited.
+ * The session and lane an accepting route addresses (behind `requireTenantWithReservation`, so the
+ * key may not be verified yet: nothing is called here). A bad path is 400, after a bad key's 401.
  */
-export async function withOpenOperation<T>(
-  env: Env,
-  scope: { tenantId: string; sessionId: string; lane: string },
-  accept: () => Promise<Wire<RpcResult<T>>>,
+export async function admittingLane(c: AppContext): Promise<AdmittingScope & { stub: ReturnType<typeof sessionStub> }> {
+  const tenantId = c.get("caller")?.tenantId ?? c.get("presentedKey").tenantId;
+  try {
+    const sessionId = pathParam(c, "sid", IdSchema);
+    const lane = pathParam(c, "lane", LaneNameSchema);
+    return { tenantId, sessionId, lane, stub: sessionStub(c.env, tenantId, sessionId) };
+  } catch (error) {
+    await callerOf(c);
+    throw error;
+  }
+}
+
+/**
+ * The tenant's concurrent open operations quota around one accept (POST …/operations, …/prompt,
+ * …/navigate, …/compact): a slot is reserved before the session is called, in the same tenant
+ * call that authenticates the key (one round trip), released when the body or the accept fails,
+ * and bound to the accepted operation's id otherwise; the session object releases it when the
+ * operation settles. An accept that takes the reservation over (`accept` answers true for the
+ * value) needs no bind: the session releases the reservation itself with the settled operation.
+ * A refusal is healed once (lost releases) before it becomes 429 RateLimited; a bad body is 400
+ * before that, as when the body was read first.
+ */
+export async function withOpenOperation<B, T>(
+  c: AppContext,
+  scope: AdmittingScope,
+  readBody: () => Promise<B>,
+  accept: (body: B, reservationId: string) => Promise<Wire<RpcResult<T>>>,
   operationIdOf: (value: T) => string,
+  handedOver: (value: T) => boolean = () => false,
 ): Promise<T> {
-  const tenant = tenantStub(env, scope.tenantId);
-  const reservationId = await reserve(env, scope);
+  const tenant = tenantStub(c.env, scope.tenantId);
+  const reservationId = await reserve(c, scope, readBody);
   let value: T;
   try {
-    value = replyValue(await accept());
+    value = replyValue(await accept(await readBody(), reservationId));
   } catch (error) {
     // A failed release leaves an unbound reservation, which expires on its own.
     await tenant.releaseOperation(reservationId).catch(() => undefined);
     throw error;
   }
   // The operation is accepted whatever happens here: a failed bind leaves an expiring reservation.
-  await tenant.bindOperation(reservationId, operationIdOf(value)).catch(() => undefined);
+  if (!handedOver(value)) await tenant.bindOperation(reservationId, operationIdOf(value)).catch(() => undefined);
   return value;
 }
 
-async function reserve(env: Env, scope: { tenantId: string; sessionId: string; lane: string }): Promise<string> {
-  const tenant = tenantStub(env, scope.tenantId);
-  const first = await tenant.reserveOperation(scope.sessionId, scope.lane);
+async function reserve<B>(c: AppContext, scope: AdmittingScope, readBody: () => Promise<B>): Promise<string> {
+  const tenant = tenantStub(c.env, scope.tenantId);
+  const first = await firstReservation(c, scope);
   if (first.ok) return first.reservationId;
-  const stale = await staleOperations(env, scope.tenantId, first.openOperations);
+  await readBody();
+  const stale = await staleOperations(c.env, scope.tenantId, first.openOperations);
   await Promise.all(stale.map((operationId) => tenant.releaseOperation(operationId)));
   // Retried once even when nothing was stale: a release may have landed meanwhile.
   const second = await tenant.reserveOperation(scope.sessionId, scope.lane);
@@ -47,6 +80,16 @@ async function reserve(env: Env, scope: { tenantId: string; sessionId: string; l
     quota: "maxOpenOperations",
     retryAfterSeconds: RETRY_AFTER_SECONDS,
   });
+}
+
+/** Authenticates and reserves in one call when the key is not verified yet; otherwise reserves. */
+async function firstReservation(c: AppContext, scope: AdmittingScope): Promise<Reservation> {
+  const tenant = tenantStub(c.env, scope.tenantId);
+  if (c.get("caller")) return tenant.reserveOperation(scope.sessionId, scope.lane);
+  const presented = c.get("presentedKey");
+  const { authorization, reservation } = await tenant.authorizeAndReserve(presented.hash, scope.sessionId, scope.lane);
+  admitCaller(c, presented, authorization);
+  return reservation;
 }
 
 /**

@@ -10,27 +10,88 @@ import { errorResponse, HttpFailure, replyValue } from "../http-error.ts";
 import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts";
 import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
-import { withOpenOperation } from "./open-operations.ts";
+import { admittingLane, withOpenOperation } from "./open-operations.ts";
+import { requireTenantWithReservation } from "../middleware/auth.ts";
 
 // Operations of a lane (spec/API.md "Operations: primitives" and the prompt/abort/resume
-// conveniences), mounted by lanes.ts behind its authentication. Acceptance runs no work in the
-// request: the object starts the pass itself, and a waiting request observes that one pass
-// through an in-object promise bounded by its wait (ARCHITECTURE D7).
+// conveniences), mounted by lanes.ts: the accepting routes with their own authentication, the rest
+// behind lanes.ts's. Acceptance runs no work in the request: the object starts the pass itself,
+// and a waiting request observes that one pass through an in-object promise bounded by its wait
+// (ARCHITECTURE D7).
 
 /** Conveniences wait up to the maximum unless told otherwise; primitives only when asked. */
 const CONVENIENCE_WAIT_MS = MAX_WAIT_SECONDS * 1000;
 /** The abort convenience waits this long to report the reconciled (aborted) record. */
 const ABORT_WAIT_MS = 10_000;
 
-export const operationRoutes = new Hono<AppEnv>()
-  .post("/:lane/operations", sessionIdempotency, async (c) => {
-    const { stub, lane, sessionId } = laneTarget(c);
-    const body = await jsonBody(c, OperationRequestSchema);
-    const request = engineRequest(body);
-    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
-    const admission = await withOpenOperation(c.env, scope, () => stub.acceptOperation(lane, toWire(request)), (value) => value.operationId);
+/**
+ * The accepting routes take an open-operation slot (open-operations.ts): their key is verified in
+ * the same tenant call as the reservation, so lanes.ts mounts them before its `requireTenant`.
+ */
+export const acceptingOperationRoutes = new Hono<AppEnv>()
+  .post("/:lane/operations", requireTenantWithReservation, sessionIdempotency, async (c) => {
+    const { stub, ...scope } = await admittingLane(c);
+    const admission = await withOpenOperation(
+      c,
+      scope,
+      () => jsonBody(c, OperationRequestSchema),
+      (body) => stub.acceptOperation(scope.lane, toWire(engineRequest(body))),
+      (value) => value.operationId,
+    );
     return c.json(admission, 202);
   })
+  // accept + wait: the settled record with the run's messages, a suspended run, or 202 with the id
+  // when the wait ran out. The session takes the reservation over: a settled turn needs no bind.
+  .post("/:lane/prompt", requireTenantWithReservation, sessionIdempotency, async (c) => {
+    const { stub, ...scope } = await admittingLane(c);
+    const outcome = await withOpenOperation(
+      c,
+      scope,
+      () => jsonBody(c, PromptConvenienceSchema),
+      ({ prompt, images, wait, operationId, deferred }, reservationId) => {
+        const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
+        const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, reservationId);
+      },
+      operationIdOf,
+      (value) => value.state === "settled",
+    );
+    return convenience(c, outcome);
+  })
+  // accept a navigation + wait; then the continuation run when queued input is eligible.
+  .post("/:lane/navigate", requireTenantWithReservation, sessionIdempotency, async (c) => {
+    const { stub, ...scope } = await admittingLane(c);
+    const outcome = await withOpenOperation(
+      c,
+      scope,
+      () => jsonBody(c, NavigateConvenienceSchema),
+      ({ wait, ...fields }) => {
+        const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+        return stub.navigateAndAwait(scope.lane, toWire(navigationRequest({ kind: "navigation", ...fields })), waitFor);
+      },
+      (value) => operationIdOf(value.navigation),
+    );
+    if (outcome.navigation.state !== "settled") return convenience(c, outcome.navigation);
+    return c.json({ navigation: outcome.navigation.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
+  })
+  // accept a manual compaction + wait; then the continuation run when queued input is eligible.
+  .post("/:lane/compact", requireTenantWithReservation, sessionIdempotency, async (c) => {
+    const { stub, ...scope } = await admittingLane(c);
+    const outcome = await withOpenOperation(
+      c,
+      scope,
+      () => jsonBody(c, CompactConvenienceSchema),
+      ({ wait, customInstructions, operationId }) => {
+        const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+        return stub.compactAndAwait(scope.lane, toWire(compactionRequest({ kind: "compaction", customInstructions, operationId })), waitFor);
+      },
+      (value) => operationIdOf(value.compaction),
+    );
+    if (outcome.compaction.state !== "settled") return convenience(c, outcome.compaction);
+    return c.json({ compaction: outcome.compaction.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
+  });
+
+export const operationRoutes = new Hono<AppEnv>()
   // drive(id) made total; `?wait=` long-polls until settled or a durable wait.
   .get("/:lane/operations/:opId", async (c) => {
     const { stub, lane } = laneTarget(c);
@@ -59,39 +120,6 @@ export const operationRoutes = new Hono<AppEnv>()
     const operationId = pathId(c, "opId");
     const wait = waitMs(c, 0);
     return unknownIsNotFound(c, await stub.resumeOperation(lane, operationId, wait));
-  })
-  // accept + wait: the settled record with the run's messages, a suspended run, or 202 with the id
-  // when the wait ran out.
-  .post("/:lane/prompt", sessionIdempotency, async (c) => {
-    const { stub, lane, sessionId } = laneTarget(c);
-    const { prompt, images, wait, operationId, deferred } = await jsonBody(c, PromptConvenienceSchema);
-    const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
-    const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
-    const outcome = await withOpenOperation(c.env, scope, () => stub.acceptAndAwait(lane, toWire(request), waitFor), operationIdOf);
-    return convenience(c, outcome);
-  })
-  // accept a navigation + wait; then the continuation run when queued input is eligible.
-  .post("/:lane/navigate", sessionIdempotency, async (c) => {
-    const { stub, lane, sessionId } = laneTarget(c);
-    const { wait, ...fields } = await jsonBody(c, NavigateConvenienceSchema);
-    const request = navigationRequest({ kind: "navigation", ...fields });
-    const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
-    const outcome = await withOpenOperation(c.env, scope, () => stub.navigateAndAwait(lane, toWire(request), waitFor), (value) => operationIdOf(value.navigation));
-    if (outcome.navigation.state !== "settled") return convenience(c, outcome.navigation);
-    return c.json({ navigation: outcome.navigation.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
-  })
-  // accept a manual compaction + wait; then the continuation run when queued input is eligible.
-  .post("/:lane/compact", sessionIdempotency, async (c) => {
-    const { stub, lane, sessionId } = laneTarget(c);
-    const { wait, customInstructions, operationId } = await jsonBody(c, CompactConvenienceSchema);
-    const request = compactionRequest({ kind: "compaction", customInstructions, operationId });
-    const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-    const scope = { tenantId: c.get("caller").tenantId, sessionId, lane };
-    const outcome = await withOpenOperation(c.env, scope, () => stub.compactAndAwait(lane, toWire(request), waitFor), (value) => operationIdOf(value.compaction));
-    if (outcome.compaction.state !== "settled") return convenience(c, outcome.compaction);
-    return c.json({ compaction: outcome.compaction.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
   })
   // requestAbort(current) + the reconciliation pass; 422 NoActiveOperation when idle.
   .post("/:lane/abort", async (c) => {

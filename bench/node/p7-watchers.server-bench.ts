@@ -1,0 +1,68 @@
+import { randomUUID } from "node:crypto";
+import { expect, inject, it } from "vitest";
+import { Api, appendSteps, words } from "../../test/e2e/client-helpers.ts";
+import { bytes, ms, summarize, type BenchLine } from "../report.ts";
+import { LaneWatcher } from "./lane-watcher.ts";
+import { pool } from "./turn-prompts.ts";
+
+// P7: WATCHERS WebSocket watchers on one lane while it streams ANSWERS scripted answers (each
+// ANSWER_WORDS words, one delta per CHUNK_MS). Delivery latency of an entry: the watcher's arrival
+// time minus the entry's commit timestamp (both the machine's wall clock in milliseconds; the
+// object's clock is the time of its latest I/O, so a commit may be stamped slightly early, which
+// makes the latency read slightly high). Bytes: everything a watcher received after its first
+// snapshot, per answer. The watchers run in the bench's own Node process, on the same two cores as
+// the server: receiving 500 streams there is part of what is measured.
+
+const WATCHERS = 500;
+const ANSWERS = 5;
+const ANSWER_WORDS = 60;
+const CHUNK_MS = 10;
+const TARGET_MS = 50;
+
+const servers = inject("benchServers");
+const api = new Api(servers.ours.baseUrl, servers.ours.key);
+
+async function until(what: string, done: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+it(`P7: ${WATCHERS} watchers of one lane during streamed answers`, async ({ task }) => {
+  const sid = `p7-${randomUUID().slice(0, 8)}`;
+  await api.expect(201, "POST", "/v1/sessions", { body: { id: sid } });
+  await api.expect(201, "PUT", `/v1/sessions/${sid}/lanes/main`, { body: { model: { provider: "scripted", modelId: "script" } } });
+  await appendSteps(api, sid, Array.from({ length: ANSWERS }, (_, answer) => ({ text: words(ANSWER_WORDS, `a${answer}w`), chunkMs: CHUNK_MS })));
+  const watchers = await pool(Array.from({ length: WATCHERS }, () => () => LaneWatcher.open(servers.ours.baseUrl, servers.ours.key, sid, "main")), 25);
+  try {
+    const startBytes = watchers.map((watcher) => watcher.bytes);
+    const entryIds: string[] = [];
+    for (let answer = 0; answer < ANSWERS; answer++) {
+      const record = await api.expect<{ status: string; tipId: string }>(200, "POST", `/v1/sessions/${sid}/lanes/main/prompt`, { body: { prompt: `question ${answer}` } });
+      expect(record.status).toBe("completed");
+      entryIds.push(record.tipId);
+      await until(`every watcher to receive answer ${answer}`, () => watchers.every((watcher) => watcher.arrivals.some((arrival) => arrival.entryId === record.tipId)));
+    }
+    expect(watchers.every((watcher) => watcher.open)).toBe(true);
+    const samples = watchers.flatMap((watcher) => watcher.arrivals.map((arrival) => arrival.receivedAt - arrival.committedAt));
+    const perEntry = new Map<string, number>();
+    for (const watcher of watchers) for (const arrival of watcher.arrivals) perEntry.set(arrival.entryId, Math.max(perEntry.get(arrival.entryId) ?? 0, arrival.receivedAt - arrival.committedAt));
+    // Every watcher saw every entry of the answers (a prompt and an answer each) exactly once.
+    for (const watcher of watchers) expect(new Set(watcher.arrivals.map((arrival) => arrival.entryId)).size).toBe(watcher.arrivals.length);
+    expect(perEntry.size).toBe(2 * ANSWERS);
+    const all = summarize(samples);
+    const last = summarize([...perEntry.values()]);
+    const perAnswer = summarize(watchers.map((watcher, index) => (watcher.bytes - (startBytes[index] ?? 0)) / ANSWERS));
+    const what = `${WATCHERS} watchers of one lane, ${ANSWERS} streamed answers`;
+    const lines: BenchLine[] = [
+      { id: "P7", what, case: "delivery latency, commit → watcher (every watcher, every entry)", median: ms(all.median), p95: ms(all.p95), target: `p95 ≤ ${TARGET_MS} ms`, met: all.p95 <= TARGET_MS, samples: all.samples },
+      { id: "P7", what, case: "delivery latency, commit → last watcher (per entry)", median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
+      { id: "P7", what, case: `bytes per watcher per answer (${ANSWER_WORDS} words streamed)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
+    ];
+    task.meta.benchLines = lines;
+  } finally {
+    for (const watcher of watchers) watcher.close();
+  }
+});

@@ -1,0 +1,86 @@
+/** Storage work counted in this isolate: SQL write statements, rows read, key-value puts/deletes. */
+export interface StorageTally {
+  sqlStatements: number;
+  /** SQLite's own rowsWritten over the write statements (index rows included). */
+  rowsWritten: number;
+  /** Bytes bound into the write statements (UTF-8 text, blob length, 8 per number, 0 for NULL). */
+  boundBytes: number;
+  /** SQLite's own rowsRead over every statement (counted once its cursor was consumed). */
+  rowsRead: number;
+  /** Key-value puts and deletes (stored in the same SQLite database, table _cf_KV). */
+  kvWrites: number;
+  /** UTF-8 bytes of the keys and JSON of the values put. */
+  kvBytes: number;
+}
+
+const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0 };
+/**
+ * The latest statement's cursor: its rowsRead grows while it is consumed, so it is added when the
+ * next statement runs or the tally is read (the SDK consumes its cursors at once).
+ */
+let lastCursor: SqlStorageCursor<Record<string, SqlStorageValue>> | undefined;
+
+function settleLastCursor(): void {
+  if (lastCursor) tally.rowsRead += lastCursor.rowsRead;
+  lastCursor = undefined;
+}
+const WRITE_STATEMENT = /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i;
+const encoder = new TextEncoder();
+let installed = false;
+
+function bytesOf(value: unknown): number {
+  if (value === null || value === undefined) return 0;
+  if (typeof value === "string") return encoder.encode(value).byteLength;
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") return 8;
+  if (value instanceof ArrayBuffer) return value.byteLength;
+  if (ArrayBuffer.isView(value)) return value.byteLength;
+  return encoder.encode(JSON.stringify(value)).byteLength;
+}
+
+/**
+ * Wraps the prototypes of this isolate's SQL storage and storage objects, so every caller (the SDK
+ * reaches `ctx.storage.sql` from several modules) is counted. Bench only: the peer never deploys.
+ */
+export function installStorageTally(storage: DurableObjectStorage): void {
+  if (installed) return;
+  installed = true;
+  const sqlPrototype: SqlStorage = Object.getPrototypeOf(storage.sql);
+  const exec = sqlPrototype.exec;
+  sqlPrototype.exec = function tallied<T extends Record<string, SqlStorageValue>>(this: SqlStorage, query: string, ...bindings: unknown[]): SqlStorageCursor<T> {
+    settleLastCursor();
+    const cursor = exec.call(this, query, ...bindings) as SqlStorageCursor<T>;
+    lastCursor = cursor;
+    if (WRITE_STATEMENT.test(query)) {
+      tally.sqlStatements++;
+      tally.boundBytes += bindings.reduce<number>((sum, value) => sum + bytesOf(value), 0);
+      tally.rowsWritten += cursor.rowsWritten;
+    }
+    return cursor;
+  };
+  const storagePrototype: DurableObjectStorage = Object.getPrototypeOf(storage);
+  const put = storagePrototype.put;
+  const remove = storagePrototype.delete;
+  storagePrototype.put = function talliedPut(this: DurableObjectStorage, ...args: unknown[]) {
+    const [first, second] = args;
+    if (typeof first === "string") {
+      tally.kvWrites++;
+      tally.kvBytes += bytesOf(first) + bytesOf(second);
+    } else if (first && typeof first === "object") {
+      for (const [key, value] of Object.entries(first)) {
+        tally.kvWrites++;
+        tally.kvBytes += bytesOf(key) + bytesOf(value);
+      }
+    }
+    return Reflect.apply(put, this, args);
+  } as DurableObjectStorage["put"];
+  storagePrototype.delete = function talliedDelete(this: DurableObjectStorage, ...args: unknown[]) {
+    const [keys] = args;
+    tally.kvWrites += Array.isArray(keys) ? keys.length : 1;
+    return Reflect.apply(remove, this, args);
+  } as DurableObjectStorage["delete"];
+}
+
+export function storageTally(): StorageTally {
+  settleLastCursor();
+  return { ...tally };
+}
