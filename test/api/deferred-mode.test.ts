@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call } from "./helpers.ts";
+import { adminToken, call } from "./helpers.ts";
 import { execution, laneSetup, useScript } from "./lane-helpers.ts";
 
 // Choosing deferred answers over REST: per run (`deferred` on the request) or per session
@@ -23,6 +23,15 @@ describe("deferred mode", () => {
     const primitive = await call(`${setup.lanePath}/operations`, { body: { kind: "prompt", prompt: "later", deferred: { window: "24h" } }, token: setup.key });
     expect(primitive.status).toBe(422);
     expect((await execution(setup)).tipId).toBe(before.tipId);
+  });
+
+  it("a refused deferred prompt holds no open-operation slot: the tenant's only slot is free for the next run", async () => {
+    const setup = await laneSetup("dmq");
+    expect((await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 1 }, token: adminToken() })).status).toBe(200);
+    for (const _ of [1, 2]) expect((await call(`${setup.lanePath}/prompt`, { body: { prompt: "later", deferred: true }, token: setup.key })).status).toBe(422);
+    const live = await call(`${setup.lanePath}/prompt`, { body: { prompt: "now", wait: 30 }, token: setup.key });
+    expect(live.status).toBe(200);
+    expect(await live.json()).toMatchObject({ status: "completed" });
   });
 
   it("turning deferred on for the session is refused while a lane's model cannot defer", async () => {
