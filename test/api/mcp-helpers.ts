@@ -5,19 +5,10 @@ import type { McpServerView } from "../../schema/mcp.ts";
 import type { ToolContent } from "../../harness/execution/tools.ts";
 import { call } from "./helpers.ts";
 import type { ApiLane } from "./tool-api-helpers.ts";
+import type { RecordedMcpRequest } from "../mcp-recorded-request.ts";
 
 // MCP servers over the REST API, as a tenant drives them, and the local MCP server
 // (test/node/mcp-test-server.ts, the official SDK's) the tests register over real HTTP.
-
-/** One request as the local MCP server received it. */
-export interface RecordedMcpRequest {
-  method: string;
-  tool?: string;
-  arguments?: unknown;
-  authorization: string | null;
-  team: string | null;
-  abandoned: boolean;
-}
 
 let scopes = 0;
 

@@ -2,6 +2,10 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { z } from "zod";
+import type { RecordedMcpRequest } from "../mcp-recorded-request.ts";
+import { listenOnLoopback, readBody } from "./loopback-server.ts";
+
+export type { RecordedMcpRequest };
 
 /**
  * A tenant's MCP server, written with the official SDK (`McpServer` + the streamable HTTP
@@ -22,15 +26,6 @@ import { z } from "zod";
 export interface McpTestServer {
   url: string;
   close(): Promise<void>;
-}
-
-export interface RecordedMcpRequest {
-  method: string;
-  tool?: string;
-  arguments?: unknown;
-  authorization: string | null;
-  team: string | null;
-  abandoned: boolean;
 }
 
 interface ScopeControl {
@@ -132,18 +127,7 @@ export async function startMcpTestServer(): Promise<McpTestServer> {
     }
   }
 
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const response of open) response.destroy();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(server, open);
 }
 
 function single(value: string | string[] | undefined): string | null {
@@ -156,13 +140,4 @@ function parseJson(raw: string): unknown {
   } catch {
     return raw;
   }
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    request.on("error", reject);
-  });
 }

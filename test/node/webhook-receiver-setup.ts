@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { TestProject } from "vitest/node";
 import "../provided-context.ts";
+import { listenOnLoopback, readBody } from "./loopback-server.ts";
 
 // Global setup of the workers pool (runs in Node, before any test): a tenant's webhook receiver,
 // reached by the TenantObject's deliveries over real HTTP. Tests learn its address through
@@ -62,33 +63,13 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     else response.writeHead(200, { "content-type": "text/plain" }).end("thanks");
   }
 
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const response of hanging) response.destroy();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(server, hanging);
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const receiver = await startWebhookReceiver();
   project.provide("webhookReceiverUrl", receiver.url);
   return () => receiver.close();
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    request.on("error", reject);
-  });
 }
 
 function header(request: IncomingMessage, name: string): string | null {

@@ -1,0 +1,12 @@
+/**
+ * One request as the local MCP test server (test/node/mcp-test-server.ts) recorded it, as its
+ * `GET /calls/{scope}` answers it: shared by the server (Node) and the tests that read it (workerd).
+ */
+export interface RecordedMcpRequest {
+  method: string;
+  tool?: string;
+  arguments?: unknown;
+  authorization: string | null;
+  team: string | null;
+  abandoned: boolean;
+}
