@@ -1,8 +1,7 @@
 import type { ProviderHeaders } from "@earendil-works/pi-ai";
 import type { DeferredHandle } from "@earendil-works/pi-ai";
 import { captureRequest, isRecord } from "./captured-request.ts";
-import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport } from "./deferred-stream.ts";
-import { transportOf } from "./openai-background.ts";
+import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport, transportOf } from "./deferred-stream.ts";
 import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
 // Anthropic Message Batches (half the price, answered within 24 hours): the request pi-ai would

@@ -52,6 +52,11 @@ export function deferredStream(model: Model<Api>, body: () => Promise<AssistantM
   return out;
 }
 
+/** The request's transport (a test's wire fixture, the tenant's observed transport), else the platform's fetch. */
+export function transportOf(fetchFunction: FetchFunction | undefined): FetchFunction {
+  return fetchFunction ?? ((input, init) => fetch(input, init));
+}
+
 /** A transport that answers any request with this SSE body (a stored answer replayed as a stream). */
 export function replayTransport(events: readonly { event: string; data: unknown }[]): FetchFunction {
   const text = events.map(({ event, data }) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join("");

@@ -1,7 +1,7 @@
 import type { ProviderHeaders } from "@earendil-works/pi-ai";
-import type { DeferredHandle, FetchFunction } from "@earendil-works/pi-ai";
+import type { DeferredHandle } from "@earendil-works/pi-ai";
 import { captureRequest, isRecord } from "./captured-request.ts";
-import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport } from "./deferred-stream.ts";
+import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport, transportOf } from "./deferred-stream.ts";
 import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
 // OpenAI background responses (Responses API `background: true`): the request pi-ai would stream
@@ -82,9 +82,5 @@ function authHeaders(apiKey: string | undefined, extra: ProviderHeaders | undefi
   const headers = headersOf(extra);
   if (apiKey !== undefined) headers.set("authorization", `Bearer ${apiKey}`);
   return headers;
-}
-
-export function transportOf(fetchFunction: FetchFunction | undefined): FetchFunction {
-  return fetchFunction ?? ((input, init) => fetch(input, init));
 }
 
