@@ -31,17 +31,23 @@ export const bearerProtocol = (key: string): string => `bearer.${key}`;
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
- * A server message, checked for its envelope (type, integer seq, an object payload). The payload
- * itself is trusted as the server's LaneSnapshot / event: the fold ignores what it does not know.
+ * The messages of one server frame, in order: a `batch` frame (sockets opened with `?batch=true`)
+ * holds several event messages; any other frame is one message. Each is checked for its envelope
+ * (type, integer seq, an object payload); the payload itself is trusted as the server's
+ * LaneSnapshot / event: the fold ignores what it does not know. Undefined when unreadable.
  */
-export function parseWatchMessage(text: string): LaneWatchMessage | undefined {
+export function parseWatchFrame(text: string): LaneWatchMessage[] | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
-  return isLaneWatchMessage(parsed) ? parsed : undefined;
+  if (isRecord(parsed) && parsed.type === "batch") {
+    const messages = parsed.messages;
+    return Array.isArray(messages) && messages.length > 0 && messages.every(isLaneWatchMessage) ? messages : undefined;
+  }
+  return isLaneWatchMessage(parsed) ? [parsed] : undefined;
 }
 
 function isLaneWatchMessage(value: unknown): value is LaneWatchMessage {

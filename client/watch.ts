@@ -1,10 +1,10 @@
 import type { Entry } from "../schema/entries.ts";
 import type { HarnessEvent, LaneSnapshot } from "../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../schema/reduce-lane-snapshot.ts";
-import { WATCH_CLOSE } from "../schema/watch.ts";
+import { WATCH_CLOSE, type LaneWatchMessage } from "../schema/watch.ts";
 import { HttpClient, type FetchLike } from "./http.ts";
 import { BranchesApi } from "./session-data.ts";
-import { Acknowledger, laneWatchUrl, bearerProtocol, parseWatchMessage, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
+import { Acknowledger, laneWatchUrl, bearerProtocol, parseWatchFrame, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 
 export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 
@@ -138,7 +138,8 @@ interface Connection {
 export function watchLane(options: WatchLaneOptions): LaneWatch {
   const Socket = options.WebSocket ?? globalThis.WebSocket;
   if (typeof Socket !== "function") throw new TypeError("No WebSocket implementation: pass options.WebSocket");
-  const url = laneWatchUrl(options.baseUrl, options.sessionId, options.lane);
+  // Batch frames: the events due together (a run's start, a settlement) arrive in one frame.
+  const url = `${laneWatchUrl(options.baseUrl, options.sessionId, options.lane)}?batch=true`;
   const protocols = [bearerProtocol(options.key)];
   const initialMs = Math.max(1, options.backoff?.initialMs ?? 500);
   const maxMs = Math.max(initialMs, options.backoff?.maxMs ?? 30_000);
@@ -293,11 +294,16 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     const text = typeof data === "string" ? data : data instanceof ArrayBuffer ? new TextDecoder().decode(data) : undefined;
     if (text === "pong") return;
     if (text !== undefined) connection.acks.received(text);
-    const message = text === undefined ? undefined : parseWatchMessage(text);
-    if (message === undefined) {
+    const messages = text === undefined ? undefined : parseWatchFrame(text);
+    if (messages === undefined) {
       report(new WatchError("protocol", `Unreadable watch message: ${String(text ?? typeof data).slice(0, 120)}`));
       return;
     }
+    // A message may replace the connection (a resnapshot request that failed to send drops it).
+    for (const message of messages) if (active === connection) apply(connection, message);
+  }
+
+  function apply(connection: Connection, message: LaneWatchMessage): void {
     if (message.type === "snapshot") {
       const reason: SnapshotReason = connection.hadSnapshot ? "resnapshot" : "connect";
       connection.hadSnapshot = true;

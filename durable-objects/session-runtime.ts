@@ -1,5 +1,6 @@
 import type { DeferredHandle } from "../schema/messages.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
+import type { LiveUpdatePacing } from "../harness/runtime/core.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import type { HttpToolSettings } from "../tools/http-tool.ts";
 import { createToolRegistry, type McpToolSettings } from "../tools/registry.ts";
@@ -42,6 +43,8 @@ export class SessionRuntime {
     private readonly onHarness: (harness: AgentHarness) => void = () => {},
     /** How http tools reach their endpoints and MCP tools their servers (without it, both are unavailable). */
     private readonly remote?: { http: HttpToolSettings; mcp: McpToolSettings },
+    /** Spacing of a lane's live updates (the watch hub's, by the lane's audience). */
+    private readonly liveUpdateIntervalMs?: LiveUpdatePacing,
   ) {}
 
   harness(): Promise<AgentHarness> {
@@ -54,7 +57,13 @@ export class SessionRuntime {
 
   private async create(): Promise<AgentHarness> {
     const tools = createToolRegistry({ session: this.session, ...this.remote });
-    const { harness } = await AgentHarness.create({ session: this.session, models: this.models(), tools, wake: this.dueWork });
+    const { harness } = await AgentHarness.create({
+      session: this.session,
+      models: this.models(),
+      tools,
+      wake: this.dueWork,
+      ...(this.liveUpdateIntervalMs && { liveUpdateIntervalMs: this.liveUpdateIntervalMs }),
+    });
     this.created = harness;
     this.onHarness(harness);
     return harness;

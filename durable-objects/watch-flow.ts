@@ -18,6 +18,8 @@ export interface WatchAttachment {
   openedAt: number;
   sent: number;
   acked: number;
+  /** The client asked for `batch` frames (`?batch=true`); absent in attachments of older sockets. */
+  batch?: true;
 }
 
 export type SendVerdict = "send" | "slow" | "expired";
@@ -42,8 +44,8 @@ export class WatchFlow {
   }
 
   /** A new socket: writes its first attachment. */
-  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number): WatchFlow {
-    const flow = new WatchFlow(ws, { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0 }, now);
+  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, batch = false): WatchFlow {
+    const flow = new WatchFlow(ws, { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }) }, now);
     flow.persist();
     return flow;
   }
@@ -64,6 +66,11 @@ export class WatchFlow {
 
   get ready(): boolean {
     return this.state.ready;
+  }
+
+  /** Whether several events due at once go out as one `batch` frame. */
+  get batch(): boolean {
+    return this.state.batch === true;
   }
 
   markReady(): void {
@@ -123,7 +130,8 @@ export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
   if (typeof ready !== "boolean" || typeof keyId !== "string") return undefined;
   if (!isCount(openedAt) || !isCount(sent) || !isCount(acked)) return undefined;
   const target = readTarget(value.target);
-  return target && { v: 2, target, keyId, ready, openedAt, sent, acked };
+  const batch = "batch" in value && value.batch === true;
+  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }) };
 }
 
 function readTarget(target: unknown): WatchTarget | undefined {

@@ -5,6 +5,7 @@ import type { HarnessEvent } from "../schema/lane.ts";
 import { utf8Length } from "../schema/utf8.ts";
 import { inLaneStream, inSessionStream, WATCH_CLOSE, WATCH_UNACKED_WINDOW_BYTES, type WatchCloseCode } from "../schema/watch.ts";
 import { WatchFlow, type WatchTarget } from "./watch-flow.ts";
+import { liveUpdateIntervalFor } from "./watch-pacing.ts";
 
 export type { WatchTarget } from "./watch-flow.ts";
 
@@ -43,6 +44,13 @@ export class WatchHub {
   private readonly reads = new Set<(error: Error) => void>();
   private seq = 0;
   private reserved = 0;
+  /**
+   * Events numbered but not sent yet. The feed delivers a batch one event per microtask; sending
+   * on a zero-delay timer instead lets every event bound in the same task leave together, as one
+   * `batch` frame on the sockets that asked for it (each send costs per frame, at both ends).
+   */
+  private outbox: { seq: number; event: HarnessEvent }[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -69,8 +77,8 @@ export class WatchHub {
    * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
    * on the line and sends it at its place in the feed; events follow from there.
    */
-  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness): void {
-    const flow = WatchFlow.open(ws, target, keyId, this.now());
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, batch = false): void {
+    const flow = WatchFlow.open(ws, target, keyId, this.now(), batch);
     this.flows.set(ws, flow);
     this.joining.add(ws);
     this.capture(ws, target, harness, () => {
@@ -106,6 +114,11 @@ export class WatchHub {
     const flow = this.flow(ws);
     if (!flow) return this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
     if (flow.acknowledge(bytes) === "beyond_sent") this.drop(ws, WATCH_CLOSE.policy, "Acknowledged more bytes than were sent");
+  }
+
+  /** The spacing of a lane's live updates, widened as its audience grows (watch-pacing.ts). */
+  liveUpdateIntervalMs(lane: string): number {
+    return liveUpdateIntervalFor(this.watchers?.lanes.get(lane)?.size ?? 0);
   }
 
   /** Closes (1008) every socket opened with `keyId`, for a revoked key; returns how many. */
@@ -174,6 +187,8 @@ export class WatchHub {
       return lane.captureSnapshot(m);
     };
     const atBoundary = (snapshot: ReturnType<typeof read>) => {
+      // Watchers get every event numbered before the snapshot first, so frames stay in seq order.
+      this.flush();
       if (!isOpen(ws)) return this.forget(ws);
       if (!this.send(ws, outgoing({ type: "snapshot", seq: this.seq, snapshot }))) return;
       sent();
@@ -196,6 +211,7 @@ export class WatchHub {
   /** Leaves a replaced harness's feed; captures still waiting for their place there never get it. */
   private unfollow(): void {
     if (!this.feed) return;
+    this.flush();
     this.feed.feed.close();
     this.feed = undefined;
     this.resnapshotting.clear();
@@ -233,18 +249,43 @@ export class WatchHub {
     watchers.lanes.set(target.lane, sockets);
   }
 
-  /** Numbers every event of the feed and sends it to the sockets whose stream carries it. */
+  /** Numbers every event of the feed; it goes out with the next flush. */
   private publish(event: HarnessEvent): void {
     const seq = this.next();
+    if (!this.watchers) return;
+    this.outbox.push({ seq, event });
+    this.flushTimer ??= setTimeout(() => this.flush(), 0);
+  }
+
+  /**
+   * Sends the pending events to the sockets whose stream carries them, in seq order: one frame per
+   * event, or one `batch` frame holding them all for a socket that asked for batches. Each event is
+   * serialized once, and each stream's batch once, whatever the number of sockets.
+   */
+  private flush(): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const pending = this.outbox;
+    this.outbox = [];
     const watchers = this.watchers;
-    if (!watchers) return;
-    let message: Outgoing | undefined;
-    const deliver = (ws: WebSocket) => this.send(ws, (message ??= outgoing({ type: "event", seq, event })));
-    if (inSessionStream(event)) for (const ws of watchers.session) deliver(ws);
-    for (const [lane, sockets] of watchers.lanes) {
-      if (!inLaneStream(event, lane)) continue;
-      for (const ws of sockets) deliver(ws);
-    }
+    if (!watchers || pending.length === 0) return;
+    const messages = new Map<number, Outgoing>();
+    const messageOf = ({ seq, event }: { seq: number; event: HarnessEvent }): Outgoing => {
+      let message = messages.get(seq);
+      if (!message) messages.set(seq, (message = outgoing({ type: "event", seq, event })));
+      return message;
+    };
+    const deliver = (sockets: Set<WebSocket>, carried: { seq: number; event: HarnessEvent }[]) => {
+      if (carried.length === 0) return;
+      const frames = carried.map(messageOf);
+      let batch: Outgoing | undefined;
+      for (const ws of sockets) {
+        if (frames.length > 1 && this.flow(ws)?.batch) this.send(ws, (batch ??= batchOf(frames)));
+        else for (const frame of frames) if (!this.send(ws, frame)) break;
+      }
+    };
+    deliver(watchers.session, pending.filter(({ event }) => inSessionStream(event)));
+    for (const [lane, sockets] of watchers.lanes) deliver(sockets, pending.filter(({ event }) => inLaneStream(event, lane)));
   }
 
   private next(): number {
@@ -298,6 +339,14 @@ interface Outgoing {
 function outgoing(message: object): Outgoing {
   const text = JSON.stringify(message);
   return { text, bytes: utf8Length(text) };
+}
+
+/** `{"type":"batch","messages":[…]}` around messages already serialized (their text is reused). */
+function batchOf(messages: Outgoing[]): Outgoing {
+  const head = '{"type":"batch","messages":[';
+  const text = `${head}${messages.map((message) => message.text).join(",")}]}`;
+  const bytes = head.length + 2 + (messages.length - 1) + messages.reduce((sum, message) => sum + message.bytes, 0);
+  return { text, bytes };
 }
 
 function isOpen(ws: WebSocket): boolean {

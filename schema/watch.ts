@@ -19,7 +19,20 @@ export interface SessionSnapshot {
  * events it does not carry. A snapshot's seq is the counter at its capture: exactly the events
  * with larger seqs follow it.
  */
-export type WatchMessage<S> = { type: "snapshot"; seq: number; snapshot: S } | { type: "event"; seq: number; event: HarnessEvent };
+export type WatchEventMessage = { type: "event"; seq: number; event: HarnessEvent };
+export type WatchMessage<S> = { type: "snapshot"; seq: number; snapshot: S } | WatchEventMessage;
+
+/**
+ * A socket opened with `?batch=true` receives, whenever several events are due at once (a run's
+ * start, a settlement), one frame holding their messages in seq order instead of one frame each.
+ * Clients process the messages as if each had arrived alone; a single due event still comes as a
+ * plain `event` message. Flow control counts the frame's bytes.
+ */
+export type WatchBatch = { type: "batch"; messages: WatchEventMessage[] };
+export type WatchFrame<S> = WatchMessage<S> | WatchBatch;
+
+/** The watch upgrade's query string: `batch=true` opts into batch frames. */
+export const WatchQuerySchema = v.object({ batch: v.optional(v.picklist(["true", "false"], "batch is true or false")) });
 export type LaneWatchMessage = WatchMessage<LaneSnapshot>;
 export type SessionWatchMessage = WatchMessage<SessionSnapshot>;
 

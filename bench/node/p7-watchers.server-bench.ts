@@ -5,7 +5,8 @@ import { bytes, ms, summarize, type BenchLine } from "../report.ts";
 import { LaneWatcher } from "./lane-watcher.ts";
 import { pool } from "./turn-prompts.ts";
 
-// P7: WATCHERS WebSocket watchers on one lane while it streams ANSWERS scripted answers (each
+// P7: WATCHERS (and, for comparison, SMALL_AUDIENCE) WebSocket watchers on one lane, each audience
+// on a fresh session, while it streams ANSWERS scripted answers (each
 // ANSWER_WORDS words, one delta per CHUNK_MS). Delivery latency of an entry: the watcher's arrival
 // time minus the entry's commit timestamp (both the machine's wall clock in milliseconds; the
 // object's clock is the time of its latest I/O, so a commit may be stamped slightly early, which
@@ -14,6 +15,7 @@ import { pool } from "./turn-prompts.ts";
 // the server: receiving 500 streams there is part of what is measured.
 
 const WATCHERS = 500;
+const SMALL_AUDIENCE = 100;
 const ANSWERS = 5;
 const ANSWER_WORDS = 60;
 const CHUNK_MS = 10;
@@ -30,39 +32,46 @@ async function until(what: string, done: () => boolean, timeoutMs = 60_000): Pro
   }
 }
 
-it(`P7: ${WATCHERS} watchers of one lane during streamed answers`, async ({ task }) => {
+/** One audience: a fresh session, `watchers` sockets, ANSWERS streamed answers; the lines of its case. */
+async function measure(watchers: number, judged: boolean): Promise<BenchLine[]> {
   const sid = `p7-${randomUUID().slice(0, 8)}`;
   await api.expect(201, "POST", "/v1/sessions", { body: { id: sid } });
   await api.expect(201, "PUT", `/v1/sessions/${sid}/lanes/main`, { body: { model: { provider: "scripted", modelId: "script" } } });
   await appendSteps(api, sid, Array.from({ length: ANSWERS }, (_, answer) => ({ text: words(ANSWER_WORDS, `a${answer}w`), chunkMs: CHUNK_MS })));
-  const watchers = await pool(Array.from({ length: WATCHERS }, () => () => LaneWatcher.open(servers.ours.baseUrl, servers.ours.key, sid, "main")), 25);
+  const sockets = await pool(Array.from({ length: watchers }, () => () => LaneWatcher.open(servers.ours.baseUrl, servers.ours.key, sid, "main")), 25);
   try {
-    const startBytes = watchers.map((watcher) => watcher.bytes);
-    const entryIds: string[] = [];
+    const startBytes = sockets.map((watcher) => watcher.bytes);
+    const startFrames = sockets.map((watcher) => watcher.frames);
     for (let answer = 0; answer < ANSWERS; answer++) {
       const record = await api.expect<{ status: string; tipId: string }>(200, "POST", `/v1/sessions/${sid}/lanes/main/prompt`, { body: { prompt: `question ${answer}` } });
       expect(record.status).toBe("completed");
-      entryIds.push(record.tipId);
-      await until(`every watcher to receive answer ${answer}`, () => watchers.every((watcher) => watcher.arrivals.some((arrival) => arrival.entryId === record.tipId)));
+      await until(`every watcher to receive answer ${answer}`, () => sockets.every((watcher) => watcher.arrivals.some((arrival) => arrival.entryId === record.tipId)));
     }
-    expect(watchers.every((watcher) => watcher.open)).toBe(true);
-    const samples = watchers.flatMap((watcher) => watcher.arrivals.map((arrival) => arrival.receivedAt - arrival.committedAt));
+    expect(sockets.every((watcher) => watcher.open)).toBe(true);
+    const samples = sockets.flatMap((watcher) => watcher.arrivals.map((arrival) => arrival.receivedAt - arrival.committedAt));
     const perEntry = new Map<string, number>();
-    for (const watcher of watchers) for (const arrival of watcher.arrivals) perEntry.set(arrival.entryId, Math.max(perEntry.get(arrival.entryId) ?? 0, arrival.receivedAt - arrival.committedAt));
+    for (const watcher of sockets) for (const arrival of watcher.arrivals) perEntry.set(arrival.entryId, Math.max(perEntry.get(arrival.entryId) ?? 0, arrival.receivedAt - arrival.committedAt));
     // Every watcher saw every entry of the answers (a prompt and an answer each) exactly once.
-    for (const watcher of watchers) expect(new Set(watcher.arrivals.map((arrival) => arrival.entryId)).size).toBe(watcher.arrivals.length);
+    for (const watcher of sockets) expect(new Set(watcher.arrivals.map((arrival) => arrival.entryId)).size).toBe(watcher.arrivals.length);
     expect(perEntry.size).toBe(2 * ANSWERS);
     const all = summarize(samples);
     const last = summarize([...perEntry.values()]);
-    const perAnswer = summarize(watchers.map((watcher, index) => (watcher.bytes - (startBytes[index] ?? 0)) / ANSWERS));
-    const what = `${WATCHERS} watchers of one lane, ${ANSWERS} streamed answers`;
-    const lines: BenchLine[] = [
-      { id: "P7", what, case: "delivery latency, commit → watcher (every watcher, every entry)", median: ms(all.median), p95: ms(all.p95), target: `p95 ≤ ${TARGET_MS} ms`, met: all.p95 <= TARGET_MS, samples: all.samples },
-      { id: "P7", what, case: "delivery latency, commit → last watcher (per entry)", median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
-      { id: "P7", what, case: `bytes per watcher per answer (${ANSWER_WORDS} words streamed)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
+    const perAnswer = summarize(sockets.map((watcher, index) => (watcher.bytes - (startBytes[index] ?? 0)) / ANSWERS));
+    const framesPerAnswer = summarize(sockets.map((watcher, index) => (watcher.frames - (startFrames[index] ?? 0)) / ANSWERS));
+    const what = `event delivery to WebSocket watchers of one lane (${ANSWERS} streamed answers)`;
+    return [
+      { id: "P7", what, case: `${watchers} watchers: latency, commit → watcher (every watcher, every entry)`, median: ms(all.median), p95: ms(all.p95), target: judged ? `p95 ≤ ${TARGET_MS} ms` : "—", met: judged ? all.p95 <= TARGET_MS : undefined, samples: all.samples },
+      { id: "P7", what, case: `${watchers} watchers: latency, commit → last watcher (per entry)`, median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
+      { id: "P7", what, case: `${watchers} watchers: bytes per watcher per answer (${ANSWER_WORDS} words)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
+      { id: "P7", what, case: `${watchers} watchers: frames per watcher per answer`, median: framesPerAnswer.median.toFixed(1), p95: framesPerAnswer.p95.toFixed(1), target: "reported", met: undefined, samples: framesPerAnswer.samples },
     ];
-    task.meta.benchLines = lines;
   } finally {
-    for (const watcher of watchers) watcher.close();
+    for (const watcher of sockets) watcher.close();
   }
+}
+
+it(`P7: ${WATCHERS} watchers of one lane during streamed answers (and ${SMALL_AUDIENCE} for comparison)`, async ({ task }) => {
+  const small = await measure(SMALL_AUDIENCE, false);
+  const large = await measure(WATCHERS, true);
+  task.meta.benchLines = [...large, ...small];
 });

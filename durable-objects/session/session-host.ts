@@ -13,6 +13,7 @@ import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import type { SessionStats, Usage } from "../../schema/usage.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
+import { WIRE_UPDATE_INTERVAL_MS } from "../../harness/execution/frames-throttle.ts";
 import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { SessionScriptSource } from "../../models/scripted/script-source.ts";
@@ -181,7 +182,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
       this.forwardUsage(harness);
       this.harnessCreated(harness);
-    }, this.remoteToolSettings());
+    }, this.remoteToolSettings(), (lane) => this.liveUpdateIntervalMs(lane));
   }
 
   private remoteToolSettings(): { http: HttpToolSettings; mcp: McpToolSettings } {
@@ -292,6 +293,11 @@ export abstract class SessionHost extends DurableObject<Env> {
    * it, so a subscription made here misses no event of that harness. Must not throw.
    */
   protected harnessCreated(_harness: AgentHarness): void {}
+
+  /** How far apart a lane's live updates go out; the watch layer widens it for large audiences. */
+  protected liveUpdateIntervalMs(_lane: string): number {
+    return WIRE_UPDATE_INTERVAL_MS;
+  }
 
   /** The hosted harness (engine tests reach it through `runInDurableObject`). */
   harness(): Promise<AgentHarness> {

@@ -13,7 +13,7 @@ import { SessionStructuralRpc } from "./session-structural-rpc.ts";
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
  * overwrites whatever the client sent under these names, so the object may trust them.
  */
-export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id" } as const;
+export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch" } as const;
 
 /**
  * Lane and session watch streams over hibernatable WebSockets (spec/API.md "Watch protocol",
@@ -32,6 +32,10 @@ export abstract class SessionWatch extends SessionStructuralRpc {
 
   protected override harnessCreated(harness: AgentHarness): void {
     this.hub.attach(harness);
+  }
+
+  protected override liveUpdateIntervalMs(lane: string): number {
+    return this.hub.liveUpdateIntervalMs(lane);
   }
 
   /**
@@ -72,7 +76,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
     const client = pair[0];
     const server = pair[1];
     this.ctx.acceptWebSocket(server, watchTags(target));
-    this.hub.join(server, target, keyId, harness);
+    this.hub.join(server, target, keyId, harness, request.headers.get(WATCH_HEADERS.batch) === "true");
     const refusal = await this.registerWatch(keyId);
     if (refusal) {
       this.hub.forget(server);

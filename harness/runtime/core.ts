@@ -33,6 +33,15 @@ export interface WakeScheduler {
 
 export const noWakeScheduler: WakeScheduler = { due: () => {}, settled: () => {} };
 
+/**
+ * How many milliseconds apart a lane's live `message_update` events go out (at least the wire
+ * throttle's 50 ms, ARCHITECTURE D10). A host that fans events out to many watchers spaces them
+ * further as the lane's audience grows: each update costs one send per watcher, and durable events
+ * (entries, ends) must not queue behind a flood of partials. Deltas coalesce meanwhile, so nothing
+ * is lost, only fewer and larger updates are sent.
+ */
+export type LiveUpdatePacing = (lane: string) => number;
+
 /** The event bus as the engine uses it (reference §5.2). */
 export interface EventSink {
   /** Binds recipients when called (inside the mutation); resolves once the batch is delivered. */
@@ -49,6 +58,7 @@ export interface HarnessCore {
   readonly events: EventSink;
   readonly hooks: HookRegistry;
   readonly clock: () => number;
+  readonly liveUpdateIntervalMs: LiveUpdatePacing;
   readonly ids: IdGenerator;
   readonly wake: WakeScheduler;
   readonly projectors: EntryProjectors;

@@ -11,6 +11,7 @@ import {
 import type { EntryProjectors } from "../execution/context.ts";
 import { HarnessClosed, HarnessFault, errorMessage } from "../execution/errors.ts";
 import { EventBus } from "../execution/event-bus.ts";
+import { WIRE_UPDATE_INTERVAL_MS } from "../execution/frames-throttle.ts";
 import { HookRegistry, hookErrorEvent } from "../execution/hooks.ts";
 import type { ModelsPort } from "../execution/models.ts";
 import { noTools, type ToolsPort } from "../execution/tools.ts";
@@ -21,7 +22,7 @@ import type { CommitResult, Write } from "../session/storage.ts";
 import { validateBranchName } from "../session/branch.ts";
 import type { MutationCallback, Session } from "../session/session.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
-import { noWakeScheduler, type HarnessCore, type WakeScheduler } from "./core.ts";
+import { noWakeScheduler, type HarnessCore, type LiveUpdatePacing, type WakeScheduler } from "./core.ts";
 import { DrivePassFailed } from "./driver.ts";
 import { err, InvalidLane, ok, type Result } from "./errors.ts";
 import { AgentLane } from "./lane.ts";
@@ -45,6 +46,8 @@ export interface AgentHarnessOptions {
    */
   seed?: { model?: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: string[] };
   clock?: () => number;
+  /** Spacing of live `message_update` events per lane (default: the wire throttle's 50 ms). */
+  liveUpdateIntervalMs?: LiveUpdatePacing;
   wake?: WakeScheduler;
   projectors?: EntryProjectors;
 }
@@ -84,6 +87,7 @@ export class AgentHarness {
       events: this.events,
       hooks: this.hooks,
       clock: options.clock ?? Date.now,
+      liveUpdateIntervalMs: options.liveUpdateIntervalMs ?? (() => WIRE_UPDATE_INTERVAL_MS),
       ids: options.session.idGenerator,
       wake: options.wake ?? noWakeScheduler,
       projectors: options.projectors ?? {},

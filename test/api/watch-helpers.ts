@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
-import type { WatchMessage } from "../../schema/watch.ts";
+import type { WatchFrame, WatchMessage } from "../../schema/watch.ts";
 import { toWire } from "../../schema/wire.ts";
 import { unwrap } from "../helpers/sessions.ts";
 import { call, newTenant } from "./helpers.ts";
@@ -26,6 +26,8 @@ export interface Client<S> {
   receivedBytes(): number;
   /** Acknowledges every message received so far (`{"type":"ack","bytes":n}`). */
   ack(): void;
+  /** Frames received, and how many of them were `batch` frames (their messages are in the inbox one by one). */
+  frames(): { all: number; batches: number };
 }
 
 export function upgrade(path: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -44,14 +46,17 @@ export async function connect<S = LaneSnapshot>(path: string, auth: string | { p
   const waiters: (() => void)[] = [];
   let closedWith: { code: number; reason: string } | undefined;
   let receivedBytes = 0;
+  const frames = { all: 0, batches: 0 };
   const wake = () => waiters.splice(0).forEach((resolve) => resolve());
   ws.addEventListener("message", (event) => {
     const text = typeof event.data === "string" ? event.data : "<binary>";
     if (!text.startsWith("{")) inbox.push({ type: "text", text });
     else {
       receivedBytes += utf8.encode(text).byteLength;
-      const message: WatchMessage<S> = JSON.parse(text);
-      inbox.push(message);
+      const frame: WatchFrame<S> = JSON.parse(text);
+      frames.all++;
+      if (frame.type === "batch") frames.batches++;
+      inbox.push(...(frame.type === "batch" ? frame.messages : [frame]));
     }
     wake();
   });
@@ -96,6 +101,7 @@ export async function connect<S = LaneSnapshot>(path: string, auth: string | { p
     send: (text) => ws.send(text),
     receivedBytes: () => receivedBytes,
     ack: () => ws.send(JSON.stringify({ type: "ack", bytes: receivedBytes })),
+    frames: () => ({ ...frames }),
   };
 }
 

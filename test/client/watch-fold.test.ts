@@ -72,7 +72,8 @@ describe("watchLane (scripted socket)", () => {
   it("connects to the lane's ws URL with the bearer subprotocol, resolves ready with the snapshot and folds events", async () => {
     const events: { type: string; seq: number }[] = [];
     const { handle, socket, errors } = watch({ onEvent: (event, _snapshot, seq) => events.push({ type: event.type, seq }) });
-    expect(socket.url).toBe("ws://api.test/v1/sessions/s1/lanes/main/watch");
+    // The SDK asks for batch frames (several events due together in one frame).
+    expect(socket.url).toBe("ws://api.test/v1/sessions/s1/lanes/main/watch?batch=true");
     expect(socket.protocols).toEqual(["bearer.sk_t_key"]);
     expect(laneWatchUrl("https://x.example/api", "a b", "main")).toBe("wss://x.example/api/v1/sessions/a%20b/lanes/main/watch");
     expect(handle.snapshot()).toBeUndefined();
@@ -96,6 +97,30 @@ describe("watchLane (scripted socket)", () => {
     handle.close();
     expect(socket.closedWith).toEqual({ code: 1000, reason: "client closed" });
     expect(handle.status()).toBe("closed");
+  });
+
+  it("a batch frame folds its messages in order, exactly as if each had arrived alone", () => {
+    const events: { type: string; seq: number }[] = [];
+    const { handle, socket, errors } = watch({ onEvent: (event, _snapshot, seq) => events.push({ type: event.type, seq }) });
+    const first = laneSnapshot();
+    socket.open().deliver({ type: "snapshot", seq: 10, snapshot: first });
+    const received = [runStart("r1"), thinking("high"), runEnd("r1")];
+    socket.deliver({ type: "batch", messages: received.map((event, i) => ({ type: "event", seq: 11 + i * 2, event })) });
+    expect(handle.snapshot()).toStrictEqual(fold(first, received));
+    expect(handle.seq()).toBe(15);
+    expect(events).toEqual([
+      { type: "run_start", seq: 11 },
+      { type: "config_update", seq: 13 },
+      { type: "run_end", seq: 15 },
+    ]);
+    // A seq that does not increase inside a batch is a gap like anywhere else: one resnapshot, the rest dropped.
+    socket.deliver({ type: "batch", messages: [{ type: "event", seq: 16, event: thinking("low") }, { type: "event", seq: 16, event: thinking("medium") }, { type: "event", seq: 17, event: thinking("off") }] });
+    expect(socket.resnapshots()).toBe(1);
+    expect(handle.snapshot()?.configuration.thinkingLevel).toBe("low");
+    // An unreadable batch (a message without a seq) is reported, nothing of it folded.
+    socket.deliver({ type: "batch", messages: [{ type: "event", event: thinking("high") }] });
+    expect(errors.map((error) => error.kind)).toEqual(["protocol"]);
+    handle.close();
   });
 
   it("a seq that does not increase is a gap: one resnapshot, events dropped until the fresh snapshot replaces the replica", () => {

@@ -206,11 +206,18 @@ export interface Attached {
 }
 
 /** Attaches a new harness (scripted models, seed `scripted/script`) to the object's session. */
-export async function attach(instance: SessionObject, options: { clock?: () => number; tools?: (session: Session) => ToolsPort } = {}): Promise<Attached> {
+export async function attach(
+  instance: SessionObject,
+  options: { clock?: () => number; tools?: (session: Session) => ToolsPort; liveUpdateIntervalMs?: (lane: string) => number } = {},
+): Promise<Attached> {
   const session = instance.session();
   const models = createModelRegistry({ scripted: true, scriptSource: () => new SessionScriptSource(session) });
   const tools = options.tools?.(session);
-  const { harness, open } = await AgentHarness.create({ session, models, seed: { model: SCRIPT }, ...(tools && { tools }), ...(options.clock && { clock: options.clock }) });
+  const { harness, open } = await AgentHarness.create({ session, models, seed: { model: SCRIPT },
+    ...(tools && { tools }),
+    ...(options.clock && { clock: options.clock }),
+    ...(options.liveUpdateIntervalMs && { liveUpdateIntervalMs: options.liveUpdateIntervalMs }),
+  });
   const events: HarnessEvent[] = [];
   harness.events.on("*", (event) => {
     events.push(event);

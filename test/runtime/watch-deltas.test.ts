@@ -45,6 +45,38 @@ describe("streaming deltas", () => {
     expect(result.replica).toStrictEqual(result.final);
   });
 
+  it("live updates follow the host's pacing per lane: a wide spacing sends fewer, larger deltas with the same text", async () => {
+    const { stub } = await createSession("delta-pacing");
+    const result = await runInDurableObject(stub, async (instance: SessionObject) => {
+      await appendScriptSteps(instance.session(), [{ text: WORDS, chunkMs: 2 }, { text: WORDS, chunkMs: 2 }]);
+      const asked: string[] = [];
+      // Lane "paced" is a large audience (one update a minute); "main" keeps the wire throttle.
+      const rig = await attach(instance, { liveUpdateIntervalMs: (lane) => (asked.push(lane), lane === "paced" ? 60_000 : 50) });
+      const updates = new Map<string, string[]>();
+      rig.harness.events.on("message_update", (event) => {
+        const texts = updates.get(event.lane) ?? [];
+        texts.push(event.delta.blocks.map((block) => (block.t === "text" ? (block.replace ?? block.append ?? "") : "")).join(""));
+        updates.set(event.lane, texts);
+      });
+      const answers: Record<string, string> = {};
+      for (const name of ["main", "paced"]) {
+        const lane = await rig.harness.lane(name);
+        await lane.setModel(SCRIPT);
+        const record = settledRecord(await lane.drive({ operationId: await acceptPrompt(lane, "stream please") }));
+        answers[name] = JSON.stringify(record.status);
+      }
+      await deliveredSoFar(rig.harness);
+      return { asked: [...new Set(asked)].sort(), main: updates.get("main") ?? [], paced: updates.get("paced") ?? [], answers };
+    });
+    expect(result.asked).toEqual(["main", "paced"]);
+    expect(result.answers).toEqual({ main: '"completed"', paced: '"completed"' });
+    // At most the first update goes out; a minute's spacing holds every later delta for message_end.
+    expect(result.paced.length).toBeLessThanOrEqual(1);
+    expect(result.main.length).toBeGreaterThan(1);
+    // Whatever the pacing, the deltas continue one another through the same answer (nothing repeated).
+    for (const texts of [result.main, result.paced]) expect(WORDS.includes(texts.join(""))).toBe(true);
+  });
+
   it("the bytes of a stream's updates grow with the answer, not with its square", async () => {
     const { stub } = await createSession("delta-bytes");
     const result = await runInDurableObject(stub, async (instance: SessionObject) => {

@@ -26,6 +26,7 @@ import {
   WATCH_MESSAGE_BURST,
   WATCH_MESSAGES_PER_SECOND,
   WATCH_UNACKED_WINDOW_BYTES,
+  WatchQuerySchema,
 } from "../../schema/watch.ts";
 import { LANE_ERRORS, SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
 
@@ -39,7 +40,8 @@ const WATCH_PROTOCOL =
   `Client messages: a burst of ${WATCH_MESSAGE_BURST}, then ${WATCH_MESSAGES_PER_SECOND} per second. Close codes: ${WATCH_CLOSE.sessionDeleted} session deleted, ` +
   `${WATCH_CLOSE.maxAge} socket older than ${WATCH_MAX_SOCKET_AGE_MS / 3_600_000} h, ${WATCH_CLOSE.binary} binary frame, ${WATCH_CLOSE.policy} invalid or oversized message, ` +
   `rate limit, acknowledgement beyond what was sent, or the key was revoked; ${WATCH_CLOSE.internal} server failure, ` +
-  `${WATCH_CLOSE.restart} restarted before the first snapshot, ${WATCH_CLOSE.slowConsumer} slow consumer. See docs/api-watch.md.`;
+  `${WATCH_CLOSE.restart} restarted before the first snapshot, ${WATCH_CLOSE.slowConsumer} slow consumer. ` +
+  `With \`?batch=true\`, events that are due together arrive as one \`{ type: "batch", messages: [...] }\` frame (the messages in seq order). See docs/api-watch.md.`;
 const SNAPSHOT_TRANSCRIPT =
   `\`snapshot.transcript\` is at most the newest ${SNAPSHOT_TRANSCRIPT_MAX_ENTRIES} entries and ${mib(SNAPSHOT_TRANSCRIPT_MAX_BYTES)}; ` +
   "`snapshot.olderEntries.start` then names the newest entry left out (read older ones with `GET …/branches/{lane}/entries?start=…&stopAtType=compaction`).";
@@ -199,7 +201,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     method: "get", path: "/v1/sessions/{sid}/watch", operationId: "watchSession", tag: "Watch", auth: "tenant",
     summary: "Watch a session (WebSocket)",
     description: `Lane inventory, lane lifecycle, operation starts and ends, usage, faults and settings. Authenticate with the header or the subprotocol \`bearer.<key>\` (selected in the 101). ${WATCH_PROTOCOL}`,
-    pathParams: SID,
+    pathParams: SID, query: WatchQuerySchema,
     responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
     errors: ["SessionNotFound", "UpgradeRequired", "Overloaded"],
   },
@@ -207,7 +209,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/watch", operationId: "watchLane", tag: "Watch", auth: "tenant",
     summary: "Watch a lane (WebSocket)",
     description: `\`{ type: "snapshot", seq, snapshot }\` first, then \`{ type: "event", seq, event }\` in order; send \`{ "type": "resnapshot" }\` for a fresh snapshot, \`ping\` for \`pong\`. The snapshot's transcript is its newest part (see getLaneSnapshot). ${WATCH_PROTOCOL}`,
-    pathParams: LANE,
+    pathParams: LANE, query: WatchQuerySchema,
     responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
     errors: ["SessionNotFound", "UnknownLane", "UpgradeRequired", "Overloaded"],
   },

@@ -8,7 +8,8 @@ import { ApiErrorSchema } from "../../schema/errors.ts";
 import { sessionStub, type AppContext, type AppEnv } from "../env.ts";
 import { errorResponse, fail } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { pathParam } from "../validate.ts";
+import { WatchQuerySchema } from "../../schema/watch.ts";
+import { pathParam, queryParams } from "../validate.ts";
 
 /** requireTenant, unless a middleware mounted earlier on the same path already verified the key. */
 const authenticated = createMiddleware<AppEnv>(async (c, next) => {
@@ -20,7 +21,8 @@ const authenticated = createMiddleware<AppEnv>(async (c, next) => {
  * The watch streams (spec/API.md "Watch protocol"): WebSocket upgrades authenticated here, in the
  * front worker (ARCHITECTURE D17), with the `Authorization` header or a `bearer.<key>`
  * subprotocol, then handed to the session object with the verified identity in headers this
- * worker controls. Order of checks: 401 (no valid key), 400 (ids), 426 `UpgradeRequired` (not an
+ * worker controls. `?batch=true` asks for `batch` frames (several events that are due together in
+ * one frame). Order of checks: 401 (no valid key), 400 (ids, query), 426 `UpgradeRequired` (not an
  * upgrade), 404 (unknown or other tenant's session, unknown lane, answered by the object).
  */
 export const watchRoutes = new Hono<AppEnv>()
@@ -29,6 +31,7 @@ export const watchRoutes = new Hono<AppEnv>()
 
 async function forward(c: AppContext, target: WatchTarget): Promise<Response> {
   const sessionId = pathParam(c, "sid", IdSchema);
+  const { batch } = queryParams(c, WatchQuerySchema);
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     const response = errorResponse(c, { code: "UpgradeRequired", message: "This route is a WebSocket: send Upgrade: websocket" });
     response.headers.set("Upgrade", "websocket");
@@ -38,6 +41,7 @@ async function forward(c: AppContext, target: WatchTarget): Promise<Response> {
   // A fresh header set: nothing the client sent (its key included) reaches the object.
   const headers = new Headers({ upgrade: "websocket", [WATCH_HEADERS.kind]: target.kind, [WATCH_HEADERS.keyId]: keyId });
   if (target.kind === "lane") headers.set(WATCH_HEADERS.lane, target.lane);
+  if (batch === "true") headers.set(WATCH_HEADERS.batch, "true");
   const upgraded = await sessionStub(c.env, tenantId, sessionId).fetch(new Request(c.req.url, { headers }));
   if (upgraded.status !== 101 || !upgraded.webSocket) throw fail(...(await objectError(upgraded)));
   const protocol = offeredBearerProtocol(c.req.header("sec-websocket-protocol"));

@@ -53,7 +53,7 @@ export async function streamAssistant(
   const update = (delta: MessageDelta | undefined): HarnessEvent | undefined =>
     delta && { type: "message_update", lane, runId, entryId: responseEntryId, delta };
   const coalescer = new FrameCoalescer({ clock: core.clock });
-  const throttle = new UpdateThrottle(undefined, core.clock);
+  const throttle = new UpdateThrottle(() => core.liveUpdateIntervalMs(lane), core.clock);
   // Frames are fenced to this attempt: a frame that reaches the line once the response settled
   // (or the harness closed) writes nothing.
   const progress = new ProgressWriter(
