@@ -252,7 +252,9 @@ export class WatchHub {
   /** Numbers every event of the feed; it goes out with the next flush. */
   private publish(event: HarnessEvent): void {
     const seq = this.next();
-    if (!this.watchers) return;
+    const watchers = this.watchers;
+    // Nobody watching: nothing to serialize or send (the seq is still taken).
+    if (!watchers || (watchers.session.size === 0 && watchers.lanes.size === 0)) return;
     this.outbox.push({ seq, event });
     this.flushTimer ??= setTimeout(() => this.flush(), 0);
   }
@@ -276,7 +278,7 @@ export class WatchHub {
       return message;
     };
     const deliver = (sockets: Set<WebSocket>, carried: { seq: number; event: HarnessEvent }[]) => {
-      if (carried.length === 0) return;
+      if (carried.length === 0 || sockets.size === 0) return;
       const frames = carried.map(messageOf);
       let batch: Outgoing | undefined;
       for (const ws of sockets) {
