@@ -20,6 +20,15 @@ export type EntryRow = {
 
 export const ENTRY_COLUMNS = "seq, id, parent_id, ts, type, custom_type, chunks, payload";
 
+/**
+ * The literal clause a filter on a type other than `message` adds: the type index leaves messages
+ * out (session migration 8), and SQLite uses a partial index only for a query whose WHERE clause
+ * states the index's own condition; `type = ?` alone does not.
+ */
+export function rareTypeClauses(type: string | undefined): string[] {
+  return type !== undefined && type !== "message" ? ["type <> 'message'"] : [];
+}
+
 export type UsageTableRow = {
   seq: number;
   id: string;
