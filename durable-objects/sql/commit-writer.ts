@@ -52,11 +52,11 @@ export function applyWrite(
       const { entry } = write;
       const parentSeq = claimId(host, entry.id, entry.parentId);
       sql.exec(
-        `INSERT INTO entries (seq, id, parent_id, parent_seq, ts, type, custom_type, chunks, payload)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        // The parent is stored as its seq alone (rows.ts parentIdOf).
+        `INSERT INTO entries (seq, id, parent_seq, ts, type, custom_type, chunks, payload)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         seq,
         entry.id,
-        entry.parentId,
         parentSeq,
         timestamp,
         entry.type,
