@@ -2,6 +2,7 @@ import { DueWork, type AlarmHost } from "../durable-objects/due-work.ts";
 import { FORWARD_BATCH } from "../durable-objects/session/settlement-outbox.ts";
 import { sparseUsage } from "../durable-objects/sql/usage-codec.ts";
 import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
+import { RESULTS_NAMESPACE } from "../durable-objects/sql/results-table.ts";
 import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
 import { SqlSessionStorage } from "../durable-objects/sql/sql-session-storage.ts";
@@ -233,16 +234,21 @@ export function payloadBytes(write: Write): number {
   return encoded.inline === null ? 0 : utf8Bytes(encoded.inline);
 }
 
-/** UTF-8 bytes of the text columns that address the row (ids, type, namespace and key). */
+/**
+ * UTF-8 bytes of the text columns that address the row: entry id, type and custom type (the parent
+ * is an integer link); usage id and entry id; namespace and key (an operation record's row in
+ * `op_results` has its key alone).
+ */
 export function addressBytes(write: Write): number {
   switch (write.kind) {
     case "entry": {
       const { entry } = write;
-      return utf8Bytes(entry.id) + utf8Bytes(entry.parentId ?? "") + utf8Bytes(entry.type) + (entry.type === "custom" ? utf8Bytes(entry.customType) : 0);
+      return utf8Bytes(entry.id) + utf8Bytes(entry.type) + (entry.type === "custom" ? utf8Bytes(entry.customType) : 0);
     }
     case "usage":
       return utf8Bytes(write.row.id) + utf8Bytes(write.row.entryId ?? "");
     case "value":
+      return (write.namespace === RESULTS_NAMESPACE ? 0 : utf8Bytes(write.namespace)) + utf8Bytes(write.key);
     case "list":
       return utf8Bytes(write.namespace) + utf8Bytes(write.key);
   }

@@ -1,6 +1,6 @@
 import type { EntryStructure } from "../../schema/entries.ts";
 import type { StorageBranchScan } from "../../harness/session/storage.ts";
-import { decodeStructure, type EntryRow } from "./rows.ts";
+import { decodeStructure, parentIdOf, type EntryRow } from "./rows.ts";
 import type { SqlHost } from "./sql-host.ts";
 
 type StructureRow = Omit<EntryRow, "chunks" | "payload">;
@@ -59,7 +59,7 @@ function walkNewestFirst(host: SqlHost, scan: StorageBranchScan): EntryStructure
         FROM entries e JOIN path ON e.seq = path.parent_seq
         ${stops.length > 0 ? `WHERE ${stops.join(" AND ")}` : ""}
       )
-      SELECT seq, id, parent_id, ts, type, custom_type FROM path
+      SELECT seq, id, ${parentIdOf("path")} AS parent_id, ts, type, custom_type FROM path
       ${filters.length > 0 ? `WHERE ${filters.join(" AND ")}` : ""}${limit}`,
       ...bindings,
     )
@@ -76,7 +76,7 @@ function walkOldestFirst(host: SqlHost, scan: StorageBranchScan): EntryStructure
         SELECT e.seq, e.parent_seq, e.id, e.parent_id, e.ts, e.type, e.custom_type
         FROM entries e JOIN path ON e.seq = path.parent_seq
       )
-      SELECT seq, id, parent_id, ts, type, custom_type FROM path`,
+      SELECT seq, id, ${parentIdOf("path")} AS parent_id, ts, type, custom_type FROM path`,
       scan.start,
     )
     .toArray()

@@ -4,6 +4,7 @@ import { addUsage } from "../../harness/session/usage.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { sparseUsage } from "./usage-codec.ts";
 import { INLINE_LIMIT, encodePayload, writeChunks, type EncodedPayload } from "./payload-codec.ts";
+import { RESULTS_NAMESPACE, applyResultWrite } from "./results-table.ts";
 import { entryPayload } from "./rows.ts";
 import type { SqlHost } from "./sql-host.ts";
 
@@ -51,11 +52,11 @@ export function applyWrite(
       const { entry } = write;
       const parentSeq = claimId(host, entry.id, entry.parentId);
       sql.exec(
-        `INSERT INTO entries (seq, id, parent_id, parent_seq, ts, type, custom_type, chunks, payload)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        // The parent is stored as its seq alone (rows.ts parentIdOf).
+        `INSERT INTO entries (seq, id, parent_seq, ts, type, custom_type, chunks, payload)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         seq,
         entry.id,
-        entry.parentId,
         parentSeq,
         timestamp,
         entry.type,
@@ -82,6 +83,7 @@ export function applyWrite(
       return;
     }
     case "value": {
+      if (write.namespace === RESULTS_NAMESPACE && applyResultWrite(host, write.key, write.op === "delete" ? undefined : payload, seq)) return;
       // A replaced or deleted value's chunks are released by triggers (session migration 4).
       if (write.op === "delete") {
         sql.exec("DELETE FROM vals WHERE namespace = ? AND key = ?", write.namespace, write.key);

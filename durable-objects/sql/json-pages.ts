@@ -8,7 +8,7 @@ import type { Usage, UsageRow } from "../../schema/usage.ts";
 import { USAGE_EXPANSION_BYTES } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { JsonWriter, mergeObjectBytes, payloadBytes, payloadBytesSql } from "./json-bytes.ts";
-import { decodeStructure, decodeUsage, type EntryRow, type UsageTableRow } from "./rows.ts";
+import { decodeStructure, decodeUsage, parentIdOf, rareTypeClauses, type EntryRow, type UsageTableRow } from "./rows.ts";
 import { chunked, placeholders, type SqlHost } from "./sql-host.ts";
 
 // The paged reads of the REST API, bounded by count and by bytes (ARCHITECTURE D16/D17: no answer
@@ -49,7 +49,7 @@ export function takeWithin<T>(candidates: readonly T[], page: PageRequest, bytes
 type SizedStructure = EntryStructure & { chunks: number; bytes: number };
 type SizedEntryRow = Omit<EntryRow, "payload"> & { bytes: number };
 
-const ENTRY_STRUCTURE = "seq, id, parent_id, ts, type, custom_type, chunks";
+const ENTRY_STRUCTURE = `seq, id, ${parentIdOf("entries")} AS parent_id, ts, type, custom_type, chunks`;
 const ENTRY_BYTES = payloadBytesSql("entries", "payload");
 
 /** `GET /sessions/{sid}/entries`: every entry by seq, filtered, from an exclusive cursor. */
@@ -58,7 +58,7 @@ export function entryPage(host: SqlHost, query: EntryQuery, page: PageRequest): 
   const clauses: string[] = [];
   const bindings: (string | number)[] = [];
   if (query.type !== undefined) {
-    clauses.push("type = ?");
+    clauses.push("type = ?", ...rareTypeClauses(query.type));
     bindings.push(query.type);
   }
   if (query.customType !== undefined) {

@@ -18,7 +18,25 @@ export type EntryRow = {
   payload: string | null;
 };
 
-export const ENTRY_COLUMNS = "seq, id, parent_id, ts, type, custom_type, chunks, payload";
+/**
+ * The parent's id of the entries row `row` (a table name or alias). Since QUALITY P3 an entry
+ * stores its parent only as `parent_seq`, the link the branch walk follows; the id is read through
+ * it (one rowid lookup). Rows written earlier, or imported by a fork, may still hold the id text.
+ */
+export function parentIdOf(row: string): string {
+  return `COALESCE(${row}.parent_id, (SELECT parent.id FROM entries parent WHERE parent.seq = ${row}.parent_seq))`;
+}
+
+export const ENTRY_COLUMNS = `seq, id, ${parentIdOf("entries")} AS parent_id, ts, type, custom_type, chunks, payload`;
+
+/**
+ * The literal clause a filter on a type other than `message` adds: the type index leaves messages
+ * out (session migration 8), and SQLite uses a partial index only for a query whose WHERE clause
+ * states the index's own condition; `type = ?` alone does not.
+ */
+export function rareTypeClauses(type: string | undefined): string[] {
+  return type !== undefined && type !== "message" ? ["type <> 'message'"] : [];
+}
 
 export type UsageTableRow = {
   seq: number;

@@ -149,4 +149,28 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE settlement_outbox ADD COLUMN reservation_id TEXT",
     ],
   },
+  {
+    version: 8,
+    name: "operation_results",
+    statements: [
+      // Every settled operation keeps one record forever (reference §3.8), so a simple turn pays
+      // for it in retained bytes (QUALITY P3). In the values table it cost its namespace, a chunk
+      // count and a second copy of its key in the primary-key index; here it is one row of one
+      // b-tree keyed by the operation id. A record too large to stay inline keeps its chunks in
+      // the values table (results-table.ts reads both).
+      `CREATE TABLE op_results (
+        operation_id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        record TEXT NOT NULL
+      ) WITHOUT ROWID`,
+      `INSERT INTO op_results (operation_id, seq, record)
+        SELECT key, seq, value FROM vals WHERE namespace = 'pi.result' AND chunks = 0 AND value IS NOT NULL`,
+      "DELETE FROM vals WHERE namespace = 'pi.result' AND chunks = 0 AND value IS NOT NULL",
+      // Scans by type look for the rare types (compactions, summaries, custom entries); messages,
+      // two per simple turn, are most of the table and are found in seq order without the index.
+      // Queries on another type say `type <> 'message'` so SQLite may use this partial index.
+      "DROP INDEX entries_by_type",
+      "CREATE INDEX entries_by_type ON entries (type, custom_type, seq) WHERE type <> 'message'",
+    ],
+  },
 ];

@@ -20,9 +20,11 @@ import { fullUsage, sparseUsage } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
 import { readPayload } from "./payload-codec.ts";
+import { RESULTS_NAMESPACE, readResultRow, scanResultRows, type StoredRow } from "./results-table.ts";
 import {
   ENTRY_COLUMNS,
   decodeEntry,
+  rareTypeClauses,
   decodeUsage,
   type EntryRow,
   type UsageTableRow,
@@ -155,36 +157,40 @@ export class SqlSessionStorage implements Storage {
 
   getValue<T>(address: Value<T>): StoredValue<T> | undefined {
     this.assertOpen();
-    const row = this.host.sql
-      .exec<{ seq: number; chunks: number; value: string | null }>(
-        "SELECT seq, chunks, value FROM vals WHERE namespace = ? AND key = ?",
-        address.namespace,
-        address.key,
-      )
-      .toArray()[0];
+    const row =
+      address.namespace === RESULTS_NAMESPACE
+        ? readResultRow(this.host, address.key)
+        : this.host.sql
+            .exec<{ seq: number; chunks: number; value: string | null }>(
+              "SELECT seq, chunks, value FROM vals WHERE namespace = ? AND key = ?",
+              address.namespace,
+              address.key,
+            )
+            .toArray()[0];
     if (!row) return undefined;
     return { address, seq: row.seq, value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T };
   }
 
   scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
     this.assertOpen();
-    // Keys sharing a prefix are contiguous in SQLite's binary (UTF-8) order: start at the prefix and
-    // stop at the first key that does not share it.
-    const rows: { key: string; seq: number; chunks: number; value: string | null }[] = [];
-    const cursor = this.host.sql.exec<{ key: string; seq: number; chunks: number; value: string | null }>(
-      "SELECT key, seq, chunks, value FROM vals WHERE namespace = ? AND key >= ? ORDER BY key",
-      prefix.namespace,
-      prefix.key,
-    );
-    for (const row of cursor) {
-      if (!row.key.startsWith(prefix.key)) break;
-      rows.push(row);
-    }
+    const rows = prefix.namespace === RESULTS_NAMESPACE ? scanResultRows(this.host, prefix.key) : this.scanValueRows(prefix.namespace, prefix.key);
     return rows.map((row) => ({
       address: { kind: "value", namespace: prefix.namespace, key: row.key },
       seq: row.seq,
       value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T,
     }));
+  }
+
+  private scanValueRows(namespace: string, prefix: string): StoredRow[] {
+    // Keys sharing a prefix are contiguous in SQLite's binary (UTF-8) order: start at the prefix and
+    // stop at the first key that does not share it.
+    const rows: StoredRow[] = [];
+    const cursor = this.host.sql.exec<StoredRow>("SELECT key, seq, chunks, value FROM vals WHERE namespace = ? AND key >= ? ORDER BY key", namespace, prefix);
+    for (const row of cursor) {
+      if (!row.key.startsWith(prefix)) break;
+      rows.push(row);
+    }
+    return rows;
   }
 
   readList<T>(address: ValueList<T>, options: ListReadOptions = {}): ListElement<T>[] {
@@ -228,7 +234,7 @@ export class SqlSessionStorage implements Storage {
       ["custom_type = ?", scan.customType],
       ["seq >= ?", scan.fromSeq],
       ["seq <= ?", scan.toSeq],
-    ]);
+    ], rareTypeClauses(scan.type));
     const rows = this.host.sql
       .exec<EntryRow>(
         `SELECT ${ENTRY_COLUMNS} FROM entries ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
@@ -287,10 +293,11 @@ export class SqlSessionStorage implements Storage {
   }
 }
 
-function conditions(candidates: [string, string | number | undefined][]): { where: string; bindings: (string | number)[] } {
+function conditions(candidates: [string, string | number | undefined][], literal: readonly string[] = []): { where: string; bindings: (string | number)[] } {
   const present = candidates.filter((candidate): candidate is [string, string | number] => candidate[1] !== undefined);
+  const clauses = [...present.map(([clause]) => clause), ...literal];
   return {
-    where: present.length > 0 ? `WHERE ${present.map(([clause]) => clause).join(" AND ")}` : "",
+    where: clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : "",
     bindings: present.map(([, binding]) => binding),
   };
 }

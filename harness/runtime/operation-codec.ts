@@ -1,4 +1,4 @@
-import type { OperationResultRecord } from "../../schema/lane.ts";
+import type { OperationError, OperationKind, OperationResultRecord, OperationStatus } from "../../schema/lane.ts";
 import { operationGeneration, operationMeta, operationResult, operationState } from "../session/builtin-addresses.ts";
 import type { SessionReader } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
@@ -16,7 +16,8 @@ import type { Control, GenerationContext, OperationMeta, OperationState, RunSett
 //                          effect-pending, retry-wait) holds its GenerationContext inline, with
 //                          the lane configuration and request options as captures. No row means
 //                          `starting` under running control: acceptance writes none;
-//   pi.result/{op}         the immutable record, without the operation id its key already holds.
+//   pi.result/{op}         the immutable record, compact: without the operation id its key already
+//                          holds, defaults and null tips left out, the end as a duration.
 // Decoding tolerates the earlier forms: whole-scope state (settings and generationContext inline),
 // the separate `pi.op.generation/{op}` row, and a `starting` row.
 
@@ -188,18 +189,55 @@ function sharedOf(m: Reader, stored: StoredGeneration): GenerationCapture | unde
   return configuration && request ? { configuration, ...request } : undefined;
 }
 
-type StoredResult = Omit<OperationResultRecord, "operationId"> & { operationId?: string };
+/** The earlier stored form of a record: all of it, with or without the operation id. */
+type FullStoredResult = Omit<OperationResultRecord, "operationId"> & { operationId?: string };
+
+/**
+ * The record as stored since QUALITY P3: every settled operation keeps one forever, so it leaves
+ * out what a simple turn would repeat: the operation id (the key), the defaults (`k` absent: a
+ * run, `s` absent: completed), null tips, and the end as a duration from the start.
+ */
+interface CompactStoredResult {
+  k?: OperationKind;
+  s?: OperationStatus;
+  e?: OperationError;
+  f?: string;
+  t?: string;
+  a: number;
+  d: number;
+}
 
 /** The immutable record of a settled operation (reference §3.8), written once by the terminal. */
 export function resultWrite(record: OperationResultRecord): Write {
-  const { operationId, ...rest } = record;
-  return setValue(operationResult<StoredResult>(operationId), rest);
+  const stored: CompactStoredResult = {
+    ...(record.kind !== "run" && { k: record.kind }),
+    ...(record.status !== "completed" && { s: record.status }),
+    ...(record.error !== undefined && { e: record.error }),
+    ...(record.fromTipId !== null && { f: record.fromTipId }),
+    ...(record.tipId !== null && { t: record.tipId }),
+    a: record.startedAt,
+    d: record.endedAt - record.startedAt,
+  };
+  return setValue(operationResult<CompactStoredResult>(record.operationId), stored);
 }
 
 /** The record of a settled operation, however old; undefined when it never settled. */
 export function readResult(m: Pick<SessionReader, "getValue">, operationId: string): OperationResultRecord | undefined {
-  const stored = m.getValue(operationResult<StoredResult>(operationId))?.value;
+  const stored = m.getValue(operationResult<CompactStoredResult | FullStoredResult>(operationId))?.value;
   if (!stored) return undefined;
-  const { operationId: _legacyId, ...rest } = stored;
-  return { operationId, ...rest };
+  if ("kind" in stored) {
+    const { operationId: _legacyId, ...rest } = stored;
+    return { operationId, ...rest };
+  }
+  // The key order of the record as the terminal builds it: the API serializes it as read.
+  return {
+    operationId,
+    kind: stored.k ?? "run",
+    status: stored.s ?? "completed",
+    ...(stored.e !== undefined && { error: stored.e }),
+    fromTipId: stored.f ?? null,
+    tipId: stored.t ?? null,
+    startedAt: stored.a,
+    endedAt: stored.a + stored.d,
+  };
 }

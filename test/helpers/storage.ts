@@ -88,7 +88,7 @@ export function usageRow(usage: Usage = usageOf(), extra: Partial<Omit<NewUsageR
   return { id: newId(), adjustment: false, ...extra, usage };
 }
 
-export type TableName = "meta" | "entries" | "vals" | "list_items" | "usage" | "payload_chunks";
+export type TableName = "meta" | "entries" | "vals" | "op_results" | "list_items" | "usage" | "payload_chunks";
 
 /** Every row of the session tables (chunk data as its length), for "nothing changed" checks. */
 export function dumpTables(state: DurableObjectState): Record<TableName, unknown[]> {
@@ -98,6 +98,7 @@ export function dumpTables(state: DurableObjectState): Record<TableName, unknown
     meta: rows("SELECT * FROM meta"),
     entries: rows("SELECT * FROM entries ORDER BY seq"),
     vals: rows("SELECT * FROM vals ORDER BY namespace, key"),
+    op_results: rows("SELECT * FROM op_results ORDER BY operation_id"),
     list_items: rows("SELECT * FROM list_items ORDER BY seq"),
     usage: rows("SELECT * FROM usage ORDER BY seq"),
     payload_chunks: rows("SELECT seq, idx, length(data) AS bytes FROM payload_chunks ORDER BY seq, idx"),
