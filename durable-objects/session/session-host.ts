@@ -224,14 +224,16 @@ export abstract class SessionHost extends DurableObject<Env> {
 
   /**
    * Called inside the settling (or suspending) mutation, once its outbox (or registration) row is
-   * written: the forward starts after the commit, outside the mutation line (a microtask runs once
-   * the synchronous commit returned), and the tenant object (or the DeferredIndex shard) hears of
-   * it only once the batch is durable (the output gate holds the call until then). A forward lost
-   * with the object is repeated by the alarm.
+   * written: the forward starts after the commit, outside the mutation line, on a zero-delay timer:
+   * by then the commit's events, delivered in microtasks, have all run, so the `usage` row of a
+   * settling commit is pending and rides on this forward (its own timer, set later, finds nothing).
+   * A microtask here raced the event bus's deliveries and sometimes sent the row on its own. The
+   * tenant object (or the DeferredIndex shard) hears of it only once the batch is durable (the
+   * output gate holds the call until then). A forward lost with the object is repeated by the alarm.
    */
   private forwardAfterCommit(what: "settled" | "suspended"): void {
     const forwarder = what === "settled" ? this.forwarder : this.registrar;
-    queueMicrotask(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)));
+    setTimeout(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)), 0);
   }
 
   /**
@@ -263,8 +265,8 @@ export abstract class SessionHost extends DurableObject<Env> {
   /**
    * The tenant's usage totals: each usage-ledger row is forwarded once, after its commit, fire and
    * forget. A row committed with a settlement rides on that settlement's forward (one tenant call
-   * per turn, not two); any other is sent on its own a moment later (the timer runs after the
-   * settlement's microtask, so a settling commit's row is always taken by its forward). At most
+   * per turn, not two); any other is sent on its own a moment later (this timer is set after the
+   * settlement's forward timer, so a settling commit's row is taken by its forward). At most
    * once: a crash or a failed call between the commit and the forward loses that row from the
    * tenant totals (the session's own ledger and stats stay exact).
    */
