@@ -4,6 +4,7 @@ import type { MutableModels } from "@earendil-works/pi-ai/models";
 import { providerFailureDiagnostic, type ProviderFailure } from "../harness/execution/provider-failure.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
 import type { ModelsDeployment } from "./deployment.ts";
+import { emptyMessage } from "./deferred/deferred-stream.ts";
 import { deploymentProviders } from "./deployment.ts";
 import { hostedProvider } from "./hosted-providers.ts";
 import { workersAiBindingRequest } from "./workers-ai.ts";
@@ -143,18 +144,7 @@ function failed(model: Model<Api>, errorMessage: string, failure: ProviderFailur
   return {
     type: "error",
     reason: "error",
-    error: {
-      role: "assistant",
-      content: [],
-      api: model.api,
-      provider: model.provider,
-      model: model.id,
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: "error",
-      errorMessage,
-      diagnostics: [providerFailureDiagnostic(failure, timestamp)],
-      timestamp,
-    },
+    error: { ...emptyMessage(model, "error"), errorMessage, diagnostics: [providerFailureDiagnostic(failure, timestamp)], timestamp },
   };
 }
 

@@ -3,6 +3,7 @@ import { beforeAll, expect, inject, it } from "vitest";
 import { Api } from "../../test/e2e/client-helpers.ts";
 import { bytes, count, ms, ratio, summarize, type BenchLine } from "../report.ts";
 import { echoSession, promptTurn } from "./our-client.ts";
+import type { StorageTally } from "../peer/tally.ts";
 import { PeerChatClient } from "./peer-chat-client.ts";
 import { largestGrowth, objectDatabaseSizes } from "./sqlite-size.ts";
 import { ends, promptText, timed } from "./turn-prompts.ts";
@@ -18,22 +19,13 @@ const TURNS = 200;
 const ENDS = 10;
 const P1_P50_TARGET_MS = 15;
 
-interface PeerTally {
-  sqlStatements: number;
-  rowsWritten: number;
-  boundBytes: number;
-  rowsRead: number;
-  kvWrites: number;
-  kvBytes: number;
-}
-
 const servers = inject("benchServers");
 const api = new Api(servers.ours.baseUrl, servers.ours.key);
 const sessionId = `p1-${randomUUID().slice(0, 8)}`;
 const peerName = `p1-${randomUUID().slice(0, 8)}`;
 let peer: PeerChatClient;
 
-const peerTally = async (): Promise<PeerTally> => (await fetch(`${servers.peer.baseUrl}/agents/peer-chat/${peerName}/tally`)).json();
+const peerTally = async (): Promise<StorageTally> => (await fetch(`${servers.peer.baseUrl}/agents/peer-chat/${peerName}/tally`)).json();
 const peerMessages = async (): Promise<number> => {
   const stats: { messages: number } = await (await fetch(`${servers.peer.baseUrl}/agents/peer-chat/${peerName}/stats`)).json();
   return stats.messages;
@@ -85,7 +77,7 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
   const pEnds = ends(theirs, ENDS);
   const retainedOurs = oursGrowth.growth / TURNS;
   const retainedPeer = peerGrowth.growth / TURNS;
-  const peerPerTurn = (field: keyof PeerTally) => (peerAfter[field] - peerBefore[field]) / TURNS;
+  const peerPerTurn = (field: keyof StorageTally) => (peerAfter[field] - peerBefore[field]) / TURNS;
   const what = "latency of one scripted turn over the wire";
   const lines: BenchLine[] = [
     { id: "P1", what, case: `ours: POST …/prompt, ${TURNS} turns after ${WARMUP}`, median: ms(o.median), p95: ms(o.p95), target: `p50 ≤ ${P1_P50_TARGET_MS} ms`, met: o.median <= P1_P50_TARGET_MS, samples: o.samples },

@@ -1,17 +1,4 @@
-/** Storage work counted in this isolate: SQL write statements, rows read, key-value puts/deletes. */
-export interface StorageTally {
-  sqlStatements: number;
-  /** SQLite's own rowsWritten over the write statements (index rows included). */
-  rowsWritten: number;
-  /** Bytes bound into the write statements (UTF-8 text, blob length, 8 per number, 0 for NULL). */
-  boundBytes: number;
-  /** SQLite's own rowsRead over every statement (counted once its cursor was consumed). */
-  rowsRead: number;
-  /** Key-value puts and deletes (stored in the same SQLite database, table _cf_KV). */
-  kvWrites: number;
-  /** UTF-8 bytes of the keys and JSON of the values put. */
-  kvBytes: number;
-}
+import type { StorageTally } from "./tally.ts";
 
 const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0 };
 /**

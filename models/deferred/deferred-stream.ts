@@ -4,7 +4,8 @@ import { createAssistantMessageEventStream } from "@earendil-works/pi-ai/utils/e
 // The answers a deferred submission or poll gives without a model reply to parse: "still
 // pending" (a `deferred` stop with the handle, which the engine keeps suspended) and a failure.
 
-function emptyMessage(model: Model<Api>, stopReason: StopReason): AssistantMessage {
+/** A reply with no content and no usage, as the stop `stopReason` of `model` (also used for failures). */
+export function emptyMessage(model: Model<Api>, stopReason: StopReason): AssistantMessage {
   return {
     role: "assistant",
     content: [],
