@@ -2,6 +2,7 @@ import type { EntryStructure } from "../../schema/entries.ts";
 import type { StorageBranchScan } from "../../harness/session/storage.ts";
 import { decodeStructure, parentIdOf, type EntryRow } from "./rows.ts";
 import type { SqlHost } from "./sql-host.ts";
+import { idText, storedId } from "./stored-ids.ts";
 
 type StructureRow = Omit<EntryRow, "chunks" | "payload">;
 
@@ -22,7 +23,7 @@ export function walkBranch(host: SqlHost, scan: StorageBranchScan): EntryStructu
 const STRUCTURE = "seq, parent_seq, id, parent_id, ts, type, custom_type";
 
 function walkNewestFirst(host: SqlHost, scan: StorageBranchScan): EntryStructure[] {
-  const bindings: (string | number)[] = [scan.start];
+  const bindings: (string | number | ArrayBuffer)[] = [storedId(scan.start)];
   const stops: string[] = [];
   if (scan.stopAtType !== undefined) {
     stops.push("path.type <> ?");
@@ -30,7 +31,7 @@ function walkNewestFirst(host: SqlHost, scan: StorageBranchScan): EntryStructure
   }
   if (scan.stopAtId !== undefined) {
     stops.push("path.id <> ?");
-    bindings.push(scan.stopAtId);
+    bindings.push(storedId(scan.stopAtId));
   }
   const filters: string[] = [];
   if (scan.type !== undefined) {
@@ -59,7 +60,7 @@ function walkNewestFirst(host: SqlHost, scan: StorageBranchScan): EntryStructure
         FROM entries e JOIN path ON e.seq = path.parent_seq
         ${stops.length > 0 ? `WHERE ${stops.join(" AND ")}` : ""}
       )
-      SELECT seq, id, ${parentIdOf("path")} AS parent_id, ts, type, custom_type FROM path
+      SELECT seq, ${idText("id")} AS id, ${parentIdOf("path")} AS parent_id, ts, type, custom_type FROM path
       ${filters.length > 0 ? `WHERE ${filters.join(" AND ")}` : ""}${limit}`,
       ...bindings,
     )
@@ -76,8 +77,8 @@ function walkOldestFirst(host: SqlHost, scan: StorageBranchScan): EntryStructure
         SELECT e.seq, e.parent_seq, e.id, e.parent_id, e.ts, e.type, e.custom_type
         FROM entries e JOIN path ON e.seq = path.parent_seq
       )
-      SELECT seq, id, ${parentIdOf("path")} AS parent_id, ts, type, custom_type FROM path`,
-      scan.start,
+      SELECT seq, ${idText("id")} AS id, ${parentIdOf("path")} AS parent_id, ts, type, custom_type FROM path`,
+      storedId(scan.start),
     )
     .toArray()
     .reverse();

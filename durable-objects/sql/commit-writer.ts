@@ -5,8 +5,9 @@ import type { Usage } from "../../schema/usage.ts";
 import { sparseUsage } from "./usage-codec.ts";
 import { INLINE_LIMIT, encodePayload, writeChunks, type EncodedPayload } from "./payload-codec.ts";
 import { RESULTS_NAMESPACE, applyResultWrite } from "./results-table.ts";
-import { entryPayload } from "./rows.ts";
+import { entryPayload, storedEntryPayload } from "./entry-codec.ts";
 import type { SqlHost } from "./sql-host.ts";
+import { storedId, storedIdOrNull } from "./stored-ids.ts";
 
 // How each of the six write kinds lands in the session tables, inside the commit's transaction.
 
@@ -19,8 +20,12 @@ export interface Counters {
 /** Encodes and size-checks a write's payload before any transaction starts (R7). */
 export function encodePayloadOf(write: Write): EncodedPayload {
   switch (write.kind) {
-    case "entry":
-      return encodePayload(entryPayload(write.entry));
+    case "entry": {
+      // Only inline payloads are stored with a sparse usage: a chunked one (over 1 MiB) stays
+      // plain so that reads can splice it without decoding it (json-bytes.ts).
+      const stored = encodePayload(storedEntryPayload(write.entry));
+      return stored.chunks ? encodePayload(entryPayload(write.entry)) : stored;
+    }
     case "usage": {
       const { usage, details } = write.row;
       const encoded = encodePayload({ usage: sparseUsage(usage), ...(details !== undefined && { details }) });
@@ -56,7 +61,7 @@ export function applyWrite(
         `INSERT INTO entries (seq, id, parent_seq, ts, type, custom_type, chunks, payload)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         seq,
-        entry.id,
+        storedId(entry.id),
         parentSeq,
         timestamp,
         entry.type,
@@ -74,8 +79,8 @@ export function applyWrite(
       sql.exec(
         "INSERT INTO usage (seq, id, entry_id, adjustment, payload) VALUES (?, ?, ?, ?, ?)",
         seq,
-        row.id,
-        row.entryId ?? null,
+        storedId(row.id),
+        storedIdOrNull(row.entryId),
         row.adjustment ? 1 : 0,
         payload.inline,
       );
@@ -130,8 +135,8 @@ function claimId(host: SqlHost, id: string, parentId: string | null): number | n
     .exec<{ entry: number | null; usage: number | null; parent: number | null }>(
       `SELECT (SELECT 1 FROM entries WHERE id = ?1) AS entry, (SELECT 1 FROM usage WHERE id = ?1) AS usage,
               (SELECT seq FROM entries WHERE id = ?2) AS parent`,
-      id,
-      parentId,
+      storedId(id),
+      storedIdOrNull(parentId),
     )
     .one();
   if (row.entry !== null || row.usage !== null) throw new StorageCorruption(`Id ${id} is already written`);

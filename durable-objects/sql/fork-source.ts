@@ -3,6 +3,7 @@ import { RpcError } from "../rpc-errors.ts";
 import { readPayloadText } from "./payload-codec.ts";
 import { parentIdOf } from "./rows.ts";
 import type { SqlHost } from "./sql-host.ts";
+import { idText, storedId } from "./stored-ids.ts";
 
 // The source half of a fork (reference §1.11): a plan read in one synchronous step, then pages.
 // Entries are write-once, so pages of entries with seq ≤ the plan's high-water mark are one
@@ -109,12 +110,12 @@ export function forkPlan(host: SqlHost, sourceSessionId: string, options: ForkOp
   const target = options.entryId ?? tipId;
   let from: string | null = target;
   if (target !== null && options.entryId !== undefined) {
-    const entry = host.sql.exec<{ parent_id: string | null }>(`SELECT ${parentIdOf("entries")} AS parent_id FROM entries WHERE id = ?`, target).toArray()[0];
+    const entry = host.sql.exec<{ parent_id: string | null }>(`SELECT ${parentIdOf("entries")} AS parent_id FROM entries WHERE id = ?`, storedId(target)).toArray()[0];
     if (!entry) throw new RpcError({ code: "UnknownEntry", message: `Entry ${target} does not exist`, details: { entryId: target } });
     if (tipId === null || !onPath(host, tipId, target)) throw invalid("not_on_branch", `Entry ${target} is not on branch "${options.branch}"`);
     if (options.position === "before") from = entry.parent_id;
   } else if (target !== null && options.position === "before") {
-    from = host.sql.exec<{ parent_id: string | null }>(`SELECT ${parentIdOf("entries")} AS parent_id FROM entries WHERE id = ?`, target).one().parent_id;
+    from = host.sql.exec<{ parent_id: string | null }>(`SELECT ${parentIdOf("entries")} AS parent_id FROM entries WHERE id = ?`, storedId(target)).one().parent_id;
   }
   return {
     sourceSessionId,
@@ -137,9 +138,9 @@ function onPath(host: SqlHost, tipId: string, entryId: string): boolean {
           SELECT e.seq, e.parent_seq, e.id FROM entries e JOIN path ON e.seq = path.parent_seq WHERE path.id <> ?
         )
         SELECT count(*) AS found FROM path WHERE id = ?`,
-        tipId,
-        entryId,
-        entryId,
+        storedId(tipId),
+        storedId(entryId),
+        storedId(entryId),
       )
       .one().found > 0
   );
@@ -148,7 +149,7 @@ function onPath(host: SqlHost, tipId: string, entryId: string): boolean {
 type RawRow = { seq: number; id: string; parent_id: string | null; parent_seq: number | null; ts: number; type: string; custom_type: string | null; chunks: number; payload: string | null };
 const ROW = "seq, id, parent_id, parent_seq, ts, type, custom_type, chunks, payload";
 /** ROW as read from `row` (table or alias), with the parent's id resolved (rows.ts parentIdOf). */
-const ROW_OF = (row: string): string => ROW.replace("parent_id", `${parentIdOf(row)} AS parent_id`);
+const ROW_OF = (row: string): string => ROW.replace("id, parent_id", `${idText(`${row}.id`)} AS id, ${parentIdOf(row)} AS parent_id`);
 
 /** One page of entries: a path page walks parent links from `from`; a tree page goes by seq. */
 export function forkEntryPage(host: SqlHost, plan: Pick<ForkPlan, "highWater">, cursor: ForkEntryCursor): ForkEntryPage {
@@ -163,7 +164,7 @@ export function forkEntryPage(host: SqlHost, plan: Pick<ForkPlan, "highWater">, 
               SELECT e.seq, e.id, e.parent_id, e.parent_seq, e.ts, e.type, e.custom_type, e.chunks, e.payload FROM entries e JOIN path ON e.seq = path.parent_seq
             )
             SELECT ${ROW_OF("path")} FROM path LIMIT ?`,
-            cursor.from,
+            storedId(cursor.from),
             FORK_PAGE_ROWS,
           )
           .toArray();

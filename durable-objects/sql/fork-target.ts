@@ -1,6 +1,7 @@
 import { zeroUsage } from "../../harness/session/usage.ts";
 import type { ForkDataPage, ForkEntryPage, ForkPlan, ForkValue } from "./fork-source.ts";
 import { encodePayloadText, writeChunks } from "./payload-codec.ts";
+import { storedId } from "./stored-ids.ts";
 import type { SqlHost } from "./sql-host.ts";
 import { STORAGE_VERSION } from "./sql-session-storage.ts";
 import { sparseUsage } from "./usage-codec.ts";
@@ -32,7 +33,7 @@ export function importEntryPage(host: SqlHost, progress: ForkImport, page: ForkE
       host.sql.exec(
         `INSERT INTO entries (seq, id, parent_id, parent_seq, ts, type, custom_type, chunks, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         row.seq,
-        row.id,
+        storedId(row.id),
         row.parentId,
         row.parentSeq,
         row.ts,

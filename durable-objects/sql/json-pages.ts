@@ -7,8 +7,10 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { Usage, UsageRow } from "../../schema/usage.ts";
 import { USAGE_EXPANSION_BYTES } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
+import { restoreEntryPayloadText } from "./entry-codec.ts";
 import { JsonWriter, mergeObjectBytes, payloadBytes, payloadBytesSql } from "./json-bytes.ts";
-import { decodeStructure, decodeUsage, parentIdOf, rareTypeClauses, type EntryRow, type UsageTableRow } from "./rows.ts";
+import { decodeStructure, decodeUsage, parentIdOf, rareTypeClauses, USAGE_COLUMNS, type EntryRow, type UsageTableRow } from "./rows.ts";
+import { idText, storedId } from "./stored-ids.ts";
 import { chunked, placeholders, type SqlHost } from "./sql-host.ts";
 
 // The paged reads of the REST API, bounded by count and by bytes (ARCHITECTURE D16/D17: no answer
@@ -49,7 +51,7 @@ export function takeWithin<T>(candidates: readonly T[], page: PageRequest, bytes
 type SizedStructure = EntryStructure & { chunks: number; bytes: number };
 type SizedEntryRow = Omit<EntryRow, "payload"> & { bytes: number };
 
-const ENTRY_STRUCTURE = `seq, id, ${parentIdOf("entries")} AS parent_id, ts, type, custom_type, chunks`;
+const ENTRY_STRUCTURE = `seq, ${idText("id")} AS id, ${parentIdOf("entries")} AS parent_id, ts, type, custom_type, chunks`;
 const ENTRY_BYTES = payloadBytesSql("entries", "payload");
 
 /** `GET /sessions/{sid}/entries`: every entry by seq, filtered, from an exclusive cursor. */
@@ -95,7 +97,7 @@ export function branchEntryPage(host: SqlHost, scan: StorageBranchScan, page: Pa
 
 /** `GET /sessions/{sid}/entries/{entryId}`: one entry, or undefined when no entry has that id. */
 export function entryAnswer(host: SqlHost, id: string): JsonBytes<Entry> | undefined {
-  const row = host.sql.exec<EntryRow>(`SELECT ${ENTRY_STRUCTURE}, payload FROM entries WHERE id = ?`, id).toArray()[0];
+  const row = host.sql.exec<EntryRow>(`SELECT ${ENTRY_STRUCTURE}, payload FROM entries WHERE id = ?`, storedId(id)).toArray()[0];
   if (!row) return undefined;
   const writer = new JsonWriter();
   writeEntry(writer, host, decodeStructure(row), row.chunks, row.payload);
@@ -149,7 +151,7 @@ export function usagePage(host: SqlHost, fromSeq: number | undefined, totals: Us
     last === undefined
       ? []
       : host.sql
-          .exec<UsageTableRow>("SELECT seq, id, entry_id, adjustment, payload FROM usage WHERE seq >= ? AND seq <= ? ORDER BY seq ASC", fromSeq ?? 0, last.seq)
+          .exec<UsageTableRow>(`SELECT ${USAGE_COLUMNS} FROM usage WHERE seq >= ? AND seq <= ? ORDER BY seq ASC`, fromSeq ?? 0, last.seq)
           .toArray()
           .map(decodeUsage);
   return new JsonWriter().json({ rows, totals, nextFromSeq: more && last ? last.seq + 1 : null }).finish();
@@ -162,7 +164,8 @@ function sizedStructure(row: SizedEntryRow): SizedStructure {
 }
 
 function entriesAnswer(host: SqlHost, candidates: readonly SizedStructure[], page: PageRequest): JsonBytes<Page<Entry>> {
-  const { taken, more } = takeWithin(candidates, page, (entry) => entry.bytes);
+  // A message's usage is stored sparse (entry-codec.ts): its answer may be that much longer.
+  const { taken, more } = takeWithin(candidates, page, (entry) => entry.bytes + (entry.type === "message" ? USAGE_EXPANSION_BYTES : 0));
   const inline = inlinePayloads(host, "entries", "payload", taken);
   const writer = new JsonWriter().text("{\"items\":[");
   taken.forEach((entry, index) => {
@@ -182,7 +185,9 @@ function writeEntry(writer: JsonWriter, host: SqlHost, entry: EntryStructure, ch
     type: entry.type,
     ...(entry.customType !== undefined && { customType: entry.customType }),
   });
-  mergeObjectBytes(writer, head, payloadBytes(host, entry.seq, chunks, inline));
+  // Only inline payloads can hold a sparse usage (commit-writer.ts); chunked ones splice as stored.
+  const stored = entry.type === "message" && inline !== null ? restoreEntryPayloadText(inline) : inline;
+  mergeObjectBytes(writer, head, payloadBytes(host, entry.seq, chunks, stored));
 }
 
 /** The inline payload texts of the chosen rows (chunked ones are read row by row when written). */

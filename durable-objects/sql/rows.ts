@@ -1,8 +1,10 @@
-import type { Entry, EntryStructure, EntryType, NewEntry } from "../../schema/entries.ts";
+import type { Entry, EntryStructure, EntryType } from "../../schema/entries.ts";
 import type { UsageRow } from "../../schema/usage.ts";
 import { fullUsage, type StoredUsage } from "./usage-codec.ts";
+import { restoreEntryPayload } from "./entry-codec.ts";
 import { readPayload } from "./payload-codec.ts";
 import type { SqlHost } from "./sql-host.ts";
+import { idText } from "./stored-ids.ts";
 
 // Row shapes of the session tables and their decoding. Structural columns (id, parent, type) are
 // real columns so scans can filter on them; everything else of an entry is its JSON payload.
@@ -24,10 +26,13 @@ export type EntryRow = {
  * it (one rowid lookup). Rows written earlier, or imported by a fork, may still hold the id text.
  */
 export function parentIdOf(row: string): string {
-  return `COALESCE(${row}.parent_id, (SELECT parent.id FROM entries parent WHERE parent.seq = ${row}.parent_seq))`;
+  return `COALESCE(${row}.parent_id, (SELECT ${idText("parent.id")} FROM entries parent WHERE parent.seq = ${row}.parent_seq))`;
 }
 
-export const ENTRY_COLUMNS = `seq, id, ${parentIdOf("entries")} AS parent_id, ts, type, custom_type, chunks, payload`;
+export const ENTRY_COLUMNS = `seq, ${idText("id")} AS id, ${parentIdOf("entries")} AS parent_id, ts, type, custom_type, chunks, payload`;
+
+/** The columns of a usage row as `UsageTableRow` reads them (ids as text: stored-ids.ts). */
+export const USAGE_COLUMNS = `seq, ${idText("id")} AS id, ${idText("entry_id")} AS entry_id, adjustment, payload`;
 
 /**
  * The literal clause a filter on a type other than `message` adds: the type index leaves messages
@@ -46,18 +51,8 @@ export type UsageTableRow = {
   payload: string;
 };
 
-/** The part of an entry stored as JSON: all but its placement and structural columns. */
-export function entryPayload(entry: NewEntry): object | undefined {
-  if (entry.type === "custom") return entry.data === undefined ? undefined : { data: entry.data };
-  // A full Entry is assignable to NewEntry: its stale seq/timestamp must never be stored, or they
-  // would shadow the stamps this commit assigns when the row is decoded.
-  const stamped: NewEntry & { seq?: unknown; timestamp?: unknown } = entry;
-  const { id: _id, parentId: _parentId, type: _type, seq: _seq, timestamp: _timestamp, ...rest } = stamped;
-  return rest;
-}
-
 export function decodeEntry(host: SqlHost, row: EntryRow): Entry {
-  const payload = readPayload<object>(host, row.seq, row.chunks, row.payload) ?? {};
+  const payload = restoreEntryPayload(readPayload<object>(host, row.seq, row.chunks, row.payload) ?? {});
   const entry: object = {
     id: row.id,
     parentId: row.parent_id,

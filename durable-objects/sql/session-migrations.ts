@@ -1,5 +1,6 @@
 import type { Migration } from "./migrations.ts";
 import { IDEMPOTENCY_STATEMENTS } from "./idempotency-table.ts";
+import { isCanonicalUuidText, uuidBytes } from "./stored-ids.ts";
 
 // Append-only (D5). Never edit an entry once it has shipped; add a new one.
 //
@@ -171,6 +172,19 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       // Queries on another type say `type <> 'message'` so SQLite may use this partial index.
       "DROP INDEX entries_by_type",
       "CREATE INDEX entries_by_type ON entries (type, custom_type, seq) WHERE type <> 'message'",
+    ],
+  },
+  {
+    version: 9,
+    name: "binary_ids",
+    // Entry and ledger ids in canonical UUID text are stored as their 16 bytes since QUALITY P3
+    // (stored-ids.ts); lookups bind that form, so the text ids of earlier builds are converted
+    // once, here. A parent's id text that earlier rows or fork imports hold stays text: it is only
+    // read, never looked up.
+    statements: [
+      `UPDATE entries SET id = ${uuidBytes("id")} WHERE ${isCanonicalUuidText("id")}`,
+      `UPDATE usage SET id = ${uuidBytes("id")} WHERE ${isCanonicalUuidText("id")}`,
+      `UPDATE usage SET entry_id = ${uuidBytes("entry_id")} WHERE ${isCanonicalUuidText("entry_id")}`,
     ],
   },
 ];

@@ -23,6 +23,7 @@ import { readPayload } from "./payload-codec.ts";
 import { RESULTS_NAMESPACE, readResultRow, scanResultRows, type StoredRow } from "./results-table.ts";
 import {
   ENTRY_COLUMNS,
+  USAGE_COLUMNS,
   decodeEntry,
   rareTypeClauses,
   decodeUsage,
@@ -30,6 +31,7 @@ import {
   type UsageTableRow,
 } from "./rows.ts";
 import { chunked, placeholders, type SqlHost } from "./sql-host.ts";
+import { storedId } from "./stored-ids.ts";
 
 export const STORAGE_VERSION = 1;
 
@@ -148,7 +150,7 @@ export class SqlSessionStorage implements Storage {
     const found = new Map<string, Entry>();
     for (const batch of chunked([...new Set(ids)])) {
       const rows = this.host.sql
-        .exec<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(batch.length)})`, ...batch)
+        .exec<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(batch.length)})`, ...batch.map(storedId))
         .toArray();
       for (const row of rows) found.set(row.id, decodeEntry(this.host, row));
     }
@@ -252,7 +254,7 @@ export class SqlSessionStorage implements Storage {
     ]);
     const rows = this.host.sql
       .exec<UsageTableRow>(
-        `SELECT seq, id, entry_id, adjustment, payload FROM usage ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
+        `SELECT ${USAGE_COLUMNS} FROM usage ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
         ...bindings,
       )
       .toArray();

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 import { call } from "./helpers.ts";
 import { objectOf, tenantWithSession, user } from "./session-helpers.ts";
 
@@ -68,7 +69,7 @@ describe("entry parents at rest", () => {
     const setup = await sessionWithEntries("parent_text");
     const before = await reads(setup);
     await runInDurableObject(objectOf(setup.tenantId, setup.sid), (_instance: SessionObject, state) => {
-      state.storage.sql.exec("UPDATE entries SET parent_id = (SELECT p.id FROM entries p WHERE p.seq = entries.parent_seq)");
+      state.storage.sql.exec(`UPDATE entries SET parent_id = (SELECT ${idText("p.id")} FROM entries p WHERE p.seq = entries.parent_seq)`);
       expect(state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM entries WHERE parent_id IS NOT NULL").one().n).toBe(2);
     });
     expect(await reads(setup)).toEqual(before);
