@@ -3,6 +3,7 @@ import { FORWARD_BATCH } from "../durable-objects/session/settlement-outbox.ts";
 import { sparseUsage } from "../durable-objects/sql/usage-codec.ts";
 import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
 import { RESULTS_NAMESPACE } from "../durable-objects/sql/results-table.ts";
+import { storedId } from "../durable-objects/sql/stored-ids.ts";
 import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
 import { SqlSessionStorage } from "../durable-objects/sql/sql-session-storage.ts";
@@ -229,9 +230,17 @@ export const ROW_OVERHEAD_BYTES = 32;
 
 /** UTF-8 bytes of the payload the adapter stores for this write (0 for a delete). */
 export function payloadBytes(write: Write): number {
-  const encoded = encodePayloadOf(write);
+  // The write is measured as it is committed, so its commit time is now (a message's timestamp is
+  // stored as its distance from it).
+  const encoded = encodePayloadOf(write, Date.now());
   if (encoded.chunks) return encoded.chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0);
   return encoded.inline === null ? 0 : utf8Bytes(encoded.inline);
+}
+
+/** Bytes of an id as stored: 16 for a canonical UUID, its UTF-8 text otherwise (stored-ids.ts). */
+function idBytes(id: string): number {
+  const stored = storedId(id);
+  return typeof stored === "string" ? utf8Bytes(stored) : stored.byteLength;
 }
 
 /**
@@ -243,10 +252,10 @@ export function addressBytes(write: Write): number {
   switch (write.kind) {
     case "entry": {
       const { entry } = write;
-      return utf8Bytes(entry.id) + utf8Bytes(entry.type) + (entry.type === "custom" ? utf8Bytes(entry.customType) : 0);
+      return idBytes(entry.id) + utf8Bytes(entry.type) + (entry.type === "custom" ? utf8Bytes(entry.customType) : 0);
     }
     case "usage":
-      return utf8Bytes(write.row.id) + utf8Bytes(write.row.entryId ?? "");
+      return idBytes(write.row.id) + (write.row.entryId === undefined ? 0 : idBytes(write.row.entryId));
     case "value":
       return (write.namespace === RESULTS_NAMESPACE ? 0 : utf8Bytes(write.namespace)) + utf8Bytes(write.key);
     case "list":

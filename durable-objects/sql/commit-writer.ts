@@ -17,18 +17,20 @@ export interface Counters {
   usage: Usage;
 }
 
-/** Encodes and size-checks a write's payload before any transaction starts (R7). */
-export function encodePayloadOf(write: Write): EncodedPayload {
+/** Encodes and size-checks a write's payload, committed at `timestamp`, before any transaction starts (R7). */
+export function encodePayloadOf(write: Write, timestamp: number): EncodedPayload {
   switch (write.kind) {
     case "entry": {
       // Only inline payloads are stored with a sparse usage: a chunked one (over 1 MiB) stays
       // plain so that reads can splice it without decoding it (json-bytes.ts).
-      const stored = encodePayload(storedEntryPayload(write.entry));
+      const stored = encodePayload(storedEntryPayload(write.entry, timestamp));
       return stored.chunks ? encodePayload(entryPayload(write.entry)) : stored;
     }
     case "usage": {
       const { usage, details } = write.row;
-      const encoded = encodePayload({ usage: sparseUsage(usage), ...(details !== undefined && { details }) });
+      // A row without details stores its sparse usage bare; a sparse usage has no `usage` key, so
+      // reads tell the forms apart (rows.ts decodeUsage).
+      const encoded = encodePayload(details === undefined ? sparseUsage(usage) : { usage: sparseUsage(usage), details });
       // Ledger rows are small by nature; their payload column is never chunked.
       if (encoded.chunks) throw new PayloadTooLarge(encoded.chunks.reduce((n, c) => n + c.byteLength, 0), INLINE_LIMIT);
       return encoded;

@@ -7,7 +7,7 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { Usage, UsageRow } from "../../schema/usage.ts";
 import { USAGE_EXPANSION_BYTES } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
-import { restoreEntryPayloadText } from "./entry-codec.ts";
+import { MESSAGE_EXPANSION_BYTES, restoreEntryPayloadText } from "./entry-codec.ts";
 import { JsonWriter, mergeObjectBytes, payloadBytes, payloadBytesSql } from "./json-bytes.ts";
 import { decodeStructure, decodeUsage, parentIdOf, rareTypeClauses, USAGE_COLUMNS, type EntryRow, type UsageTableRow } from "./rows.ts";
 import { idText, storedId } from "./stored-ids.ts";
@@ -164,8 +164,8 @@ function sizedStructure(row: SizedEntryRow): SizedStructure {
 }
 
 function entriesAnswer(host: SqlHost, candidates: readonly SizedStructure[], page: PageRequest): JsonBytes<Page<Entry>> {
-  // A message's usage is stored sparse (entry-codec.ts): its answer may be that much longer.
-  const { taken, more } = takeWithin(candidates, page, (entry) => entry.bytes + (entry.type === "message" ? USAGE_EXPANSION_BYTES : 0));
+  // A message's usage and timestamp are stored short (entry-codec.ts): its answer may be longer.
+  const { taken, more } = takeWithin(candidates, page, (entry) => entry.bytes + (entry.type === "message" ? MESSAGE_EXPANSION_BYTES : 0));
   const inline = inlinePayloads(host, "entries", "payload", taken);
   const writer = new JsonWriter().text("{\"items\":[");
   taken.forEach((entry, index) => {
@@ -185,8 +185,8 @@ function writeEntry(writer: JsonWriter, host: SqlHost, entry: EntryStructure, ch
     type: entry.type,
     ...(entry.customType !== undefined && { customType: entry.customType }),
   });
-  // Only inline payloads can hold a sparse usage (commit-writer.ts); chunked ones splice as stored.
-  const stored = entry.type === "message" && inline !== null ? restoreEntryPayloadText(inline) : inline;
+  // Only inline payloads hold short members (commit-writer.ts); chunked ones splice as stored.
+  const stored = entry.type === "message" && inline !== null ? restoreEntryPayloadText(inline, entry.timestamp) : inline;
   mergeObjectBytes(writer, head, payloadBytes(host, entry.seq, chunks, stored));
 }
 

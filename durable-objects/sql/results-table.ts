@@ -1,11 +1,13 @@
 import { operationResult } from "../../harness/session/builtin-addresses.ts";
 import type { EncodedPayload } from "./payload-codec.ts";
 import type { SqlHost } from "./sql-host.ts";
+import { idText, storedId } from "./stored-ids.ts";
 
 // Where the `pi.result` values live (session migration 8, QUALITY P3): the records of settled
 // operations, one per operation, written once and kept forever, in the `op_results` table. A
 // record whose payload needs chunks stays in the values table with them, so reads look in both;
-// databases written before the migration had their inline records moved by it.
+// databases written before the migration had their inline records moved by it. The key is stored
+// as the ids of entries are (stored-ids.ts: 16 bytes for a UUID; session migration 9).
 
 export const RESULTS_NAMESPACE = operationResult("").namespace;
 
@@ -24,13 +26,13 @@ export type StoredRow = {
  */
 export function applyResultWrite(host: SqlHost, key: string, payload: EncodedPayload | undefined, seq: number): boolean {
   if (payload === undefined || payload.inline === null) {
-    host.sql.exec("DELETE FROM op_results WHERE operation_id = ?", key);
+    host.sql.exec("DELETE FROM op_results WHERE operation_id = ?", storedId(key));
     return false;
   }
   host.sql.exec(
     `INSERT INTO op_results (operation_id, seq, record) VALUES (?, ?, ?)
      ON CONFLICT (operation_id) DO UPDATE SET seq = excluded.seq, record = excluded.record`,
-    key,
+    storedId(key),
     seq,
     payload.inline,
   );
@@ -40,7 +42,7 @@ export function applyResultWrite(host: SqlHost, key: string, payload: EncodedPay
 /** The stored row of one record, inline in `op_results` or chunked in the values table. */
 export function readResultRow(host: SqlHost, key: string): StoredRow | undefined {
   const row = host.sql
-    .exec<{ seq: number; record: string }>("SELECT seq, record FROM op_results WHERE operation_id = ?", key)
+    .exec<{ seq: number; record: string }>("SELECT seq, record FROM op_results WHERE operation_id = ?", storedId(key))
     .toArray()[0];
   if (row) return { key, seq: row.seq, chunks: 0, value: row.record };
   return host.sql
@@ -49,15 +51,15 @@ export function readResultRow(host: SqlHost, key: string): StoredRow | undefined
     .map((found) => ({ key, ...found }))[0];
 }
 
-/** Every record whose operation id starts with `prefix`, from both places, in key order. */
+/**
+ * Every record whose operation id starts with `prefix`, from both places, in key order. Keys stored
+ * as bytes have no text order in SQL, so this reads every record: records are read by their key,
+ * and no path of the engine scans them (tests and tools do).
+ */
 export function scanResultRows(host: SqlHost, prefix: string): StoredRow[] {
   const rows: StoredRow[] = [];
-  for (const row of host.sql.exec<{ key: string; seq: number; record: string }>(
-    "SELECT operation_id AS key, seq, record FROM op_results WHERE operation_id >= ? ORDER BY operation_id",
-    prefix,
-  )) {
-    if (!row.key.startsWith(prefix)) break;
-    rows.push({ key: row.key, seq: row.seq, chunks: 0, value: row.record });
+  for (const row of host.sql.exec<{ key: string; seq: number; record: string }>(`SELECT ${idText("operation_id")} AS key, seq, record FROM op_results`)) {
+    if (row.key.startsWith(prefix)) rows.push({ key: row.key, seq: row.seq, chunks: 0, value: row.record });
   }
   for (const row of host.sql.exec<StoredRow>(
     "SELECT key, seq, chunks, value FROM vals WHERE namespace = ? AND key >= ? ORDER BY key",

@@ -52,7 +52,7 @@ export type UsageTableRow = {
 };
 
 export function decodeEntry(host: SqlHost, row: EntryRow): Entry {
-  const payload = restoreEntryPayload(readPayload<object>(host, row.seq, row.chunks, row.payload) ?? {});
+  const payload = restoreEntryPayload(readPayload<unknown>(host, row.seq, row.chunks, row.payload) ?? {}, row.ts);
   const entry: object = {
     id: row.id,
     parentId: row.parent_id,
@@ -77,7 +77,10 @@ export function decodeStructure(row: Omit<EntryRow, "chunks" | "payload">): Entr
 }
 
 export function decodeUsage(row: UsageTableRow): UsageRow {
-  const payload: { usage: StoredUsage; details?: UsageRow["details"] } = JSON.parse(row.payload);
+  // Bare sparse usage (a row without details), or wrapped with its details (commit-writer.ts);
+  // earlier builds wrapped every row.
+  const stored: StoredUsage | { usage: StoredUsage; details?: UsageRow["details"] } = JSON.parse(row.payload);
+  const payload: { usage: StoredUsage; details?: UsageRow["details"] } = "usage" in stored ? stored : { usage: stored };
   return {
     id: row.id,
     seq: row.seq,

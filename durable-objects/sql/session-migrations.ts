@@ -177,7 +177,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: "binary_ids",
-    // Entry and ledger ids in canonical UUID text are stored as their 16 bytes since QUALITY P3
+    // Entry, ledger and result-record ids in canonical UUID text are stored as their 16 bytes since QUALITY P3
     // (stored-ids.ts); lookups bind that form, so the text ids of earlier builds are converted
     // once, here. A parent's id text that earlier rows or fork imports hold stays text: it is only
     // read, never looked up.
@@ -185,6 +185,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       `UPDATE entries SET id = ${uuidBytes("id")} WHERE ${isCanonicalUuidText("id")}`,
       `UPDATE usage SET id = ${uuidBytes("id")} WHERE ${isCanonicalUuidText("id")}`,
       `UPDATE usage SET entry_id = ${uuidBytes("entry_id")} WHERE ${isCanonicalUuidText("entry_id")}`,
+      `UPDATE op_results SET operation_id = ${uuidBytes("operation_id")} WHERE ${isCanonicalUuidText("operation_id")}`,
     ],
   },
 ];

@@ -110,8 +110,8 @@ export class SqlSessionStorage implements Storage {
   commit(writes: readonly Write[]): CommitResult {
     this.assertOpen();
     // Encode and size-check every payload first: a refused payload writes nothing (R7).
-    const prepared = writes.map((write) => ({ write, payload: encodePayloadOf(write) }));
     const timestamp = this.clock();
+    const prepared = writes.map((write) => ({ write, payload: encodePayloadOf(write, timestamp) }));
     const next = this.host.transactionSync(() => {
       const counters = { ...this.counters };
       const seqs: number[] = [];

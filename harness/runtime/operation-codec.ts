@@ -1,5 +1,6 @@
 import type { OperationError, OperationKind, OperationResultRecord, OperationStatus } from "../../schema/lane.ts";
 import { operationGeneration, operationMeta, operationResult, operationState } from "../session/builtin-addresses.ts";
+import { packUuid, unpackUuid } from "../session/ids.ts";
 import type { SessionReader } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
 import { resolveCapture, type CaptureStore } from "./captures.ts";
@@ -195,16 +196,31 @@ type FullStoredResult = Omit<OperationResultRecord, "operationId"> & { operation
 /**
  * The record as stored since QUALITY P3: every settled operation keeps one forever, so it leaves
  * out what a simple turn would repeat: the operation id (the key), the defaults (`k` absent: a
- * run, `s` absent: completed), null tips, and the end as a duration from the start.
+ * run, `s` absent: completed), null tips, and the end as a duration from the start. A tip that is
+ * a UUID is kept packed (`F`, `T`: 22 characters instead of 36, ids.ts packUuid); any other as
+ * its text (`f`, `t`).
  */
 interface CompactStoredResult {
   k?: OperationKind;
   s?: OperationStatus;
   e?: OperationError;
   f?: string;
+  F?: string;
   t?: string;
+  T?: string;
   a: number;
   d: number;
+}
+
+/** A tip as stored: nothing for null, packed under the capital key when it is a UUID. */
+function storedTip(tip: string | null, key: "f" | "t"): Partial<CompactStoredResult> {
+  if (tip === null) return {};
+  const packed = packUuid(tip);
+  return packed === undefined ? { [key]: tip } : { [key === "f" ? "F" : "T"]: packed };
+}
+
+function readTip(text: string | undefined, packed: string | undefined): string | null {
+  return text ?? (packed === undefined ? null : unpackUuid(packed));
 }
 
 /** The immutable record of a settled operation (reference §3.8), written once by the terminal. */
@@ -213,8 +229,8 @@ export function resultWrite(record: OperationResultRecord): Write {
     ...(record.kind !== "run" && { k: record.kind }),
     ...(record.status !== "completed" && { s: record.status }),
     ...(record.error !== undefined && { e: record.error }),
-    ...(record.fromTipId !== null && { f: record.fromTipId }),
-    ...(record.tipId !== null && { t: record.tipId }),
+    ...storedTip(record.fromTipId, "f"),
+    ...storedTip(record.tipId, "t"),
     a: record.startedAt,
     d: record.endedAt - record.startedAt,
   };
@@ -235,8 +251,8 @@ export function readResult(m: Pick<SessionReader, "getValue">, operationId: stri
     kind: stored.k ?? "run",
     status: stored.s ?? "completed",
     ...(stored.e !== undefined && { error: stored.e }),
-    fromTipId: stored.f ?? null,
-    tipId: stored.t ?? null,
+    fromTipId: readTip(stored.f, stored.F),
+    tipId: readTip(stored.t, stored.T),
     startedAt: stored.a,
     endedAt: stored.a + stored.d,
   };

@@ -24,3 +24,36 @@ export function uuidv7Timestamp(id: string): number {
 export function followerId(ids: IdGenerator, leaderId: string): string {
   return ids.next(uuidv7Timestamp(leaderId));
 }
+
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const PACKED_LENGTH = 22;
+
+/**
+ * A UUID in canonical text (36 characters) as the 22 base64url characters of its 128 bits, for
+ * stored forms that keep ids inside JSON (QUALITY P3); undefined for any other id, which is kept
+ * as it is. `unpackUuid` gives back the same text.
+ */
+export function packUuid(id: string): string | undefined {
+  if (!CANONICAL_UUID.test(id)) return undefined;
+  // 128 bits in 22 six-bit digits: the last digit carries 4 bits of padding.
+  let bits = BigInt(`0x${id.replaceAll("-", "")}`) << 4n;
+  let packed = "";
+  for (let digit = 0; digit < PACKED_LENGTH; digit++) {
+    packed = BASE64URL.charAt(Number(bits & 63n)) + packed;
+    bits >>= 6n;
+  }
+  return packed;
+}
+
+export function unpackUuid(packed: string): string {
+  if (packed.length !== PACKED_LENGTH) throw new TypeError(`Not a packed UUID: ${packed}`);
+  let bits = 0n;
+  for (const character of packed) {
+    const digit = BASE64URL.indexOf(character);
+    if (digit < 0) throw new TypeError(`Not a packed UUID: ${packed}`);
+    bits = (bits << 6n) | BigInt(digit);
+  }
+  const hex = (bits >> 4n).toString(16).padStart(32, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

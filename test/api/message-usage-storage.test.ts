@@ -4,9 +4,9 @@ import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { call } from "./helpers.ts";
 import { objectOf, scriptedLane, tenantWithSession, user } from "./session-helpers.ts";
 
-// A message's usage is stored sparse (QUALITY P3: ~90 bytes less per assistant message, kept
-// forever): zero counts and costs left out, wrapped in a one-element array. Every read answers the
-// full usage, byte-for-byte what was committed; rows an earlier build stored whole read the same.
+// A message entry is stored as `[message]`, its usage sparse and its timestamp as its distance from
+// the commit time (QUALITY P3: ~110 bytes less per assistant message, kept forever). Every read
+// answers byte-for-byte what was committed; rows an earlier build stored whole read the same.
 
 const ZERO_COST = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
 const assistant = (text: string, usage: object) => ({
@@ -17,7 +17,7 @@ const assistant = (text: string, usage: object) => ({
   model: "echo",
   usage,
   stopReason: "stop",
-  timestamp: 2,
+  timestamp: Date.now(),
 });
 const PRICED = { input: 120, output: 30, cacheRead: 0, cacheWrite: 7, reasoning: 4, totalTokens: 157, cost: { input: 0.5, output: 0, cacheRead: 0, cacheWrite: 0.25, total: 0.75, totalFromProvider: true } };
 const UNPRICED = { input: 40, output: 9, cacheRead: 0, cacheWrite: 0, totalTokens: 49, cost: ZERO_COST };
@@ -35,7 +35,7 @@ async function sessionWithMessages(prefix: string) {
     return (await response.json<{ entryId: string }>()).entryId;
   };
   const ids = [
-    await post({ message: user("one") }),
+    await post({ message: { ...user("one"), timestamp: Date.now() } }),
     await post({ message: assistant("priced", PRICED) }),
     await post({ message: assistant("unpriced", UNPRICED) }),
   ];
@@ -67,7 +67,7 @@ function storedPayloads(tenantId: string, sid: string): Promise<string[]> {
   );
 }
 
-describe("message usage at rest", () => {
+describe("message usage and timestamps at rest", () => {
   it("stores a message's usage sparse and answers it whole on every read", async () => {
     const setup = await sessionWithMessages("usage_sparse");
     const stored = await storedPayloads(setup.tenantId, setup.sid);
@@ -89,13 +89,15 @@ describe("message usage at rest", () => {
     const setup = await sessionWithMessages("usage_whole");
     const before = await reads(setup);
     await runInDurableObject(objectOf(setup.tenantId, setup.sid), (_instance: SessionObject, state) => {
-      const rows = state.storage.sql.exec<{ seq: number; payload: string }>("SELECT seq, payload FROM entries WHERE payload LIKE '%\"usage\":[%'").toArray();
-      expect(rows).toHaveLength(3);
+      const rows = state.storage.sql.exec<{ seq: number; payload: string }>("SELECT seq, payload FROM entries WHERE type = 'message'").toArray();
+      expect(rows).toHaveLength(5);
       for (const row of rows) {
-        const payload: { message: { usage: [object] } } = JSON.parse(row.payload);
-        const whole = JSON.parse(before[0] ?? "").items.find((entry: { seq: number }) => entry.seq === row.seq).message.usage;
-        state.storage.sql.exec("UPDATE entries SET payload = ? WHERE seq = ?", JSON.stringify({ ...payload, message: { ...payload.message, usage: whole } }), row.seq);
+        expect(row.payload).toContain(`"timestamp":[`);
+        expect(row.payload.startsWith("[")).toBe(true);
+        const whole = JSON.parse(before[0] ?? "").items.find((entry: { seq: number }) => entry.seq === row.seq).message;
+        state.storage.sql.exec("UPDATE entries SET payload = ? WHERE seq = ?", JSON.stringify({ message: whole }), row.seq);
       }
+      expect(state.storage.sql.exec("SELECT seq FROM entries WHERE payload LIKE '[%' OR payload LIKE '%\"usage\":[%' OR payload LIKE '%\"timestamp\":[%'").toArray()).toEqual([]);
     });
     expect(await reads(setup)).toEqual(before);
   });

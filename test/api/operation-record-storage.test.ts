@@ -6,6 +6,7 @@ import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
+import { storedId } from "../../durable-objects/sql/stored-ids.ts";
 
 // A settled operation's record (QUALITY P3): kept once, in the compact form, in the session's
 // `op_results` table, and answered by every API exactly as before; a record an earlier build stored
@@ -37,7 +38,7 @@ describe("operation records at rest", () => {
     const setup = await laneSetup("record_compact");
     const record = await settledPrompt(setup, "hello there");
     const stored = await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => ({
-      rows: state.storage.sql.exec<{ record: string }>("SELECT record FROM op_results WHERE operation_id = ?", record.operationId).toArray(),
+      rows: state.storage.sql.exec<{ record: string }>("SELECT record FROM op_results WHERE operation_id = ?", storedId(record.operationId)).toArray(),
       inValues: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM vals WHERE namespace = 'pi.result'").one().n,
     }));
     expect(stored.inValues).toBe(0);
@@ -60,8 +61,8 @@ describe("operation records at rest", () => {
     await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => {
       const { operationId, ...full } = record;
       const sql = state.storage.sql;
-      const { seq } = sql.exec<{ seq: number }>("SELECT seq FROM op_results WHERE operation_id = ?", operationId).one();
-      sql.exec("DELETE FROM op_results WHERE operation_id = ?", operationId);
+      const { seq } = sql.exec<{ seq: number }>("SELECT seq FROM op_results WHERE operation_id = ?", storedId(operationId)).one();
+      sql.exec("DELETE FROM op_results WHERE operation_id = ?", storedId(operationId));
       sql.exec("INSERT INTO vals (namespace, key, seq, chunks, value) VALUES ('pi.result', ?, ?, 0, ?)", operationId, seq, JSON.stringify(full));
     });
     await evictDurableObject(sessionObject(setup));

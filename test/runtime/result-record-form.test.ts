@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { readResult, resultWrite } from "../../harness/runtime/operation-codec.ts";
 import type { Value } from "../../harness/session/addresses.ts";
+import { packUuid, unpackUuid } from "../../harness/session/ids.ts";
 import type { StoredValue } from "../../harness/session/storage.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 
@@ -54,5 +55,30 @@ describe("operation record stored form", () => {
       expect(JSON.stringify(readResult(holding(withoutId), id))).toBe(JSON.stringify(record));
       expect(JSON.stringify(readResult(holding(record), id))).toBe(JSON.stringify(record));
     }
+  });
+
+  it("keeps UUID tips packed, any other tip as text, and reads the earlier compact form with text tips", () => {
+    const [completed] = records;
+    if (!completed) throw new Error("no record");
+    const stored = JSON.stringify(storedOf(completed));
+    expect(stored).not.toContain(base.tipId);
+    expect(stored).toMatch(/^\{"F":"[A-Za-z0-9_-]{22}","T":"[A-Za-z0-9_-]{22}","a":/);
+    const named = { ...completed, fromTipId: "tip-a", tipId: "TIP-B" };
+    expect(storedOf(named)).toMatchObject({ f: "tip-a", t: "TIP-B" });
+    expect(JSON.stringify(readResult(holding(storedOf(named)), id))).toBe(JSON.stringify(named));
+    // The compact form an earlier build wrote: tips as text under the small keys.
+    const earlier = { f: base.fromTipId, t: base.tipId, a: base.startedAt, d: 1 };
+    expect(JSON.stringify(readResult(holding(earlier), id))).toBe(JSON.stringify(completed));
+  });
+
+  it("packs and unpacks any canonical UUID to the same text", () => {
+    const samples = ["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff", base.tipId, ...Array.from({ length: 200 }, () => crypto.randomUUID())];
+    for (const uuid of samples) {
+      const packed = packUuid(uuid);
+      expect(packed).toHaveLength(22);
+      expect(unpackUuid(packed ?? "")).toBe(uuid);
+    }
+    expect(packUuid(base.tipId.toUpperCase())).toBeUndefined();
+    expect(() => unpackUuid("short")).toThrow(TypeError);
   });
 });

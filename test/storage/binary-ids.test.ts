@@ -4,10 +4,11 @@ import { migrate } from "../../durable-objects/sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import { idText, storedId } from "../../durable-objects/sql/stored-ids.ts";
-import { insertEntry, insertUsage } from "../../harness/session/writes.ts";
-import { assistantMessage, customEntry, messageEntry, objectStub, uniqueObjectName, usageRow } from "../helpers/storage.ts";
+import { operationResult } from "../../harness/session/builtin-addresses.ts";
+import { insertEntry, insertUsage, setValue } from "../../harness/session/writes.ts";
+import { assistantMessage, customEntry, messageEntry, newId, objectStub, uniqueObjectName, usageRow } from "../helpers/storage.ts";
 
-// Entry and ledger ids in canonical UUID text are stored as their 16 bytes (QUALITY P3); other ids
+// Entry, ledger and result-record ids in canonical UUID text are stored as their 16 bytes (QUALITY P3); other ids
 // as their text. Every read answers the same text; session migration 9 converts earlier text ids.
 
 type IdRow = { kind: string; n: number };
@@ -15,7 +16,7 @@ type IdRow = { kind: string; n: number };
 function storedKinds(state: DurableObjectState): Record<string, IdRow[]> {
   const kinds = (column: string, table: string) =>
     state.storage.sql.exec<IdRow>(`SELECT typeof(${column}) || ':' || length(${column}) AS kind, count(*) AS n FROM ${table} WHERE ${column} IS NOT NULL GROUP BY 1 ORDER BY 1`).toArray();
-  return { entries: kinds("id", "entries"), usage: kinds("id", "usage"), usageEntries: kinds("entry_id", "usage") };
+  return { entries: kinds("id", "entries"), usage: kinds("id", "usage"), usageEntries: kinds("entry_id", "usage"), records: kinds("operation_id", "op_results") };
 }
 
 /** A small tree and ledger: a path of three entries, a side entry, an other-form id, usage rows. */
@@ -28,8 +29,20 @@ function seed(storage: SqlSessionStorage) {
   const shouting = customEntry(named.id, "upper", null, "01A2354B-3113-71ED-93B9-8C44DE19DCF1");
   const linked = usageRow(undefined, { entryId: answer.id });
   const loose = usageRow();
-  storage.commit([insertEntry(root), insertEntry(answer), insertEntry(note), insertEntry(side), insertEntry(named), insertEntry(shouting), insertUsage(linked), insertUsage(loose)]);
-  return { root, answer, note, side, named, shouting, linked, loose };
+  const record = { operationId: newId(), value: { t: answer.id, a: 5, d: 1 } };
+  storage.commit([
+    insertEntry(root),
+    insertEntry(answer),
+    insertEntry(note),
+    insertEntry(side),
+    insertEntry(named),
+    insertEntry(shouting),
+    insertUsage(linked),
+    insertUsage(loose),
+    setValue(operationResult(record.operationId), record.value),
+    setValue(operationResult("op-named"), { a: 1, d: 0 }),
+  ]);
+  return { root, answer, note, side, named, shouting, linked, loose, record };
 }
 
 /** Everything the storage answers about ids, for before/after comparisons. */
@@ -43,6 +56,8 @@ function readAll(storage: SqlSessionStorage, seeded: ReturnType<typeof seed>) {
     oldestFirst: storage.scanBranchStructure({ start: seeded.shouting.id, order: "oldestFirst", stopAtId: seeded.note.id }),
     stopped: storage.scanBranchStructure({ start: seeded.shouting.id, stopAtId: seeded.answer.id }),
     usage: storage.scanUsage(),
+    record: storage.getValue(operationResult(seeded.record.operationId))?.value,
+    records: storage.scanValues(operationResult("")).map((stored) => stored.address.key),
   };
 }
 
@@ -60,8 +75,14 @@ describe("ids at rest", () => {
         ],
         usage: [{ kind: "blob:16", n: 2 }],
         usageEntries: [{ kind: "blob:16", n: 1 }],
+        records: [
+          { kind: "blob:16", n: 1 },
+          { kind: "text:8", n: 1 },
+        ],
       });
       const read = readAll(storage, seeded);
+      expect(read.record).toEqual(seeded.record.value);
+      expect(read.records).toEqual([seeded.record.operationId, "op-named"]);
       expect(read.byId.map((entry) => entry?.id)).toEqual([seeded.root.id, seeded.answer.id, seeded.note.id, seeded.side.id, "not-a-uuid", seeded.shouting.id]);
       expect(read.byId.map((entry) => entry?.parentId)).toEqual([null, seeded.root.id, seeded.answer.id, seeded.root.id, seeded.note.id, "not-a-uuid"]);
       expect(read.branch.map((entry) => entry.id)).toEqual([seeded.shouting.id, "not-a-uuid", seeded.note.id, seeded.answer.id, seeded.root.id]);
@@ -89,6 +110,7 @@ describe("ids at rest", () => {
       // The rows as the earlier build left them: every id as text, migration 9 not applied.
       state.storage.sql.exec(`UPDATE entries SET id = ${idText("id")}`);
       state.storage.sql.exec(`UPDATE usage SET id = ${idText("id")}, entry_id = ${idText("entry_id")}`);
+      state.storage.sql.exec(`UPDATE op_results SET operation_id = ${idText("operation_id")}`);
       state.storage.sql.exec("DELETE FROM schema_migrations WHERE version = ?", before + 1);
       expect(storedKinds(state).entries).toEqual([{ kind: "text:10", n: 1 }, { kind: "text:36", n: 5 }]);
 
@@ -101,6 +123,10 @@ describe("ids at rest", () => {
         ],
         usage: [{ kind: "blob:16", n: 2 }],
         usageEntries: [{ kind: "blob:16", n: 1 }],
+        records: [
+          { kind: "blob:16", n: 1 },
+          { kind: "text:8", n: 1 },
+        ],
       });
       const reopened = SqlSessionStorage.open(state.storage);
       expect(reopened && readAll(reopened, seeded)).toEqual(expected);
