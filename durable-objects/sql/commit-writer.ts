@@ -21,8 +21,8 @@ export interface Counters {
 export function encodePayloadOf(write: Write, timestamp: number): EncodedPayload {
   switch (write.kind) {
     case "entry": {
-      // Only inline payloads are stored with a sparse usage: a chunked one (over 1 MiB) stays
-      // plain so that reads can splice it without decoding it (json-bytes.ts).
+      // Only inline payloads take the short stored forms (entry-codec.ts): a chunked one (over
+      // 1 MiB) stays plain so that reads can splice it without decoding it (json-bytes.ts).
       const stored = encodePayload(storedEntryPayload(write.entry, timestamp));
       return stored.chunks ? encodePayload(entryPayload(write.entry)) : stored;
     }

@@ -177,10 +177,10 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: "binary_ids",
-    // Entry, ledger and result-record ids in canonical UUID text are stored as their 16 bytes since QUALITY P3
-    // (stored-ids.ts); lookups bind that form, so the text ids of earlier builds are converted
-    // once, here. A parent's id text that earlier rows or fork imports hold stays text: it is only
-    // read, never looked up.
+    // Entry, ledger and result-record ids in canonical UUID text are stored as their 16 bytes
+    // since QUALITY P3 (stored-ids.ts); lookups bind that form, so the text ids of earlier builds
+    // are converted once, here. A parent's id text that earlier rows or fork imports hold stays
+    // text: it is only read, never looked up.
     statements: [
       `UPDATE entries SET id = ${uuidBytes("id")} WHERE ${isCanonicalUuidText("id")}`,
       `UPDATE usage SET id = ${uuidBytes("id")} WHERE ${isCanonicalUuidText("id")}`,

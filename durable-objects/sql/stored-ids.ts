@@ -1,4 +1,6 @@
-// Entry and usage ids at rest (QUALITY P3, bytes retained per turn). Every id the engine mints is a
+import { isCanonicalUuid } from "../../harness/session/ids.ts";
+
+// Entry, ledger and result-record ids at rest (QUALITY P3, bytes retained per turn). Every id the engine mints is a
 // UUIDv7 whose text is 36 characters; its 16 bytes say the same. Each entry stores its id twice
 // (the row and the unique index), each ledger row its own id twice and its entry's id once, so a
 // simple turn kept ~100 bytes of hyphens and hex. An id in canonical UUID text (lowercase, hyphens
@@ -7,11 +9,9 @@
 // these adapters sees the difference, and lookups bind the stored form (`storedId`). Session
 // migration 9 converts the text ids earlier builds stored, so one stored form exists per id.
 
-const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** The value an id is stored and looked up as: its 16 bytes when it is canonical UUID text. */
 export function storedId(id: string): string | ArrayBuffer {
-  if (id.length !== 36 || !CANONICAL_UUID.test(id)) return id;
+  if (!isCanonicalUuid(id)) return id;
   const bytes = new Uint8Array(16);
   const hex = id.replaceAll("-", "");
   for (let index = 0; index < 16; index++) bytes[index] = Number.parseInt(hex.slice(index * 2, index * 2 + 2), 16);

@@ -26,6 +26,12 @@ export function followerId(ids: IdGenerator, leaderId: string): string {
 }
 
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether `id` is a UUID in canonical text: lowercase hex, hyphens in place (any version). */
+export function isCanonicalUuid(id: string): boolean {
+  return CANONICAL_UUID.test(id);
+}
+
 const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 const PACKED_LENGTH = 22;
 
@@ -35,7 +41,7 @@ const PACKED_LENGTH = 22;
  * as it is. `unpackUuid` gives back the same text.
  */
 export function packUuid(id: string): string | undefined {
-  if (!CANONICAL_UUID.test(id)) return undefined;
+  if (!isCanonicalUuid(id)) return undefined;
   // 128 bits in 22 six-bit digits: the last digit carries 4 bits of padding.
   let bits = BigInt(`0x${id.replaceAll("-", "")}`) << 4n;
   let packed = "";
