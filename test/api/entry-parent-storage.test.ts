@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { idText } from "../../durable-objects/sql/stored-ids.ts";
 import { call } from "./helpers.ts";
-import { objectOf, tenantWithSession, user } from "./session-helpers.ts";
+import { objectOf, tenantWithSession, user, readTexts } from "./session-helpers.ts";
 
 // An entry's parent is stored once, as the integer link `parent_seq` the branch walk follows; its id
 // is read back through that link (QUALITY P3: 36 bytes less per entry, kept forever). Entries an
@@ -36,13 +36,7 @@ async function reads(setup: Awaited<ReturnType<typeof sessionWithEntries>>): Pro
     `${setup.base}/branches/main/entries`,
     `${setup.base}/branches/main/entries?order=oldestFirst`,
   ];
-  const texts: string[] = [];
-  for (const path of paths) {
-    const response = await call(path, { token: setup.key });
-    expect(response.status, path).toBe(200);
-    texts.push(await response.text());
-  }
-  return texts;
+  return readTexts(paths, setup.key);
 }
 
 describe("entry parents at rest", () => {

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { call } from "./helpers.ts";
-import { objectOf, scriptedLane, tenantWithSession, user } from "./session-helpers.ts";
+import { objectOf, scriptedLane, tenantWithSession, user, readTexts } from "./session-helpers.ts";
 
 // A message entry is stored as `[message]`, its usage sparse and its timestamp as its distance from
 // the commit time (QUALITY P3: ~110 bytes less per assistant message, kept forever). Every read
@@ -49,13 +49,7 @@ async function sessionWithMessages(prefix: string) {
 /** Every read that answers entries, as raw JSON text. */
 async function reads(setup: Awaited<ReturnType<typeof sessionWithMessages>>, base = setup.base): Promise<string[]> {
   const paths = [`${base}/entries`, `${base}/entries?order=desc&limit=2`, `${base}/entries/${setup.ids[1]}`, `${base}/branches/main/entries`];
-  const texts: string[] = [];
-  for (const path of paths) {
-    const response = await call(path, { token: setup.key });
-    expect(response.status, path).toBe(200);
-    texts.push(await response.text());
-  }
-  return texts;
+  return readTexts(paths, setup.key);
 }
 
 function storedPayloads(tenantId: string, sid: string): Promise<string[]> {

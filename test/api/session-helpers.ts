@@ -48,3 +48,14 @@ export async function expectError(response: Response, status: number, code: stri
 
 /** A user message as the API takes it. */
 export const user = (text: string) => ({ role: "user", content: text, timestamp: 1 });
+
+/** The raw JSON text of each read at `paths`, each expected to answer 200 (before/after comparisons). */
+export async function readTexts(paths: readonly string[], token: string): Promise<string[]> {
+  const texts: string[] = [];
+  for (const path of paths) {
+    const response = await call(path, { token });
+    expect(response.status, path).toBe(200);
+    texts.push(await response.text());
+  }
+  return texts;
+}

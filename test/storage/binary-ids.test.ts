@@ -45,6 +45,21 @@ function seed(storage: SqlSessionStorage) {
   return { root, answer, note, side, named, shouting, linked, loose, record };
 }
 
+/** How `seed` stores its ids: the UUIDs as 16 bytes, the other ids (and the uppercase UUID) as text. */
+const SEEDED_KINDS = {
+  entries: [
+    { kind: "blob:16", n: 4 },
+    { kind: "text:10", n: 1 },
+    { kind: "text:36", n: 1 },
+  ],
+  usage: [{ kind: "blob:16", n: 2 }],
+  usageEntries: [{ kind: "blob:16", n: 1 }],
+  records: [
+    { kind: "blob:16", n: 1 },
+    { kind: "text:8", n: 1 },
+  ],
+};
+
 /** Everything the storage answers about ids, for before/after comparisons. */
 function readAll(storage: SqlSessionStorage, seeded: ReturnType<typeof seed>) {
   const ids = [seeded.root.id, seeded.answer.id, seeded.note.id, seeded.side.id, seeded.named.id, seeded.shouting.id];
@@ -67,19 +82,7 @@ describe("ids at rest", () => {
       migrate(state.storage, SESSION_MIGRATIONS);
       const storage = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 });
       const seeded = seed(storage);
-      expect(storedKinds(state)).toEqual({
-        entries: [
-          { kind: "blob:16", n: 4 },
-          { kind: "text:10", n: 1 },
-          { kind: "text:36", n: 1 },
-        ],
-        usage: [{ kind: "blob:16", n: 2 }],
-        usageEntries: [{ kind: "blob:16", n: 1 }],
-        records: [
-          { kind: "blob:16", n: 1 },
-          { kind: "text:8", n: 1 },
-        ],
-      });
+      expect(storedKinds(state)).toEqual(SEEDED_KINDS);
       const read = readAll(storage, seeded);
       expect(read.record).toEqual(seeded.record.value);
       expect(read.records).toEqual([seeded.record.operationId, "op-named"]);
@@ -115,19 +118,7 @@ describe("ids at rest", () => {
       expect(storedKinds(state).entries).toEqual([{ kind: "text:10", n: 1 }, { kind: "text:36", n: 5 }]);
 
       migrate(state.storage, SESSION_MIGRATIONS);
-      expect(storedKinds(state)).toEqual({
-        entries: [
-          { kind: "blob:16", n: 4 },
-          { kind: "text:10", n: 1 },
-          { kind: "text:36", n: 1 },
-        ],
-        usage: [{ kind: "blob:16", n: 2 }],
-        usageEntries: [{ kind: "blob:16", n: 1 }],
-        records: [
-          { kind: "blob:16", n: 1 },
-          { kind: "text:8", n: 1 },
-        ],
-      });
+      expect(storedKinds(state)).toEqual(SEEDED_KINDS);
       const reopened = SqlSessionStorage.open(state.storage);
       expect(reopened && readAll(reopened, seeded)).toEqual(expected);
     });
