@@ -1,6 +1,7 @@
 import type { WakeScheduler } from "../harness/runtime/core.ts";
 import { DeferredRegistrations } from "./session/deferred-registrations.ts";
 import { SettlementOutbox } from "./session/settlement-outbox.ts";
+import { idText, storedId } from "./sql/stored-ids.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
 export interface AlarmHost {
@@ -55,7 +56,7 @@ export class DueWork implements WakeScheduler {
     this.host.sql.exec(
       `INSERT INTO due_work (operation_id, lane, due_at) VALUES (?, ?, ?)
        ON CONFLICT (operation_id) DO UPDATE SET due_at = excluded.due_at, lane = excluded.lane`,
-      operationId,
+      storedId(operationId),
       lane,
       dueAt,
     );
@@ -67,7 +68,7 @@ export class DueWork implements WakeScheduler {
    * the tenant's slot release and webhooks survive any crash after the commit.
    */
   settled(lane: string, operationId: string): void {
-    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
     this.outbox.record(lane, operationId);
     this.rearm();
     this.notify("settled");
@@ -78,7 +79,7 @@ export class DueWork implements WakeScheduler {
    * DeferredIndex shard lands in the suspending commit's batch and is forwarded after it.
    */
   suspended(lane: string, operationId: string, pollAt: number): void {
-    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
     this.registrations.record(lane, operationId, pollAt);
     this.rearm();
     this.notify("suspended");
@@ -94,13 +95,13 @@ export class DueWork implements WakeScheduler {
 
   /** Waiting for an outside event (a client's tool result), the operation holds no row; it stays open. */
   parked(_lane: string, operationId: string): void {
-    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", operationId);
+    this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
     this.rearm();
   }
 
   /** Every scheduled operation (one per lane at most), earliest first. */
   all(): DueRow[] {
-    return this.host.sql.exec<DueRow>("SELECT operation_id, lane, due_at FROM due_work ORDER BY due_at").toArray();
+    return this.host.sql.exec<DueRow>(`SELECT ${idText("operation_id")} AS operation_id, lane, due_at FROM due_work ORDER BY due_at`).toArray();
   }
 
   /** The earliest time the alarm is wanted: due drive passes and outbox rows share it. */
@@ -112,7 +113,7 @@ export class DueWork implements WakeScheduler {
 
   /** Moves an operation's row `delayMs` from now (a pass that failed is retried later). */
   postpone(operationId: string, delayMs: number): void {
-    this.host.sql.exec("UPDATE due_work SET due_at = ? WHERE operation_id = ?", this.clock() + delayMs, operationId);
+    this.host.sql.exec("UPDATE due_work SET due_at = ? WHERE operation_id = ?", this.clock() + delayMs, storedId(operationId));
   }
 
   forget(operationId: string): void {

@@ -1,4 +1,5 @@
 import { SerialRerun } from "./serial-rerun.ts";
+import { idText, storedId } from "../sql/stored-ids.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 
 /**
@@ -57,7 +58,7 @@ export class SettlementOutbox {
     this.handedOver.delete(operationId);
     this.sql.exec(
       "INSERT INTO settlement_outbox (operation_id, lane, settled_at, forward_at, reservation_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (operation_id) DO NOTHING",
-      operationId,
+      storedId(operationId),
       lane,
       now,
       now + FORWARD_SAFETY_NET_MS,
@@ -72,16 +73,16 @@ export class SettlementOutbox {
 
   /** The oldest rows, read fully (a cursor never crosses an await). */
   pending(limit: number): OutboxRow[] {
-    return this.sql.exec<OutboxRow>("SELECT operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?", limit).toArray();
+    return this.sql.exec<OutboxRow>(`SELECT ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?`, limit).toArray();
   }
 
   remove(operationIds: readonly string[]): void {
-    for (const id of operationIds) this.sql.exec("DELETE FROM settlement_outbox WHERE operation_id = ?", id);
+    for (const id of operationIds) this.sql.exec("DELETE FROM settlement_outbox WHERE operation_id = ?", storedId(id));
   }
 
   postpone(operationIds: readonly string[], delayMs: number): void {
     const at = this.clock() + delayMs;
-    for (const id of operationIds) this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, id);
+    for (const id of operationIds) this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, storedId(id));
   }
 }
 

@@ -188,4 +188,15 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       `UPDATE op_results SET operation_id = ${uuidBytes("operation_id")} WHERE ${isCanonicalUuidText("operation_id")}`,
     ],
   },
+  {
+    version: 10,
+    name: "binary_schedule_ids",
+    // Every turn inserts and deletes a due_work row and a settlement_outbox row keyed by its
+    // operation id (QUALITY P3, bytes written): those keys are stored as the ids above are, and
+    // rows an earlier build left pending are converted so that their lookups still match.
+    statements: [
+      `UPDATE due_work SET operation_id = ${uuidBytes("operation_id")} WHERE ${isCanonicalUuidText("operation_id")}`,
+      `UPDATE settlement_outbox SET operation_id = ${uuidBytes("operation_id")} WHERE ${isCanonicalUuidText("operation_id")}`,
+    ],
+  },
 ];

@@ -7,6 +7,7 @@ import type { TenantObject } from "../../durable-objects/tenant-object.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
 import { deliveries, eventually, receivedAtLeast, receiver, register, settledPrompt } from "./webhooks-helpers.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 
 // The session's settlement outbox: a settled operation's row is written in the settling commit and
 // forwarded after it to the TenantObject, which frees the open-operation slot and enqueues the
@@ -17,7 +18,7 @@ type OutboxRow = { operation_id: string; settled_at: number; forward_at: number 
 
 function outboxRows(tenantId: string, sid: string): Promise<OutboxRow[]> {
   return runInDurableObject(objectOf(tenantId, sid), (_instance: SessionObject, state) =>
-    state.storage.sql.exec<OutboxRow>("SELECT operation_id, settled_at, forward_at FROM settlement_outbox").toArray(),
+    state.storage.sql.exec<OutboxRow>(`SELECT ${idText("operation_id")} AS operation_id, settled_at, forward_at FROM settlement_outbox`).toArray(),
   );
 }
 

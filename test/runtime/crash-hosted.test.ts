@@ -8,6 +8,7 @@ import type { HarnessSettingsPatch } from "../../schema/settings.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";
 import { never, objectInvariants, shapeOf, stepsTaken, until } from "./invariants.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 
 // The same crash matrix through the real hosting (ARCHITECTURE D7): acceptOperation starts the
 // pass in the object, abortAllDurableObjects() kills it, and the fresh object's alarm (re-armed
@@ -47,7 +48,7 @@ async function killAndResume(name: string, operationId: string) {
   await abortAllDurableObjects();
   const fresh = sessionStub(name);
   const due = await runInDurableObject(fresh, (_instance: SessionObject, state) =>
-    state.storage.sql.exec<{ operation_id: string }>("SELECT operation_id FROM due_work").toArray().map((row) => row.operation_id),
+    state.storage.sql.exec<{ operation_id: string }>(`SELECT ${idText("operation_id")} AS operation_id FROM due_work`).toArray().map((row) => row.operation_id),
   );
   await runInDurableObject(fresh, (instance: SessionObject) => instance.alarm());
   let info = await execution(fresh);

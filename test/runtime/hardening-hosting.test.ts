@@ -4,6 +4,7 @@ import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, unwrap } from "../helpers/sessions.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 
 // Engine hardening, hosting: each test reproduces one defect found in review.
 
@@ -32,7 +33,7 @@ describe("hardening 5: one failing drive does not stop the alarm", () => {
         () => "completed",
         (error: unknown) => `threw: ${error instanceof Error ? error.message : String(error)}`,
       );
-      const rows = state.storage.sql.exec<{ operation_id: string; due_at: number }>("SELECT operation_id, due_at FROM due_work").toArray();
+      const rows = state.storage.sql.exec<{ operation_id: string; due_at: number }>(`SELECT ${idText("operation_id")} AS operation_id, due_at FROM due_work`).toArray();
       return { outcome, alarm: await state.storage.getAlarm(), rows, before };
     });
     expect(after.outcome).toBe("completed");

@@ -4,6 +4,7 @@ import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, failureCode, sessionStub, unwrap } from "../helpers/sessions.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 
 // Hosting in the SessionObject (ARCHITECTURE D7): acceptance starts the pass at once, the due-work
 // table arms the one alarm, and the alarm resumes whatever a dead object left open.
@@ -44,7 +45,7 @@ describe("SessionObject hosting of lanes and runs", () => {
     // The restarted object re-arms its alarm for the operation the dead pass left open.
     const armed = await runInDurableObject(fresh, async (_instance: SessionObject, state) => ({
       alarm: await state.storage.getAlarm(),
-      due: state.storage.sql.exec<{ operation_id: string }>("SELECT operation_id FROM due_work").toArray().map((row) => row.operation_id),
+      due: state.storage.sql.exec<{ operation_id: string }>(`SELECT ${idText("operation_id")} AS operation_id FROM due_work`).toArray().map((row) => row.operation_id),
     }));
     expect(armed.due).toEqual([admission.operationId]);
     expect(armed.alarm).not.toBeNull();

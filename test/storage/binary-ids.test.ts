@@ -110,11 +110,11 @@ describe("ids at rest", () => {
       const storage = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 });
       const seeded = seed(storage);
       const expected = readAll(storage, seeded);
-      // The rows as the earlier build left them: every id as text, migration 9 not applied.
+      // The rows as the earlier build left them: every id as text, migration 9 (and later) not applied.
       state.storage.sql.exec(`UPDATE entries SET id = ${idText("id")}`);
       state.storage.sql.exec(`UPDATE usage SET id = ${idText("id")}, entry_id = ${idText("entry_id")}`);
       state.storage.sql.exec(`UPDATE op_results SET operation_id = ${idText("operation_id")}`);
-      state.storage.sql.exec("DELETE FROM schema_migrations WHERE version = ?", before + 1);
+      state.storage.sql.exec("DELETE FROM schema_migrations WHERE version >= ?", before + 1);
       expect(storedKinds(state).entries).toEqual([{ kind: "text:10", n: 1 }, { kind: "text:36", n: 5 }]);
 
       migrate(state.storage, SESSION_MIGRATIONS);
