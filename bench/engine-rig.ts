@@ -8,6 +8,7 @@ import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
 import { SqlSessionStorage } from "../durable-objects/sql/sql-session-storage.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
+import { longOperationForm } from "../harness/runtime/operation-short-form.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
 import { Session } from "../harness/session/session.ts";
 import type { CommitResult, Storage, Write } from "../harness/session/storage.ts";
@@ -309,8 +310,9 @@ export function describeWrite(write: Write): string {
 }
 
 /** The `at` of an operation state value (`pi.op.state`), for the breakdown. */
-function stateAt(value: unknown): string | undefined {
-  if (typeof value !== "object" || value === null || !("at" in value)) return undefined;
+function stateAt(stored: unknown): string | undefined {
+  if (typeof stored !== "object" || stored === null) return undefined;
+  const value = longOperationForm<{ at?: unknown; continuation?: unknown }>(stored);
   const { at } = value;
   if (typeof at !== "string") return undefined;
   const continuation = "continuation" in value ? value.continuation : undefined;

@@ -2,7 +2,7 @@ import type { Entry, NewEntry } from "../../schema/entries.ts";
 import type { HarnessEvent, LaneQueuedItem, OperationKind } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { DeferredMode, HarnessResources, HarnessSettings } from "../../schema/settings.ts";
-import { branchTip, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
+import { branchTip, legacyOperationMeta, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
 import { isUuidV7 } from "../session/ids.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import type { HarnessCore } from "./core.ts";
@@ -94,7 +94,7 @@ export function admissionRefusal(m: Pick<SessionReader, "getValue">, state: Lane
     const { meta } = state.operation;
     return { code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind };
   }
-  if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId))) {
+  if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId)) || m.getValue(legacyOperationMeta(operationId))) {
     return { code: "InvalidOperationId", operationId };
   }
   return undefined;

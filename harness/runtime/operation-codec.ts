@@ -1,11 +1,12 @@
 import type { OperationError, OperationKind, OperationResultRecord, OperationStatus } from "../../schema/lane.ts";
-import { operationGeneration, operationMeta, operationResult, operationState } from "../session/builtin-addresses.ts";
+import { legacyOperationMeta, legacyOperationState, operationGeneration, operationMeta, operationResult, operationState } from "../session/builtin-addresses.ts";
 import { packUuid, unpackUuid } from "../session/ids.ts";
 import type { SessionReader } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
 import { resolveCapture, type CaptureStore } from "./captures.ts";
 import { deleteValue, setValue } from "../session/writes.ts";
 import type { Control, GenerationContext, OperationMeta, OperationState, RunSettings } from "./types.ts";
+import { longOperationForm, shortOperationForm, type ShortForm } from "./operation-short-form.ts";
 
 // The durable form of an open operation (reference §3.1–3.3; QUALITY P3). In memory every leaf
 // carries the whole scope, as the reference describes; durably each value holds what only it
@@ -82,7 +83,8 @@ type Reader = Pick<SessionReader, "getValue">;
 export function metaWrites(m: Reader, captures: CaptureStore, meta: OperationMeta, settings: RunSettings): Write[] {
   const { operationId, ...rest } = meta;
   const captured = captures.capture(m, settings);
-  return [...captured.writes, setValue(operationMeta<StoredOperationMeta>(operationId), { ...rest, settings: captured.key })];
+  const stored: StoredOperationMeta = { ...rest, settings: captured.key };
+  return [...captured.writes, setValue(operationMeta<ShortForm>(operationId), shortOperationForm(stored))];
 }
 
 /**
@@ -112,7 +114,7 @@ export function stateWrites(m: Reader, captures: CaptureStore, operationId: stri
   }
   if (control.status !== "running") stored.control = control;
   if (latestAssistantEntryId !== null) stored.latestAssistantEntryId = latestAssistantEntryId;
-  writes.push(setValue(operationState<StoredOperationState>(operationId), stored));
+  writes.push(setValue(operationState<ShortForm>(operationId), shortOperationForm(stored)));
   return writes;
 }
 
@@ -137,14 +139,21 @@ function storedGeneration(m: Reader, captures: CaptureStore, generation: Generat
  * separate generation row only where one was written). */
 export function operationDeletes(m: Reader, operationId: string): Write[] {
   const legacyGeneration = m.getValue(operationGeneration(operationId)) ? [deleteValue(operationGeneration(operationId))] : [];
-  return [deleteValue(operationMeta(operationId)), deleteValue(operationState(operationId)), ...legacyGeneration];
+  // Rows an earlier build keyed by the id's text: only an operation it accepted has them, and then
+  // always its meta (written at acceptance), so one lookup tells.
+  const legacyMeta = legacyOperationMeta(operationId);
+  const legacyRows = legacyMeta.key !== operationMeta(operationId).key && m.getValue(legacyMeta) ? [deleteValue(legacyMeta), deleteValue(legacyOperationState(operationId))] : [];
+  return [deleteValue(operationMeta(operationId)), deleteValue(operationState(operationId)), ...legacyRows, ...legacyGeneration];
 }
 
 /** Reads an open operation back; undefined when a part is missing (the caller decides: corruption). */
 export function readOperation(m: Reader, operationId: string): { meta: OperationMeta; state: OperationState } | undefined {
-  const storedMeta = m.getValue(operationMeta<StoredOperationMeta & { operationId?: string }>(operationId))?.value;
-  if (!storedMeta) return undefined;
-  const stored: StoredOperationState = m.getValue(operationState<StoredOperationState>(operationId))?.value ?? { at: "starting" };
+  // Either key form (builtin-addresses operationKey); a state written since the upgrade is newer.
+  const shortMeta = (m.getValue(operationMeta<StoredOperationMeta & { operationId?: string }>(operationId)) ?? m.getValue(legacyOperationMeta<StoredOperationMeta & { operationId?: string }>(operationId)))?.value;
+  if (!shortMeta) return undefined;
+  const storedMeta = longOperationForm(shortMeta);
+  const shortState = (m.getValue(operationState<StoredOperationState>(operationId)) ?? m.getValue(legacyOperationState<StoredOperationState>(operationId)))?.value;
+  const stored: StoredOperationState = shortState ? longOperationForm(shortState) : { at: "starting" };
   const { settings: capturedSettings, operationId: _legacyId, ...metaRest } = storedMeta;
   const meta: OperationMeta = { operationId, ...metaRest };
   const { control, latestAssistantEntryId, settings: legacySettings, generationContext: legacyGeneration, generation, ...leaf } = stored;

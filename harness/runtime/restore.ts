@@ -1,9 +1,10 @@
 import type { InboxItem, LaneConfiguration, LaneQueuedItem } from "../../schema/lane.ts";
 import { value } from "../session/addresses.ts";
-import { branchTipInventoryPrefix, pendingEntry } from "../session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, operationIdOfKey, pendingEntry } from "../session/builtin-addresses.ts";
 import type { SessionMutator, SessionReader } from "../session/mutation.ts";
 import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
 import { readOperation, type StoredOperationMeta } from "./operation-codec.ts";
+import { longOperationForm } from "./operation-short-form.ts";
 import type { DurableLaneState, OperationMeta, OperationState } from "./types.ts";
 
 export class RestoreCorruption extends Error {
@@ -21,9 +22,11 @@ const operationMetaPrefix = value<Pick<StoredOperationMeta, "lane">>("pi.op.meta
 export function openOperations(m: Pick<SessionReader, "scanValues">): Map<string, string> {
   const open = new Map<string, string>();
   for (const stored of m.scanValues(operationMetaPrefix)) {
-    const other = open.get(stored.value.lane);
-    if (other !== undefined) throw new RestoreCorruption(`Lane "${stored.value.lane}" has two open operations, ${other} and ${stored.address.key}`);
-    open.set(stored.value.lane, stored.address.key);
+    const { lane } = longOperationForm(stored.value);
+    const operationId = operationIdOfKey(stored.address.key);
+    const other = open.get(lane);
+    if (other !== undefined) throw new RestoreCorruption(`Lane "${lane}" has two open operations, ${other} and ${operationId}`);
+    open.set(lane, operationId);
   }
   return open;
 }

@@ -1,6 +1,7 @@
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { JsonObject, JsonValue } from "../../schema/json.ts";
 import { list, value, type Value, type ValueList } from "./addresses.ts";
+import { isPackedUuid, packUuid, unpackUuid } from "./ids.ts";
 
 // The complete built-in address table of reference §1.4. Operation-state shapes are owned by the
 // runtime; at this layer they are opaque JSON so the store never depends on the engine.
@@ -15,8 +16,18 @@ export const branchTip = (name: string): Value<string | null> => value("pi.branc
 export const laneConfig = <T = JsonObject>(name: string): Value<T> => value<T>("pi.lane.config", name);
 export const laneState = <T = JsonObject>(name: string): Value<T> => value<T>("pi.lane.state", name);
 export const operationResult = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.result", opId);
-export const operationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", opId);
-export const operationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", opId);
+/**
+ * The key of an open operation's meta and state (QUALITY P3: both are written and deleted by every
+ * turn): its id packed when it is a UUID (ids.ts packUuid), any other id as it is. Earlier builds
+ * keyed them by the id's text (`legacyOperationMeta`/`legacyOperationState`, read and deleted only).
+ */
+export const operationKey = (opId: string): string => packUuid(opId) ?? opId;
+/** The operation id an open operation's meta or state key stands for (either form). */
+export const operationIdOfKey = (key: string): string => (isPackedUuid(key) ? unpackUuid(key) : key);
+export const operationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", operationKey(opId));
+export const operationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", operationKey(opId));
+export const legacyOperationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", opId);
+export const legacyOperationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", opId);
 /** The operation's current GenerationContext, written once per generation (operation-codec.ts). */
 export const operationGeneration = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.generation", opId);
 export const operationToolArgs = (opId: string, stepId: string, sourceIndex: number): Value<JsonObject> =>

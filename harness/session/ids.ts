@@ -63,3 +63,10 @@ export function unpackUuid(packed: string): string {
   const hex = (bits >> 4n).toString(16).padStart(32, "0");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** Whether `key` is the packed form of a UUID (`packUuid`'s 22 characters, the padding bits clear). */
+export function isPackedUuid(key: string): boolean {
+  if (key.length !== PACKED_LENGTH) return false;
+  for (const character of key) if (BASE64URL.indexOf(character) < 0) return false;
+  return (BASE64URL.indexOf(key.charAt(PACKED_LENGTH - 1)) & 15) === 0;
+}

@@ -15,6 +15,7 @@ import { createSession, sessionStub } from "../helpers/sessions.ts";
 import { SCRIPT } from "./helpers.ts";
 import { ForwardingStorage } from "../../harness/session/forwarding-storage.ts";
 import { acceptPrompt, attach, baseline, objectInvariants, settledRecord, shapeOf, stepsTaken, transcriptOf } from "./invariants.ts";
+import { longOperationForm } from "../../harness/runtime/operation-short-form.ts";
 
 // The injected storage failure of QUALITY R1: a commit that throws inside the object is a harness
 // fault (reference §1.5: all calls reject, the process must restart). A fresh object then recovers
@@ -49,8 +50,7 @@ const entersEffectPending = (writes: readonly Write[]): boolean =>
       write.namespace === "pi.op.state" &&
       typeof write.value === "object" &&
       write.value !== null &&
-      "at" in write.value &&
-      write.value.at === "assistant.effect_pending",
+      longOperationForm<{ at?: unknown }>(write.value).at === "assistant.effect_pending",
   );
 
 interface Faulted {

@@ -4,14 +4,15 @@ import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { normalizeRetryPolicy } from "../../harness/runtime/settings.ts";
 import type { DurableLaneState } from "../../harness/runtime/types.ts";
 import { value } from "../../harness/session/addresses.ts";
-import { laneState, operationMeta, operationState } from "../../harness/session/builtin-addresses.ts";
+import { laneState, legacyOperationMeta, legacyOperationState } from "../../harness/session/builtin-addresses.ts";
 import { ECHO } from "./helpers.ts";
 import { settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
 import { checkInvariants } from "./invariants.ts";
 
 // Durable forms written by earlier builds still restore (QUALITY P3 changed what a turn writes):
-// a lane state naming its current operation, a separate `pi.op.generation` row with two capture
-// keys, and an effect row carrying its model limits. A session stored that way re-attaches,
+// a lane state naming its current operation, meta and state rows keyed by the operation id's text
+// in the long form, a separate `pi.op.generation` row with two capture keys, and an effect row
+// carrying its model limits. A session stored that way re-attaches,
 // recovers the open effect and settles it.
 
 describe("earlier durable forms", () => {
@@ -36,8 +37,8 @@ describe("earlier durable forms", () => {
           m.commit(parts.flatMap((part) => part.writes));
           return parts.map((part) => part.key);
         });
-        await session.setValue(operationMeta(ids.op), { lane: "main", sourceTipId: tip, startedAt: 1, intent: { kind: "run", promptEntryIds: [] }, settings: keys[0] ?? "" });
-        await session.setValue(operationState(ids.op), {
+        await session.setValue(legacyOperationMeta(ids.op), { lane: "main", sourceTipId: tip, startedAt: 1, intent: { kind: "run", promptEntryIds: [] }, settings: keys[0] ?? "" });
+        await session.setValue(legacyOperationState(ids.op), {
           at: "assistant.effect_pending",
           attempt: 1,
           responseEntryId: ids.response,

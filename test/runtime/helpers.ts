@@ -10,6 +10,7 @@ import { value } from "../../harness/session/addresses.ts";
 import type { WakeScheduler } from "../../harness/runtime/core.ts";
 import type { ToolsPort } from "../../harness/execution/tools.ts";
 import { createSession } from "../helpers/sessions.ts";
+import { operationKey } from "../../harness/session/builtin-addresses.ts";
 
 export const ECHO = { provider: "scripted", modelId: "echo" } as const;
 export const SCRIPT = { provider: "scripted", modelId: "script" } as const;
@@ -57,8 +58,10 @@ export async function withRig<T>(
 /** Every runtime-owned value of an operation that must be gone after its terminal (`pi.op.*`). */
 export function leftoverOperationValues(session: Session, operationId: string): string[] {
   const namespaces = ["pi.op.meta", "pi.op.state", "pi.op.generation", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.preparation", "pi.pending.tool_output"];
+  // Meta and state are keyed by the packed id (builtin-addresses operationKey), the rest by its text.
+  const prefixes = [...new Set([operationId, operationKey(operationId)])];
   return namespaces.flatMap((namespace) =>
-    session.scanValues(value<unknown>(namespace, operationId)).map((stored) => `${namespace}/${stored.address.key}`),
+    prefixes.flatMap((prefix) => session.scanValues(value<unknown>(namespace, prefix)).map((stored) => `${namespace}/${stored.address.key}`)),
   );
 }
 

@@ -10,7 +10,7 @@ import type { ToolsPort } from "../../harness/execution/tools.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { DriveOutcome, DurableLaneState, OperationState } from "../../harness/runtime/types.ts";
 import { list, value } from "../../harness/session/addresses.ts";
-import { branchTipInventoryPrefix, operationResult, pendingEntry } from "../../harness/session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, operationIdOfKey, operationResult, pendingEntry } from "../../harness/session/builtin-addresses.ts";
 import type { Session } from "../../harness/session/session.ts";
 import type { UsageScan } from "../../harness/session/storage.ts";
 import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
@@ -122,7 +122,7 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   }
   for (const namespace of OPERATION_NAMESPACES) {
     for (const stored of session.scanValues(value<unknown>(namespace, ""))) {
-      const op = stored.address.key.split(":")[0] ?? "";
+      const op = operationIdOfKey(stored.address.key.split(":")[0] ?? "");
       if (terminal.has(op)) fail(`${namespace}/${stored.address.key} survives the terminal of ${op}`);
       else if (!current.has(op)) fail(`${namespace}/${stored.address.key} belongs to no current operation`);
     }
