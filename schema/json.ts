@@ -32,3 +32,8 @@ export const JsonObjectSchema = v.custom<JsonObject>(
 export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** Narrows any value to a plain record: an object that is not an array (parsed JSON, stored values). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,3 +1,4 @@
+import { isRecord } from "../../schema/json.ts";
 import { packUuid, unpackUuid } from "../session/ids.ts";
 
 // The short stored form of an open operation's two values, `pi.op.meta` and `pi.op.state`
@@ -65,8 +66,6 @@ type Fields = Record<string, unknown>;
 /** An operation value as stored: its fields by their short names. */
 export type ShortForm = Fields;
 
-const isFields = (value: unknown): value is Fields => typeof value === "object" && value !== null && !Array.isArray(value);
-
 /** An id field's value packed, or undefined when any id in it is not canonical UUID text. */
 function packedIds(value: unknown): unknown {
   if (value === null) return null;
@@ -95,7 +94,7 @@ export function shortOperationForm(value: object): ShortForm {
       const code = typeof field === "string" ? LEAF_CODES[field] : undefined;
       if (code === undefined) stored[name] = field;
       else stored[short] = code;
-    } else stored[short] = NESTED_FIELDS.has(name) && isFields(field) ? shortOperationForm(field) : field;
+    } else stored[short] = NESTED_FIELDS.has(name) && isRecord(field) ? shortOperationForm(field) : field;
   }
   return stored;
 }
@@ -109,7 +108,7 @@ export function longOperationForm(stored: Fields): Fields {
     if (long === undefined) value[name] = field;
     else if (ID_FIELDS.has(long)) value[long] = unpackedIds(field);
     else if (long === "at") value[long] = typeof field === "string" ? (LEAF_NAMES.get(field) ?? field) : field;
-    else value[long] = NESTED_FIELDS.has(long) && isFields(field) ? longOperationForm(field) : field;
+    else value[long] = NESTED_FIELDS.has(long) && isRecord(field) ? longOperationForm(field) : field;
   }
   return value;
 }

@@ -1,4 +1,5 @@
 import type { AssistantMessageEventStream, FetchFunction } from "@earendil-works/pi-ai";
+import { isRecord } from "../../schema/json.ts";
 
 /** One HTTP request as pi-ai would have sent it (its auth headers included: held for this call only). */
 export interface CapturedRequest {
@@ -29,8 +30,4 @@ export async function captureRequest(start: (transport: FetchFunction) => Assist
   await start(transport).result();
   if (captured === undefined) throw new Error("The provider built no HTTP request to submit");
   return captured;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

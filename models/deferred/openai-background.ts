@@ -1,6 +1,7 @@
 import type { ProviderHeaders } from "@earendil-works/pi-ai";
 import type { DeferredHandle } from "@earendil-works/pi-ai";
-import { captureRequest, isRecord } from "./captured-request.ts";
+import { isRecord } from "../../schema/json.ts";
+import { captureRequest } from "./captured-request.ts";
 import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport, transportOf } from "./deferred-stream.ts";
 import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 

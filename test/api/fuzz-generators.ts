@@ -1,3 +1,4 @@
+import { isRecord } from "../../schema/json.ts";
 // Generators of test/api/fuzz.test.ts (QUALITY R3): a seeded PRNG, junk JSON values, and the
 // mutations of a valid request (body, path segments, query values, credentials) the fuzz sends.
 // Every generator is deterministic given the PRNG, so a run is reproduced by its seed.
@@ -26,7 +27,6 @@ export class Rng {
 }
 
 type Key = string | number;
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 const clone = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
 
 /** Every node of a JSON value with its path (the root included). */
