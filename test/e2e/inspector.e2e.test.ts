@@ -202,7 +202,9 @@ describe("the Inspector page", () => {
     await page.getByRole("button", { name: "Compact" }).click();
     await expect.poll(() => page.locator("#status").textContent()).toContain("Compact failed: 422 NothingToCompact");
     await context.close();
-  });
+    // A dozen steps, each with its own bounded wait: ~20 s on an idle machine, over 60 s (the
+    // suite's default budget) when the 2 cores are busy.
+  }, 150_000);
 
   it("fits a 360 px wide screen without horizontal scrolling, in the dark colour scheme", async () => {
     const context = await browser.newContext({ viewport: { width: 360, height: 780 }, deviceScaleFactor: 1, colorScheme: "dark" });
