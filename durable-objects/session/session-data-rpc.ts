@@ -154,7 +154,7 @@ export abstract class SessionDataRpc extends SessionHost {
             // Already closing: nothing to tell it.
           }
         }
-        await this.ctx.storage.deleteAlarm();
+        await this.dueWork.disarm();
         await this.ctx.storage.deleteAll();
         this.schema.forget();
         return { deleted: true };

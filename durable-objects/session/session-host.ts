@@ -146,6 +146,7 @@ export abstract class SessionHost extends DurableObject<Env> {
    * harmless (passes join, records answer, the tenant applies a repeated forward once).
    */
   override async alarm(): Promise<void> {
+    this.dueWork.alarmDelivered();
     if (!this.existingStorage()) return;
     // A failed forward postpones its rows and re-arms; it must not stop the due passes.
     const forwarded = Promise.all([this.forwarder.kick().catch(() => undefined), this.registrar.kick().catch(() => undefined)]);

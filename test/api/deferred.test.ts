@@ -11,7 +11,7 @@ import { laneSetup, useScript } from "./lane-helpers.ts";
 const deferredStep = (ready: { text: string }) => ({ deferred: { ready } });
 
 describe("deferred runs over REST", () => {
-  it("prompt answers suspended with the handle; the object keeps no alarm; resume polls it to completion", async () => {
+  it("prompt answers suspended with the handle; the alarm does not poll it; resume polls it to completion", async () => {
     const setup = await laneSetup("dfr");
     await useScript(setup, [deferredStep({ text: "ready later" })]);
     const prompted = await call(`${setup.lanePath}/prompt`, { body: { prompt: "take your time", wait: 30 }, token: setup.key });
@@ -20,8 +20,13 @@ describe("deferred runs over REST", () => {
     expect(suspended).toMatchObject({ status: "suspended", deferred: { provider: "scripted" } });
     const active = await (await call(`${setup.lanePath}/operations/${suspended.operationId}`, { token: setup.key })).json<{ state: string; at: string }>();
     expect(active).toMatchObject({ state: "active", at: "deferred.suspended", deferred: { poll: 0, handle: { id: suspended.deferred.id } } });
-    // Nothing is due until a permit arrives: the alarm has nothing to do.
-    expect(await runDurableObjectAlarm(env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`))).toBe(false);
+    // Nothing is due until a permit arrives: the alarm left from the acceptance fires without
+    // polling the handle, and is not armed again.
+    const object = env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`);
+    await runDurableObjectAlarm(object);
+    expect(await runDurableObjectAlarm(object)).toBe(false);
+    const still = await (await call(`${setup.lanePath}/operations/${suspended.operationId}`, { token: setup.key })).json<{ state: string; at: string }>();
+    expect(still).toMatchObject({ state: "active", at: "deferred.suspended", deferred: { poll: 0 } });
     const resumed = await call(`${setup.lanePath}/operations/${suspended.operationId}/resume?wait=30`, { method: "POST", token: setup.key });
     expect(resumed.status).toBe(200);
     expect(await resumed.json()).toMatchObject({ state: "settled", result: { kind: "run", status: "completed" } });

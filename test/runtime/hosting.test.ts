@@ -25,6 +25,10 @@ describe("SessionObject hosting of lanes and runs", () => {
     const snapshot = unwrap(await stub.laneSnapshot("main"));
     expect(snapshot.transcript.map((entry) => entry.type === "message" && entry.message.role)).toEqual(["user", "assistant"]);
     expect(snapshot.lastResult?.operationId).toBe(admission.operationId);
+    // The safety-net alarm armed at acceptance is left in place (moving or deleting it is a write
+    // per turn): it fires once, finds nothing to do, and is not armed again.
+    await runDurableObjectAlarm(stub);
+    expect(unwrap(await stub.laneExecution("main"))).toMatchObject({ current: null, lastOperationId: admission.operationId });
     expect(await runDurableObjectAlarm(stub)).toBe(false);
   });
 
