@@ -10,6 +10,7 @@ import { ModelIdentitySchema, type ModelIdentity } from "../schema/lane.ts";
 import { SessionIndex, TenantDirectory, type SessionListOrder, type SessionSummary, type TenantSummary } from "./tenant-listings.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, type Reservation } from "./tenant-operations.ts";
 import { TenantActivityRpc } from "./tenant/tenant-activity-rpc.ts";
+import { RequestWindow } from "./tenant/request-window.ts";
 import { randomToken, type TenantInfo } from "./tenant/tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
@@ -60,6 +61,8 @@ const encoder = new TextEncoder();
  * in wrangler.toml for one small table; it is touched only by admin calls, never per request.
  */
 export class TenantObject extends TenantActivityRpc {
+  private readonly requestWindow = new RequestWindow(this.ctx.storage.sql);
+
   async createTenant(id: string, name: string): Promise<Wire<RpcResult<TenantInfo>>> {
     return asResult(() => {
       const existing = this.tenant();
@@ -144,19 +147,8 @@ export class TenantObject extends TenantActivityRpc {
     if (!this.schema.exists) return null;
     const key = this.keys().use(hash, now);
     if (!key) return null;
-    const limit = this.quotas().requestsPerMinute;
-    const windowStart = now - (now % 60_000);
-    const current = this.ctx.storage.sql
-      .exec<{ window_start: number; count: number }>("SELECT window_start, count FROM request_window WHERE singleton = 1")
-      .toArray()[0];
-    const count = current && current.window_start === windowStart ? current.count : 0;
-    if (count >= limit) return { keyId: key.keyId, limited: true, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000)) };
-    this.ctx.storage.sql.exec(
-      `INSERT INTO request_window (singleton, window_start, count) VALUES (1, ?, ?)
-       ON CONFLICT (singleton) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
-      windowStart,
-      count + 1,
-    );
+    const verdict = this.requestWindow.admit(now, this.quotas().requestsPerMinute);
+    if (verdict.limited) return { keyId: key.keyId, limited: true, retryAfterSeconds: verdict.retryAfterSeconds };
     return { keyId: key.keyId, limited: false };
   }
 
