@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import WsWebSocket from "ws";
 
 // A client of the peer speaking the Agents SDK's WebSocket chat protocol the way `useAgentChat`
 // does (agents/dist/ws-chat-transport: WebSocketChatTransport.sendMessages): every turn sends
@@ -10,6 +11,18 @@ import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 
 const TURN_TIMEOUT_MS = 30_000;
 
+/** Which WebSocket client speaks to the peer: Node's own (undici) or the `ws` package (the lean one). */
+export type PeerSocket = "node" | "ws";
+
+/** The part of a WebSocket the client uses; both Node's and `ws`'s have it. */
+interface ChatSocket {
+  readonly readyState: number;
+  send(data: string): void;
+  close(): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "open" | "close" | "error", listener: () => void, options?: { once: boolean }): void;
+}
+
 type ResponseFrame = { type: "cf_agent_use_chat_response"; id: string; body?: string; done?: boolean; error?: boolean };
 
 export class PeerChatClient {
@@ -18,9 +31,9 @@ export class PeerChatClient {
   /** Bytes of every frame the server sent (the turn's replies, plus the SDK's own broadcasts). */
   bytesReceived = 0;
 
-  private readonly ws: WebSocket;
+  private readonly ws: ChatSocket;
 
-  private constructor(ws: WebSocket) {
+  private constructor(ws: ChatSocket) {
     this.ws = ws;
     ws.addEventListener("message", (event) => {
       const text = typeof event.data === "string" ? event.data : "";
@@ -39,8 +52,9 @@ export class PeerChatClient {
   }
 
   /** Connects to the agent instance `name` (the SDK's route: /agents/<class>/<name>). */
-  static async connect(baseUrl: string, name: string): Promise<PeerChatClient> {
-    const ws = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/agents/peer-chat/${encodeURIComponent(name)}`);
+  static async connect(baseUrl: string, name: string, socket: PeerSocket = "node"): Promise<PeerChatClient> {
+    const url = `${baseUrl.replace(/^http/, "ws")}/agents/peer-chat/${encodeURIComponent(name)}`;
+    const ws: ChatSocket = socket === "ws" ? new WsWebSocket(url) : new WebSocket(url);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`peer socket ${name} did not open`)), TURN_TIMEOUT_MS);
       ws.addEventListener("open", () => (clearTimeout(timer), resolve()), { once: true });
