@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { addUsage, zeroUsage } from "../harness/session/usage.ts";
 import { UsageSchema, UsageTotalsSchema, type Usage } from "../schema/usage.ts";
+import type { PendingReservations } from "./tenant/pending-reservations.ts";
 
 /** Concurrent open operations a tenant may have when no quota of its own is set. */
 export const DEFAULT_MAX_OPEN_OPERATIONS = 50;
@@ -38,20 +39,31 @@ type OpenRow = { operation_id: string; session_id: string; lane: string };
  * method is one synchronous SQL turn: no await between a read and the write that depends on it
  * (D5), so two concurrent reservations cannot both take the last slot.
  *
- * Rows are keyed by a reservation id until the worker binds them to the accepted operation's id;
- * the session object releases by operation id when the operation settles. Either order of bind
+ * A reservation is held in memory (PendingReservations) until the worker binds it to the accepted
+ * operation's id, which writes its row; the session object releases by operation id when the
+ * operation settles, or frees the reservation it took over. Either order of bind
  * and release works (a release that finds no row leaves a short-lived tombstone the bind honours).
  * Lost releases (a crash, a dropped fire-and-forget call) are healed by the worker, which asks the
  * listed sessions whether their operations are still current when a reservation is refused (at
  * most LISTED_OPEN_OPERATIONS sessions, at most once per HEAL_INTERVAL_MS).
  */
 export class TenantOperations {
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(
+    private readonly sql: SqlStorage,
+    /** Reservations of accepts in flight, held in the object's memory (pending-reservations.ts). */
+    private readonly pending: PendingReservations,
+  ) {}
 
+  /** Writes nothing when it grants a slot: the reservation stays in memory until it is bound. */
   reserve(sessionId: string, lane: string, max: number, now: number): Reservation {
-    this.sql.exec("DELETE FROM open_operations WHERE bound = 0 AND reserved_at < ?", now - UNBOUND_RESERVATION_MS);
-    const { n } = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one();
-    if (n >= max) {
+    const cutoff = now - UNBOUND_RESERVATION_MS;
+    this.pending.expire(cutoff);
+    // Unbound rows are only left by earlier builds, which wrote every reservation; looked up first,
+    // so that the usual reserve runs no write statement at all.
+    if (this.sql.exec("SELECT 1 FROM open_operations WHERE bound = 0 AND reserved_at < ? LIMIT 1", cutoff).toArray().length > 0) {
+      this.sql.exec("DELETE FROM open_operations WHERE bound = 0 AND reserved_at < ?", cutoff);
+    }
+    if (this.count() >= max) {
       if (!this.healDue(now)) return { ok: false, openOperations: [] };
       const rows = this.sql
         .exec<OpenRow>("SELECT operation_id, session_id, lane FROM open_operations WHERE bound = 1 ORDER BY reserved_at LIMIT ?", LISTED_OPEN_OPERATIONS)
@@ -59,24 +71,42 @@ export class TenantOperations {
       return { ok: false, openOperations: rows.map((row) => ({ sessionId: row.session_id, lane: row.lane, operationId: row.operation_id })) };
     }
     const reservationId = `rsv_${crypto.randomUUID()}`;
-    this.sql.exec("INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 0)", reservationId, sessionId, lane, now);
+    this.pending.add(reservationId, { sessionId, lane, reservedAt: now });
     return { ok: true, reservationId };
+  }
+
+  /** Slots taken: bound operations (rows) and accepts in flight (memory). */
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n + this.pending.size;
   }
 
   /** Re-keys a reservation by its operation id; an operation already released frees the slot instead. */
   bind(reservationId: string, operationId: string, now: number): void {
     this.pruneReleased(now);
     const released = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM released_operations WHERE operation_id = ?", operationId).one().n > 0;
+    const pending = this.pending.take(reservationId);
     if (released) {
       this.sql.exec("DELETE FROM released_operations WHERE operation_id = ?", operationId);
       this.sql.exec("DELETE FROM open_operations WHERE operation_id = ?", reservationId);
       return;
     }
+    if (pending) {
+      this.sql.exec(
+        "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 1) ON CONFLICT (operation_id) DO NOTHING",
+        operationId,
+        pending.sessionId,
+        pending.lane,
+        pending.reservedAt,
+      );
+      return;
+    }
+    // A reservation an earlier build wrote unbound.
     this.sql.exec("UPDATE open_operations SET operation_id = ?, bound = 1 WHERE operation_id = ? AND bound = 0", operationId, reservationId);
   }
 
   /** Frees the slot of an operation id or a reservation id; idempotent. */
   release(id: string, now: number): void {
+    if (this.pending.take(id)) return;
     this.pruneReleased(now);
     const removed = this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", id).toArray().length;
     if (removed === 0 && !id.startsWith("rsv_")) {
@@ -90,8 +120,15 @@ export class TenantOperations {
    * otherwise by its operation id (`release`).
    */
   releaseSettled(operationId: string, reservationId: string | undefined, now: number): void {
+    // A pending reservation is freed by `forgetPending` once the caller's transaction committed.
+    if (reservationId !== undefined && this.pending.has(reservationId)) return;
     if (reservationId !== undefined && this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", reservationId).toArray().length > 0) return;
     this.release(operationId, now);
+  }
+
+  /** After the transaction that released them committed: their pending reservations are freed. */
+  forgetPending(reservationIds: readonly (string | undefined)[]): void {
+    for (const id of reservationIds) if (id !== undefined) this.pending.take(id);
   }
 
   /**

@@ -37,6 +37,8 @@ export abstract class TenantActivityRpc extends TenantHost {
       for (const row of usage) ledger.addUsage(row);
       return this.webhooks().enqueue(events, now);
     });
+    // Memory follows the committed transaction: a batch that failed keeps its slots held.
+    this.operations().forgetPending(operations.map((operation) => operation.reservationId));
     if (enqueued > 0) await this.armNoLaterThan(now);
   }
 
@@ -50,6 +52,11 @@ export abstract class TenantActivityRpc extends TenantHost {
     const now = Date.now();
     const events = await Promise.all(runs.map((run) => suspendedEvent(sessionId, run, now)));
     if (this.webhooks().enqueue(events, now) > 0) await this.armNoLaterThan(now);
+  }
+
+  /** Slots of the open-operations quota taken now: bound operations and accepts in flight. */
+  async openOperationCount(): Promise<number> {
+    return this.schema.exists ? this.operations().count() : 0;
   }
 
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */

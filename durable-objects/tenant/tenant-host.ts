@@ -4,6 +4,7 @@ import { LazySchema } from "../sql/lazy-schema.ts";
 import { TENANT_MIGRATIONS } from "../sql/tenant-migrations.ts";
 import { TenantKeys } from "../tenant-keys.ts";
 import { TenantOperations } from "../tenant-operations.ts";
+import { PendingReservations } from "./pending-reservations.ts";
 import { TenantWatches } from "../tenant-watches.ts";
 import { TenantWebhooks } from "../tenant-webhooks.ts";
 import { deliverDue } from "../webhook-delivery.ts";
@@ -24,6 +25,8 @@ type TenantRow = { tenant_id: string; name: string; created_at: number };
  */
 export abstract class TenantHost extends DurableObject<Env> {
   protected readonly schema: LazySchema;
+  /** Open-operation slots of accepts in flight, in memory until bound (pending-reservations.ts). */
+  private readonly pendingReservations = new PendingReservations();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -68,7 +71,7 @@ export abstract class TenantHost extends DurableObject<Env> {
   }
 
   protected operations(): TenantOperations {
-    return new TenantOperations(this.ctx.storage.sql);
+    return new TenantOperations(this.ctx.storage.sql, this.pendingReservations);
   }
 
   protected keys(): TenantKeys {

@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
@@ -120,6 +120,60 @@ describe("maxOpenOperations", () => {
     const response = await call(`${target.lanePath}/prompt`, { body: { prompt: "after the heal", wait: 10 }, token: key });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ status: "completed" });
+  });
+});
+
+describe("reservations of accepts in flight", () => {
+  it("are held in memory and written only when bound: a prompt settled in its request writes no slot row", async () => {
+    const { tenantId, key } = await newTenant("qmem");
+    await setQuota(tenantId, 1);
+    const tenant = env.TENANTS.getByName(tenantId);
+    const target = await session(key);
+
+    // Granted without a write; the quota counts it: a second accept is refused meanwhile.
+    const held = await tenant.reserveOperation(target.sid, "main");
+    if (!held.ok) throw new Error("the first reservation must fit");
+    expect(await openRows(tenantId)).toBe(0);
+    expect(await tenant.openOperationCount()).toBe(1);
+    expect((await tenant.reserveOperation(target.sid, "main")).ok).toBe(false);
+    // Bound (its operation outlived the request): written under the operation's id, and kept across a restart.
+    const operationId = uuidv7Ids.next();
+    await tenant.bindOperation(held.reservationId, operationId);
+    const rows = () =>
+      runInDurableObject(tenant, (_instance: TenantObject, state) => state.storage.sql.exec<{ operation_id: string; bound: number }>("SELECT operation_id, bound FROM open_operations").toArray());
+    expect(await rows()).toEqual([{ operation_id: operationId, bound: 1 }]);
+    await evictDurableObject(tenant);
+    expect(await tenant.openOperationCount()).toBe(1);
+    await tenant.releaseOperation(operationId);
+    expect(await tenant.openOperationCount()).toBe(0);
+
+    // A prompt that settles within its request: its slot is freed by the settlement forward, never written.
+    const prompted = await call(`${target.lanePath}/prompt`, { body: { prompt: "quick" }, token: key });
+    expect(await prompted.json()).toMatchObject({ status: "completed" });
+    let open = await tenant.openOperationCount();
+    for (let i = 0; i < 200 && open > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      open = await tenant.openOperationCount();
+    }
+    expect(open).toBe(0);
+    const tombstones = await runInDurableObject(tenant, (_instance: TenantObject, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM released_operations").one().n);
+    expect({ rows: await openRows(tenantId), tombstones }).toEqual({ rows: 0, tombstones: 0 });
+  });
+
+  it("a restart of the tenant object forgets the accepts in flight (the documented trade-off), never a bound operation", async () => {
+    const { tenantId } = await newTenant("qforget");
+    await setQuota(tenantId, 2);
+    const tenant = env.TENANTS.getByName(tenantId);
+    const bound = await tenant.reserveOperation("s", "main");
+    const inFlight = await tenant.reserveOperation("s", "side");
+    if (!bound.ok || !inFlight.ok) throw new Error("both reservations must fit");
+    await tenant.bindOperation(bound.reservationId, uuidv7Ids.next());
+    expect(await tenant.openOperationCount()).toBe(2);
+    await evictDurableObject(tenant);
+    expect(await tenant.openOperationCount()).toBe(1);
+    // A bind of the forgotten reservation (its accept answered after the restart) writes nothing.
+    await tenant.bindOperation(inFlight.reservationId, uuidv7Ids.next());
+    expect(await tenant.openOperationCount()).toBe(1);
   });
 });
 

@@ -22,11 +22,12 @@ function outboxRows(tenantId: string, sid: string): Promise<OutboxRow[]> {
   );
 }
 
-function tenantCounts(tenantId: string): Promise<{ open: number; deliveries: number }> {
-  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => ({
-    open: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n,
-    deliveries: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM webhook_deliveries").one().n,
-  }));
+async function tenantCounts(tenantId: string): Promise<{ open: number; deliveries: number }> {
+  const tenant = env.TENANTS.getByName(tenantId);
+  return {
+    open: await tenant.openOperationCount(),
+    deliveries: await runInDurableObject(tenant, (_instance: TenantObject, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM webhook_deliveries").one().n),
+  };
 }
 
 /** Makes the tenant object fail every forward (its delivery table out of reach), or heals it. */
