@@ -31,8 +31,8 @@ export class DueWork implements WakeScheduler {
   readonly outbox: SettlementOutbox;
   /** Suspended runs not yet registered with their DeferredIndex shard; the alarm covers them too. */
   readonly registrations: DeferredRegistrations;
-  /** When this instance armed the alarm: null, none armed; undefined, not known (a fresh instance). */
-  private armedAt: number | null | undefined;
+  /** When the alarm is armed to fire, as far as this instance knows (undefined: none known). */
+  private armedAt: number | undefined;
 
   constructor(
     private readonly host: AlarmHost,
@@ -134,7 +134,7 @@ export class DueWork implements WakeScheduler {
   rearm(): void {
     const earliest = this.earliest();
     if (earliest === undefined) return;
-    if (this.armedAt !== undefined && this.armedAt !== null && this.armedAt <= earliest) return;
+    if (this.armedAt !== undefined && this.armedAt <= earliest) return;
     this.armedAt = earliest;
     // Storage operations need no await to be ordered and durable with the current batch.
     void this.host.setAlarm(earliest);
@@ -142,12 +142,12 @@ export class DueWork implements WakeScheduler {
 
   /** The alarm was delivered: the platform holds none now (the body re-arms for what is left). */
   alarmDelivered(): void {
-    this.armedAt = null;
+    this.armedAt = undefined;
   }
 
   /** The session is being deleted: no alarm, and nothing to arm one for. */
   async disarm(): Promise<void> {
-    this.armedAt = null;
+    this.armedAt = undefined;
     await this.host.deleteAlarm();
   }
 

@@ -56,13 +56,7 @@ export class TenantOperations {
 
   /** Writes nothing when it grants a slot: the reservation stays in memory until it is bound. */
   reserve(sessionId: string, lane: string, max: number, now: number): Reservation {
-    const cutoff = now - UNBOUND_RESERVATION_MS;
-    this.pending.expire(cutoff);
-    // Unbound rows are only left by earlier builds, which wrote every reservation; looked up first,
-    // so that the usual reserve runs no write statement at all.
-    if (this.sql.exec("SELECT 1 FROM open_operations WHERE bound = 0 AND reserved_at < ? LIMIT 1", cutoff).toArray().length > 0) {
-      this.sql.exec("DELETE FROM open_operations WHERE bound = 0 AND reserved_at < ?", cutoff);
-    }
+    this.pending.expire(now - UNBOUND_RESERVATION_MS);
     if (this.count() >= max) {
       if (!this.healDue(now)) return { ok: false, openOperations: [] };
       const rows = this.sql
@@ -87,21 +81,17 @@ export class TenantOperations {
     const pending = this.pending.take(reservationId);
     if (released) {
       this.sql.exec("DELETE FROM released_operations WHERE operation_id = ?", operationId);
-      this.sql.exec("DELETE FROM open_operations WHERE operation_id = ?", reservationId);
       return;
     }
-    if (pending) {
-      this.sql.exec(
-        "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 1) ON CONFLICT (operation_id) DO NOTHING",
-        operationId,
-        pending.sessionId,
-        pending.lane,
-        pending.reservedAt,
-      );
-      return;
-    }
-    // A reservation an earlier build wrote unbound.
-    this.sql.exec("UPDATE open_operations SET operation_id = ?, bound = 1 WHERE operation_id = ? AND bound = 0", operationId, reservationId);
+    // A reservation forgotten by a restart (or expired) has nothing left to bind.
+    if (!pending) return;
+    this.sql.exec(
+      "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 1) ON CONFLICT (operation_id) DO NOTHING",
+      operationId,
+      pending.sessionId,
+      pending.lane,
+      pending.reservedAt,
+    );
   }
 
   /** Frees the slot of an operation id or a reservation id; idempotent. */
@@ -122,7 +112,6 @@ export class TenantOperations {
   releaseSettled(operationId: string, reservationId: string | undefined, now: number): void {
     // A pending reservation is freed by `forgetPending` once the caller's transaction committed.
     if (reservationId !== undefined && this.pending.has(reservationId)) return;
-    if (reservationId !== undefined && this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", reservationId).toArray().length > 0) return;
     this.release(operationId, now);
   }
 

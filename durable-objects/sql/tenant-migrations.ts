@@ -168,4 +168,14 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX webhook_deliveries_by_time ON webhook_deliveries (endpoint_id, created_at, event_id)",
     ],
   },
+  {
+    version: 10,
+    name: "reservations_in_memory",
+    statements: [
+      // Reservations of accepts in flight are held in memory now and written only when bound
+      // (tenant/pending-reservations.ts); unbound rows of earlier builds are dropped once, as a
+      // restart forgets the accepts in flight (their binds then find nothing to bind).
+      "DELETE FROM open_operations WHERE bound = 0",
+    ],
+  },
 ];

@@ -136,6 +136,16 @@ describe("CORS", () => {
   });
 });
 
+/**
+ * A tenant with `requestsPerMinute`, its object, its key's hash (for calling `authorize` with a
+ * chosen time) and the start of the next minute, in which no other request of the test counts.
+ */
+async function quotaTenant(prefix: string, requestsPerMinute: number) {
+  const { tenantId, key } = await newTenant(prefix);
+  expect((await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute }, token: adminToken() })).status).toBe(200);
+  return { tenant: env.TENANTS.getByName(tenantId), hash: await sha256Hex(key), minute: (Math.floor(Date.now() / 60_000) + 1) * 60_000 };
+}
+
 describe("quotas", () => {
   it("answers 429 RateLimited with Retry-After once a tenant's requests per minute are used up", async () => {
     const { tenantId, key } = await newTenant("quota");
@@ -159,12 +169,7 @@ describe("quotas", () => {
   });
 
   it("counts requests in memory, saving every tenth of the quota: a restarted tenant object lets at most that much more through", async () => {
-    const { tenantId, key } = await newTenant("quotarestart");
-    expect((await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 20 }, token: adminToken() })).status).toBe(200);
-    const tenant = env.TENANTS.getByName(tenantId);
-    const hash = await sha256Hex(key);
-    // A minute of its own (the next one), so no other request of this test counts in it.
-    const minute = (Math.floor(Date.now() / 60_000) + 1) * 60_000;
+    const { tenant, hash, minute } = await quotaTenant("quotarestart", 20);
     const admitted = async (count: number, at = minute + 1_000) => {
       const verdicts: boolean[] = [];
       for (let i = 0; i < count; i++) verdicts.push((await tenant.authorize(hash, at))?.limited === false);
@@ -187,11 +192,7 @@ describe("quotas", () => {
   });
 
   it("refuses exactly past the quota while the tenant object lives, writing no count per request", async () => {
-    const { tenantId, key } = await newTenant("quotaexact");
-    expect((await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 100 }, token: adminToken() })).status).toBe(200);
-    const tenant = env.TENANTS.getByName(tenantId);
-    const hash = await sha256Hex(key);
-    const minute = (Math.floor(Date.now() / 60_000) + 1) * 60_000;
+    const { tenant, hash, minute } = await quotaTenant("quotaexact", 100);
     const limited: boolean[] = [];
     const savedCounts: number[] = [];
     for (let i = 0; i < 101; i++) {
