@@ -195,10 +195,11 @@ export async function openBenchEngine(
       }
     : registry;
   // The hosted object forwards each settlement's outbox row to its tenant right after the commit
-  // and deletes it once acknowledged; here the tenant is not called, but the row is deleted the same
-  // way (after the commit, through the tapped SQL), so the per-turn counts include that write.
+  // and deletes it, once acknowledged, inside the next turn's first commit; here the tenant is not
+  // called, but the row is acknowledged the same way (after the commit), so the per-turn counts
+  // include its deletion.
   const wake: DueWork = new DueWork(alarmHost, Date.now, () => {
-    queueMicrotask(() => wake.outbox.remove(wake.outbox.pending(FORWARD_BATCH).map((row) => row.operation_id)));
+    queueMicrotask(() => wake.outbox.acknowledge(wake.outbox.pending(FORWARD_BATCH).map((row) => row.operation_id)));
   });
   const { harness } = await AgentHarness.create({ session, models, seed: { model }, wake });
   return { session, storage, tap, harness, alarms };

@@ -62,7 +62,8 @@ export class DueWork implements WakeScheduler {
       lane,
       dueAt,
     );
-    this.rearm();
+    this.outbox.dropAcknowledged();
+    this.wantAlarmBy(dueAt);
   }
 
   /**
@@ -71,8 +72,8 @@ export class DueWork implements WakeScheduler {
    */
   settled(lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
-    this.outbox.record(lane, operationId);
-    this.rearm();
+    this.outbox.dropAcknowledged();
+    this.wantAlarmBy(this.outbox.record(lane, operationId));
     this.notify("settled");
   }
 
@@ -82,8 +83,8 @@ export class DueWork implements WakeScheduler {
    */
   suspended(lane: string, operationId: string, pollAt: number): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
-    this.registrations.record(lane, operationId, pollAt);
-    this.rearm();
+    this.outbox.dropAcknowledged();
+    this.wantAlarmBy(this.registrations.record(lane, operationId, pollAt));
     this.notify("suspended");
   }
 
@@ -98,7 +99,7 @@ export class DueWork implements WakeScheduler {
   /** Waiting for an outside event (a client's tool result), the operation holds no row; it stays open. */
   parked(_lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
-    this.rearm();
+    this.outbox.dropAcknowledged();
   }
 
   /** Every scheduled operation (one per lane at most), earliest first. */
@@ -138,6 +139,19 @@ export class DueWork implements WakeScheduler {
     this.armedAt = earliest;
     // Storage operations need no await to be ordered and durable with the current batch.
     void this.host.setAlarm(earliest);
+  }
+
+  /**
+   * Something was just scheduled at `at`. Every row is written through this class and the alarm is
+   * only ever moved earlier, so a known alarm at or before `at` already covers it: the turn reads
+   * no schedule table to find out. Only an instance that knows of no alarm (fresh, or its alarm was
+   * just delivered) looks at every table (`rearm`).
+   */
+  private wantAlarmBy(at: number): void {
+    if (this.armedAt === undefined) return this.rearm();
+    if (this.armedAt <= at) return;
+    this.armedAt = at;
+    void this.host.setAlarm(at);
   }
 
   /** The alarm was delivered: the platform holds none now (the body re-arms for what is left). */

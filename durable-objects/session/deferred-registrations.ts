@@ -21,15 +21,18 @@ export class DeferredRegistrations {
     private readonly clock: () => number,
   ) {}
 
-  record(lane: string, operationId: string, pollAt: number): void {
+  /** Writes the suspended run's row; answers when the alarm must forward it at the latest. */
+  record(lane: string, operationId: string, pollAt: number): number {
+    const forwardAt = this.clock() + FORWARD_SAFETY_NET_MS;
     this.sql.exec(
       `INSERT INTO deferred_registrations (operation_id, lane, poll_at, forward_at) VALUES (?, ?, ?, ?)
        ON CONFLICT (operation_id) DO UPDATE SET lane = excluded.lane, poll_at = excluded.poll_at, forward_at = excluded.forward_at`,
       operationId,
       lane,
       pollAt,
-      this.clock() + FORWARD_SAFETY_NET_MS,
+      forwardAt,
     );
+    return forwardAt;
   }
 
   earliest(): number | undefined {

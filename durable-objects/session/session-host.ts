@@ -154,7 +154,11 @@ export abstract class SessionHost extends DurableObject<Env> {
       await this.open().runtime.runDue();
     } finally {
       await forwarded;
-      if (this.schema.exists) this.dueWork.rearm();
+      if (this.schema.exists) {
+        // Rows acknowledged since the last commit are deleted here when no turn followed them.
+        this.dueWork.outbox.dropAcknowledged();
+        this.dueWork.rearm();
+      }
     }
   }
 

@@ -28,13 +28,22 @@ export interface SettledOperation {
 /**
  * The session's settlement outbox: a settled operation's row is inserted inside the mutation that
  * settles it (the same atomic batch: DueWork.settled runs synchronously in the commit), and deleted
- * once the tenant object acknowledged it. So a crash between the commit and the tenant's update
- * loses nothing: the row and the alarm armed for it survive, and the next forward repeats the call,
- * which the tenant object applies idempotently. Every method is one synchronous SQL turn.
+ * after the tenant object acknowledged it, with the session's next commit. So a crash between the
+ * commit and the tenant's update loses nothing: the row and the alarm armed for it survive, and the
+ * next forward repeats the call, which the tenant object applies idempotently. Every method is one
+ * synchronous SQL turn.
  */
 export class SettlementOutbox {
   /** Reservations handed over with accepts of this instance, until their operation settles. */
   private readonly handedOver = new Map<string, string>();
+  /**
+   * Rows the tenant acknowledged that are still stored. Deleting a row on its own right after the
+   * acknowledgment is one more commit (and flush) per turn, on the way of the next request; so it
+   * is deleted inside the session's next commit (`dropAcknowledged`, called by DueWork) or by the
+   * alarm its row armed. If the object dies first, the row is forwarded again, which the tenant
+   * applies once (keyed by operation and event id).
+   */
+  private readonly acknowledged = new Set<string>();
 
   constructor(
     private readonly sql: SqlStorage,
@@ -52,7 +61,8 @@ export class SettlementOutbox {
     this.handedOver.set(operationId, reservationId);
   }
 
-  record(lane: string, operationId: string): void {
+  /** Writes the settled operation's row; answers when the alarm must forward it at the latest. */
+  record(lane: string, operationId: string): number {
     const now = this.clock();
     const reservationId = this.handedOver.get(operationId) ?? null;
     this.handedOver.delete(operationId);
@@ -64,16 +74,52 @@ export class SettlementOutbox {
       now + FORWARD_SAFETY_NET_MS,
       reservationId,
     );
+    return now + FORWARD_SAFETY_NET_MS;
   }
 
-  /** When the alarm must look at the outbox next, if it holds anything. */
+  /**
+   * When the alarm must look at the outbox next, if it holds a row not yet acknowledged. An
+   * acknowledged row wants no alarm of its own: the commit or alarm that comes next deletes it.
+   */
   earliest(): number | undefined {
-    return this.sql.exec<{ due: number | null }>("SELECT MIN(forward_at) AS due FROM settlement_outbox").one().due ?? undefined;
+    if (this.acknowledged.size === 0) {
+      return this.sql.exec<{ due: number | null }>("SELECT MIN(forward_at) AS due FROM settlement_outbox").one().due ?? undefined;
+    }
+    return this.sql
+      .exec<{ operation_id: string; forward_at: number }>(
+        `SELECT ${idText("operation_id")} AS operation_id, forward_at FROM settlement_outbox ORDER BY forward_at LIMIT ?`,
+        this.acknowledged.size + 1,
+      )
+      .toArray()
+      .find((row) => !this.acknowledged.has(row.operation_id))?.forward_at;
   }
 
-  /** The oldest rows, read fully (a cursor never crosses an await). */
+  /** The oldest rows not yet acknowledged, read fully (a cursor never crosses an await). */
   pending(limit: number): OutboxRow[] {
-    return this.sql.exec<OutboxRow>(`SELECT ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?`, limit).toArray();
+    return this.sql
+      .exec<OutboxRow>(
+        `SELECT ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?`,
+        limit + this.acknowledged.size,
+      )
+      .toArray()
+      .filter((row) => !this.acknowledged.has(row.operation_id))
+      .slice(0, limit);
+  }
+
+  /**
+   * The tenant applied these rows. They are deleted with the next commit; past a batch's worth
+   * they are deleted now, so the set stays bounded whatever the session does next.
+   */
+  acknowledge(operationIds: readonly string[]): void {
+    for (const id of operationIds) this.acknowledged.add(id);
+    if (this.acknowledged.size >= FORWARD_BATCH) this.dropAcknowledged();
+  }
+
+  /** Deletes the acknowledged rows; synchronous, so inside a mutation it joins that mutation's commit. */
+  dropAcknowledged(): void {
+    if (this.acknowledged.size === 0) return;
+    this.remove([...this.acknowledged]);
+    this.acknowledged.clear();
   }
 
   remove(operationIds: readonly string[]): void {
@@ -93,7 +139,7 @@ export interface ForwarderPorts {
   result(operationId: string): OperationResultRecord | undefined;
   /** Tells the tenant object; resolves once it applied the batch (idempotently). */
   send(operations: SettledOperation[]): Promise<void>;
-  /** Points the object's one alarm at whatever is scheduled now. */
+  /** Points the object's one alarm at whatever is scheduled now (after rows were postponed). */
   rearm(): void;
 }
 
@@ -130,10 +176,11 @@ export class SettlementForwarder {
         throw error;
       }
       // After the await the session may have been deleted: its storage is then gone, rows included.
+      // The alarm armed for the rows stays: it fires no later than they were due, and deletes them
+      // if no commit did first (DueWork only ever moves the alarm earlier).
       const after = this.ports.outbox();
       if (!after) return;
-      after.remove(ids);
-      this.ports.rearm();
+      after.acknowledge(ids);
       if (rows.length < FORWARD_BATCH) return;
     }
   }

@@ -99,11 +99,37 @@ describe("settlement outbox", () => {
     const setup = await laneSetup("obslot");
     const quota = await fetchQuota(setup.tenantId, 1);
     expect(quota).toBe(200);
+    let last = "";
     for (const prompt of ["one", "two", "three"]) {
-      await settledPrompt(setup.key, setup.lanePath, prompt);
+      last = await settledPrompt(setup.key, setup.lanePath, prompt);
       await eventually(async () => ((await tenantCounts(setup.tenantId)).open === 0 ? true : undefined), "the slot to be freed");
     }
+    // An acknowledged row is deleted by the next turn's commit, so only the last turn's is left,
+    // until the alarm armed for it fires and deletes it (no commit followed).
+    expect((await outboxRows(setup.tenantId, setup.sid)).map((row) => row.operation_id)).toEqual([last]);
+    expect(await runDurableObjectAlarm(objectOf(setup.tenantId, setup.sid))).toBe(true);
     expect(await outboxRows(setup.tenantId, setup.sid)).toEqual([]);
+    expect(await tenantCounts(setup.tenantId)).toEqual({ open: 0, deliveries: 0 });
+  });
+
+  it("an acknowledged row whose deletion died with the object is forwarded again by the alarm and delivered once", async () => {
+    const setup = await laneSetup("obacked");
+    const hook = receiver("acked");
+    const endpoint = await register(setup.key, hook.url("ok"));
+    const operationId = await settledPrompt(setup.key, setup.lanePath, "acknowledged, then evicted");
+    await receivedAtLeast(hook, 1);
+    await eventually(async () => ((await deliveries(setup.key, endpoint.id))[0]?.status === "delivered" ? true : undefined), "the delivery");
+
+    // The tenant acknowledged the row; its deletion waits for the next commit, which never comes.
+    expect((await outboxRows(setup.tenantId, setup.sid)).map((row) => row.operation_id)).toEqual([operationId]);
+    await evictDurableObject(objectOf(setup.tenantId, setup.sid));
+    expect(await runDurableObjectAlarm(objectOf(setup.tenantId, setup.sid))).toBe(true);
+
+    expect(await outboxRows(setup.tenantId, setup.sid)).toEqual([]);
+    await runDurableObjectAlarm(env.TENANTS.getByName(setup.tenantId));
+    expect((await deliveries(setup.key, endpoint.id)).map((item) => item.status)).toEqual(["delivered"]);
+    expect(await hook.received()).toHaveLength(1);
+    expect(await tenantCounts(setup.tenantId)).toEqual({ open: 0, deliveries: 1 });
   });
 });
 

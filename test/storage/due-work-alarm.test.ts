@@ -1,6 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { DueWork, SAFETY_NET_MS, type AlarmHost } from "../../durable-objects/due-work.ts";
+import { FORWARD_BATCH } from "../../durable-objects/session/settlement-outbox.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
 import { newId, objectStub, uniqueObjectName } from "../helpers/storage.ts";
@@ -28,12 +30,12 @@ describe("the session's alarm", () => {
       const calls: string[] = [];
       let now = NOW;
       const schedule = new DueWork(loggedHost(state, calls), () => now);
+      // A hosted turn: scheduled, settled, then acknowledged by the tenant after the commit.
       const turn = () => {
         const id = newId();
         schedule.due("main", id, now);
         schedule.settled("main", id);
-        schedule.outbox.remove([id]);
-        schedule.rearm();
+        schedule.outbox.acknowledge([id]);
       };
 
       turn();
@@ -51,11 +53,13 @@ describe("the session's alarm", () => {
       schedule.due("side", early, now + 1_000);
       expect(calls.at(-1)).toBe(`set +${now + 1_000 - NOW}`);
       schedule.settled("side", early);
-      schedule.outbox.remove([early]);
+      schedule.outbox.acknowledge([early]);
 
-      // The alarm fired: the platform holds none; the body re-arms only for what is left (nothing).
+      // The alarm fired: the platform holds none; the body deletes the acknowledged rows no commit
+      // took along and re-arms only for what is left (nothing).
       schedule.alarmDelivered();
       const before = calls.length;
+      schedule.outbox.dropAcknowledged();
       schedule.rearm();
       expect(calls.length).toBe(before);
       // The next turn arms again.
@@ -90,6 +94,41 @@ describe("the session's alarm", () => {
       await again.ensureArmed();
       expect(calls).toEqual(["set +60000", "set +90000"]);
       expect(await state.storage.getAlarm()).toBe(NOW + 90_000);
+    });
+  });
+
+  it("deletes acknowledged outbox rows with the next commit's schedule change, never forwards them again, and bounds them", async () => {
+    await runInDurableObject(objectStub(uniqueObjectName("due_acked")), async (_instance, state) => {
+      migrate(state.storage, SESSION_MIGRATIONS);
+      const stored = () => state.storage.sql.exec<{ id: string }>(`SELECT ${idText("operation_id")} AS id FROM settlement_outbox`).toArray().map((row) => row.id);
+      const schedule = new DueWork(loggedHost(state, []), () => NOW);
+      const [first, second, third] = [newId(), newId(), newId()];
+      schedule.settled("main", first);
+      schedule.settled("main", second);
+      schedule.outbox.acknowledge([first]);
+
+      // Acknowledged: still stored, but not pending any more.
+      expect(stored().sort()).toEqual([first, second].sort());
+      expect(schedule.outbox.pending(10).map((row) => row.operation_id)).toEqual([second]);
+      expect(schedule.outbox.pending(1).map((row) => row.operation_id)).toEqual([second]);
+
+      // The next schedule change (here: a turn's accept) deletes it in the same batch.
+      schedule.due("main", third, NOW);
+      expect(stored()).toEqual([second]);
+
+      // Acknowledgments never pile up: a batch's worth is deleted at once.
+      const many = Array.from({ length: FORWARD_BATCH }, () => newId());
+      for (const id of many) schedule.settled("main", id);
+      schedule.outbox.acknowledge(many.slice(0, -1));
+      expect(stored()).toHaveLength(FORWARD_BATCH + 1);
+      schedule.outbox.acknowledge(many.slice(-1));
+      expect(stored()).toEqual([second]);
+
+      // An acknowledged row wants no alarm of its own (the alarm body would find nothing to send).
+      expect(schedule.outbox.earliest()).toBe(NOW + 5_000);
+      schedule.outbox.acknowledge([second]);
+      expect(stored()).toEqual([second]);
+      expect(schedule.outbox.earliest()).toBeUndefined();
     });
   });
 });
