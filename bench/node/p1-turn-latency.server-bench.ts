@@ -72,12 +72,18 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
       if (client) client.samples.push(await timed(() => client.turn(text)));
     }
   }
-  // The HTTP floor: a request that touches no object (GET /health) over each of our clients.
+  // The HTTP floor: a request that touches no object (GET /health) over each of our clients; and
+  // a prompt's path without the engine's turn: GET …/lanes/main is the tenant's key check and one
+  // read-only session call, the two object calls a prompt makes before and around its turn.
   const floorFetch: number[] = [];
   const floorKept: number[] = [];
+  const callsFetch: number[] = [];
+  const callsKept: number[] = [];
   for (let i = 0; i < FLOOR_REQUESTS; i++) {
     floorFetch.push(await timed(() => api.expect(200, "GET", "/health")));
     floorKept.push(await timed(() => keptAlive.expect(200, "GET", "/health")));
+    callsFetch.push(await timed(() => api.expect(200, "GET", `/v1/sessions/${sessionId}/lanes/main`)));
+    callsKept.push(await timed(() => keptAlive.expect(200, "GET", `/v1/sessions/${keptAliveSessionId}/lanes/main`)));
   }
   const [ours, oursKept, theirs, theirsWs] = clients.map((client) => client.samples);
   if (!ours || !oursKept || !theirs || !theirsWs) throw new Error("four clients");
@@ -97,6 +103,8 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
   const pw = summarize(theirsWs);
   const ff = summarize(floorFetch);
   const fk = summarize(floorKept);
+  const cf = summarize(callsFetch);
+  const ck = summarize(callsKept);
   const oEnds = ends(ours, ENDS);
   const pEnds = ends(theirs, ENDS);
   const retainedOurs = oursGrowth.growth / TURNS;
@@ -113,6 +121,8 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
     { id: "P1", what, case: "ratio ours / peer, lean clients (median; p95)", median: ratio(ok.median / pw.median), p95: ratio(ok.p95 / pw.p95), target: "≤ 0.50×", met: ok.median / pw.median <= 0.5, samples: ok.samples },
     { id: "P1", what, case: "ours: GET /health (no object; the HTTP floor) over Node's fetch", median: ms(ff.median), p95: ms(ff.p95), target: "—", met: undefined, samples: ff.samples },
     { id: "P1", what, case: "ours: GET /health (no object; the HTTP floor) over kept-alive node:http", median: ms(fk.median), p95: ms(fk.p95), target: "—", met: undefined, samples: fk.samples },
+    { id: "P1", what, case: "ours: GET …/lanes/main (key check + one session read, no turn) over Node's fetch", median: ms(cf.median), p95: ms(cf.p95), target: "—", met: undefined, samples: cf.samples },
+    { id: "P1", what, case: "ours: GET …/lanes/main (key check + one session read, no turn) over kept-alive node:http", median: ms(ck.median), p95: ms(ck.p95), target: "—", met: undefined, samples: ck.samples },
     { id: "P1", what, case: `ours: turns 1–${ENDS} → last ${ENDS} (median)`, median: `${ms(oEnds.first.median)} → ${ms(oEnds.last.median)}`, p95: ratio(oEnds.last.median / oEnds.first.median), target: "—", met: undefined, samples: 2 * ENDS },
     { id: "P1", what, case: `peer: turns 1–${ENDS} → last ${ENDS} (median)`, median: `${ms(pEnds.first.median)} → ${ms(pEnds.last.median)}`, p95: ratio(pEnds.last.median / pEnds.first.median), target: "—", met: undefined, samples: 2 * ENDS },
   ];
