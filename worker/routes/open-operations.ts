@@ -8,6 +8,8 @@ import { fail, replyValue } from "../http-error.ts";
 import { admitCaller, callerOf } from "../middleware/auth.ts";
 import { pathParam } from "../validate.ts";
 
+type TenantStub = ReturnType<typeof tenantStub>;
+
 /** What a refused reservation tells the client to wait before retrying. */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -51,8 +53,9 @@ export async function withOpenOperation<B, T>(
   operationIdOf: (value: T) => string,
   handedOver: (value: T) => boolean = () => false,
 ): Promise<T> {
+  // One stub for every tenant call of this request: each getByName derives the object's id again.
   const tenant = tenantStub(c.env, scope.tenantId);
-  const reservationId = await reserve(c, scope, readBody);
+  const reservationId = await reserve(c, tenant, scope, readBody);
   let value: T;
   try {
     value = replyValue(await accept(await readBody(), reservationId));
@@ -66,9 +69,8 @@ export async function withOpenOperation<B, T>(
   return value;
 }
 
-async function reserve<B>(c: AppContext, scope: AdmittingScope, readBody: () => Promise<B>): Promise<string> {
-  const tenant = tenantStub(c.env, scope.tenantId);
-  const first = await firstReservation(c, scope);
+async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingScope, readBody: () => Promise<B>): Promise<string> {
+  const first = await firstReservation(c, tenant, scope);
   if (first.ok) return first.reservationId;
   await readBody();
   const stale = await staleOperations(c.env, scope.tenantId, first.openOperations);
@@ -83,8 +85,7 @@ async function reserve<B>(c: AppContext, scope: AdmittingScope, readBody: () => 
 }
 
 /** Authenticates and reserves in one call when the key is not verified yet; otherwise reserves. */
-async function firstReservation(c: AppContext, scope: AdmittingScope): Promise<Reservation> {
-  const tenant = tenantStub(c.env, scope.tenantId);
+async function firstReservation(c: AppContext, tenant: TenantStub, scope: AdmittingScope): Promise<Reservation> {
   if (c.get("caller")) return tenant.reserveOperation(scope.sessionId, scope.lane);
   const presented = c.get("presentedKey");
   const { authorization, reservation } = await tenant.authorizeAndReserve(presented.hash, scope.sessionId, scope.lane);
