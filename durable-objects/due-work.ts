@@ -134,11 +134,7 @@ export class DueWork implements WakeScheduler {
    */
   rearm(): void {
     const earliest = this.earliest();
-    if (earliest === undefined) return;
-    if (this.armedAt !== undefined && this.armedAt <= earliest) return;
-    this.armedAt = earliest;
-    // Storage operations need no await to be ordered and durable with the current batch.
-    void this.host.setAlarm(earliest);
+    if (earliest !== undefined) this.armNoLaterThan(earliest);
   }
 
   /**
@@ -149,8 +145,14 @@ export class DueWork implements WakeScheduler {
    */
   private wantAlarmBy(at: number): void {
     if (this.armedAt === undefined) return this.rearm();
-    if (this.armedAt <= at) return;
+    this.armNoLaterThan(at);
+  }
+
+  /** Moves the known alarm earlier to `at`, or leaves it where it is when it fires by then. */
+  private armNoLaterThan(at: number): void {
+    if (this.armedAt !== undefined && this.armedAt <= at) return;
     this.armedAt = at;
+    // Storage operations need no await to be ordered and durable with the current batch.
     void this.host.setAlarm(at);
   }
 

@@ -64,6 +64,7 @@ export class SettlementOutbox {
   /** Writes the settled operation's row; answers when the alarm must forward it at the latest. */
   record(lane: string, operationId: string): number {
     const now = this.clock();
+    const forwardAt = now + FORWARD_SAFETY_NET_MS;
     const reservationId = this.handedOver.get(operationId) ?? null;
     this.handedOver.delete(operationId);
     this.sql.exec(
@@ -71,10 +72,10 @@ export class SettlementOutbox {
       storedId(operationId),
       lane,
       now,
-      now + FORWARD_SAFETY_NET_MS,
+      forwardAt,
       reservationId,
     );
-    return now + FORWARD_SAFETY_NET_MS;
+    return forwardAt;
   }
 
   /**
@@ -82,9 +83,6 @@ export class SettlementOutbox {
    * acknowledged row wants no alarm of its own: the commit or alarm that comes next deletes it.
    */
   earliest(): number | undefined {
-    if (this.acknowledged.size === 0) {
-      return this.sql.exec<{ due: number | null }>("SELECT MIN(forward_at) AS due FROM settlement_outbox").one().due ?? undefined;
-    }
     return this.sql
       .exec<{ operation_id: string; forward_at: number }>(
         `SELECT ${idText("operation_id")} AS operation_id, forward_at FROM settlement_outbox ORDER BY forward_at LIMIT ?`,
