@@ -129,7 +129,7 @@ export class TenantObject extends TenantActivityRpc {
    * and then nothing was written (an object that is no tenant stays without storage).
    */
   async authorize(hash: string, now = Date.now()): Promise<Authorization | null> {
-    return this.authorizeNow(hash, now);
+    return this.authorizeNow(hash, now)?.authorization ?? null;
   }
 
   /**
@@ -138,18 +138,20 @@ export class TenantObject extends TenantActivityRpc {
    * is not authenticated or is over its per-minute quota.
    */
   async authorizeAndReserve(hash: string, sessionId: string, lane: string, now = Date.now()): Promise<{ authorization: Authorization | null; reservation: Reservation }> {
-    const authorization = this.authorizeNow(hash, now);
-    if (!authorization || authorization.limited) return { authorization, reservation: { ok: false, openOperations: [] } };
-    return { authorization, reservation: this.operations().reserve(sessionId, lane, this.quotas().maxOpenOperations, now) };
+    const admitted = this.authorizeNow(hash, now);
+    if (!admitted || admitted.authorization.limited) return { authorization: admitted?.authorization ?? null, reservation: { ok: false, openOperations: [] } };
+    return { authorization: admitted.authorization, reservation: this.operations().reserve(sessionId, lane, admitted.quotas.maxOpenOperations, now) };
   }
 
-  private authorizeNow(hash: string, now: number): Authorization | null {
+  /** The verdict with the quotas it read, so a reservation after it reads them no second time. */
+  private authorizeNow(hash: string, now: number): { authorization: Authorization; quotas: TenantQuotas } | null {
     if (!this.schema.exists) return null;
     const key = this.keys().use(hash, now);
     if (!key) return null;
-    const verdict = this.requestWindow.admit(now, this.quotas().requestsPerMinute);
-    if (verdict.limited) return { keyId: key.keyId, limited: true, retryAfterSeconds: verdict.retryAfterSeconds };
-    return { keyId: key.keyId, limited: false };
+    const quotas = this.quotas();
+    const verdict = this.requestWindow.admit(now, quotas.requestsPerMinute);
+    if (verdict.limited) return { authorization: { keyId: key.keyId, limited: true, retryAfterSeconds: verdict.retryAfterSeconds }, quotas };
+    return { authorization: { keyId: key.keyId, limited: false }, quotas };
   }
 
   async getQuotas(): Promise<Wire<RpcResult<TenantQuotas>>> {

@@ -11,7 +11,7 @@ import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import type { OperationView } from "../session-runtime.ts";
 import { definedToolNames } from "../../tools/registry.ts";
-import { appendedMessages } from "./appended-messages.ts";
+import { appendedMessages, placedBy } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
@@ -128,7 +128,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
       this.open().runtime.startPass(lane, admission.operationId);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
       if (outcome.state !== "settled") return outcome;
-      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.openStorage(), outcome.result) } };
+      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.openStorage(), outcome.result, placedBy(lane, outcome.result)) } };
     });
   }
 

@@ -4,7 +4,7 @@ import type { PromptAnswer } from "../../schema/lane-api.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import { parseWire, unwrapLane, asResult } from "../rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { appendedMessages } from "./appended-messages.ts";
+import { appendedMessages, placedBy } from "./appended-messages.ts";
 import type { ConvenienceOutcome } from "./session-lane-rpc.ts";
 import { SessionMcpRpc } from "./session-mcp-rpc.ts";
 
@@ -58,6 +58,6 @@ export abstract class SessionStructuralRpc extends SessionMcpRpc {
     this.open().runtime.startPass(lane, continuation.value.operationId);
     const run = await this.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
     if (run.state !== "settled") return { record, run };
-    return { record, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.openStorage(), run.result) } } };
+    return { record, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.openStorage(), run.result, placedBy(lane, run.result)) } } };
   }
 }

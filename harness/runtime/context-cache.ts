@@ -48,6 +48,21 @@ export class ContextCache {
     }
   }
 
+  /**
+   * The entries after `fromTipId` up to `tipId`, oldest first, when the cached path ends at
+   * `tipId` and holds `fromTipId` (null: the path starts at the root); else undefined, and the
+   * caller reads storage. Never loads: a settled run's answer is what it just placed.
+   */
+  since(fromTipId: string | null, tipId: string): readonly Entry[] | undefined {
+    const cached = this.cached;
+    if (cached?.tipId !== tipId) return undefined;
+    if (fromTipId === null) return cached.path[0]?.parentId === null ? cached.path : undefined;
+    for (let index = cached.path.length - 1; index >= 0; index--) {
+      if (cached.path[index]?.id === fromTipId) return cached.path.slice(index + 1);
+    }
+    return undefined;
+  }
+
   /** Forgets everything (a navigation, a restore, a fault). */
   clear(): void {
     this.cached = undefined;

@@ -107,6 +107,11 @@ export class AgentLane implements LaneHandle {
     this.context.placed(entries);
   }
 
+  /** What an operation placed between its two tips, when the warm context still holds it (context-cache.ts `since`). */
+  placedBetween(fromTipId: string | null, tipId: string): readonly Entry[] | undefined {
+    return this.context.since(fromTipId, tipId);
+  }
+
   setStreaming(partial: ProviderAssistant, pendingUpdate: () => HarnessEvent | undefined): void {
     this.streaming.set(partial, pendingUpdate);
   }

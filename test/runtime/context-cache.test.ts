@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { appendedMessages, placedBy } from "../../durable-objects/session/appended-messages.ts";
 import { ContextCache } from "../../harness/runtime/context-cache.ts";
+import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-api.ts";
 import type { Entry } from "../../schema/entries.ts";
+import { userMessage } from "../helpers/messages.ts";
 import { ECHO } from "./helpers.ts";
 import { settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
 
@@ -40,6 +43,35 @@ describe("a lane's warm context", () => {
     expect(result.length).toBe(result.expected);
     // The first request reads the (empty-tipped) path once; every later turn reads none.
     expect(result.scansPerTurn.slice(1)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("answers a settled run's messages from memory exactly as from storage, within the same bounds", async () => {
+    const result = await withDriveRig(
+      async ({ harness, session }) => {
+        const lane = await harness.lane("main");
+        const answers = [];
+        const prompts = [
+          "hello",
+          "again",
+          // More messages than an answer holds: both sources keep the newest and say so.
+          Array.from({ length: PROMPT_ANSWER_LIMITS.messages + 3 }, (_, i) => userMessage(`m${i}`)),
+        ];
+        for (const prompt of prompts) {
+          const { operationId } = unwrap(await lane.accept({ kind: "prompt", prompt }));
+          const record = settledRecord(await lane.drive({ operationId }));
+          const placed = placedBy(lane, record);
+          answers.push({ warm: placed === undefined ? undefined : appendedMessages(session, record, placed), read: appendedMessages(session, record) });
+        }
+        return answers;
+      },
+      { model: ECHO },
+    );
+    for (const { warm, read } of result) expect(warm).toEqual(read);
+    expect(result.map(({ read }) => [read.messages.length, read.messagesTruncated])).toEqual([
+      [2, false],
+      [2, false],
+      [PROMPT_ANSWER_LIMITS.messages, true],
+    ]);
   });
 
   it("shares frozen entries: a consumer that mutates what it was handed fails instead of corrupting later requests", async () => {
@@ -88,6 +120,23 @@ describe("ContextCache", () => {
     cache.placed([entry("x", "elsewhere")]);
     cache.read("x", load([entry("x", null)]));
     expect(loads).toBe(3);
+  });
+
+  it("answers what was placed after a tip only while it holds both tips", () => {
+    const cache = new ContextCache();
+    cache.read("a", () => [entry("a", null)]);
+    cache.placed([entry("b", "a"), entry("c", "b")]);
+    expect(cache.since("a", "c")?.map((e) => e.id)).toEqual(["b", "c"]);
+    expect(cache.since(null, "c")?.map((e) => e.id)).toEqual(["a", "b", "c"]);
+    expect(cache.since("c", "c")).toEqual([]);
+    // Not the cached tip, or a start it does not hold: the caller reads storage.
+    expect(cache.since("a", "b")).toBeUndefined();
+    expect(cache.since("elsewhere", "c")).toBeUndefined();
+    // After a compaction the path starts there: a span from before it is not held.
+    cache.placed([entry("k", "c", "compaction"), entry("d", "k")]);
+    expect(cache.since("k", "d")?.map((e) => e.id)).toEqual(["d"]);
+    expect(cache.since("c", "d")).toBeUndefined();
+    expect(cache.since(null, "d")).toBeUndefined();
   });
 
   it("falls back to reading when the path outgrows its byte bound", () => {
