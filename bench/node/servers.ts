@@ -7,7 +7,9 @@ import { freePort, startDevServer, type DevServer } from "../../test/e2e/dev-ser
 // bench run by bench/node/server-setup.ts: ours exactly as a user runs it (`npm start`), and the
 // Agents SDK peer with `wrangler dev --config bench/peer/wrangler.toml`. Both bind loopback only,
 // persist to fresh temporary directories, and run with wrangler's local observability (request
-// tracing) off, because it adds a per-request cost to whichever server it is on.
+// tracing) off, because it adds a per-request cost to whichever server it is on. Both log at
+// `warn` (`npm start`'s default): at `info` wrangler's proxy reports every HTTP request to the
+// wrangler process (a line each), a cost our HTTP turns would pay and the peer's socket frames not.
 
 const READY_TIMEOUT_MS = 120_000;
 
@@ -32,7 +34,7 @@ export async function startOurs(): Promise<RunningServer> {
 
 export async function startPeer(persistDir: string): Promise<RunningServer> {
   const port = await freePort();
-  const args = ["wrangler", "dev", "--config", "bench/peer/wrangler.toml", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistDir, "--show-interactive-dev-session=false"];
+  const args = ["wrangler", "dev", "--config", "bench/peer/wrangler.toml", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn"];
   const child = spawn("npx", args, { stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, ...SERVER_ENV, CI: "true" } });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
