@@ -153,7 +153,7 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
     {
       id: "P1",
       lines: [
-        "Both servers run under `wrangler dev` on loopback with local observability (request tracing) off; four clients (two per server, each on its own session or agent), turns strictly sequential, one per client per round, the order rotating every round.",
+        "Both servers run under `wrangler dev` on loopback with local observability (request tracing) off and wrangler logging at `warn` (no line per request); four clients (two per server, each on its own session or agent), turns strictly sequential, one per client per round, the order rotating every round.",
         `Files: ours ${oursGrowth.file}, peer ${peerGrowth.file}.`,
       ],
     },
