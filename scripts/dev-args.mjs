@@ -1,18 +1,12 @@
 // The `wrangler dev` command line of `npm start`: the script's defaults, each left out when the
 // user passes the same flag (wrangler exits on a flag given twice), then the user's own flags.
 
-/**
- * What `npm start` passes unless the user passes the same flag. The log level is `warn`: at `info`,
- * wrangler's dev proxy reports every request to the wrangler process over a local HTTP call (one
- * `[wrangler:info] POST … 200 OK` line each), which cost 0.6–0.9 ms of every request's latency on
- * a two-core machine (bench/README.md). `--log-level info` brings the lines back.
- */
+/** What `npm start` passes unless the user passes the same flag. */
 export const DEV_DEFAULTS = [
   ["--port", "8787"],
   ["--ip", "127.0.0.1"],
   ["--persist-to", ".wrangler/state"],
   ["--show-interactive-dev-session", "false"],
-  ["--log-level", "warn"],
 ];
 
 /** The value of `--name value` or `--name=value` in `args`, or undefined. */
@@ -37,5 +31,5 @@ export function hasFlag(args, name) {
  */
 export function wranglerDevArgs(args) {
   const defaults = DEV_DEFAULTS.filter(([name]) => !hasFlag(args, name)).map(([name, value]) => `${name}=${value}`);
-  return { args: ["dev", ...defaults, ...args], port: flagValue(args, "--port") ?? "8787", ip: flagValue(args, "--ip") ?? "127.0.0.1" };
+  return { args: ["dev", ...defaults, ...args], port: flagValue(args, "--port") ?? "8787" };
 }

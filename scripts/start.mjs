@@ -2,8 +2,7 @@
 // `npm start [-- <wrangler dev flags>] [-- --dev-key]`: serves the API locally with `wrangler dev`
 // and local persistence under .wrangler/state, so state (and interrupted runs) survive a restart of
 // this process. Any flag the script sets by default (--port, --ip, --persist-to, …) can be passed
-// to override it. Once the server answers it prints where; `--dev-key` also prints a ready API key of
-// a local tenant "dev". wrangler logs warnings and errors only (`--log-level info`: a line per request).
+// to override it. `--dev-key` also prints a ready API key of a local tenant "dev" once the server is up.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { wranglerDevArgs } from "./dev-args.mjs";
@@ -16,34 +15,22 @@ const devVars = ".dev.vars";
 const added = ensureDevVars(devVars);
 if (added.length > 0) console.log(`Added to ${devVars} (local only, never committed):\n\n${added.map((line) => `  ${line}`).join("\n")}\n`);
 
-const userArgs = process.argv.slice(2).filter((arg) => arg !== "--dev-key");
-const { args, port, ip } = wranglerDevArgs(userArgs);
+const { args, port } = wranglerDevArgs(process.argv.slice(2).filter((arg) => arg !== "--dev-key"));
 const child = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-const everyInterface = ip === "0.0.0.0" || ip === "::";
-const host = ip === "0.0.0.0" ? "127.0.0.1" : ip === "::" ? "[::1]" : ip.includes(":") ? `[${ip}]` : ip;
-void announce(`http://${host}:${port}`);
+if (devKey) void printDevKey(`http://127.0.0.1:${port}`);
 
-/** Waits for /health, says where the server is (wrangler's own banner is an info line), then the dev key if asked. */
-async function announce(base) {
+/** Waits for /health, makes sure tenant "dev" exists, and prints a fresh key for it. */
+async function printDevKey(base) {
+  const token = devVar(readFileSync(devVars, "utf8"), "ADMIN_TOKEN");
   for (let attempt = 0; attempt < 240; attempt++) {
     try {
-      if ((await fetch(`${base}/health`)).ok) {
-        const logs = userArgs.some((arg) => arg.startsWith("--log-level")) ? "" : " (a line per request: npm start -- --log-level info)";
-        console.log(`\nServing on ${base}${everyInterface ? ", on every interface" : ""}${logs}\n`);
-        if (devKey) await printDevKey(base);
-        return;
-      }
+      if ((await fetch(`${base}/health`)).ok) break;
     } catch {
       // not up yet
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-}
-
-/** Makes sure tenant "dev" exists and prints a fresh key for it. */
-async function printDevKey(base) {
-  const token = devVar(readFileSync(devVars, "utf8"), "ADMIN_TOKEN");
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
   const tenant = await fetch(`${base}/v1/admin/tenants`, { method: "POST", headers, body: JSON.stringify({ id: "dev", name: "Local development" }) });
   if (tenant.status !== 201 && tenant.status !== 409) return console.error(`Could not create the dev tenant: ${tenant.status}`);

@@ -4,17 +4,23 @@ import { join } from "node:path";
 import { freePort, startDevServer, type DevServer } from "../../test/e2e/dev-server.ts";
 
 // The two servers of the server rows (P1, P3 retained, throughput, P7–P9, memory), started once per
-// bench run by bench/node/server-setup.ts: ours exactly as a user runs it (`npm start`), and the
-// Agents SDK peer with `wrangler dev --config bench/peer/wrangler.toml`. Both bind loopback only,
-// persist to fresh temporary directories, and run with wrangler's local observability (request
-// tracing) off, because it adds a per-request cost to whichever server it is on. Both log at
-// `warn` (`npm start`'s default): at `info` wrangler's proxy reports every HTTP request to the
-// wrangler process (a line each), a cost our HTTP turns would pay and the peer's socket frames not.
+// bench run by bench/node/server-setup.ts: ours as a user runs it (`npm start`, with the flags
+// below), and the Agents SDK peer with `wrangler dev --config bench/peer/wrangler.toml`. Both bind
+// loopback only, persist to fresh temporary directories, and run with wrangler's local
+// observability (request tracing) off, because it adds a per-request cost to whichever server it
+// is on. Both log at `warn` for the same reason (`npm start -- --log-level warn`, a flag any user
+// may pass): at the default `info`, wrangler's dev proxy reports every HTTP request to the wrangler
+// process for its `[wrangler:info] POST … 200 OK` line, about 1 ms of CPU a request on this
+// machine's two cores, which our HTTP turns would pay, the peer's socket frames never do, and no
+// deployment pays.
 
 const READY_TIMEOUT_MS = 120_000;
 
 /** wrangler dev's local tracing/observability, off for both servers (X_LOCAL_OBSERVABILITY). */
 export const SERVER_ENV = { X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false", WRANGLER_SEND_METRICS: "false" };
+
+/** wrangler dev's log level, `warn` for both servers (no line, and no report, per HTTP request). */
+export const SERVER_ARGS = ["--log-level", "warn"];
 
 export interface RunningServer {
   baseUrl: string;
@@ -27,14 +33,14 @@ export interface RunningServer {
 export async function startOurs(): Promise<RunningServer> {
   // startDevServer spawns with the current environment; the settings reach wrangler through it.
   Object.assign(process.env, SERVER_ENV);
-  const server: DevServer = await startDevServer({ timeoutMs: READY_TIMEOUT_MS });
+  const server: DevServer = await startDevServer({ timeoutMs: READY_TIMEOUT_MS, extraArgs: SERVER_ARGS });
   const pgid = processGroupOf(server.persistDir);
   return { baseUrl: server.baseUrl, persistDir: server.persistDir, pgid, stop: server.stop };
 }
 
 export async function startPeer(persistDir: string): Promise<RunningServer> {
   const port = await freePort();
-  const args = ["wrangler", "dev", "--config", "bench/peer/wrangler.toml", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn"];
+  const args = ["wrangler", "dev", "--config", "bench/peer/wrangler.toml", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistDir, "--show-interactive-dev-session=false", ...SERVER_ARGS];
   const child = spawn("npx", args, { stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, ...SERVER_ENV, CI: "true" } });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -18,12 +18,6 @@ describe("npm start", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
   });
-
-  it("says where it serves once it answers, and logs no line per request (wrangler at warn)", async () => {
-    await expect.poll(() => server.output(), { timeout: 10_000 }).toContain(`Serving on ${server.baseUrl} (a line per request: npm start -- --log-level info)`);
-    for (let i = 0; i < 3; i++) expect((await fetch(`${server.baseUrl}/health`)).status).toBe(200);
-    expect(server.output()).not.toContain("GET /health");
-  });
 });
 
 describe("npm start -- <a flag the script also sets>", () => {
@@ -43,26 +37,19 @@ describe("npm start -- <a flag the script also sets>", () => {
 describe("the wrangler dev command line of npm start", () => {
   it("passes the script's defaults when the user passes no flag", () => {
     expect(wranglerDevArgs([])).toEqual({
-      args: ["dev", "--port=8787", "--ip=127.0.0.1", "--persist-to=.wrangler/state", "--show-interactive-dev-session=false", "--log-level=warn"],
+      args: ["dev", "--port=8787", "--ip=127.0.0.1", "--persist-to=.wrangler/state", "--show-interactive-dev-session=false"],
       port: "8787",
-      ip: "127.0.0.1",
     });
   });
 
   it("leaves out each default the user overrides, in either flag form, and keeps the user's flags", () => {
     const { args, port } = wranglerDevArgs(["--ip", "0.0.0.0", "--port=9000", "--persist-to", "/tmp/x", "--show-interactive-dev-session"]);
-    expect(args).toEqual(["dev", "--log-level=warn", "--ip", "0.0.0.0", "--port=9000", "--persist-to", "/tmp/x", "--show-interactive-dev-session"]);
+    expect(args).toEqual(["dev", "--ip", "0.0.0.0", "--port=9000", "--persist-to", "/tmp/x", "--show-interactive-dev-session"]);
     expect(port).toBe("9000");
     expect(wranglerDevArgs(["--no-show-interactive-dev-session"]).args).not.toContain("--show-interactive-dev-session=false");
   });
 
   it("passes other wrangler flags through after the defaults", () => {
-    expect(wranglerDevArgs(["--var", "A:1"]).args.slice(-3)).toEqual(["--log-level=warn", "--var", "A:1"]);
-  });
-
-  it("logs a line per request again with --log-level info", () => {
-    const { args } = wranglerDevArgs(["--log-level", "info"]);
-    expect(args.filter((arg) => arg.startsWith("--log-level"))).toEqual(["--log-level"]);
-    expect(args.slice(-2)).toEqual(["--log-level", "info"]);
+    expect(wranglerDevArgs(["--log-level", "debug"]).args.slice(-2)).toEqual(["--log-level", "debug"]);
   });
 });
