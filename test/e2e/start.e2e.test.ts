@@ -18,6 +18,13 @@ describe("npm start", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
   });
+
+  // wrangler hashes wrangler.toml and the names in .dev.vars into worker-configuration.d.ts and
+  // warns at start when they differ: the committed file must match the .dev.vars npm start writes.
+  it("starts without wrangler's warning that the committed worker types are out of date", () => {
+    expect(server.output()).toContain("Ready on");
+    expect(server.output()).not.toContain("types might be out of date");
+  });
 });
 
 describe("npm start -- <a flag the script also sets>", () => {
