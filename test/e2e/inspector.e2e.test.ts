@@ -25,7 +25,8 @@ describe("the Inspector page", () => {
     if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) or set INSPECTOR_CHROMIUM`);
     mkdirSync(SHOTS, { recursive: true });
     // As docs/inspector.md says: `npm start -- --dev-key` prints a key and the page's address.
-    server = await startDevServer({ extraArgs: ["--dev-key"] });
+    // No minute cron: the page's Resume must be what polls the suspended run, not a tick in between.
+    server = await startDevServer({ extraArgs: ["--dev-key", "--no-cron"] });
     const printed = await pollUntil("npm start -- --dev-key to print a key and the Inspector's address", async () => server.output(), (output) => /The Inspector .*: (\S+)/.test(output), 60_000);
     key = /export KEY=(\S+)/.exec(printed)?.[1] ?? "";
     inspectorUrl = /The Inspector .*: (\S+)/.exec(printed)?.[1] ?? "";

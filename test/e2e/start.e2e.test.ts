@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { wranglerDevArgs } from "../../scripts/dev-args.mjs";
+import { MINUTE_CRON, scheduledUrl, untilNextMinute } from "../../scripts/local-cron.mjs";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
 // The README's promise: `npm start` serves the API locally and answers GET /health, and any
@@ -58,5 +60,22 @@ describe("the wrangler dev command line of npm start", () => {
 
   it("passes other wrangler flags through after the defaults", () => {
     expect(wranglerDevArgs(["--log-level", "debug"]).args.slice(-2)).toEqual(["--log-level", "debug"]);
+  });
+});
+
+describe("the minute cron npm start fires", () => {
+  it("is the one schedule wrangler.toml declares", () => {
+    const declared = /^crons\s*=\s*\[(.*)\]/m.exec(readFileSync("wrangler.toml", "utf8"))?.[1];
+    expect(declared?.split(",").map((cron) => cron.trim().replace(/^"|"$/g, ""))).toEqual([MINUTE_CRON]);
+  });
+
+  it("fires at the start of each minute, a minute later when asked on the boundary", () => {
+    expect(untilNextMinute(Date.UTC(2026, 11, 2, 10, 0, 0))).toBe(60_000);
+    expect(untilNextMinute(Date.UTC(2026, 11, 2, 10, 0, 59, 750))).toBe(250);
+    expect(untilNextMinute(Date.UTC(2026, 11, 2, 10, 0, 1))).toBe(59_000);
+  });
+
+  it("through wrangler dev's local scheduled endpoint", () => {
+    expect(scheduledUrl("http://127.0.0.1:8787")).toBe("http://127.0.0.1:8787/cdn-cgi/local/scheduled?cron=*%20*%20*%20*%20*");
   });
 });
