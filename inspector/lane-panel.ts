@@ -24,7 +24,8 @@ export class LanePanel {
   private target: { sessionId: string; lane: string } | undefined;
   private readonly parts = new Map<string, { host: HTMLElement; key: string | undefined }>();
   private readonly answers = el("div", { class: "client-tools" });
-  private answerKey = "";
+  /** The open answer forms by operation and tool call: kept while their call waits, with what was typed. */
+  private readonly answerForms = new Map<string, HTMLFormElement>();
   private readonly statusLine = el("span", { class: "muted", id: "watch-status" }, "not watching");
   private frame: number | undefined;
   private models: ModelCatalogEntry[] = [];
@@ -68,7 +69,8 @@ export class LanePanel {
     delete this.root.dataset.session;
     this.watch?.close();
     this.watch = undefined;
-    this.answerKey = "";
+    this.answerForms.clear();
+    replace(this.answers);
     if (this.frame !== undefined) cancelAnimationFrame(this.frame);
     this.frame = undefined;
   }
@@ -216,15 +218,27 @@ export class LanePanel {
     return form;
   }
 
-  /** A form per client tool call waiting for its answer; rebuilt only when that set changes. */
+  /**
+   * A form per client tool call waiting for its answer. A form stays in place while its call
+   * waits: answering one of two parallel calls leaves the other's typed text and focus alone.
+   */
   private drawAnswers(operationId: string | undefined, rows: readonly RunningToolRow[]): void {
-    const waiting = rows.filter((row) => row.status === "running" && row.executor === "client");
-    const key = JSON.stringify([operationId, waiting.map((row) => row.toolCallId)]);
-    if (key === this.answerKey) return;
-    this.answerKey = key;
     const target = this.target;
-    if (!target || operationId === undefined || waiting.length === 0) return replace(this.answers);
-    replace(this.answers, el("h3", {}, "Answer client tools"), ...waiting.map((row) => this.answerForm(target.sessionId, target.lane, operationId, row)));
+    const waiting = target && operationId !== undefined ? rows.filter((row) => row.status === "running" && row.executor === "client") : [];
+    const keys = new Map(waiting.map((row) => [`${operationId}/${row.toolCallId}`, row]));
+    for (const [key, form] of this.answerForms) {
+      if (keys.has(key)) continue;
+      form.remove();
+      this.answerForms.delete(key);
+    }
+    for (const [key, row] of keys) {
+      if (this.answerForms.has(key) || !target || operationId === undefined) continue;
+      const form = this.answerForm(target.sessionId, target.lane, operationId, row);
+      this.answerForms.set(key, form);
+      this.answers.append(form);
+    }
+    if (this.answerForms.size === 0) replace(this.answers);
+    else if (!this.answers.firstElementChild?.matches("h3")) this.answers.prepend(el("h3", {}, "Answer client tools"));
   }
 
   private answerForm(sessionId: string, lane: string, operationId: string, row: RunningToolRow): HTMLFormElement {

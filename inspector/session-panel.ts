@@ -19,6 +19,11 @@ export interface SessionState {
   labelsRead: Set<string>;
 }
 
+interface KeyboardPosition {
+  entryId: string | undefined;
+  focused: boolean;
+}
+
 /**
  * One session: its name and statistics, its lanes (pick the one to watch, or add one), and the
  * entry tree drawn as a graph (tree-view.ts). Entries are read a page at a time in commit order;
@@ -110,6 +115,7 @@ export class SessionPanel {
     if (!state) return;
     const { session } = state;
     const usage = session.stats.usage;
+    const position = this.keyboardPosition();
     const laneSelect = el(
       "select",
       { id: "lane-select", name: "lane", on: { change: (event) => event.target instanceof HTMLSelectElement && this.pickLane(event.target.value) } },
@@ -152,26 +158,37 @@ export class SessionPanel {
       state.complete ? null : el("p", { class: "muted" }, `Showing the oldest ${MAX_ENTRIES} entries.`),
       this.treeHost,
     );
-    this.drawTree();
+    this.drawTree(position);
   }
 
-  private drawTree(): void {
+  /** The row holding the tree's one tab stop, and whether the keyboard is on it. */
+  private keyboardPosition(): KeyboardPosition {
+    const stop = this.treeHost.querySelector('g[tabindex="0"]');
+    return { entryId: stop?.getAttribute("data-entry") ?? undefined, focused: stop !== null && stop === document.activeElement };
+  }
+
+  /**
+   * Redraws replace every row (a run's events, its end, each label read), and a removed element
+   * takes the focus with it: a keyboard user on the tree keeps their row and their focus.
+   */
+  private drawTree(position: KeyboardPosition = this.keyboardPosition()): void {
     const state = this.state;
     if (!state) return;
     const onSelect = (entryId: string) => {
       const entry = state.entries.find((candidate) => candidate.id === entryId);
       if (!entry) return;
       this.selectedEntry = entryId;
-      this.drawTree();
-      this.treeHost.querySelector<SVGGElement>(`g[data-entry="${CSS.escape(entryId)}"]`)?.focus();
+      this.drawTree({ entryId, focused: true });
       this.handlers.onEntry(entry);
     };
+    const focusId = position.focused ? position.entryId : undefined;
     const tree =
       state.entries.length === 0
         ? el("p", { class: "muted" }, "No entries yet: prompt the lane to start the conversation.")
-        : renderTree({ entries: state.entries, branches: state.session.branches, labels: state.labels, lane: this.lane, laneTipId: this.laneTipId, selectedId: this.selectedEntry, onSelect });
+        : renderTree({ entries: state.entries, branches: state.session.branches, labels: state.labels, lane: this.lane, laneTipId: this.laneTipId, selectedId: this.selectedEntry, focusId, onSelect });
     replace(this.treeHost, tree);
     this.treeHost.dataset.entries = String(state.entries.length);
+    if (focusId !== undefined) this.treeHost.querySelector<SVGGElement>(`g[data-entry="${CSS.escape(focusId)}"]`)?.focus();
   }
 
   private pickLane(lane: string): void {

@@ -16,6 +16,8 @@ export interface TreeViewInput {
   lane: string | undefined;
   laneTipId: string | null;
   selectedId: string | undefined;
+  /** The row that keeps the tab stop over the selected one: where the keyboard was before a redraw. */
+  focusId?: string | undefined;
   onSelect: (entryId: string) => void;
 }
 
@@ -40,7 +42,7 @@ export function renderTree(input: TreeViewInput): HTMLElement {
     graph.append(svg("path", { d: path, class: onPath.has(to.id) ? "edge edge-lane" : "edge" }));
   }
   const rows: SVGGElement[] = [];
-  const focusId = input.selectedId !== undefined && byId.has(input.selectedId) ? input.selectedId : layout.nodes.at(-1)?.id;
+  const focusId = [input.focusId, input.selectedId].find((id) => id !== undefined && byId.has(id)) ?? layout.nodes.at(-1)?.id;
   for (const placed of layout.nodes) {
     const entry = byId.get(placed.id);
     if (!entry) continue;

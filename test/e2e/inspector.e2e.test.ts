@@ -70,7 +70,7 @@ describe("the Inspector page", () => {
     await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
   }
 
-  it("opens with a key, creates a session, streams, steers, aborts, answers a client tool, navigates, labels, resumes a deferred run, queues, forks; the fold equals the server's snapshot after each", async () => {
+  it("opens with a key, creates a session, streams, steers, aborts, answers two client tools, navigates, labels, resumes a deferred run, queues, forks; the fold equals the server's snapshot after each", async () => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     const page = await context.newPage();
     const problems: string[] = [];
@@ -127,24 +127,42 @@ describe("the Inspector page", () => {
     // A client tool call waits for the page's answer.
     await api.expect(201, "PUT", `/v1/sessions/${sid}/tools/approve`, { body: { kind: "client", description: "Asks a person", parameters: { type: "object", properties: {} } } });
     await api.expect(200, "PATCH", `/v1/sessions/${sid}/lanes/main/config`, { body: { activeTools: ["approve"] } });
-    await api.expect(201, "POST", `/v1/sessions/${sid}/lists/scripted/steps`, { body: { toolCalls: [{ name: "approve", arguments: {} }] } });
+    // Two calls in parallel: answering one leaves the other's form, its text and its focus alone.
+    await api.expect(201, "POST", `/v1/sessions/${sid}/lists/scripted/steps`, { body: { toolCalls: [{ name: "approve", arguments: {} }, { name: "approve", arguments: { second: true } }] } });
     await appendSteps(api, sid, [{ text: "thanks for approving" }]);
     await page.getByLabel("Prompt", { exact: true }).fill("ask for approval");
     await page.getByRole("button", { name: "Send prompt" }).click();
-    const answer = page.locator("form[data-answer]");
-    await answer.waitFor({ timeout: 20_000 });
+    const answers = page.locator("form[data-answer]");
+    await expect.poll(() => answers.count(), { timeout: 20_000 }).toBe(2);
     await expectFoldMatchesServer(page, sid);
-    await answer.getByLabel("approve: result text").fill("Approved by the inspector");
-    await answer.getByRole("button", { name: "Send result" }).click();
+    const secondCall = await answers.nth(1).getAttribute("data-answer");
+    const [first, second] = [answers.nth(0), page.locator(`form[data-answer="${secondCall}"]`)];
+    await first.getByLabel("approve: result text").fill("Approved by the inspector");
+    await second.getByLabel("approve: result text").fill("Also approved");
+    await first.getByRole("button", { name: "Send result" }).click();
+    await second.getByLabel("approve: result text").focus();
+    await expect.poll(() => answers.count()).toBe(1);
+    expect(await answers.getAttribute("data-answer")).toBe(secondCall);
+    expect(await page.evaluate("document.activeElement?.value")).toBe("Also approved");
+    await second.getByRole("button", { name: "Send result" }).click();
     await idleWith(page, "completed");
     const answered = await expectFoldMatchesServer(page, sid);
     expect(JSON.stringify(answered.transcript)).toContain("Approved by the inspector");
+    expect(JSON.stringify(answered.transcript)).toContain("Also approved");
 
     // Navigate: open the first entry of the tree with the keyboard (the tree is one tab stop; Home
-    // moves to the oldest row), then move the lane there.
+    // moves to the oldest row), then move the lane there. A run that ends meanwhile redraws the
+    // tree (its entries, its tip, its labels): the keyboard stays on the row it was on.
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("thanks for approving");
     const firstId = await page.locator("svg.tree g[data-entry]").first().getAttribute("data-entry");
     await page.locator('svg.tree g[tabindex="0"]').focus();
     await page.keyboard.press("Home");
+    const drawn = Number(await page.locator("#session .tree-host").getAttribute("data-entries"));
+    await appendSteps(api, sid, [{ text: "an answer while the keyboard is on the tree" }]);
+    await api.expect(200, "POST", `/v1/sessions/${sid}/lanes/main/prompt`, { body: { prompt: "a prompt from elsewhere", wait: 30 } });
+    await expect.poll(() => page.locator("#session .tree-host").getAttribute("data-entries")).toBe(String(drawn + 2));
+    await expect.poll(() => page.locator("svg.tree").textContent()).toContain("an answer while the keyboard is on the tree");
+    expect(await page.evaluate("document.activeElement?.getAttribute('data-entry')")).toBe(firstId);
     await page.keyboard.press("Enter");
     await expect.poll(() => page.locator("#entry-title").textContent()).toBe("Entry: user");
     await page.getByRole("button", { name: "Navigate lane main here" }).click();
