@@ -34,13 +34,22 @@ export class SessionPanel {
   private selectedEntry: string | undefined;
   private laneTipId: string | null = null;
   private lane: string | undefined;
-  private treeHost = el("div", { class: "tree-host" });
+  private shownSession: string | undefined;
+  private readonly treeHost = el("div", { class: "tree-host" });
+  private readonly title = el("h2", { id: "session-title" });
+  private readonly facts = el("dl", { class: "facts" });
+  private readonly cutNote = el("p", { class: "muted", hidden: true }, `Showing the oldest ${MAX_ENTRIES} entries.`);
+  private readonly laneSelect: HTMLSelectElement;
+  private readonly laneForm: HTMLFormElement;
 
   constructor(
     private readonly root: HTMLElement,
     private readonly context: InspectorContext,
     private readonly handlers: { onLane: (lane: string) => void; onEntry: (entry: Entry) => void; onForked: (sessionId: string) => void },
-  ) {}
+  ) {
+    this.laneSelect = el("select", { id: "lane-select", name: "lane", on: { change: () => this.pickLane(this.laneSelect.value) } });
+    this.laneForm = this.newLaneForm();
+  }
 
   /**
    * Reads the session, and its entries: all of them (oldest first, a page at a time) when it is
@@ -110,37 +119,54 @@ export class SessionPanel {
     this.drawTree();
   }
 
+  /**
+   * Draws what the session's read changed: the title, the facts, the lane list and the tree. The
+   * controls are built once and stay, so a redraw after each run leaves a half-typed lane name,
+   * and the focus, where they were.
+   */
   private render(): void {
     const state = this.state;
     if (!state) return;
     const { session } = state;
     const usage = session.stats.usage;
-    const position = this.keyboardPosition();
-    const laneSelect = el(
-      "select",
-      { id: "lane-select", name: "lane", on: { change: (event) => event.target instanceof HTMLSelectElement && this.pickLane(event.target.value) } },
-      ...session.lanes.map((lane) => el("option", { value: lane.name, selected: lane.name === this.lane }, lane.operation ? `${lane.name} (${lane.operation.kind} ${lane.operation.status})` : lane.name)),
-    );
+    if (this.shownSession !== session.id) {
+      this.shownSession = session.id;
+      this.laneForm.reset();
+    }
+    if (!this.root.contains(this.treeHost)) this.root.replaceChildren(...this.layout());
+    this.title.textContent = session.name ?? session.id;
     replace(
-      this.root,
-      el("h2", { id: "session-title" }, session.name ?? session.id),
-      el(
-        "dl",
-        { class: "facts" },
-        el("dt", {}, "Id"), el("dd", {}, session.id),
-        el("dt", {}, "Created"), el("dd", {}, time(session.createdAt)),
-        session.parentSessionId !== undefined && el("dt", {}, "Forked from"),
-        session.parentSessionId !== undefined && el("dd", {}, session.parentSessionId),
-        el("dt", {}, "Messages"), el("dd", {}, session.stats.messageCount),
-        el("dt", {}, "Usage"), el("dd", {}, `${usage.totalTokens} tokens · ${dollars(usage.cost.total)}`),
-        el("dt", {}, "Branches"), el("dd", {}, session.branches.map((branch) => branch.name).join(", ") || "none"),
-      ),
-      el("div", { class: "inline-form" }, el("label", { for: "lane-select" }, "Watch lane"), laneSelect),
-      this.newLaneForm(),
+      this.facts,
+      el("dt", {}, "Id"), el("dd", {}, session.id),
+      el("dt", {}, "Created"), el("dd", {}, time(session.createdAt)),
+      session.parentSessionId !== undefined && el("dt", {}, "Forked from"),
+      session.parentSessionId !== undefined && el("dd", {}, session.parentSessionId),
+      el("dt", {}, "Messages"), el("dd", {}, session.stats.messageCount),
+      el("dt", {}, "Usage"), el("dd", {}, `${usage.totalTokens} tokens · ${dollars(usage.cost.total)}`),
+      el("dt", {}, "Branches"), el("dd", {}, session.branches.map((branch) => branch.name).join(", ") || "none"),
+    );
+    const options = session.lanes.map((lane) => ({ value: lane.name, text: lane.operation ? `${lane.name} (${lane.operation.kind} ${lane.operation.status})` : lane.name }));
+    const optionsKey = JSON.stringify(options);
+    if (this.laneSelect.dataset.options !== optionsKey) {
+      replace(this.laneSelect, ...options.map((option) => el("option", { value: option.value }, option.text)));
+      this.laneSelect.dataset.options = optionsKey;
+    }
+    this.laneSelect.value = this.lane ?? "";
+    this.cutNote.hidden = state.complete;
+    this.drawTree();
+  }
+
+  /** The panel's parts in order: built once, filled by render(). */
+  private layout(): Node[] {
+    return [
+      this.title,
+      this.facts,
+      el("div", { class: "inline-form" }, el("label", { for: "lane-select" }, "Watch lane"), this.laneSelect),
+      this.laneForm,
       el(
         "div",
         { class: "button-row" },
-        el("button", { type: "button", on: { click: () => void this.load(session.id) } }, "Refresh"),
+        el("button", { type: "button", on: { click: () => void (this.state && this.load(this.state.session.id)) } }, "Refresh"),
         el("button", { type: "button", on: { click: () => void this.forkTree() } }, "Fork whole session"),
       ),
       el("h3", {}, "Entry tree"),
@@ -155,10 +181,9 @@ export class SessionPanel {
         el("span", { class: "swatch kind-custom" }, "▲ custom"), " ",
         "⎇ branch tip · ringed: the watched lane's tip",
       ),
-      state.complete ? null : el("p", { class: "muted" }, `Showing the oldest ${MAX_ENTRIES} entries.`),
+      this.cutNote,
       this.treeHost,
-    );
-    this.drawTree(position);
+    ];
   }
 
   /** The row holding the tree's one tab stop, and whether the keyboard is on it. */
@@ -216,6 +241,7 @@ export class SessionPanel {
       const at = field(form, "at");
       void this.context.attempt("Add lane", async () => {
         await this.context.client.lanes.put(state.session.id, lane, { createAt: at === "" ? null : at });
+        form.reset();
         this.lane = lane;
         await this.load(state.session.id);
         this.handlers.onLane(lane);

@@ -70,7 +70,7 @@ describe("the Inspector page", () => {
     await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
   }
 
-  it("opens with a key, creates a session, streams, steers, aborts, answers two client tools, navigates, labels, resumes a deferred run, queues, forks; the fold equals the server's snapshot after each", async () => {
+  it("opens with a key, creates a session, streams, steers, aborts, answers two client tools, navigates, labels, resumes a deferred run, queues, adds and watches a lane, forks; the fold equals the server's snapshot after each", async () => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     const page = await context.newPage();
     const problems: string[] = [];
@@ -152,9 +152,11 @@ describe("the Inspector page", () => {
 
     // Navigate: open the first entry of the tree with the keyboard (the tree is one tab stop; Home
     // moves to the oldest row), then move the lane there. A run that ends meanwhile redraws the
-    // tree (its entries, its tip, its labels): the keyboard stays on the row it was on.
+    // tree (its entries, its tip, its labels): the keyboard stays on the row it was on, and a lane
+    // name typed beforehand stays in its field.
     await expect.poll(() => page.locator("svg.tree").textContent()).toContain("thanks for approving");
     const firstId = await page.locator("svg.tree g[data-entry]").first().getAttribute("data-entry");
+    await page.getByLabel("New lane").fill("side");
     await page.locator('svg.tree g[tabindex="0"]').focus();
     await page.keyboard.press("Home");
     const drawn = Number(await page.locator("#session .tree-host").getAttribute("data-entries"));
@@ -163,6 +165,7 @@ describe("the Inspector page", () => {
     await expect.poll(() => page.locator("#session .tree-host").getAttribute("data-entries")).toBe(String(drawn + 2));
     await expect.poll(() => page.locator("svg.tree").textContent()).toContain("an answer while the keyboard is on the tree");
     expect(await page.evaluate("document.activeElement?.getAttribute('data-entry')")).toBe(firstId);
+    expect(await page.getByLabel("New lane").inputValue()).toBe("side");
     await page.keyboard.press("Enter");
     await expect.poll(() => page.locator("#entry-title").textContent()).toBe("Entry: user");
     await page.getByRole("button", { name: "Navigate lane main here" }).click();
@@ -202,6 +205,18 @@ describe("the Inspector page", () => {
     await page.getByLabel("Message for the queue").fill("for the next run");
     await page.getByRole("button", { name: "Next run" }).click();
     await page.locator('.live-queue [data-queued="nextRun"]').waitFor();
+    expect((await expectFoldMatchesServer(page, sid)).queues.map((item) => item.kind)).toEqual(["nextRun"]);
+
+    // A second lane at the first entry, its name typed long before; watch it, then main again.
+    await page.getByLabel("at entry").fill(firstId ?? "");
+    await page.getByRole("button", { name: "Add lane" }).click();
+    await expect.poll(() => page.locator("#lane-title").textContent()).toBe("Lane side");
+    await expect.poll(() => page.locator("#lane [data-tip]").getAttribute("data-tip")).toBe(firstId);
+    expect((await api.expect<{ tipId: string | null }>(200, "GET", `/v1/sessions/${sid}/lanes/side`)).tipId).toBe(firstId);
+    expect(await page.getByLabel("Watch lane").inputValue()).toBe("side");
+    expect(await page.getByLabel("New lane").inputValue()).toBe("");
+    await page.getByLabel("Watch lane").selectOption("main");
+    await expect.poll(() => page.locator("#lane-title").textContent()).toBe("Lane main");
     expect((await expectFoldMatchesServer(page, sid)).queues.map((item) => item.kind)).toEqual(["nextRun"]);
 
     await expect.poll(() => page.locator(".usage table th[scope=row]").allTextContents()).toContain("scripted/script");
