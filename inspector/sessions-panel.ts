@@ -21,32 +21,44 @@ export class SessionsPanel {
   private page = 0;
   private selected: string | undefined;
 
+  private readonly listHost = el("div", {});
+  private readonly newer = el("button", { type: "button", on: { click: () => this.turn(-1) } }, "Newer");
+  private readonly older = el("button", { type: "button", on: { click: () => this.turn(1) } }, "Older");
+  private readonly pageLabel = el("span", { class: "muted" });
+
   constructor(
     private readonly root: HTMLElement,
     private readonly context: InspectorContext,
     private readonly onSelect: (sessionId: string) => void,
   ) {}
 
+  /**
+   * Reads the current page and redraws the list and the pager. The form and the pager's buttons
+   * are built once, so paging with the keyboard keeps the focus on the button pressed.
+   */
   async load(): Promise<void> {
     const { client } = this.context;
     const cursor = this.cursors[this.page];
     const page = await this.context.attempt("List sessions", () => client.sessions.list({ limit: PAGE_SIZE, order: "desc", ...(cursor !== undefined && { cursor }) }));
     if (!page) return;
     this.cursors[this.page + 1] = page.nextCursor ?? undefined;
-    const list = el("ul", { class: "sessions", "aria-label": "Sessions, newest first" }, ...page.items.map((row) => this.row(row)));
-    replace(
-      this.root,
-      el("h2", { id: "sessions-title" }, "Sessions"),
-      this.createForm(),
-      page.items.length === 0 ? el("p", { class: "muted" }, "No sessions yet.") : list,
-      el(
-        "nav",
-        { class: "pager", "aria-label": "Session pages" },
-        el("button", { type: "button", disabled: this.page === 0, on: { click: () => this.turn(-1) } }, "Newer"),
-        el("span", { class: "muted" }, `Page ${this.page + 1}`),
-        el("button", { type: "button", disabled: page.nextCursor === null, on: { click: () => this.turn(1) } }, "Older"),
-      ),
-    );
+    if (!this.root.contains(this.listHost)) {
+      replace(
+        this.root,
+        el("h2", { id: "sessions-title" }, "Sessions"),
+        this.createForm(),
+        this.listHost,
+        el("nav", { class: "pager", "aria-label": "Session pages" }, this.newer, this.pageLabel, this.older),
+      );
+    }
+    replace(this.listHost, page.items.length === 0 ? el("p", { class: "muted" }, "No sessions yet.") : el("ul", { class: "sessions", "aria-label": "Sessions, newest first" }, ...page.items.map((row) => this.row(row))));
+    this.pageLabel.textContent = `Page ${this.page + 1}`;
+    // A focused button that becomes disabled drops the focus: it moves to the other one instead.
+    const focused = document.activeElement;
+    this.newer.disabled = this.page === 0;
+    this.older.disabled = page.nextCursor === null;
+    if (focused === this.newer && this.newer.disabled) this.older.focus();
+    if (focused === this.older && this.older.disabled) this.newer.focus();
   }
 
   select(sessionId: string): void {
@@ -116,6 +128,7 @@ export class SessionsPanel {
         const session = await client.sessions.create(name ? { name } : {});
         // A session does nothing without a lane: the new one gets `main`, on the default model.
         await client.lanes.put(session.id, "main");
+        form.reset();
         this.page = 0;
         await this.load();
         this.onSelect(session.id);

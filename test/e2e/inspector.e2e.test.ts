@@ -95,6 +95,7 @@ describe("the Inspector page", () => {
     const listed = await api.expect<{ items: { id: string; name: string | null }[] }>(200, "GET", "/v1/sessions?order=desc&limit=1");
     const sid = listed.items[0]?.id ?? "";
     expect(listed.items[0]?.name).toBe("Inspector demo");
+    expect(await page.getByLabel("New session name").inputValue()).toBe("");
     await expect.poll(() => page.locator("#session-title").textContent()).toBe("Inspector demo");
     await expectFoldMatchesServer(page, sid);
 
@@ -262,6 +263,31 @@ describe("the Inspector page", () => {
     expect(JSON.parse(String(widths))).toEqual([360, 360]);
     expect(await page.evaluate("getComputedStyle(document.body).backgroundColor")).toBe("rgb(13, 17, 23)");
     await page.screenshot({ path: new URL("inspector-360.png", SHOTS).pathname, fullPage: true });
+    await context.close();
+  });
+
+  it("pages through the sessions with the keyboard: the focus stays on the pager", async () => {
+    // More sessions than two pages (20 each) hold, whatever the tests before left: Older stays enabled on page 2.
+    for (let index = 0; index < 41; index++) await api.expect(201, "POST", "/v1/sessions", { body: { id: `paged-${index}` } });
+    const newest = (await api.expect<{ items: { id: string }[] }>(200, "GET", "/v1/sessions?order=desc&limit=21")).items.map((row) => row.id);
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/inspector`);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    const firstRow = page.locator("ul.sessions button.session-row").first();
+    await expect.poll(() => firstRow.getAttribute("data-session")).toBe(newest[0]);
+    await page.getByRole("button", { name: "Older" }).focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(() => firstRow.getAttribute("data-session")).toBe(newest[20]);
+    expect(await page.locator(".pager").textContent()).toContain("Page 2");
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("Older");
+    // Back with Shift+Tab and Enter; Newer is then disabled, so the focus moves to Older.
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => firstRow.getAttribute("data-session")).toBe(newest[0]);
+    expect(await page.getByRole("button", { name: "Newer" }).isDisabled()).toBe(true);
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("Older");
     await context.close();
   });
 });
