@@ -224,16 +224,20 @@ export class LanePanel {
    */
   private drawAnswers(operationId: string | undefined, rows: readonly RunningToolRow[]): void {
     const target = this.target;
-    const waiting = target && operationId !== undefined ? rows.filter((row) => row.status === "running" && row.executor === "client") : [];
-    const keys = new Map(waiting.map((row) => [`${operationId}/${row.toolCallId}`, row]));
+    const waiting = new Map<string, () => HTMLFormElement>();
+    if (target && operationId !== undefined) {
+      for (const row of rows) {
+        if (row.status === "running" && row.executor === "client") waiting.set(`${operationId}/${row.toolCallId}`, () => this.answerForm(target.sessionId, target.lane, operationId, row));
+      }
+    }
     for (const [key, form] of this.answerForms) {
-      if (keys.has(key)) continue;
+      if (waiting.has(key)) continue;
       form.remove();
       this.answerForms.delete(key);
     }
-    for (const [key, row] of keys) {
-      if (this.answerForms.has(key) || !target || operationId === undefined) continue;
-      const form = this.answerForm(target.sessionId, target.lane, operationId, row);
+    for (const [key, build] of waiting) {
+      if (this.answerForms.has(key)) continue;
+      const form = build();
       this.answerForms.set(key, form);
       this.answers.append(form);
     }

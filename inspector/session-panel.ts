@@ -19,11 +19,6 @@ export interface SessionState {
   labelsRead: Set<string>;
 }
 
-interface KeyboardPosition {
-  entryId: string | undefined;
-  focused: boolean;
-}
-
 /**
  * One session: its name and statistics, its lanes (pick the one to watch, or add one), and the
  * entry tree drawn as a graph (tree-view.ts). Entries are read a page at a time in commit order;
@@ -34,7 +29,6 @@ export class SessionPanel {
   private selectedEntry: string | undefined;
   private laneTipId: string | null = null;
   private lane: string | undefined;
-  private shownSession: string | undefined;
   private readonly treeHost = el("div", { class: "tree-host" });
   private readonly title = el("h2", { id: "session-title" });
   private readonly facts = el("dl", { class: "facts" });
@@ -65,7 +59,10 @@ export class SessionPanel {
       return { session, entries, complete, labels: previous?.labels ?? new Map<string, string>(), labelsRead: previous?.labelsRead ?? new Set<string>() };
     });
     if (!loaded) return undefined;
-    if (!previous) this.selectedEntry = undefined;
+    if (!previous) {
+      this.selectedEntry = undefined;
+      this.laneForm.reset();
+    }
     this.state = loaded;
     this.lane = this.lane && loaded.session.lanes.some((lane) => lane.name === this.lane) ? this.lane : (loaded.session.lanes.find((lane) => lane.name === "main") ?? loaded.session.lanes[0])?.name;
     this.laneTipId = loaded.session.lanes.find((lane) => lane.name === this.lane)?.tipId ?? null;
@@ -129,10 +126,6 @@ export class SessionPanel {
     if (!state) return;
     const { session } = state;
     const usage = session.stats.usage;
-    if (this.shownSession !== session.id) {
-      this.shownSession = session.id;
-      this.laneForm.reset();
-    }
     if (!this.root.contains(this.treeHost)) this.root.replaceChildren(...this.layout());
     this.title.textContent = session.name ?? session.id;
     replace(
@@ -186,27 +179,26 @@ export class SessionPanel {
     ];
   }
 
-  /** The row holding the tree's one tab stop, and whether the keyboard is on it. */
-  private keyboardPosition(): KeyboardPosition {
-    const stop = this.treeHost.querySelector('g[tabindex="0"]');
-    return { entryId: stop?.getAttribute("data-entry") ?? undefined, focused: stop !== null && stop === document.activeElement };
+  /** The entry of the tree row the keyboard is on, if it is on the tree. */
+  private focusedRow(): string | undefined {
+    const active = document.activeElement;
+    return active !== null && this.treeHost.contains(active) ? (active.getAttribute("data-entry") ?? undefined) : undefined;
   }
 
   /**
    * Redraws replace every row (a run's events, its end, each label read), and a removed element
    * takes the focus with it: a keyboard user on the tree keeps their row and their focus.
    */
-  private drawTree(position: KeyboardPosition = this.keyboardPosition()): void {
+  private drawTree(focusId: string | undefined = this.focusedRow()): void {
     const state = this.state;
     if (!state) return;
     const onSelect = (entryId: string) => {
       const entry = state.entries.find((candidate) => candidate.id === entryId);
       if (!entry) return;
       this.selectedEntry = entryId;
-      this.drawTree({ entryId, focused: true });
+      this.drawTree(entryId);
       this.handlers.onEntry(entry);
     };
-    const focusId = position.focused ? position.entryId : undefined;
     const tree =
       state.entries.length === 0
         ? el("p", { class: "muted" }, "No entries yet: prompt the lane to start the conversation.")
