@@ -27,6 +27,8 @@ describe("Idempotency-Key on key creation", () => {
     expect(replay.headers.get("idempotency-replayed")).toBe("true");
     const body = await replay.json<{ error: { code: string; details: { keyId: string } } }>();
     expect(body.error).toMatchObject({ code: "KeySecretNotReplayed", details: { keyId: created.keyId } });
+    expect(body.error).toMatchObject({ requestId: replay.headers.get("x-request-id") });
+    expect(replay.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"));
     expect(JSON.stringify(body)).not.toContain(created.key);
     const rows = await idempotencyRows(env.TENANTS.getByName("admin:idempotency"));
     expect(rows.some((row) => row.key.endsWith(`key-${tenantId}`))).toBe(true);

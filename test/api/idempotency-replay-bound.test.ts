@@ -72,6 +72,7 @@ describe("a creating POST whose answer is larger than the bound", () => {
     expect(repeat.headers.get("idempotency-replayed")).toBe("true");
     const refused = await repeat.json<ErrorBody>();
     expect(refused.error).toMatchObject({ code: "IdempotencyReplayTooLarge", details: { status: 200, operationId: answer.operationId } });
+    expect(refused.error).toMatchObject({ requestId: repeat.headers.get("x-request-id") });
     const lane = await (await call(setup.lanePath, { token: setup.key })).json<LaneExecutionInfo>();
     expect(lane.lastOperationId).toBe(answer.operationId);
     const entries = await (await call(`${setup.sessionPath}/entries?type=message`, { token: setup.key })).json<{ items: unknown[] }>();

@@ -105,6 +105,9 @@ describe("webhook endpoints", () => {
     const text = await repeat.text();
     expect(text).not.toContain(created.secret);
     expect(JSON.parse(text)).toMatchObject({ error: { code: "KeySecretNotReplayed", details: { webhookId: created.id } } });
+    // A refusal like any other: it names this request, not the first one.
+    expect(JSON.parse(text)).toMatchObject({ error: { requestId: repeat.headers.get("x-request-id") } });
+    expect(repeat.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"));
     expect(await endpointRows(tenantId)).toHaveLength(1);
   });
 

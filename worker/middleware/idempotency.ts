@@ -1,10 +1,12 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
+import * as v from "valibot";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
 import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/idempotency.ts";
+import { ApiErrorSchema, ERROR_STATUS } from "../../schema/errors.ts";
 import type { AppContext, AppEnv } from "../env.ts";
-import { errorResponse, fail } from "../http-error.ts";
+import { errorResponse, fail, invalidInput } from "../http-error.ts";
 import { CATALOG } from "../openapi/catalog.ts";
 import type { CatalogRoute } from "../openapi/catalog-types.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
@@ -64,7 +66,7 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const header = c.req.header("idempotency-key");
     if (header === undefined) return next();
-    if (!IDEMPOTENCY_KEY.test(header)) throw fail("ValidationFailed", "Idempotency-Key must be 1–255 printable ASCII characters");
+    if (!IDEMPOTENCY_KEY.test(header)) throw invalidInput("Idempotency-Key", "must be 1–255 printable ASCII characters");
     const body = await validateAsRoute(c, catalogRoute(c));
     const scope = { key: `${c.req.method} ${new URL(c.req.url).pathname}\n${header}`, requestHash: await sha256Hex(JSON.stringify(body ?? null)) };
     const store = owner(c);
@@ -83,11 +85,11 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
         refused.headers.set("Retry-After", String(claim.retryAfterSeconds));
         return refused;
       }
-      case "replay":
-        return new Response(claim.body, {
-          status: claim.status,
-          headers: { "content-type": "application/json", "idempotency-replayed": "true" },
-        });
+      case "replay": {
+        const replayed = replayedAnswer(c, claim.status, claim.body);
+        replayed.headers.set("idempotency-replayed", "true");
+        return replayed;
+      }
       case "claimed":
         break;
     }
@@ -103,6 +105,29 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
     const replay = succeeded ? replayWithinBound(replays.get(c.req.raw) ?? { status: c.res.status, body: await c.res.clone().text() }) : null;
     await store.idempotencyComplete(scope.key, scope.requestHash, replay);
   });
+}
+
+/**
+ * A remembered success is answered byte for byte (R5: an identical response). A remembered refusal
+ * (KeySecretNotReplayed, IdempotencyReplayTooLarge) is an error like any other, so it carries this
+ * request's own `requestId` (and the client's `X-Request-Id`), never the first request's.
+ */
+function replayedAnswer(c: Context, status: number, body: string): Response {
+  if (status >= 400) {
+    const remembered = v.safeParse(RememberedRefusalSchema, parseJson(body));
+    if (remembered.success && ERROR_STATUS[remembered.output.error.code] === status) return errorResponse(c, remembered.output.error);
+  }
+  return new Response(body, { status, headers: { "content-type": "application/json" } });
+}
+
+const RememberedRefusalSchema = v.object({ error: ApiErrorSchema });
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The catalog entry of the route being served (the catalog test keeps every served route in it). */
