@@ -9,7 +9,7 @@ import {
 } from "../harness/session/errors.ts";
 import type { LaneError, Result } from "../harness/runtime/errors.ts";
 import { InvalidLane } from "../harness/runtime/errors.ts";
-import type { ApiError, JsonBytes, RpcJson, RpcResult } from "../schema/errors.ts";
+import { invalidInputError, type ApiError, type JsonBytes, type RpcJson, type RpcResult } from "../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../schema/wire.ts";
 import { SecretsKeyMissing } from "../secrets/secret-box.ts";
 
@@ -19,6 +19,13 @@ export class RpcError extends Error {
     super(error.message);
   }
 }
+
+/**
+ * A 400 for input the edge's schemas cannot judge (a URL allowed only in local development, a JSON
+ * Schema that must compile, a cursor this object issued), in the edge's own form, so a client reads
+ * every ValidationFailed alike.
+ */
+export const invalidInput = (where: string, what: string, details?: Record<string, string>): RpcError => new RpcError(invalidInputError(where, what, details));
 
 /**
  * Expected failures become tagged values; anything else propagates as a bug. Workers RPC keeps
@@ -69,9 +76,16 @@ export function parseWire<T>(wire: Wire<T>): T {
   try {
     return fromWire(wire);
   } catch {
-    throw new RpcError({ code: "ValidationFailed", message: "The body is not valid JSON" });
+    throw invalidInput("body", "not valid JSON");
   }
 }
+
+/** One message per refusal reason, so a client reading only the message is told the real cause. */
+const NAVIGATION_REFUSALS: Record<Extract<LaneError, { code: "InvalidNavigation" }>["reason"], string> = {
+  current_tip: "The target is already the lane's tip",
+  root_label: "Navigation to the root (null) cannot carry a label",
+  summarize_root: "Navigation to the root (null) cannot be summarized: there is no entry to place the summary under",
+};
 
 /** The engine's tagged lane errors (reference §2.7) as API errors (ARCHITECTURE D16). */
 export function laneApiError(error: LaneError): ApiError {
@@ -89,7 +103,7 @@ export function laneApiError(error: LaneError): ApiError {
     case "InvalidNavigation":
       return {
         code: "InvalidNavigation",
-        message: error.reason === "current_tip" ? "The target is already the lane's tip" : "Navigation to the root (null) cannot carry a label",
+        message: NAVIGATION_REFUSALS[error.reason],
         details: { lane: error.lane, reason: error.reason },
       };
     case "OperationMismatch":

@@ -1,4 +1,4 @@
-import { RpcError } from "./rpc-errors.ts";
+import { invalidInput } from "./rpc-errors.ts";
 
 /** One page of a listing ordered by (time, id); the cursor is opaque to clients. */
 export interface Page<T> {
@@ -26,5 +26,5 @@ export function decodeTimeCursor(cursor: string | undefined): { at: number; id: 
   } catch {
     // fall through
   }
-  throw new RpcError({ code: "ValidationFailed", message: "Invalid cursor" });
+  throw invalidInput("cursor", "Invalid cursor");
 }

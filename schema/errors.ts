@@ -96,6 +96,16 @@ export const ApiErrorSchema = v.object({
 });
 export type ApiError = v.InferOutput<typeof ApiErrorSchema>;
 
+/**
+ * A 400 about one input in the form every ValidationFailed takes (ARCHITECTURE D16): `<where>: <what>`,
+ * `where` a body field's dotted path, a query or path parameter's name, a header's name or `body`,
+ * with `details.issues` listing it.
+ */
+export function invalidInputError(where: string, what: string, details: Record<string, string> = {}): ApiError {
+  const issue = `${where}: ${what}`;
+  return { code: "ValidationFailed", message: issue, details: { issues: [issue], ...details } };
+}
+
 /** What the session object returns over RPC: a value, or a tagged error the edge maps to HTTP. */
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: ApiError };
 

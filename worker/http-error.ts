@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ERROR_STATUS, type ApiError, type RpcJson, type RpcResult } from "../schema/errors.ts";
+import { ERROR_STATUS, invalidInputError, type ApiError, type RpcJson, type RpcResult } from "../schema/errors.ts";
 import { fromWire, type Wire } from "../schema/wire.ts";
 
 /** A documented API error raised at the edge; mapped once to its status (ARCHITECTURE D16). */
@@ -12,6 +12,9 @@ export class HttpFailure extends Error {
 
 export const fail = (code: ApiError["code"], message: string, details?: ApiError["details"]): HttpFailure =>
   new HttpFailure({ code, message, ...(details && { details }) });
+
+/** A 400 ValidationFailed about one input, `<where>: <what>` with `details.issues` (docs/api.md). */
+export const invalidInput = (where: string, what: string): HttpFailure => new HttpFailure(invalidInputError(where, what));
 
 /** The server's id of this request, and the client's own `X-Request-Id` when it sent one (echoed, never the id). */
 export function requestIdsOf(c: Context): { requestId?: string; clientRequestId?: string } {

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import * as v from "valibot";
 import { arrayWhereObjectExpected } from "../schema/no-array-objects.ts";
-import { fail } from "./http-error.ts";
+import { fail, invalidInput } from "./http-error.ts";
 import { describeIssue } from "./validation-messages.ts";
 
 /** Request bodies are bounded before they are read (ARCHITECTURE D17; QUALITY R7). */
@@ -70,7 +70,7 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S,
   try {
     parsed = text.length === 0 ? undefined : JSON.parse(text);
   } catch {
-    throw fail("ValidationFailed", "The body is not valid JSON");
+    throw invalidInput("body", "not valid JSON");
   }
   return validate(schema, parsed);
 }
@@ -84,8 +84,7 @@ export function validate<S extends v.GenericSchema>(schema: S, input: unknown, r
   if (result.success) {
     const misplaced = arrayWhereObjectExpected(schema, input);
     if (misplaced !== undefined) {
-      const issue = `${misplaced || root}: expected an object, got an array`;
-      throw fail("ValidationFailed", issue, { issues: [issue] });
+      throw invalidInput(misplaced || root, "expected an object, got an array");
     }
     return result.output;
   }

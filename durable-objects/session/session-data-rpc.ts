@@ -95,7 +95,7 @@ export abstract class SessionDataRpc extends SessionHost {
     const secrets: Record<string, string> = {};
     for (const [name, input] of Object.entries(inputs)) {
       const secret = input.kind === "http" ? newToolSecret() : undefined;
-      writes.push(setValue(toolDefinition(name), await storedToolDefinition(name, input, context, secret)));
+      writes.push(setValue(toolDefinition(name), await storedToolDefinition(name, input, context, secret, `tools.${name}`)));
       if (secret !== undefined) secrets[name] = secret;
     }
     return { writes, secrets };

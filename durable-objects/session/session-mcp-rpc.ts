@@ -9,7 +9,7 @@ import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpCredentialContext, mcpServer, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
 import { toolUrlProblem } from "../../tools/tool-url.ts";
-import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { asResult, invalidInput, parseWire, RpcError } from "../rpc-errors.ts";
 import { SessionToolsRpc } from "./session-tools-rpc.ts";
 
 /**
@@ -37,7 +37,7 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
       const session = this.session();
       const harness = await this.harness();
       const urlProblem = toolUrlProblem(definition.url, this.mcpSettings().allowLoopback);
-      if (urlProblem) throw new RpcError({ code: "ValidationFailed", message: `${name}: ${urlProblem}`, details: { field: "url", server: name } });
+      if (urlProblem) throw invalidInput("url", urlProblem, { field: "url", server: name });
       const prefix = definition.prefix ?? `${name}_`;
       this.checkServerBound(name);
       this.checkPrefixChange(harness, name, prefix);

@@ -34,7 +34,7 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
       // Checked and sealed first: the read of the existing definition and the write that depends
       // on it then happen in one synchronous turn, with no await another request could slip into.
       const fresh = definition.kind === "http" ? newToolSecret() : undefined;
-      const candidate = await storedToolDefinition(name, definition, this.toolDefinitionContext(session.metadata.id), fresh);
+      const candidate = await storedToolDefinition(name, definition, this.toolDefinitionContext(session.metadata.id), fresh, "");
       const existing = session.getValue(toolDefinition(name))?.value;
       if (!existing && ownToolNames(session).size >= MAX_SESSION_TOOLS) {
         throw new RpcError({ code: "LimitExceeded", message: `A session may define at most ${MAX_SESSION_TOOLS} tools`, details: { resource: "tools", limit: MAX_SESSION_TOOLS } });

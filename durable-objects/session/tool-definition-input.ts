@@ -4,7 +4,7 @@ import { sealSecret, secretBoxKey, secretHint } from "../../secrets/secret-box.t
 import { BUILTIN_TOOL_NAMES, builtinTool } from "../../tools/builtin/index.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { toolUrlProblem } from "../../tools/tool-url.ts";
-import { RpcError } from "../rpc-errors.ts";
+import { invalidInput, RpcError } from "../rpc-errors.ts";
 
 // A tool definition as a client sends it, turned into what the session stores (ARCHITECTURE D11):
 // the checks the edge cannot make (a builtin name exists, the parameters compile, the URL is
@@ -21,9 +21,11 @@ export interface ToolDefinitionContext {
 
 /**
  * The stored form of `input`; an http tool's `secret` is sealed into it. Throws a
- * ValidationFailed or UnknownTool RpcError.
+ * ValidationFailed or UnknownTool RpcError. `at` is where the definition sits in the request body
+ * (`""` for `PUT …/tools/{name}`, `tools.<name>` at session creation), for the 400's field path.
  */
-export async function storedToolDefinition(name: string, input: ToolDefinitionInput, context: ToolDefinitionContext, secret: string | undefined): Promise<StoredToolDefinition> {
+export async function storedToolDefinition(name: string, input: ToolDefinitionInput, context: ToolDefinitionContext, secret: string | undefined, at: string): Promise<StoredToolDefinition> {
+  const field = (key: string): string => (at === "" ? key : `${at}.${key}`);
   if (input.kind === "builtin") {
     const builtin = builtinTool(name, input.description, { clock: Date.now, values: { get: () => undefined, set: async () => {}, list: () => [] } });
     if (!builtin) {
@@ -33,12 +35,12 @@ export async function storedToolDefinition(name: string, input: ToolDefinitionIn
     return { kind: "builtin", description, parameters, replay };
   }
   const problem = schemaProblem(input.parameters);
-  if (problem) throw new RpcError({ code: "ValidationFailed", message: `${name}: ${problem}`, details: { field: "parameters", tool: name } });
+  if (problem) throw invalidInput(field("parameters"), problem, { field: "parameters", tool: name });
   if (input.kind === "client") {
     return { kind: "client", description: input.description, parameters: input.parameters, replay: "safe", ...(input.timeoutMs !== undefined && { timeoutMs: input.timeoutMs }) };
   }
   const urlProblem = toolUrlProblem(input.url, context.allowLoopback);
-  if (urlProblem) throw new RpcError({ code: "ValidationFailed", message: `${name}: ${urlProblem}`, details: { field: "url", tool: name } });
+  if (urlProblem) throw invalidInput(field("url"), urlProblem, { field: "url", tool: name });
   return {
     kind: "http",
     description: input.description,

@@ -46,7 +46,7 @@ export type ScriptStep = TextStep | ToolCallsStep | ErrorStep | OverflowStep | L
 // the ledger's sums overflow. Refused when the step is appended through the API (400).
 const count = v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(MAX_USAGE_TOKENS));
 const money = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_USAGE_COST));
-const millis = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(600_000));
+const millis = v.pipe(v.number(), v.finite(), v.minValue(0, "must be 0 or more (milliseconds)"), v.maxValue(600_000, "must be at most 600000 ms (10 minutes)"));
 
 export const ScriptUsageSchema = v.strictObject({
   input: v.optional(count),

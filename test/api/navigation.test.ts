@@ -70,11 +70,13 @@ describe("navigation over REST", () => {
   it("refuses with documented codes and writes nothing", async () => {
     const setup = await twoTurns("nvr");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.ids.a2 }, token: setup.key }), 422, "InvalidNavigation");
-    await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: null, label: "root" }, token: setup.key }), 422, "InvalidNavigation");
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { targetId: "no_such_entry" }, token: setup.key }), 404, "UnknownTarget");
     const root = await call(`${setup.lanePath}/navigate`, { body: { targetId: null, summarize: true }, token: setup.key });
     expect(root.status).toBe(422);
-    expect(await root.json()).toMatchObject({ error: { code: "InvalidNavigation", details: { reason: "summarize_root" } } });
+    expect(await root.json()).toMatchObject({ error: { code: "InvalidNavigation", message: expect.stringContaining("cannot be summarized"), details: { reason: "summarize_root" } } });
+    const labelled = await call(`${setup.lanePath}/navigate`, { body: { targetId: null, label: "root" }, token: setup.key });
+    expect(labelled.status).toBe(422);
+    expect(await labelled.json()).toMatchObject({ error: { code: "InvalidNavigation", message: expect.stringContaining("cannot carry a label"), details: { reason: "root_label" } } });
     await expectError(await call(`${setup.lanePath}/navigate`, { body: { target: setup.ids.a1 }, token: setup.key }), 400, "ValidationFailed");
     const lane = await (await call(setup.lanePath, { token: setup.key })).json<{ tipId: string | null }>();
     expect(lane.tipId).toBe(setup.ids.a2);

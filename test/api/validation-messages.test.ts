@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call } from "./helpers.ts";
+import { adminToken, call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 
 // Validation errors speak the API's language (ARCHITECTURE D16): they name the body field, query
@@ -85,6 +85,35 @@ describe("validation messages", () => {
       expect({ label, status: found.status, message: found.message, matches: pattern.test(found.message) }).toEqual({ label, status: 400, message: found.message, matches: true });
       expectApiWords(found, label);
     }
+  });
+
+  it("checks made past the schemas (in the objects, on headers, on the JSON itself) answer in the same form: `<where>: <what>` and details.issues", async () => {
+    const setup = await laneSetup("pastschema");
+    const http = (url: string) => ({ kind: "http", description: "d", parameters: { type: "object" }, url });
+    const cases: [string, Promise<Response>, string, Record<string, string>?][] = [
+      ["body not JSON", call(`${setup.sessionPath}/branches`, { rawBody: "{nope", headers: { "content-type": "application/json" }, token: setup.key }), "body: not valid JSON"],
+      ["Idempotency-Key", call(`${setup.sessionPath}/branches`, { body: { name: "b", at: null }, headers: { "idempotency-key": "has space" }, token: setup.key }), "Idempotency-Key: must be 1–255 printable ASCII characters"],
+      ["tool url", call(`${setup.sessionPath}/tools/lookup`, { method: "PUT", body: http("http://tools.example.com/"), token: setup.key }), "url: url must use https", { field: "url", tool: "lookup" }],
+      ["tool parameters", call(`${setup.sessionPath}/tools/lookup`, { method: "PUT", body: { kind: "client", description: "d", parameters: { type: "object", properties: { a: { type: "nonsense" } } } }, token: setup.key }), "parameters: parameters is not a valid JSON Schema", { field: "parameters", tool: "lookup" }],
+      ["tool at creation", call("/v1/sessions", { body: { id: "refused_tools", tools: { lookup: http("http://tools.example.com/") } }, token: setup.key }), "tools.lookup.url: url must use https", { field: "url", tool: "lookup" }],
+      ["MCP server url", call(`${setup.sessionPath}/mcp-servers/docs`, { method: "PUT", body: { url: "http://mcp.example.com/" }, token: setup.key }), "url: url must use https", { field: "url", server: "docs" }],
+      ["tenant-side cursor", call("/v1/admin/tenants?cursor=nope", { token: adminToken() }), "cursor: Invalid cursor"],
+      ["scripted step", call(`${setup.sessionPath}/lists/scripted/steps`, { body: { text: "late", delayMs: 3_600_000 }, token: setup.key }), "scripted/steps: text step: delayMs: must be at most 600000 ms (10 minutes)"],
+    ];
+    for (const [label, pending, start, details] of cases) {
+      const response = await pending;
+      const body = await response.json<ErrorBody & { error: { details?: Record<string, unknown> } }>();
+      expect({ label, status: response.status, code: body.error.code }).toEqual({ label, status: 400, code: "ValidationFailed" });
+      expect({ label, message: body.error.message.startsWith(start) }).toEqual({ label, message: true });
+      expect({ label, issues: body.error.details?.issues }).toEqual({ label, issues: [body.error.message] });
+      if (details) expect(body.error.details).toMatchObject(details);
+    }
+    // Nothing was written by any of them.
+    const tools = await (await call(`${setup.sessionPath}/tools`, { token: setup.key })).json<{ items: unknown[]; mcpServers: unknown[] }>();
+    expect(tools).toMatchObject({ items: [], mcpServers: [] });
+    expect((await call("/v1/sessions/refused_tools", { token: setup.key })).status).toBe(404);
+    const branches = await (await call(`${setup.sessionPath}/branches`, { token: setup.key })).json<{ items: { name: string }[] }>();
+    expect(branches.items.map((branch) => branch.name)).toEqual(["main"]);
   });
 
   it("a known path with a method it does not serve is 405 with Allow; an unknown path stays 404", async () => {
