@@ -17,7 +17,9 @@ export const MAX_WAIT_SECONDS = 60;
 const shortText = v.pipe(v.string(), v.maxLength(256));
 const images = v.optional(v.pipe(v.array(ImageContentSchema), v.maxLength(64)));
 /** A fresh UUIDv7 chosen by the caller; the engine checks freshness and form (InvalidOperationId). */
-const operationId = v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64)));
+const operationId = v.optional(
+  v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description("A UUIDv7 not used before in this session (400 InvalidOperationId otherwise); the server mints one when it is left out.")),
+);
 /** A run's own deferred mode; absent: the session's `settings.streamOptions.deferred`. */
 const deferred = v.optional(DeferredModeSchema);
 const waitSeconds = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_WAIT_SECONDS));

@@ -149,6 +149,12 @@ describe("GET /openapi.json", () => {
     expect(required("AgentMessage")).toContain("timestamp");
   });
 
+  it("says what a caller-chosen operationId must be wherever a body takes one", () => {
+    const bodies = CATALOG.filter((route) => route.method === "post" && /\/lanes\/\{lane\}\/(prompt|navigate|compact)$/.test(route.path)).map((route) => JSON.stringify(requestSchema(route)));
+    expect(bodies).toHaveLength(3);
+    for (const body of bodies) expect(body).toContain("A UUIDv7 not used before in this session");
+  });
+
   it("resolves every $ref to a component", () => {
     const refs = JSON.stringify(doc).match(/"\$ref":"[^"]*"/g) ?? [];
     expect(refs.length).toBeGreaterThan(0);
