@@ -8,7 +8,10 @@ export type { KeyInfo, TenantSummary };
 
 /** Tenant and key administration (spec/API.md "Admin"): authenticated with the client's `adminToken`. */
 export class AdminApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `POST /v1/admin/tenants` → 201 the tenant (409 TenantExists for a taken id). */
   createTenant(body: { id?: string; name?: string } = {}, options: CallOptions = {}): Promise<Tenant> {

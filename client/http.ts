@@ -120,8 +120,10 @@ export function waitSeconds(seconds: number | undefined): string | undefined {
 export class HttpClient {
   readonly baseUrl: string;
   private readonly fetcher: FetchLike;
+  private readonly options: HttpClientOptions;
 
-  constructor(private readonly options: HttpClientOptions) {
+  constructor(options: HttpClientOptions) {
+    this.options = options;
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     const fetcher = options.fetch ?? globalThis.fetch;
     if (typeof fetcher !== "function") throw new TypeError("No fetch available: pass options.fetch");

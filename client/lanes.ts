@@ -22,7 +22,10 @@ export const lanePath = (sessionId: string, lane: string, rest = ""): string => 
 
 /** Lanes of a session (spec/API.md "Lanes"): an agent bound to a branch of the same name. */
 export class LanesApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /**
    * `PUT …/lanes/{lane}` `{ createAt?, model?, thinkingLevel?, activeTools? }`: get or create; the
@@ -75,7 +78,10 @@ export class LanesApi {
 
 /** A lane's queue (spec/API.md "Queue"): admitted whether the lane is idle or busy. */
 export class QueueApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `POST …/lanes/{lane}/queue` `{ kind, message, images? }` → 201 `{ entryId }`. Accepts `idempotencyKey`. */
   enqueue(

@@ -9,7 +9,10 @@ export type { McpServerInput, McpServerReply, McpServerSummary, McpServerView, T
  * session's tools. Header values and bearer tokens go in once and never come back.
  */
 export class McpServersApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `GET …/mcp-servers` → every server with its state and cached tools. */
   async list(sessionId: string, options: CallOptions = {}): Promise<McpServerView[]> {

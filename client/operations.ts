@@ -28,7 +28,10 @@ export interface PromptOptions extends CallOptions {
  * abort and resume conveniences. Acceptance runs no work; the session object drives the operation.
  */
 export class OperationsApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `POST …/operations` OperationRequest → 202 `{ operationId, kind, startedAt }` (409 LaneBusy). Accepts `idempotencyKey`. */
   accept(sessionId: string, lane: string, request: OperationRequestBody, options: CallOptions = {}): Promise<OperationAdmission> {

@@ -8,7 +8,10 @@ import { sessionPath } from "./sessions.ts";
  * `A–Z a–z 0–9 _ . -`; an operation naming a missing one is 404 UnknownSkill / UnknownTemplate.
  */
 export class ResourcesApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `PUT …/skills/{name}` `{ description?, content }` → `{ name }` (creates or replaces). */
   putSkill(sessionId: string, name: string, skill: Skill, options: CallOptions = {}): Promise<{ name: string }> {

@@ -26,7 +26,10 @@ const address = (sessionId: string, kind: "values" | "lists", namespace: string,
   sessionPath(sessionId, `/${kind}${path(namespace, key)}`);
 
 export class ValuesApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `GET …/values/{namespace}/{key}` → `{ value, seq }` (404 NotFound when absent; a stored null is a value). */
   get<T extends JsonValue = JsonValue>(sessionId: string, namespace: string, key: string, options: CallOptions = {}): Promise<StoredValue<T>> {
@@ -45,7 +48,10 @@ export class ValuesApi {
 }
 
 export class ListsApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `GET …/lists/{namespace}/{key}?cursor&order&limit` (an absent list is empty). */
   read<T extends JsonValue = JsonValue>(sessionId: string, namespace: string, key: string, query: ListQuery = {}, options: CallOptions = {}): Promise<Page<ListItem<T>>> {
@@ -75,7 +81,10 @@ export class ListsApi {
 }
 
 export class BranchesApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /**
    * `GET …/branches?limit&cursor`: one page of `{ name, tipId, lane }` by name (`lane`: a lane is

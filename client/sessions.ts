@@ -11,7 +11,10 @@ export const sessionPath = (sessionId: string, rest = ""): string => `/v1/sessio
 
 /** Sessions of the key's tenant (spec/API.md "Sessions"). */
 export class SessionsApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /**
    * `POST /v1/sessions` → 201 Session, created with its name, settings, resources and tools in one
@@ -62,7 +65,10 @@ export class SessionsApi {
 
 /** The session-wide entry inventory and entry labels. */
 export class EntriesApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `GET …/entries?type&customType&order&limit&cursor`: every entry of the session by seq. */
   list(sessionId: string, query: EntriesQuery = {}, options: CallOptions = {}): Promise<Page<Entry>> {

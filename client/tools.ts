@@ -12,7 +12,10 @@ export type { ClientToolResult, ToolDefinitionInput, ToolDefinitionReply, ToolDe
  * signing secret comes back once, from the `put` that creates it; it is never shown again.
  */
 export class ToolsApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `GET …/tools` → every tool of the session: its definitions, then its MCP servers' tools (kind `mcp`); no secrets. */
   async list(sessionId: string, options: CallOptions = {}): Promise<ToolDefinitionView[]> {
@@ -54,7 +57,10 @@ export class ToolsApi {
 
 /** The tenant's own provider keys (`docs/providers.md`): stored sealed, never returned. */
 export class ProvidersApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `GET /v1/providers` → configured providers with the last characters of their key. */
   list(options: CallOptions = {}): Promise<ProviderKeyInfo[]> {

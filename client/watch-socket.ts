@@ -65,7 +65,10 @@ export class Acknowledger {
   private total = 0;
   private acknowledged = 0;
 
-  constructor(private readonly send: (text: string) => void) {}
+  private readonly send: (text: string) => void;
+  constructor(send: (text: string) => void) {
+    this.send = send;
+  }
 
   received(text: string): void {
     this.total += utf8Length(text);

@@ -57,13 +57,16 @@ export type LaneWatchListener = (update: LaneWatchUpdate) => void;
 
 export class WatchError extends Error {
   override readonly name = "WatchError";
-  constructor(
-    /** socket: the socket reported an error or could not be created; protocol: an unreadable message; listener: a callback threw; ended: the watch stopped for good. */
-    readonly kind: "socket" | "protocol" | "listener" | "ended",
-    message: string,
-    override readonly cause?: unknown,
-  ) {
+  /** socket: the socket reported an error or could not be created; protocol: an unreadable message; listener: a callback threw; ended: the watch stopped for good. */
+  readonly kind: "socket" | "protocol" | "listener" | "ended";
+  override readonly cause?: unknown;
+
+  // Fields assigned in the body, not as parameter properties: Node runs the SDK's sources with
+  // type stripping only, which has no parameter properties (client/README.md "Install").
+  constructor(kind: WatchError["kind"], message: string, cause?: unknown) {
     super(message);
+    this.kind = kind;
+    this.cause = cause;
   }
 }
 
@@ -133,6 +136,8 @@ interface Connection {
   lastSeq: number;
   ping?: ReturnType<typeof setInterval>;
   acks: Acknowledger;
+  /** The socket opened: an error after this is reported; one before it is a failed attempt. */
+  opened: boolean;
 }
 
 export function watchLane(options: WatchLaneOptions): LaneWatch {
@@ -226,10 +231,12 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       hadSnapshot: false,
       lastSeq: Number.NEGATIVE_INFINITY,
       acks: new Acknowledger((ack) => send(connection, ack)),
+      opened: false,
     };
     active = connection;
     socket.addEventListener("open", () => {
       if (active !== connection) return;
+      connection.opened = true;
       setStatus("open");
       if (pingIntervalMs > 0) connection.ping = setInterval(() => send(connection, "ping"), pingIntervalMs);
     });
@@ -237,7 +244,16 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       if (active === connection) receive(connection, event.data);
     });
     socket.addEventListener("error", (event) => {
-      if (active === connection) report(new WatchError("socket", "The watch socket reported an error", event));
+      if (active !== connection) return;
+      report(new WatchError("socket", "The watch socket reported an error", event));
+      // A refused upgrade (401, 404, …) may end with an error and no close event (Node 22's
+      // built-in WebSocket): without this the attempt would wait for a close that never comes.
+      // Its late close, if any, finds another connection active and is ignored.
+      if (!connection.opened) {
+        active = undefined;
+        dispose(connection, 1000, "connection failed");
+        retry({ code: 1006, reason: "connection failed" });
+      }
     });
     socket.addEventListener("close", (event) => {
       if (active !== connection) return;

@@ -10,7 +10,10 @@ export type { CreatedWebhook, CreateWebhook, WebhookDelivery, WebhookEndpoint, W
  * endpoint's signing secret comes back once, from `create`; it is never shown again.
  */
 export class WebhooksApi {
-  constructor(private readonly http: HttpClient) {}
+  private readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   /** `POST /v1/webhooks` `{ url, events }` → the endpoint and its `secret` (keep it: it verifies every delivery). */
   create(body: CreateWebhook, options: CallOptions = {}): Promise<CreatedWebhook> {

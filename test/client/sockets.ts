@@ -52,6 +52,12 @@ export class FakeSocket extends EventTarget<SocketEvents> implements WatchSocket
     return this;
   }
 
+  /** A refused upgrade as Node 22's built-in WebSocket reports it: an error event, and no close. */
+  failToConnect(): void {
+    this.readyState = 3;
+    this.dispatchEvent(new Event("error"));
+  }
+
   serverClose(code: number, reason = ""): void {
     this.readyState = 3;
     this.dispatchEvent(new CloseEvent("close", { code, reason }));

@@ -234,6 +234,31 @@ describe("watchLane (scripted socket)", () => {
     expect(handle.status()).toBe("closed");
   });
 
+  it("a connection that fails with an error and no close (a refused upgrade on some WebSocket implementations) is a failed attempt: retried, then given up", async () => {
+    const { handle, errors } = watch({ backoff: { initialMs: 1, maxMs: 2, maxAttempts: 2 } });
+    for (let n = 1; n <= 3; n++) {
+      await eventually(() => FakeSocket.instances.length === n, `socket ${n}`);
+      FakeSocket.latest().failToConnect();
+    }
+    await expect(handle.ready).rejects.toMatchObject({ kind: "ended", message: "Gave up after 2 failed connection attempts" });
+    expect(handle.status()).toBe("closed");
+    expect(errors.filter((error) => error.kind === "socket")).toHaveLength(3);
+    // A late close of an abandoned attempt changes nothing.
+    FakeSocket.instances[0]?.serverClose(1006);
+    expect(FakeSocket.instances).toHaveLength(3);
+  });
+
+  it("an error on an open socket is reported and the socket kept until it closes", async () => {
+    const { handle, socket, errors } = watch();
+    socket.open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+    await handle.ready;
+    socket.dispatchEvent(new Event("error"));
+    expect(errors.map((error) => error.kind)).toEqual(["socket"]);
+    expect(handle.status()).toBe("open");
+    expect(FakeSocket.instances).toHaveLength(1);
+    handle.close();
+  });
+
   it("pings while open, ignores pong, and reports unreadable messages without dropping the socket", async () => {
     const { handle, socket, errors } = watch({ pingIntervalMs: 5 });
     socket.open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });

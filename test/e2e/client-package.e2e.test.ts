@@ -60,4 +60,15 @@ describe("the client package", () => {
     const { stdout } = await run(process.execPath, ["example.ts"], { cwd: app, env: { ...process.env, BASE: server.baseUrl, KEY: key }, timeout: 90_000 });
     expect(stdout.trim().split("\n")).toEqual(["assistant: Hello!", "transcript entries: 2", "not found: 404"]);
   }, 240_000);
+
+  it("runs the README example from the repository's sources (./client/index.ts) with Node's own type stripping", async () => {
+    const [example] = fencedBlocks("client/README.md", "ts");
+    const fromSources = (example ?? "").replace('from "@durable-agent-sessions/client"', `from ${JSON.stringify(join(repo, "client/index.ts"))}`);
+    expect(fromSources).toContain("client/index.ts");
+    // Another session id than the packed run's: each run creates its own.
+    writeFileSync(join(dir, "from-sources.mts"), fromSources.replaceAll("sdk-demo", "sdk-sources-demo"));
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "sdksrc");
+    const { stdout } = await run(process.execPath, ["from-sources.mts"], { cwd: dir, env: { ...process.env, BASE: server.baseUrl, KEY: key }, timeout: 90_000 });
+    expect(stdout.trim().split("\n")).toEqual(["assistant: Hello!", "transcript entries: 2", "not found: 404"]);
+  }, 120_000);
 });

@@ -159,6 +159,21 @@ describe("watching a lane over a real WebSocket", () => {
     expect(watch.status()).toBe("closed");
   });
 
+  it("the SDK's watchLane over Node's built-in WebSocket gives up on a refused upgrade (unknown session, wrong key) after backoff.maxAttempts", async () => {
+    for (const [sessionId, watchKey] of [["no-such-session", key], ["sdk-watched", "sk_wrong_key"]] as const) {
+      const statuses: string[] = [];
+      const watch = watchLane({ baseUrl: server.baseUrl, key: watchKey, sessionId, lane: "main", pingIntervalMs: 0, backoff: { initialMs: 10, maxMs: 20, maxAttempts: 2 } });
+      watches.push(watch);
+      watch.on((update) => {
+        if (update.type === "status") statuses.push(update.status);
+      });
+      // Node's WebSocket reports a refused upgrade with an error event only: before the fix, ready never settled.
+      await expect(watch.ready).rejects.toMatchObject({ kind: "ended", message: "Gave up after 2 failed connection attempts" });
+      expect(statuses.filter((status) => status === "reconnecting")).toHaveLength(2);
+      expect(watch.status()).toBe("closed");
+    }
+  });
+
   it("a watcher survives the object hibernating while idle and receives the next run's events", async () => {
     const sid = "hibernating";
     await scriptedSession(api, sid);
