@@ -1,10 +1,10 @@
-import type { KeyInfo, TenantSummary } from "../schema/api.ts";
+import type { KeyInfo, TenantQuotas, TenantQuotasPatch, TenantSummary } from "../schema/api.ts";
 import type { ModelIdentity } from "../schema/lane.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
 import type { CreatedKey, Me, ModelCatalogEntry, Page, PageQuery, Tenant } from "./types.ts";
 
-export type { KeyInfo, TenantSummary };
+export type { KeyInfo, TenantQuotas, TenantQuotasPatch, TenantSummary };
 
 /** Tenant and key administration (spec/API.md "Admin"): authenticated with the client's `adminToken`. */
 export class AdminApi {
@@ -48,6 +48,16 @@ export class AdminApi {
   /** Every key of a tenant, page by page. */
   allKeys(tenantId: string, query: Omit<PageQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<KeyInfo, void, undefined> {
     return paginate((cursor) => this.listKeys(tenantId, { ...query, ...(cursor !== undefined && { cursor }) }, options));
+  }
+
+  /** `GET /v1/admin/tenants/{tenantId}/quotas`: the quotas that apply now (defaults included). */
+  quotas(tenantId: string, options: CallOptions = {}): Promise<TenantQuotas> {
+    return this.http.json({ ...options, method: "GET", path: `/v1/admin/tenants${path(tenantId)}/quotas`, auth: "admin" });
+  }
+
+  /** `PATCH /v1/admin/tenants/{tenantId}/quotas`: omitted fields keep their value; answers the quotas after it. */
+  setQuotas(tenantId: string, patch: TenantQuotasPatch, options: CallOptions = {}): Promise<TenantQuotas> {
+    return this.http.json({ ...options, method: "PATCH", path: `/v1/admin/tenants${path(tenantId)}/quotas`, body: patch, auth: "admin" });
   }
 
   /** `DELETE /v1/admin/tenants/{tenantId}/keys/{keyId}` → 204; effective immediately. */

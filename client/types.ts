@@ -101,10 +101,14 @@ export interface Me {
 export interface ModelCatalogEntry {
   provider: string;
   modelId: string;
+  /** The provider's display name of the model. */
+  name: string;
   contextWindow: number;
   maxTokens: number;
   input: ("text" | "image")[];
   reasoning: boolean;
+  /** Dollars per million tokens. */
+  cost: { input: number; output: number; cacheRead: number; cacheWrite: number };
 }
 
 /** `PUT …/entries/{entryId}/label`. */

@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import type { RpcResult } from "../schema/errors.ts";
+import type { TenantQuotas } from "../schema/api.ts";
 import type { Wire } from "../schema/wire.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "./idempotency.ts";
 import { asResult, RpcError } from "./rpc-errors.ts";
@@ -21,13 +22,6 @@ export type { TenantInfo };
 /** Requests per minute a tenant may make when no quota of its own is set. */
 export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
 
-export interface TenantQuotas {
-  requestsPerMinute: number;
-  /** Operations the tenant may have open (accepted, not yet settled) at once, across its sessions. */
-  maxOpenOperations: number;
-  /** Whether the tenant may use the deployment's own provider keys. */
-  deploymentKeys: boolean;
-}
 
 /** What a tenant holds for its providers: its own keys (listing rows) and the deployment-keys permission. */
 export interface TenantProviderSettings {

@@ -57,6 +57,16 @@ export const TenantQuotasPatchSchema = v.strictObject({
   deploymentKeys: v.optional(v.boolean()),
 });
 
+/** `GET|PATCH /v1/admin/tenants/{tenantId}/quotas`: a tenant's quotas as they apply now. */
+export interface TenantQuotas {
+  requestsPerMinute: number;
+  /** Operations the tenant may have open (accepted, not yet settled) at once, across its sessions. */
+  maxOpenOperations: number;
+  /** Whether the tenant may use the deployment's own provider keys. */
+  deploymentKeys: boolean;
+}
+export type TenantQuotasPatch = v.InferInput<typeof TenantQuotasPatchSchema>;
+
 // Listings (answers): what a row of each listing holds.
 
 /**

@@ -25,4 +25,16 @@ describe("client.admin listings", () => {
     expect(replay).toBeInstanceOf(ApiRequestError);
     expect(replay).toMatchObject({ status: 409, code: "KeySecretNotReplayed", details: { keyId: created.keyId } });
   });
+
+  it("reads and sets a tenant's quotas; a bad value is a 400 and changes nothing", async () => {
+    const admin = client().admin;
+    const id = `sdk_quotas_${Date.now().toString(36)}`;
+    await admin.createTenant({ id });
+    const defaults = await admin.quotas(id);
+    expect(defaults).toEqual({ requestsPerMinute: expect.any(Number), maxOpenOperations: expect.any(Number), deploymentKeys: true });
+    expect(await admin.setQuotas(id, { maxOpenOperations: 7 })).toEqual({ ...defaults, maxOpenOperations: 7 });
+    const refused = await admin.setQuotas(id, { requestsPerMinute: 0 }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 400, code: "ValidationFailed" });
+    expect(await admin.quotas(id)).toEqual({ ...defaults, maxOpenOperations: 7 });
+  });
 });

@@ -45,7 +45,7 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     expect((await client.me()).defaultModel).toBeNull();
     expect(await client.health()).toEqual({ status: "ok" });
     expect((await client.openApiDocument()).openapi).toEqual(expect.stringMatching(/^3\./));
-    expect(await client.models()).toContainEqual(expect.objectContaining({ provider: "scripted", modelId: "echo" }));
+    expect(await client.models()).toContainEqual(expect.objectContaining({ provider: "scripted", modelId: "echo", name: expect.any(String), cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }));
 
     const session = await client.sessions.create({ name: "sdk demo", settings: { systemPrompt: "be brief" } });
     expect(session).toMatchObject({ name: "sdk demo", tenantId, settings: { systemPrompt: "be brief" }, lanes: [], branches: [] });
