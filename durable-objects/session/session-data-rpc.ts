@@ -13,7 +13,7 @@ import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asJson, asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc-errors.ts";
 import { JsonWriter } from "../sql/json-bytes.ts";
 import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
 import type { BranchListing, CreatedSession, Session as SessionWire } from "../../schema/session.ts";
@@ -260,7 +260,7 @@ export abstract class SessionDataRpc extends SessionHost {
     return asResult(async () => {
       const parsed = parseWire(element);
       const problem = scriptElementProblem(namespace, key, parsed);
-      if (problem !== undefined) throw new RpcError({ code: "ValidationFailed", message: problem, details: { issues: [problem] } });
+      if (problem !== undefined) throw invalidInput(`${namespace}/${key}`, problem);
       const result = await this.session().appendList(list<JsonValue>(appNamespace(namespace), key), parsed);
       return { seq: result.firstSeq };
     });

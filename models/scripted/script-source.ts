@@ -70,5 +70,5 @@ export function appendScriptSteps(session: Session, steps: readonly ScriptStep[]
 export function scriptElementProblem(namespace: string, key: string, element: JsonValue): string | undefined {
   if (namespace !== scriptedSteps.namespace || key !== scriptedSteps.key) return undefined;
   const parsed = parseScriptStep(element);
-  return parsed.ok ? undefined : `${namespace}/${key}: ${parsed.message}`;
+  return parsed.ok ? undefined : parsed.message;
 }
