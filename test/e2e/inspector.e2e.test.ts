@@ -1,18 +1,17 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { Api, appendSteps, pollUntil, words } from "./client-helpers.ts";
+import { launchChromium } from "./browser.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
-// The Inspector page (docs/inspector.md) in a real browser (Debian's Chromium through
-// playwright-core) against `npm start`: every action is taken on the page, and after each one the
+// The Inspector page (docs/inspector.md) in a real browser (headless Chromium through
+// playwright-core; ./browser.ts says which one) against `npm start`: every action is taken on the page, and after each one the
 // page's own fold of the lane (its watch folded with reduceLaneSnapshot) equals GET …/snapshot.
 // Scripted steps (docs/providers.md) make the slow stream and the client tool call.
 
-/** `INSPECTOR_CHROMIUM` overrides; `.ci/run` installs Debian's chromium at the default path. */
-const CHROMIUM = process.env.INSPECTOR_CHROMIUM ?? "/usr/bin/chromium";
 const SHOTS = new URL("../../test-results/", import.meta.url);
 
 describe("the Inspector page", () => {
@@ -22,7 +21,6 @@ describe("the Inspector page", () => {
   let key: string;
   let inspectorUrl: string;
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) or set INSPECTOR_CHROMIUM`);
     mkdirSync(SHOTS, { recursive: true });
     // As docs/inspector.md says: `npm start -- --dev-key` prints a key and the page's address.
     // No minute cron: the page's Resume must be what polls the suspended run, not a tick in between.
@@ -31,7 +29,7 @@ describe("the Inspector page", () => {
     key = /export KEY=(\S+)/.exec(printed)?.[1] ?? "";
     inspectorUrl = /The Inspector .*: (\S+)/.exec(printed)?.[1] ?? "";
     api = new Api(server.baseUrl, key);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    browser = await launchChromium();
   }, 120_000);
   printServerOutputOnFailure(() => [server]);
   afterAll(async () => {
