@@ -69,7 +69,8 @@ export type {
   SnapshotOperation,
 } from "../schema/lane.ts";
 export type { AgentMessage, AssistantMessage, ImageContent, UserMessage } from "../schema/messages.ts";
-export type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../schema/settings.ts";
+export type { HarnessSettings, PromptTemplate, Skill } from "../schema/settings.ts";
+export type { HarnessSettingsPatch } from "../schema/settings-patch.ts";
 export type { SessionStats, Usage, UsageRow } from "../schema/usage.ts";
 export type { LaneWatchMessage } from "../schema/watch.ts";
 export { isRebase, reduceLaneSnapshot, type LaneRebase } from "../schema/reduce-lane-snapshot.ts";

@@ -43,7 +43,7 @@ export class SessionsApi {
     return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId) });
   }
 
-  /** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`: `name: null` removes the name; settings are a partial patch. */
+  /** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`: `name: null` removes the name; settings are a JSON Merge Patch (a nested field changes alone; null restores its default). */
   patch(sessionId: string, body: PatchSessionBody, options: CallOptions = {}): Promise<Session> {
     return this.http.json({ ...options, method: "PATCH", path: sessionPath(sessionId), body });
   }

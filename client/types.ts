@@ -55,7 +55,8 @@ export interface BranchEntriesQuery extends PageQuery {
   stopAtId?: string;
   type?: EntryType;
   customType?: string;
-  order?: "newestFirst" | "oldestFirst";
+  /** `desc` (newest first, the default) or `asc` (oldest first), as on every listing. */
+  order?: "asc" | "desc";
 }
 
 export interface ListQuery extends PageQuery {

@@ -3,7 +3,7 @@ import { IdSchema } from "./api.ts";
 import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
 import { AgentMessageInputSchema } from "./messages.ts";
-import { HarnessSettingsPatchSchema } from "./settings.ts";
+import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
 
 // Parameters and bodies of spec/API.md "Sessions" (entries, labels, usage, values, lists, PATCH)
 // and "Branches". The front worker validates with these before any object is touched.
@@ -128,6 +128,16 @@ export const EntriesQuerySchema = v.object({
 });
 
 /**
+ * A branch scan's `order`: `asc` (oldest first) or `desc` (newest first, the default), the words
+ * every other listing uses; the scan's own words `oldestFirst` / `newestFirst`, which this route
+ * took first, stay accepted as aliases so that older clients keep working. Out: the scan's order.
+ */
+export const BranchOrderQuerySchema = v.pipe(
+  v.picklist(["asc", "desc", "oldestFirst", "newestFirst"]),
+  v.transform((order): "oldestFirst" | "newestFirst" => (order === "asc" || order === "oldestFirst" ? "oldestFirst" : "newestFirst")),
+);
+
+/**
  * `GET /v1/sessions/{sid}/branches/{name}/entries?start&stopAtType&stopAtId&type&customType&order&limit&cursor`:
  * the branch scan of reference §1.6 (root-ward path from `start`, default the tip; order; inclusive
  * stop; filters; exclusive cursor; limit).
@@ -138,7 +148,7 @@ export const BranchEntriesQuerySchema = v.object({
   stopAtId: v.optional(EntryIdSchema),
   type: v.optional(EntryTypeSchema),
   customType: v.optional(CustomTypeSchema),
-  order: v.optional(v.picklist(["newestFirst", "oldestFirst"]), "newestFirst"),
+  order: v.optional(BranchOrderQuerySchema, "desc"),
   limit: LimitSchema,
   cursor: v.optional(SeqCursorSchema),
 });

@@ -1,5 +1,6 @@
 import * as v from "valibot";
-import { HarnessResourcesSchema, HarnessSettingsPatchSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
+import { HarnessResourcesSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
+import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
 import { ToolDefinitionsByNameSchema } from "./tools.ts";
 
 // Request bodies and parameters of the public API (spec/API.md). The front worker validates with

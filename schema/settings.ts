@@ -75,9 +75,6 @@ export const HarnessSettingsSchema = v.strictObject({
 });
 export type HarnessSettings = v.InferOutput<typeof HarnessSettingsSchema>;
 
-export const HarnessSettingsPatchSchema = v.partial(HarnessSettingsSchema);
-export type HarnessSettingsPatch = v.InferOutput<typeof HarnessSettingsPatchSchema>;
-
 export const DEFAULT_SETTINGS: HarnessSettings = {
   systemPrompt: null,
   retry: { enabled: true, maxRetries: 3, baseDelayMs: 1000 },

@@ -47,7 +47,7 @@ async function round(index: number): Promise<number[]> {
   expect([...queued].sort()).toEqual(admitted.map((item) => item.entryId).sort());
   const record = await settled(api, sid, operationId, 120_000);
   expect(record.status).toBe("completed");
-  const path = await api.expect<{ items: Entry[] }>(200, "GET", `/v1/sessions/${sid}/branches/main/entries?order=oldestFirst&limit=500`);
+  const path = await api.expect<{ items: Entry[] }>(200, "GET", `/v1/sessions/${sid}/branches/main/entries?order=asc&limit=500`);
   const texts = path.items.map((entry) => JSON.stringify(entry.message?.content ?? null));
   const placedAt = (text: string) => texts.flatMap((content, at) => (content.includes(text) ? [at] : []));
   for (const kind of ["steer", "followUp"]) {

@@ -4,6 +4,7 @@ import { sessionName } from "../../harness/session/builtin-addresses.ts";
 import { setValue } from "../../harness/session/writes.ts";
 import { scriptElementProblem } from "../../models/scripted/script-source.ts";
 import { DEFAULT_SETTINGS } from "../../schema/settings.ts";
+import { applySettingsPatch } from "../../schema/settings-patch.ts";
 import type { BranchScan } from "../../harness/session/branch.ts";
 import { Session, type EntryQuery } from "../../harness/session/session.ts";
 import type { ListElement, ListReadOptions, UsageScan, Write } from "../../harness/session/storage.ts";
@@ -75,7 +76,7 @@ export abstract class SessionDataRpc extends SessionHost {
       const storage = SqlSessionStorage.create(this.ctx.storage, { id: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
       const writes = [
         ...(init.name !== undefined ? [setValue(sessionName, init.name)] : []),
-        ...(init.settings !== undefined ? [setValue(settingsAddress, { ...DEFAULT_SETTINGS, ...parseWire(init.settings) })] : []),
+        ...(init.settings !== undefined ? [setValue(settingsAddress, applySettingsPatch(DEFAULT_SETTINGS, parseWire(init.settings)))] : []),
         ...(init.resources !== undefined ? [setValue(resourcesAddress, parseWire(init.resources))] : []),
         ...(tools?.writes ?? []),
       ];

@@ -5,7 +5,8 @@ import type { AppendInput, CancelQueuedResult } from "../../harness/runtime/queu
 import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, ModelIdentity, OperationResultRecord } from "../../schema/lane.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
-import type { HarnessSettings, HarnessSettingsPatch, PromptTemplate, Skill } from "../../schema/settings.ts";
+import type { HarnessSettings, PromptTemplate, Skill } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { PromptAnswer } from "../../schema/lane-api.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
@@ -223,7 +224,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
         const lane = harness.getLane(name);
         return lane ? [{ lane: name, model: lane.getModel() }] : [];
       });
-      assertCanDefer(settings.streamOptions?.deferred, lanes);
+      assertCanDefer(settings.streamOptions?.deferred ?? undefined, lanes);
       return harness.updateSettings(settings);
     });
   }

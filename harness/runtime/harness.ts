@@ -1,13 +1,8 @@
 import type { HarnessEvent, LaneConfiguration, LaneInfo, ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionSnapshot } from "../../schema/watch.ts";
-import {
-  DEFAULT_SETTINGS,
-  EMPTY_RESOURCES,
-  type HarnessResources,
-  type HarnessSettings,
-  type HarnessSettingsPatch,
-} from "../../schema/settings.ts";
+import { DEFAULT_SETTINGS, EMPTY_RESOURCES, type HarnessResources, type HarnessSettings } from "../../schema/settings.ts";
+import { applySettingsPatch, type HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { EntryProjectors } from "../execution/context.ts";
 import { HarnessClosed, HarnessFault, errorMessage } from "../execution/errors.ts";
 import { EventBus } from "../execution/event-bus.ts";
@@ -245,11 +240,15 @@ export class AgentHarness {
     return this.currentSettings;
   }
 
+  /**
+   * Applies a JSON Merge Patch of the settings (schema/settings-patch.ts) on the line, so that two
+   * changes to different members of one object never lose either (the merge reads what it writes).
+   */
   async updateSettings(patch: HarnessSettingsPatch): Promise<HarnessSettings> {
     this.assertOpen();
     const { next, delivered } = await this.mutate((m) => {
       const previous = this.currentSettings;
-      const next: HarnessSettings = { ...previous, ...patch };
+      const next = applySettingsPatch(previous, patch);
       const changed = (Object.keys(patch) as (keyof HarnessSettings)[]).filter(
         (key) => JSON.stringify(previous[key]) !== JSON.stringify(next[key]),
       );

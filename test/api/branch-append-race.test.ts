@@ -30,7 +30,7 @@ describe("hardening 6: a branch append racing the creation of a lane on that bra
     const next = await call(`${base}/branches/b/entries`, { body: { message: user("after") }, token: key });
     expect(next.status).toBe(201);
     const after = await next.json<{ entryId: string }>();
-    const listed = await call(`${base}/branches/b/entries?order=oldestFirst`, { token: key });
+    const listed = await call(`${base}/branches/b/entries?order=asc`, { token: key });
     const page = await listed.json<{ items: { id: string; parentId: string | null }[] }>();
     expect(page.items.map((entry) => entry.id)).toEqual([raced.body.entryId, after.entryId]);
     expect(page.items[1]?.parentId).toBe(raced.body.entryId);

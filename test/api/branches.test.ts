@@ -157,14 +157,19 @@ describe("GET /v1/sessions/{sid}/branches/{name}/entries", () => {
     const scan = (query: string) => pages(`${base}/branches/main/entries?${query}`, key);
     expect(await scan("limit=50")).toEqual([[e, d, c, b, a]]);
     expect(await scan("limit=2")).toEqual([[e, d], [c, b], [a]]);
-    expect(await scan("order=oldestFirst&limit=2")).toEqual([[a, b], [c, d], [e]]);
+    expect(await scan("order=asc&limit=2")).toEqual([[a, b], [c, d], [e]]);
     expect(await scan("type=custom&limit=1")).toEqual([[d], [b]]);
-    expect(await scan("customType=mark&order=oldestFirst&limit=10")).toEqual([[b, d]]);
+    expect(await scan("customType=mark&order=asc&limit=10")).toEqual([[b, d]]);
     expect(await scan("stopAtId=" + c + "&limit=10")).toEqual([[e, d, c]]);
     expect(await scan("stopAtType=custom&limit=10")).toEqual([[e, d]]);
-    expect(await scan("stopAtType=custom&order=oldestFirst&limit=10")).toEqual([[a, b]]);
+    expect(await scan("stopAtType=custom&order=asc&limit=10")).toEqual([[a, b]]);
     expect(await scan(`start=${c}&limit=2`)).toEqual([[c, b], [a]]);
-    expect(await pages(`${base}/branches/fork/entries?order=oldestFirst&limit=2`, key)).toEqual([[a, b], [f]]);
+    expect(await pages(`${base}/branches/fork/entries?order=asc&limit=2`, key)).toEqual([[a, b], [f]]);
+    // One list-order vocabulary (asc|desc, as on every listing); the scan's older words stay aliases.
+    expect(await scan("order=desc&limit=2")).toEqual(await scan("limit=2"));
+    expect(await scan("order=oldestFirst&limit=2")).toEqual(await scan("order=asc&limit=2"));
+    expect(await scan("order=newestFirst&limit=2")).toEqual(await scan("order=desc&limit=2"));
+    expect((await call(`${base}/branches/main/entries?order=ascending`, { token: key })).status).toBe(400);
     const page = await (await call(`${base}/branches/main/entries`, { token: key })).json<Page>();
     expect(page.items).toHaveLength(5);
   });
@@ -173,7 +178,7 @@ describe("GET /v1/sessions/{sid}/branches/{name}/entries", () => {
     const { key, base } = await tenantWithSession("scanbad");
     await call(`${base}/branches`, { body: { name: "main", at: null }, token: key });
     expect(await (await call(`${base}/branches/main/entries`, { token: key })).json()).toEqual({ items: [], nextCursor: null });
-    for (const query of ["limit=0", "limit=1001", "order=asc", "type=nope", "stopAtType=x", "start=bad:id", "cursor=zzz", "stopAtId="]) {
+    for (const query of ["limit=0", "limit=1001", "order=ascending", "type=nope", "stopAtType=x", "start=bad:id", "cursor=zzz", "stopAtId="]) {
       await expectError(await call(`${base}/branches/main/entries?${query}`, { token: key }), 400, "ValidationFailed");
     }
     await expectError(await call(`${base}/branches/nope/entries`, { token: key }), 404, "UnknownBranch");

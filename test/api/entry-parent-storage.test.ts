@@ -34,7 +34,7 @@ async function reads(setup: Awaited<ReturnType<typeof sessionWithEntries>>): Pro
     `${setup.base}/entries?type=custom`,
     `${setup.base}/entries/${setup.ids.m2}`,
     `${setup.base}/branches/main/entries`,
-    `${setup.base}/branches/main/entries?order=oldestFirst`,
+    `${setup.base}/branches/main/entries?order=asc`,
   ];
   return readTexts(paths, setup.key);
 }

@@ -12,7 +12,7 @@ type Record = { operationId: string; kind: string; status: string; fromTipId: st
 async function twoTurns(prefix: string) {
   const setup = await laneSetup(prefix);
   for (const prompt of ["one", "two"]) expect((await call(`${setup.lanePath}/prompt`, { body: { prompt }, token: setup.key })).status).toBe(200);
-  const entries = await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=oldestFirst`, { token: setup.key })).json<{ items: Entry[] }>();
+  const entries = await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=asc`, { token: setup.key })).json<{ items: Entry[] }>();
   const [q1, a1, , a2] = entries.items;
   if (!q1 || !a1 || !a2) throw new Error("expected four entries");
   return { ...setup, ids: { q1: q1.id, a1: a1.id, a2: a2.id } };
@@ -55,7 +55,7 @@ describe("navigation over REST", () => {
     const response = await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.ids.a1, summarize: true, label: "retry from here", customInstructions: "be brief" }, token: setup.key });
     expect(response.status).toBe(200);
     const { navigation } = await response.json<{ navigation: Record }>();
-    const path = await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=oldestFirst`, { token: setup.key })).json<{ items: (Entry & { type: string; fromId?: string; summary?: string; label?: string })[] }>();
+    const path = await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=asc`, { token: setup.key })).json<{ items: (Entry & { type: string; fromId?: string; summary?: string; label?: string })[] }>();
     const summary = path.items.at(-1);
     expect(navigation).toMatchObject({ kind: "navigation", status: "completed", fromTipId: setup.ids.a2, tipId: summary?.id });
     expect(path.items.map((entry) => entry.type)).toEqual(["message", "message", "branch_summary"]);

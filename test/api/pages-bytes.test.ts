@@ -52,7 +52,7 @@ describe("byte-bounded pages", () => {
       [`${base}/entries`, false],
       [`${base}/entries?order=desc`, true],
       [`${base}/branches/b/entries`, true],
-      [`${base}/branches/b/entries?order=oldestFirst`, false],
+      [`${base}/branches/b/entries?order=asc`, false],
       [`${base}/entries?type=custom&customType=blob`, false],
     ];
     for (const [path, newestFirst] of listings) {
@@ -128,7 +128,7 @@ describe("byte-bounded pages", () => {
     const stored = await call(`${base}/values/app/huge`, { token: key });
     expect(stored.status).toBe(200);
     expect((await stored.json<{ value: string }>()).value).toBe(text);
-    const entries = await walk<Item>(key, `${base}/branches/huge/entries?order=oldestFirst`);
+    const entries = await walk<Item>(key, `${base}/branches/huge/entries?order=asc`);
     expect(entries.items.map((item) => item.customType)).toEqual(["small", "huge", "small"]);
     expect(entries.items[1]?.data).toBe(text);
     expect(entries.pageBytes).toHaveLength(3);

@@ -43,6 +43,43 @@ describe("PATCH /v1/sessions/{sid}", () => {
     expect(await cleared.json()).toMatchObject({ name: null, settings: { steeringMode: "one-at-a-time" } });
   });
 
+  it("merges settings like JSON Merge Patch: one nested member changes alone, null goes back to the default, maps merge by name", async () => {
+    const { key, base } = await tenantWithSession("merge");
+    const patch = async (settings: unknown) => {
+      const answer = await call(base, { method: "PATCH", body: { settings }, token: key });
+      expect(answer.status).toBe(200);
+      return (await answer.json<{ settings: Record<string, unknown> }>()).settings;
+    };
+    expect(await patch({ compaction: { keepRecentTokens: 20 } })).toMatchObject({ compaction: { enabled: true, reserveTokens: 16384, keepRecentTokens: 20 } });
+    expect(await patch({ compaction: { enabled: false }, retry: { maxRetries: 1 } })).toMatchObject({
+      compaction: { enabled: false, reserveTokens: 16384, keepRecentTokens: 20 },
+      retry: { enabled: true, maxRetries: 1, baseDelayMs: 1000 },
+    });
+    // null: back to the default (a member of a default-less object is removed).
+    expect(await patch({ compaction: { enabled: null }, retry: null })).toMatchObject({ compaction: { enabled: true, keepRecentTokens: 20 }, retry: { enabled: true, maxRetries: 3, baseDelayMs: 1000 } });
+    expect(await patch({ streamOptions: { temperature: 0.5, headers: { "x-a": "1", "x-b": "2" } } })).toMatchObject({ streamOptions: { temperature: 0.5, headers: { "x-a": "1", "x-b": "2" } } });
+    const merged = await patch({ streamOptions: { maxTokens: 100, headers: { "x-a": null, "x-c": "3" } } });
+    expect(merged.streamOptions).toEqual({ temperature: 0.5, maxTokens: 100, headers: { "x-b": "2", "x-c": "3" } });
+    expect((await patch({ streamOptions: { temperature: null, headers: null } })).streamOptions).toEqual({ maxTokens: 100 });
+    expect(await patch({ systemPrompt: "short", toolExecution: "sequential" })).toMatchObject({ systemPrompt: "short", toolExecution: "sequential" });
+    expect(await patch({ systemPrompt: null, toolExecution: null })).toMatchObject({ systemPrompt: null, toolExecution: "parallel", compaction: { keepRecentTokens: 20 } });
+    // Two concurrent patches of different members of one object both stick (the merge is on the object's line).
+    await Promise.all([patch({ compaction: { reserveTokens: 1000 } }), patch({ compaction: { keepRecentTokens: 30 } })]);
+    expect((await (await call(base, { token: key })).json<{ settings: Record<string, unknown> }>()).settings).toMatchObject({ compaction: { enabled: true, reserveTokens: 1000, keepRecentTokens: 30 } });
+    // A wrong member is still refused whole, naming it, and nothing is written.
+    const refused = await call(base, { method: "PATCH", body: { settings: { compaction: { keepRecentTokens: -1, enabled: false } } }, token: key });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { code: "ValidationFailed", message: expect.stringContaining("settings.compaction.keepRecentTokens") } });
+    expect((await (await call(base, { token: key })).json<{ settings: Record<string, unknown> }>()).settings).toMatchObject({ compaction: { enabled: true, keepRecentTokens: 30 } });
+  });
+
+  it("creates a session whose settings are a merge patch over the defaults", async () => {
+    const { key } = await newTenant("mergecreate");
+    const created = await call("/v1/sessions", { body: { settings: { compaction: { keepRecentTokens: 20 }, retry: { maxRetries: 0 } } }, token: key });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ settings: { compaction: { enabled: true, reserveTokens: 16384, keepRecentTokens: 20 }, retry: { enabled: true, maxRetries: 0, baseDelayMs: 1000 } } });
+  });
+
   it("refuses malformed bodies (400), oversized ones (413), foreign sessions (404) and bad keys (401)", async () => {
     const { key, base, sid } = await tenantWithSession("patchbad");
     const other = await newTenant("patchother");

@@ -128,7 +128,7 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     expect(await client.branches.create(id, { name: "side", at: placed.entryId })).toEqual({ name: "side", tipId: placed.entryId });
     const appended = await client.branches.append(id, "side", { customType: "side-note" });
     expect(appended.placed).toBe(true);
-    const scanned = await client.branches.entries(id, "side", { order: "oldestFirst" });
+    const scanned = await client.branches.entries(id, "side", { order: "asc" });
     expect(scanned.items.map((entry) => entry.id)).toEqual([placed.entryId, appended.entryId]);
     const walked: string[] = [];
     for await (const entry of client.branches.allEntries(id, "side", { limit: 1 })) walked.push(entry.id);

@@ -13,7 +13,7 @@ describe("client SDK: fork and navigate", { timeout: 30_000 }, () => {
     await client.lanes.put(session.id, "main");
     await client.prompt(session.id, "main", "one");
     await client.prompt(session.id, "main", "two");
-    const [first, answer] = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items;
+    const [first, answer] = (await client.branches.entries(session.id, "main", { order: "asc" })).items;
     if (!first || !answer) throw new Error("expected entries");
 
     await client.queue.followUp(session.id, "main", "then this");
@@ -24,7 +24,7 @@ describe("client SDK: fork and navigate", { timeout: 30_000 }, () => {
 
     const fork = await client.sessions.fork(session.id, { scope: "branch", branch: "main" });
     expect(fork).toMatchObject({ parentSessionId: session.id, name: "to fork" });
-    const copied = (await client.branches.entries(fork.id, "main", { order: "oldestFirst" })).items.map((entry) => entry.id);
+    const copied = (await client.branches.entries(fork.id, "main", { order: "asc" })).items.map((entry) => entry.id);
     expect(copied.slice(0, 2)).toEqual([first.id, answer.id]);
     expect(copied).toHaveLength(4);
 
@@ -49,7 +49,7 @@ describe("client SDK: compact", { timeout: 30_000 }, () => {
     if (compacted.state !== "settled") throw new Error("the compaction did not settle");
     expect(compacted.compaction).toMatchObject({ kind: "compaction", status: "completed" });
     expect(compacted.run).toMatchObject({ state: "settled", result: { kind: "run", status: "completed", fromTipId: compacted.compaction.tipId } });
-    const entries = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items.map((entry) => entry.type);
+    const entries = (await client.branches.entries(session.id, "main", { order: "asc" })).items.map((entry) => entry.type);
     expect(entries).toEqual(["message", "message", "message", "message", "compaction", "message", "message"]);
   });
 });
@@ -62,11 +62,11 @@ describe("client SDK: summarized navigate", { timeout: 30_000 }, () => {
     await client.lanes.put(session.id, "main");
     await client.prompt(session.id, "main", "one");
     await client.prompt(session.id, "main", "two");
-    const [, answer] = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items;
+    const [, answer] = (await client.branches.entries(session.id, "main", { order: "asc" })).items;
     if (!answer) throw new Error("expected entries");
     const navigated = await client.operations.navigate(session.id, "main", answer.id, { summarize: true, label: "retry", customInstructions: "short" });
     if (navigated.state !== "settled") throw new Error("the navigation did not settle");
-    const path = (await client.branches.entries(session.id, "main", { order: "oldestFirst" })).items;
+    const path = (await client.branches.entries(session.id, "main", { order: "asc" })).items;
     expect(path.map((entry) => entry.type)).toEqual(["message", "message", "branch_summary"]);
     expect(navigated.navigation).toMatchObject({ status: "completed", tipId: path[2]?.id });
     expect(await client.entries.getLabel(session.id, answer.id)).toEqual({ entryId: answer.id, label: "retry" });

@@ -43,7 +43,7 @@ describe("compaction inside a run and a summarized navigation over HTTP (npm sta
       expect(types.indexOf("compaction_end")).toBeLessThan(answer);
       expect(types.lastIndexOf("compaction_start")).toBeGreaterThan(answer);
       expect(types.lastIndexOf("compaction_end")).toBe(types.indexOf("run_end") - 1);
-      const path = await api.expect<{ items: Entry[] }>(200, "GET", "/v1/sessions/long/branches/main/entries?order=newestFirst&limit=1");
+      const path = await api.expect<{ items: Entry[] }>(200, "GET", "/v1/sessions/long/branches/main/entries?order=desc&limit=1");
       expect(path.items[0]).toMatchObject({ type: "compaction", id: record.tipId });
     } finally {
       await watch.close();
@@ -51,7 +51,7 @@ describe("compaction inside a run and a summarized navigation over HTTP (npm sta
   }, 120_000);
 
   it("navigates back with a summary of the branch it leaves; the watcher is told to resnapshot", async () => {
-    const path = await api.expect<{ items: Entry[] }>(200, "GET", "/v1/sessions/long/branches/main/entries?order=oldestFirst");
+    const path = await api.expect<{ items: Entry[] }>(200, "GET", "/v1/sessions/long/branches/main/entries?order=asc");
     const firstAnswer = path.items[1];
     if (!firstAnswer) throw new Error("no first answer");
     const watch = await openLaneWatch(server.baseUrl, key, "long", "main");

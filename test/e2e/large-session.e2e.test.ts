@@ -58,7 +58,7 @@ describe("a large session over HTTP (npm start)", () => {
     ["/v1/sessions/large/entries", false],
     ["/v1/sessions/large/entries?order=desc", true],
     ["/v1/sessions/large/branches/b/entries", true],
-    ["/v1/sessions/large/branches/b/entries?order=oldestFirst", false],
+    ["/v1/sessions/large/branches/b/entries?order=asc", false],
   ] as const)("GET %s answers byte-bounded pages whose cursors return each entry once", async (path, newestFirst) => {
     const { items, pageBytes } = await walk<Item>(api, path);
     expect(items.map((item) => item.data)).toEqual(newestFirst ? [...expected].reverse() : expected);

@@ -54,7 +54,7 @@ describe("navigate, compact and fork a 10,000-entry session over HTTP (npm start
 
   it("navigates back with a label while a watcher sees navigation_start and navigation_end; a new watch starts at the target", async () => {
     const answered = await api.expect<{ tipId: string }>(200, "POST", "/v1/sessions/big/lanes/main/prompt", { body: { prompt: "hello at the end" } });
-    const path = await allEntries(api, "/v1/sessions/big/branches/main/entries?order=oldestFirst");
+    const path = await allEntries(api, "/v1/sessions/big/branches/main/entries?order=asc");
     expect(path).toHaveLength(ENTRIES + 2);
     const target = path[ENTRIES - 1];
     if (!target) throw new Error("no target");

@@ -11,7 +11,7 @@ import { appendScriptSteps, SessionScriptSource } from "../../models/scripted/sc
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { CompactionEntry, Entry } from "../../schema/entries.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import type { UsageRow } from "../../schema/usage.ts";

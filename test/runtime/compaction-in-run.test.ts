@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { checkInvariants, crashAt, foldAndCapture, leafOf, never, openWatched, settledRecord, stepsTaken, until } from "./invariants.ts";
 import { deferred, runRecord, unwrap } from "./drive-helpers.ts";
 import { leftoverOperationValues, SCRIPT, types } from "./helpers.ts";

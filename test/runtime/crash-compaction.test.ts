@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { CompactionEntry } from "../../schema/entries.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { TURN_PREFIX_HEADING } from "../../harness/compaction/summarizer.ts";
 import { crashAt, leafOf, never, parkInHook, settledRecord, stepsTaken, until, type Attached } from "./invariants.ts";
 import { unwrap } from "./drive-helpers.ts";

@@ -4,7 +4,7 @@ import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { LaneExecutionInfo } from "../../schema/lane.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";
 import { never, objectInvariants, shapeOf, stepsTaken, until } from "./invariants.ts";

@@ -5,7 +5,7 @@ import { pendingAssistantFrames } from "../../harness/session/builtin-addresses.
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession, sessionStub } from "../helpers/sessions.ts";
 import {
   acceptPrompt,

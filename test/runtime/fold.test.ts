@@ -5,7 +5,7 @@ import type { AgentLane } from "../../harness/runtime/lane.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { ECHO } from "./helpers.ts";
 import { acceptPrompt, attach, foldAndCapture, foldEvents, never, openWatched, settledRecord, until, type Attached, type Watched } from "./invariants.ts";

@@ -21,7 +21,7 @@ import type { Entry } from "../../schema/entries.ts";
 import type { HarnessEvent, LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
 import type { WatchHandle } from "../../harness/runtime/watch.ts";
-import type { HarnessSettingsPatch } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession, sessionStub } from "../helpers/sessions.ts";
 import { SCRIPT } from "./helpers.ts";
 import type { Usage, UsageRow } from "../../schema/usage.ts";

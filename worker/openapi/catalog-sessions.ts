@@ -102,7 +102,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   {
     method: "patch", path: "/v1/sessions/{sid}", operationId: "updateSession", tag: "Sessions", auth: "tenant",
     summary: "Rename a session or patch its settings",
-    description: "`name: null` removes the name; settings are a partial patch (`settings_update` events). A `settings.defaultModel` the tenant cannot use is 422 `UnknownModel`; `settings.streamOptions.deferred` while a lane's model cannot answer deferred is 422 `DeferredUnsupported`; then nothing is written.",
+    description: "`name: null` removes the name; settings are a JSON Merge Patch (RFC 7396): a field left out keeps its value, objects merge field by field (`{ compaction: { keepRecentTokens: 20 } }` changes that one number), `null` puts a field back to its default, `headers`/`metadata` merge by name (`settings_update` events). A `settings.defaultModel` the tenant cannot use is 422 `UnknownModel`; `settings.streamOptions.deferred` while a lane's model cannot answer deferred is 422 `DeferredUnsupported`; then nothing is written.",
     pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" } },
     responses: { 200: { description: SESSION } },
     errors: [...SESSION_ERRORS, "UnknownModel", "DeferredUnsupported"],

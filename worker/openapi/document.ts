@@ -2,7 +2,9 @@ import { HeadersObjectSchema, MAX_MCP_HEADERS, ReplayMapObjectSchema } from "../
 import { MAX_SESSION_TOOLS, MAX_TOOL_PARAMETERS_BYTES, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema, ToolParametersSchema } from "../../schema/tools.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
-import { HarnessResourcesSchema, HarnessSettingsPatchSchema } from "../../schema/settings.ts";
+import { BranchOrderQuerySchema } from "../../schema/api-sessions.ts";
+import { HarnessResourcesSchema } from "../../schema/settings.ts";
+import { HarnessSettingsPatchSchema } from "../../schema/settings-patch.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import { ApiErrorSchema, ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
 import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
@@ -87,6 +89,8 @@ const CUSTOM = new Map<unknown, JsonSchema>([
     ToolParametersSchema,
     { type: "object", required: ["type"], properties: { type: { const: "object" } }, description: `An object JSON Schema of the tool's arguments (at most ${MAX_TOOL_PARAMETERS_BYTES} bytes of JSON).` },
   ],
+  // The aliases stay accepted but are not advertised: one list-order vocabulary, asc|desc.
+  [BranchOrderQuerySchema, { enum: ["asc", "desc"], description: "`asc` oldest first, `desc` newest first (the default)." }],
   [HeadersObjectSchema, { type: "object", additionalProperties: { type: "string" }, description: `Static HTTP headers by name (at most ${MAX_MCP_HEADERS}).` }],
   [ReplayMapObjectSchema, { type: "object", additionalProperties: { enum: ["never", "safe"] }, description: "Replay policy by tool name on the server (the others \"never\")." }],
 ]);
