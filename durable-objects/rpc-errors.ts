@@ -124,7 +124,14 @@ export function laneApiError(error: LaneError): ApiError {
     case "NothingToResume":
       return { code: "NothingToResume", message: `Lane ${error.lane} has nothing to resume` };
     case "NothingToCompact":
-      return { code: "NothingToCompact", message: `Lane ${error.lane} has nothing to compact: its context fits in the kept recent part`, details: { lane: error.lane } };
+      return {
+        code: "NothingToCompact",
+        message:
+          `Lane ${error.lane} has nothing to compact: its context is about ${error.estimatedTokens} tokens, and a compaction keeps the newest ` +
+          `${error.keepRecentTokens} tokens (settings.compaction.keepRecentTokens, rounded out to whole messages) as they are, which is all of it. ` +
+          `To compact a shorter context, lower keepRecentTokens with PATCH /v1/sessions/{sid} {"settings":{"compaction":{"keepRecentTokens":<n>}}}`,
+        details: { lane: error.lane, estimatedTokens: error.estimatedTokens, keepRecentTokens: error.keepRecentTokens },
+      };
     case "QueueFull":
       return {
         code: "QueueFull",

@@ -1,5 +1,6 @@
 import type { Entry } from "../../schema/entries.ts";
 import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../compaction/preparation.ts";
+import { estimateMessageTokens } from "../compaction/tokens.ts";
 import { operationPreparation } from "../session/builtin-addresses.ts";
 import { setValue } from "../session/writes.ts";
 import type { CompactionRequest, OperationAdmission } from "./acceptance.ts";
@@ -32,7 +33,9 @@ export function planCompactionAcceptance(
     const context = pathContext(tipId === null ? [] : contextPath(), core.projectors);
     const cut = findCut(context.messages, settings.compaction.keepRecentTokens);
     if (tipId === null || !preparationAt(context, cut, settings.compaction)) {
-      return { writes: [], value: err({ code: "NothingToCompact", lane }) };
+      // Said in the user's terms: how big the context is against the recent part a compaction keeps.
+      const estimatedTokens = context.messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0);
+      return { writes: [], value: err({ code: "NothingToCompact", lane, estimatedTokens, keepRecentTokens: settings.compaction.keepRecentTokens }) };
     }
     const { customInstructions } = request;
     const taskId = core.ids.next();

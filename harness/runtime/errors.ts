@@ -19,7 +19,7 @@ export type LaneError =
   | { code: "InvalidOperationId"; operationId: string }
   | { code: "NoActiveOperation"; lane: string }
   | { code: "NothingToResume"; lane: string }
-  | { code: "NothingToCompact"; lane: string }
+  | { code: "NothingToCompact"; lane: string; estimatedTokens: number; keepRecentTokens: number }
   | { code: "QueueFull"; lane: string; items: number; bytes: number; maxItems: number; maxBytes: number }
   | { code: "UnknownToolCall"; operationId: string; toolCallId: string }
   | { code: "ToolResultConflict"; operationId: string; toolCallId: string; timedOut?: true }

@@ -20,7 +20,7 @@ async function twoTurns(prefix: string) {
 }
 
 async function entries(setup: { sid: string; key: string }): Promise<Entry[]> {
-  return (await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=oldestFirst`, { token: setup.key })).json<{ items: Entry[] }>()).items;
+  return (await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=asc`, { token: setup.key })).json<{ items: Entry[] }>()).items;
 }
 
 describe("compaction over REST", () => {
@@ -62,6 +62,14 @@ describe("compaction over REST", () => {
     const setup = await laneSetup("cmp_r");
     await expectError(await call(`${setup.lanePath}/compact`, { body: {}, token: setup.key }), 422, "NothingToCompact");
     await expectError(await call(`${setup.lanePath}/operations`, { body: { kind: "compaction" }, token: setup.key }), 422, "NothingToCompact");
+    const refused = await call(`${setup.lanePath}/compact`, { body: {}, token: setup.key });
+    expect(await refused.json()).toMatchObject({
+      error: {
+        code: "NothingToCompact",
+        message: expect.stringMatching(/its context is about 0 tokens, and a compaction keeps the newest 20000 tokens \(settings\.compaction\.keepRecentTokens.*lower keepRecentTokens with PATCH/),
+        details: { lane: "main", estimatedTokens: 0, keepRecentTokens: 20000 },
+      },
+    });
     await expectError(await call(`${setup.lanePath}/compact`, { body: { instructions: "x" }, token: setup.key }), 400, "ValidationFailed");
     await expectError(await call(`${setup.lanePath}/compact`, { body: { wait: 999 }, token: setup.key }), 400, "ValidationFailed");
     expect(await entries(setup)).toEqual([]);

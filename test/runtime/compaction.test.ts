@@ -23,8 +23,13 @@ describe("compaction acceptance", () => {
       const fits = await lane.accept({ kind: "compaction" });
       return { empty, fits, entries: session.findEntries({ order: "asc" }).length - before, events: types(events), open: lane.state.operation, violations: checkInvariants(session) };
     });
-    expect(result.empty).toEqual({ ok: false, error: { code: "NothingToCompact", lane: "main" } });
-    expect(result.fits).toEqual({ ok: false, error: { code: "NothingToCompact", lane: "main" } });
+    expect(result.empty).toEqual({ ok: false, error: { code: "NothingToCompact", lane: "main", estimatedTokens: 0, keepRecentTokens: expect.any(Number) } });
+    expect(result.fits).toMatchObject({ ok: false, error: { code: "NothingToCompact", lane: "main" } });
+    // Why, in the user's terms: the context's estimate against the recent part a compaction keeps.
+    const fits = result.fits.ok ? undefined : result.fits.error;
+    if (fits?.code !== "NothingToCompact") throw new Error("expected NothingToCompact");
+    expect(fits.estimatedTokens).toBeGreaterThan(0);
+    expect(fits.estimatedTokens).toBeLessThan(fits.keepRecentTokens);
     expect(result).toMatchObject({ entries: 0, events: [], open: null, violations: [] });
   });
 
