@@ -2,7 +2,9 @@ import type { Entry } from "../schema/entries.ts";
 import type { HarnessEvent, LaneSnapshot } from "../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../schema/reduce-lane-snapshot.ts";
 import { WATCH_CLOSE, type LaneWatchMessage } from "../schema/watch.ts";
-import { HttpClient, type FetchLike } from "./http.ts";
+import type { ErrorCode } from "../schema/errors.ts";
+import { ApiRequestError, HttpClient, type FetchLike } from "./http.ts";
+import { LanesApi } from "./lanes.ts";
 import { BranchesApi } from "./session-data.ts";
 import { Acknowledger, laneWatchUrl, bearerProtocol, parseWatchFrame, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 
@@ -14,6 +16,12 @@ export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstru
 // events; the replica folds them with the shared `reduceLaneSnapshot`. A rebase (`navigation_end`)
 // or a seq inconsistency sends `{"type":"resnapshot"}`; a closed or failed socket is replaced after
 // a jittered, capped exponential backoff, and its fresh snapshot replaces the replica.
+//
+// A refused upgrade (unknown session or lane, a refused key) cannot be told from a network failure
+// through the WebSocket API, which hides the upgrade's status. So a connection that fails before
+// it opens is classified with one REST read of the lane (`GET …/lanes/{lane}`, same key): an answer
+// that a retry cannot change (400, 401, 403, 404) ends the watch with the API's error code; anything
+// else (a network failure, 429, 5xx, or the lane answering fine) is retried after the backoff.
 //
 // Seq rule (docs/api-watch.md "Seq"): seqs are the session's event counter, strictly increasing on
 // a socket, and a lane stream legitimately skips the numbers of events it does not carry (other
@@ -60,6 +68,10 @@ export class WatchError extends Error {
   /** socket: the socket reported an error or could not be created; protocol: an unreadable message; listener: a callback threw; ended: the watch stopped for good. */
   readonly kind: "socket" | "protocol" | "listener" | "ended";
   override readonly cause?: unknown;
+  /** The API's error code when the server refused the watch (`SessionNotFound`, `UnknownLane`, `Unauthenticated`, …). */
+  readonly code?: ErrorCode;
+  /** The HTTP status of that refusal. */
+  readonly status?: number;
 
   // Fields assigned in the body, not as parameter properties: Node runs the SDK's sources with
   // type stripping only, which has no parameter properties (client/README.md "Install").
@@ -67,6 +79,10 @@ export class WatchError extends Error {
     super(message);
     this.kind = kind;
     this.cause = cause;
+    if (cause instanceof ApiRequestError) {
+      this.code = cause.code;
+      this.status = cause.status;
+    }
   }
 }
 
@@ -89,7 +105,7 @@ export interface WatchLaneOptions {
   pingIntervalMs?: number;
   /** Jitter source in [0, 1) (default Math.random). */
   random?: () => number;
-  /** The fetch `olderEntries()` reads with (default `globalThis.fetch`). */
+  /** The fetch `olderEntries()` reads with, and the one REST read that classifies a refused connection (default `globalThis.fetch`). */
   fetch?: FetchLike;
 }
 
@@ -126,6 +142,8 @@ const OPEN = 1;
  * server refused this client (its key was revoked, or a protocol violation).
  */
 const SERVER_DONE: ReadonlySet<number> = new Set([WATCH_CLOSE.sessionDeleted, WATCH_CLOSE.binary, WATCH_CLOSE.policy]);
+/** REST answers that a retry cannot change: bad ids, no or a refused key, no such session or lane. */
+const REFUSED_FOR_GOOD: ReadonlySet<number> = new Set([400, 401, 403, 404]);
 
 interface Connection {
   socket: WatchSocket;
@@ -252,7 +270,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       if (!connection.opened) {
         active = undefined;
         dispose(connection, 1000, "connection failed");
-        retry({ code: 1006, reason: "connection failed" });
+        failedBeforeOpen({ code: 1006, reason: "connection failed" });
       }
     });
     socket.addEventListener("close", (event) => {
@@ -263,7 +281,38 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
         end(new WatchError("ended", `The server ended the watch: ${event.reason || "normal closure"}`), { code: event.code, reason: event.reason });
         return;
       }
-      retry({ code: event.code, reason: event.reason });
+      const close = { code: event.code, reason: event.reason };
+      if (connection.opened) retry(close);
+      else failedBeforeOpen(close);
+    });
+  }
+
+  let rest: { http: HttpClient; lanes: LanesApi } | undefined;
+  const restClient = () => {
+    if (rest === undefined) {
+      const http = new HttpClient({ baseUrl: options.baseUrl, key: options.key, ...(options.fetch && { fetch: options.fetch }) });
+      rest = { http, lanes: new LanesApi(http) };
+    }
+    return rest;
+  };
+
+  /** The REST refusal behind a connection that never opened, when a retry cannot change it. */
+  async function refusal(): Promise<ApiRequestError | undefined> {
+    try {
+      await restClient().lanes.get(options.sessionId, options.lane);
+      return undefined;
+    } catch (error) {
+      return error instanceof ApiRequestError && REFUSED_FOR_GOOD.has(error.status) ? error : undefined;
+    }
+  }
+
+  /** A connection that failed before it opened: ends the watch on a lasting refusal, else retries. */
+  function failedBeforeOpen(close: { code: number; reason: string }): void {
+    if (ended) return;
+    void refusal().then((refused) => {
+      if (ended) return;
+      if (refused === undefined) return retry(close);
+      end(new WatchError("ended", `The server refused the watch: ${refused.code} (${refused.status}): ${refused.message}`, refused), close);
     });
   }
 
@@ -348,7 +397,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   let branches: BranchesApi | undefined;
   async function* olderEntries(start: string | undefined, { pageSize = 100, signal }: OlderEntriesOptions): AsyncGenerator<Entry, void, undefined> {
     if (start === undefined) return;
-    branches ??= new BranchesApi(new HttpClient({ baseUrl: options.baseUrl, key: options.key, ...(options.fetch && { fetch: options.fetch }) }));
+    branches ??= new BranchesApi(restClient().http);
     const query = { start, stopAtType: "compaction" as const, limit: pageSize };
     yield* branches.allEntries(options.sessionId, options.lane, query, signal ? { signal } : {});
   }

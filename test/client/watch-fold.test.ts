@@ -48,10 +48,19 @@ function fold(snapshot: LaneSnapshot, events: HarnessEvent[]): LaneSnapshot {
   }, snapshot);
 }
 
+/** What the scripted REST side answers `GET …/lanes/{lane}` with (a failed connection is classified by it). */
+let laneRead: () => Response = () => Response.json({ lane: "main" });
+const laneReads: string[] = [];
+const scriptedFetch = async (input: string): Promise<Response> => {
+  laneReads.push(input);
+  return laneRead();
+};
+
 function watch(extra: Partial<WatchLaneOptions> = {}) {
   const updates: LaneWatchUpdate[] = [];
   const errors: WatchError[] = [];
   const handle = watchLane({
+    fetch: scriptedFetch,
     baseUrl: "http://api.test/",
     key: "sk_t_key",
     sessionId: "s1",
@@ -67,7 +76,11 @@ function watch(extra: Partial<WatchLaneOptions> = {}) {
 }
 
 describe("watchLane (scripted socket)", () => {
-  beforeEach(() => FakeSocket.reset());
+  beforeEach(() => {
+    FakeSocket.reset();
+    laneRead = () => Response.json({ lane: "main" });
+    laneReads.length = 0;
+  });
 
   it("connects to the lane's ws URL with the bearer subprotocol, resolves ready with the snapshot and folds events", async () => {
     const events: { type: string; seq: number }[] = [];
@@ -205,7 +218,9 @@ describe("watchLane (scripted socket)", () => {
       await eventually(() => FakeSocket.instances.length === failed, `socket ${failed}`);
       FakeSocket.latest().serverClose(1006);
     }
-    // Ceilings 8, 16, 32, 32 (capped); equal jitter at 0.5 → three quarters of each.
+    // Ceilings 8, 16, 32, 32 (capped); equal jitter at 0.5 → three quarters of each. (Each failed
+    // connection is classified by a REST read first, so the last delay comes a moment later.)
+    await eventually(() => delays().length === 4, "the fourth reconnect");
     expect(delays()).toEqual([6, 12, 24, 24]);
     await eventually(() => FakeSocket.instances.length === 5, "socket 5");
     FakeSocket.latest().open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
@@ -246,6 +261,51 @@ describe("watchLane (scripted socket)", () => {
     // A late close of an abandoned attempt changes nothing.
     FakeSocket.instances[0]?.serverClose(1006);
     expect(FakeSocket.instances).toHaveLength(3);
+  });
+
+  it("a connection refused for good (unknown session or lane, a refused key) ends the watch with the API's code after one REST read, without retrying", async () => {
+    for (const [status, code] of [
+      [404, "SessionNotFound"],
+      [404, "UnknownLane"],
+      [401, "Unauthenticated"],
+      [400, "ValidationFailed"],
+    ] as const) {
+      FakeSocket.reset();
+      laneReads.length = 0;
+      laneRead = () => Response.json({ error: { code, message: `refused: ${code}`, requestId: "r" } }, { status });
+      const { handle, errors } = watch({ backoff: { initialMs: 1, maxMs: 2 } });
+      // Half the refusals look like Node's WebSocket (an error, no close), half like a browser's (a 1006 close).
+      if (code === "UnknownLane" || code === "ValidationFailed") FakeSocket.latest().serverClose(1006);
+      else FakeSocket.latest().failToConnect();
+      await expect(handle.ready).rejects.toMatchObject({ kind: "ended", code, status });
+      expect(errors.at(-1)).toMatchObject({ kind: "ended", code, status, message: expect.stringContaining(code) });
+      expect(handle.status()).toBe("closed");
+      expect(laneReads).toEqual(["http://api.test/v1/sessions/s1/lanes/main"]);
+      expect(FakeSocket.instances).toHaveLength(1);
+    }
+  });
+
+  it("a connection that fails while the lane reads fine, or the read itself fails (429, 5xx, network), is retried", async () => {
+    const answers: (() => Response)[] = [
+      () => Response.json({ lane: "main" }),
+      () => Response.json({ error: { code: "RateLimited", message: "slow down", requestId: "r" } }, { status: 429 }),
+      () => Response.json({ error: { code: "Internal", message: "oops", requestId: "r" } }, { status: 500 }),
+      () => {
+        throw new TypeError("fetch failed");
+      },
+    ];
+    let next = 0;
+    laneRead = () => (answers[next++] ?? answers[0] ?? (() => Response.json({})))();
+    const { handle } = watch({ backoff: { initialMs: 1, maxMs: 2 } });
+    for (let n = 1; n <= answers.length; n++) {
+      await eventually(() => FakeSocket.instances.length === n, `socket ${n}`);
+      FakeSocket.latest().failToConnect();
+    }
+    await eventually(() => FakeSocket.instances.length === answers.length + 1, "a fifth attempt");
+    FakeSocket.latest().open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+    await expect(handle.ready).resolves.toMatchObject({ lane: "main" });
+    expect(laneReads).toHaveLength(answers.length);
+    handle.close();
   });
 
   it("an error on an open socket is reported and the socket kept until it closes", async () => {

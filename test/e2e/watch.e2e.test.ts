@@ -159,17 +159,25 @@ describe("watching a lane over a real WebSocket", () => {
     expect(watch.status()).toBe("closed");
   });
 
-  it("the SDK's watchLane over Node's built-in WebSocket gives up on a refused upgrade (unknown session, wrong key) after backoff.maxAttempts", async () => {
-    for (const [sessionId, watchKey] of [["no-such-session", key], ["sdk-watched", "sk_wrong_key"]] as const) {
+  it("the SDK's watchLane over Node's built-in WebSocket stops at once on a refused upgrade (unknown session or lane, wrong key) and reports the API's code", async () => {
+    await scriptedSession(api, "refused-watch");
+    const cases = [
+      { sessionId: "no-such-session", lane: "main", watchKey: key, code: "SessionNotFound", status: 404 },
+      { sessionId: "refused-watch", lane: "no-such-lane", watchKey: key, code: "UnknownLane", status: 404 },
+      { sessionId: "refused-watch", lane: "main", watchKey: "sk_wrong_key", code: "Unauthenticated", status: 401 },
+    ];
+    for (const { sessionId, lane, watchKey, code, status } of cases) {
       const statuses: string[] = [];
-      const watch = watchLane({ baseUrl: server.baseUrl, key: watchKey, sessionId, lane: "main", pingIntervalMs: 0, backoff: { initialMs: 10, maxMs: 20, maxAttempts: 2 } });
+      // No maxAttempts: a refusal that a retry cannot change must end the watch by itself.
+      const watch = watchLane({ baseUrl: server.baseUrl, key: watchKey, sessionId, lane, pingIntervalMs: 0, backoff: { initialMs: 10, maxMs: 20 } });
       watches.push(watch);
       watch.on((update) => {
         if (update.type === "status") statuses.push(update.status);
       });
-      // Node's WebSocket reports a refused upgrade with an error event only: before the fix, ready never settled.
-      await expect(watch.ready).rejects.toMatchObject({ kind: "ended", message: "Gave up after 2 failed connection attempts" });
-      expect(statuses.filter((status) => status === "reconnecting")).toHaveLength(2);
+      // Node's WebSocket reports a refused upgrade with an error event only, and hides its status.
+      await expect(watch.ready).rejects.toMatchObject({ kind: "ended", code, status });
+      // ("connecting" was emitted before the listener was added.) No "reconnecting": not retried.
+      expect(statuses).toEqual(["closed"]);
       expect(watch.status()).toBe("closed");
     }
   });
