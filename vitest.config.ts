@@ -15,8 +15,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // A real local webhook for the http tool tests, a tenant's webhook receiver and a real MCP
-    // server for the MCP tests (Node side; see test/node/tool-webhook-setup.ts,
-    // test/node/webhook-receiver-setup.ts and test/node/mcp-server-setup.ts).
-    globalSetup: ["./test/node/tool-webhook-setup.ts", "./test/node/webhook-receiver-setup.ts", "./test/node/mcp-server-setup.ts"],
+    // server for the MCP tests, and the egress tests' tripwire and fixtures (Node side; see
+    // test/node/tool-webhook-setup.ts, test/node/webhook-receiver-setup.ts,
+    // test/node/mcp-server-setup.ts and test/node/egress-fixtures-setup.ts).
+    globalSetup: ["./test/node/tool-webhook-setup.ts", "./test/node/webhook-receiver-setup.ts", "./test/node/mcp-server-setup.ts", "./test/node/egress-fixtures-setup.ts"],
   },
 });

@@ -7,7 +7,9 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
  * models off, no CORS), so the suite does not depend on a .dev.vars file. One deployment provider
  * key (OpenAI) is set, so the tests see deployment keys and tenant keys side by side. LOCAL_DEV is
  * on as `npm start` writes it (tests serve http tools from loopback hosts), whatever a local
- * .dev.vars says; the https-only rule of a deployment is tested on the URL checks themselves.
+ * .dev.vars says. The egress policy with it off is tested on the policy itself
+ * (test/schema/egress-policy.test.ts), through the Models port (test/models/provider-egress.test.ts)
+ * and against `npm start` (test/e2e/egress.e2e.test.ts).
  */
 /** A deployment provider key (a secret in a deployment): tests see the deployment's keys at work. */
 export const DEPLOYMENT_OPENAI_KEY = "sk-deployment-openai-test-key";

@@ -1,6 +1,6 @@
 import { openSecret, sealSecret, secretBoxKey } from "../secrets/secret-box.ts";
 import { hmacHex } from "../tools/http-tool.ts";
-import { toolUrlProblem } from "../tools/tool-url.ts";
+import { noAnswerWithin, notContacted, unreachable } from "../tools/outbound-failure.ts";
 import type { AttemptOutcome, DueDelivery, TenantWebhooks } from "./tenant-webhooks.ts";
 
 /** Deliveries one alarm run attempts; more due ones make the alarm run again at once. */
@@ -78,8 +78,8 @@ export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySet
 
 async function attempt(delivery: DueDelivery, secretOf: (delivery: DueDelivery) => Promise<string>, settings: DeliverySettings): Promise<AttemptOutcome> {
   // Checked again at every attempt: an endpoint registered in local development is not called elsewhere.
-  const problem = toolUrlProblem(delivery.url, settings.allowLoopback);
-  if (problem) return { delivered: false, error: problem };
+  const refused = notContacted("the endpoint", delivery.url, settings.allowLoopback);
+  if (refused) return { delivered: false, error: `blocked: ${refused}` };
   const send = settings.fetch ?? fetch;
   let secret: string;
   try {
@@ -101,6 +101,7 @@ async function attempt(delivery: DueDelivery, secretOf: (delivery: DueDelivery) 
     return { delivered: false, statusCode: response.status, error: `HTTP ${response.status}` };
   } catch (error) {
     const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
-    return { delivered: false, error: timedOut ? `timeout: no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : "unreachable: the endpoint could not be reached" };
+    // Whatever the runtime said (refused, reset, DNS, TLS) is not repeated (tools/outbound-failure.ts).
+    return { delivered: false, error: timedOut ? `timeout: ${noAnswerWithin("the endpoint", DELIVERY_TIMEOUT_MS)}` : `unreachable: ${unreachable("the endpoint")}` };
   }
 }

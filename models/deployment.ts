@@ -5,7 +5,8 @@ import { HOSTED_PROVIDERS, WORKERS_AI } from "./hosted-providers.ts";
  * What the deployment itself brings to the models: its secrets (provider keys such as
  * `OPENAI_API_KEY`, read by name), an optional Workers AI binding `AI`, whether the scripted
  * models are on, and whether this is local development (`LOCAL_DEV=on`, written by `npm start`
- * into `.dev.vars`, never deployed), which lets a tenant point a provider at a loopback http host.
+ * into `.dev.vars`, never deployed), which lets a tenant point a provider at a loopback http host
+ * (schema/egress-policy.ts).
  */
 export interface ModelsDeployment {
   scripted: boolean;

@@ -2,7 +2,9 @@ import type { Api, AssistantMessageEvent, AssistantMessageEventStream, FetchFunc
 import { lazyStream } from "@earendil-works/pi-ai";
 import type { MutableModels } from "@earendil-works/pi-ai/models";
 import { providerFailureDiagnostic, type ProviderFailure } from "../harness/execution/provider-failure.ts";
+import { providerRefusalDiagnostic, ProviderRequestRefused, type ProviderRefusal } from "../harness/execution/provider-refusal.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
+import { egressProblem } from "../schema/egress-policy.ts";
 import type { ModelsDeployment } from "./deployment.ts";
 import { emptyMessage } from "./deferred/deferred-stream.ts";
 import { deploymentProviders } from "./deployment.ts";
@@ -70,17 +72,40 @@ export function tenantModels(registry: MutableModels, options: TenantModelsOptio
   };
 }
 
+/** The most of a provider's error text a record keeps: the provider's wording is not ours to bound. */
+export const MAX_PROVIDER_ERROR_CHARS = 1000;
+
+/** What the transport saw of the request's last exchange; `refused` when the service would not make or follow it. */
+interface Seen {
+  status?: number;
+  retryAfterMs?: number;
+  refused?: { refusal: ProviderRefusal; message: string };
+}
+
 /** One hosted request: the model (a tenant's base URL applied) and options with credentials and transport. */
-type HostedRequest = { model: Model<Api>; options: SimpleStreamOptions; seen: { status?: number; retryAfterMs?: number } } | { failure: string };
+type HostedRequest = { model: Model<Api>; options: SimpleStreamOptions; seen: Seen } | { failure: string };
 
 async function hostedRequest(options: TenantModelsOptions, model: Model<Api>, streamOptions: SimpleStreamOptions): Promise<HostedRequest> {
-  const seen: { status?: number; retryAfterMs?: number } = {};
+  const seen: Seen = {};
+  // Every request the provider's SDK makes passes the egress policy (a base URL stored in local
+  // development or before the policy is refused here, before any connection) and never follows a
+  // redirect: its target would receive the request's body and credentials (ARCHITECTURE D17).
   const observe = (transport: FetchFunction): FetchFunction => async (input, init) => {
-    const response = await transport(input, init);
+    const refuse = (refusal: ProviderRefusal, message: string): never => {
+      seen.refused = { refusal, message };
+      throw new ProviderRequestRefused(refusal, message);
+    };
+    const problem = egressProblem(requestUrl(input), options.deployment.localDev, "baseUrl");
+    if (problem) refuse("unsafe_address", `Provider ${model.provider} was not contacted: ${problem.message}`);
+    const response = await transport(input, { ...init, redirect: "manual" });
     seen.status = response.status;
     const retryAfterMs = retryAfterOf(response.headers);
     if (retryAfterMs === undefined) delete seen.retryAfterMs;
     else seen.retryAfterMs = retryAfterMs;
+    if (response.status >= 300 && response.status <= 399) {
+      await response.body?.cancel();
+      refuse("redirect", `Provider ${model.provider} answered with a redirect (HTTP ${response.status}), which provider requests never follow; set the provider's final address as its baseUrl`);
+    }
     return response;
   };
   const access = providerAccess(model.provider, await options.grant(model.provider), options.deployment);
@@ -113,11 +138,23 @@ function hostedStream(
   );
 }
 
-/** The response with its failure classified: an auth refusal names the provider, never the key. */
-async function* classified(stream: AssistantMessageEventStream, provider: string, seen: { status?: number; retryAfterMs?: number }): AsyncGenerator<AssistantMessageEvent> {
+/**
+ * The response with its failure classified: a refused request says why (not the SDK's "Connection
+ * error."), an auth refusal names the provider, never the key, and every error text is bounded.
+ */
+async function* classified(stream: AssistantMessageEventStream, provider: string, seen: Seen): AsyncGenerator<AssistantMessageEvent> {
   for await (const event of stream) {
-    if (event.type !== "error" || event.reason !== "error" || seen.status === undefined || seen.status < 400) {
+    if (event.type !== "error" || event.reason !== "error") {
       yield event;
+      continue;
+    }
+    if (seen.refused) {
+      const { refusal, message } = seen.refused;
+      yield { ...event, error: { ...event.error, errorMessage: message, diagnostics: [...(event.error.diagnostics ?? []), providerRefusalDiagnostic(refusal, Date.now())] } };
+      continue;
+    }
+    if (seen.status === undefined || seen.status < 400) {
+      yield { ...event, error: bounded(event.error) };
       continue;
     }
     const failure: ProviderFailure =
@@ -126,9 +163,22 @@ async function* classified(stream: AssistantMessageEventStream, provider: string
         : { kind: "http", status: seen.status, ...(seen.retryAfterMs !== undefined && { retryAfterMs: seen.retryAfterMs }) };
     // Some providers echo part of the key in their 401 text: the message is replaced, not kept.
     const errorMessage = failure.kind === "auth" ? authMessage(provider, seen.status) : event.error.errorMessage;
-    const error = { ...event.error, ...(errorMessage !== undefined && { errorMessage }), diagnostics: [...(event.error.diagnostics ?? []), providerFailureDiagnostic(failure, Date.now())] };
+    const error = bounded({ ...event.error, ...(errorMessage !== undefined && { errorMessage }), diagnostics: [...(event.error.diagnostics ?? []), providerFailureDiagnostic(failure, Date.now())] });
     yield { ...event, error };
   }
+}
+
+/** `message` with its error text cut at MAX_PROVIDER_ERROR_CHARS. */
+function bounded<T extends { errorMessage?: string }>(message: T): T {
+  const text = message.errorMessage;
+  if (text === undefined || text.length <= MAX_PROVIDER_ERROR_CHARS) return message;
+  return { ...message, errorMessage: `${text.slice(0, MAX_PROVIDER_ERROR_CHARS - 1)}…` };
+}
+
+/** The URL a transport is asked for, whatever form the SDK passes it in. */
+function requestUrl(input: string | URL | Request): string {
+  if (typeof input === "string") return input;
+  return input instanceof URL ? input.href : input.url;
 }
 
 async function* single(event: AssistantMessageEvent): AsyncGenerator<AssistantMessageEvent> {

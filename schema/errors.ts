@@ -60,9 +60,9 @@ export const ERROR_STATUS = {
   NothingToCompact: 422,
   NothingToResume: 422,
   NoActiveOperation: 422,
-  /** A provider base URL that is not https (or, in local development, loopback http). */
+  /** A provider base URL the egress policy refuses (schema/egress-policy.ts); `details.reason: "unsafe_address"` and `rule` for an internal host. */
   InvalidBaseUrl: 422,
-  /** A webhook endpoint URL that is not https (or, in local development, loopback http). */
+  /** A webhook endpoint URL the egress policy refuses (schema/egress-policy.ts); `details.reason: "unsafe_address"` and `rule` for an internal host. */
   InvalidWebhookUrl: 422,
   /** A lane configuration names a model this tenant cannot use (GET /v1/models lists those it can). */
   UnknownModel: 422,

@@ -37,23 +37,3 @@ export const ModelInfoSchema = v.object({
   reasoning: v.boolean(),
   cost: v.object({ input: v.number(), output: v.number(), cacheRead: v.number(), cacheWrite: v.number() }),
 });
-
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-/**
- * Why `baseUrl` may not be a tenant's provider host, or undefined when it may: an https URL, or
- * in local development also http on a loopback host. No credentials or fragment in the URL.
- */
-export function baseUrlProblem(baseUrl: string, localDevelopment: boolean): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    return "baseUrl is not a URL";
-  }
-  if (url.username !== "" || url.password !== "") return "baseUrl may not carry credentials";
-  if (url.hash !== "") return "baseUrl may not have a fragment";
-  if (url.protocol === "https:") return undefined;
-  if (url.protocol === "http:" && localDevelopment && LOOPBACK_HOSTS.has(url.hostname)) return undefined;
-  return localDevelopment ? "baseUrl must be https, or http on localhost, 127.0.0.1 or [::1]" : "baseUrl must be an https URL";
-}

@@ -6,9 +6,10 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
 /**
  * Local settings `npm start` adds when missing; a value the user set is kept. `LOCAL_DEV=on` marks
- * local development: provider base URLs and http tool URLs may then be plain http to a loopback host
- * (a local model server, a tool server or a test fixture). Deployments never read .dev.vars, and
- * wrangler.toml ships LOCAL_DEV="off", so they accept https only.
+ * local development: every outbound URL (provider base URLs, http tools, MCP servers, webhooks) may
+ * then be plain http to a loopback host (a local model server, a tool server or a test fixture).
+ * Deployments never read .dev.vars, and wrangler.toml ships LOCAL_DEV="off", so they accept https
+ * to public hosts only (docs/security.md).
  */
 export const LOCAL_SETTINGS = { SCRIPTED_MODELS: "on", LOCAL_DEV: "on" };
 

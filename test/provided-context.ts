@@ -7,6 +7,12 @@ declare module "vitest" {
     webhookReceiverUrl: string;
     /** The base URL of the local MCP server the MCP tests register (test/node/mcp-test-server.ts). */
     mcpServerUrl: string;
+    /** A loopback listener nothing may reach: it counts every connection (test/node/egress-fixtures.ts). */
+    egressTripwireUrl: string;
+    /** Loopback fixtures that redirect to the tripwire, reset the connection or never answer. */
+    egressFixturesUrl: string;
+    /** A loopback port nothing listens on: a connection to it is refused. */
+    egressClosedUrl: string;
   }
 }
 

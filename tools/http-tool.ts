@@ -5,7 +5,7 @@ import { ImageContentSchema, TextContentSchema } from "../schema/messages.ts";
 import { DEFAULT_HTTP_TOOL_TIMEOUT_MS } from "../schema/tools.ts";
 import { openSecret, secretBoxKey } from "../secrets/secret-box.ts";
 import { toolSecretContext, type StoredToolDefinition } from "./definitions.ts";
-import { toolUrlProblem } from "./tool-url.ts";
+import { noAnswerWithin, notContacted, unreachable } from "./outbound-failure.ts";
 
 // The http kind (ARCHITECTURE D11): a tenant's webhook. Each call is one POST of JSON, signed with
 // HMAC-SHA256 over `timestamp + "." + body` with the tool's own secret, and carrying the
@@ -16,10 +16,13 @@ import { toolUrlProblem } from "./tool-url.ts";
 export interface HttpToolSettings {
   /** The deployment secret the per-tool secrets are sealed under. */
   secretsKey: string;
-  /** Plain http to loopback hosts (local development only). */
+  /** Plain http to loopback hosts (local development only; schema/egress-policy.ts). */
   allowLoopback: boolean;
   fetch?: typeof fetch;
 }
+
+/** The subject of every message about the endpoint that the model reads. */
+const ENDPOINT = "The tool endpoint";
 
 export const MAX_HTTP_TOOL_RESPONSE_BYTES = 256 * 1024;
 export const SIGNATURE_HEADER = "X-Tool-Signature";
@@ -38,8 +41,10 @@ export function httpTool(sessionId: string, name: string, stored: StoredToolDefi
     declaration: { name, kind: "http", description: stored.description, parameters: stored.parameters, replay: stored.replay },
     execute: async (args, { toolCallId, signal, invocation }) => {
       const url = stored.url ?? "";
-      const problem = toolUrlProblem(url, settings.allowLoopback);
-      if (problem) throw new Error(problem);
+      // Checked again at every call: a definition stored in local development, or before the
+      // policy tightened, is not called where the policy refuses it.
+      const refused = notContacted(ENDPOINT, url, settings.allowLoopback);
+      if (refused) throw new Error(refused);
       if (stored.sealedSecret === undefined) throw new Error(`Tool ${name} has no signing secret`);
       const key = await secretBoxKey(settings.secretsKey, "tool-secret");
       const secret = await openSecret(key, stored.sealedSecret, toolSecretContext(sessionId, name));
@@ -69,7 +74,8 @@ export function httpTool(sessionId: string, name: string, stored: StoredToolDefi
         return parseAnswer(await boundedText(response, MAX_HTTP_TOOL_RESPONSE_BYTES));
       } catch (error) {
         if (signal.aborted || error instanceof EndpointAnswerError) throw error;
-        throw new Error(deadline.aborted ? `The tool endpoint did not answer within ${timeoutMs} ms` : "The tool endpoint could not be reached");
+        // Whatever the runtime said (refused, reset, DNS, TLS) is not repeated: one sentence each.
+        throw new Error(deadline.aborted ? noAnswerWithin(ENDPOINT, timeoutMs) : unreachable(ENDPOINT));
       }
     },
   };

@@ -4,7 +4,7 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { openSecret, secretBoxKey } from "../secrets/secret-box.ts";
 import { mcpCredentialContext, type StoredMcpServer } from "./mcp-definitions.ts";
-import { toolUrlProblem } from "./tool-url.ts";
+import { ConnectionFailed, connectionFailures, noAnswerWithin, notContacted, unreachable } from "./outbound-failure.ts";
 
 // One short-lived MCP client session per exchange (a discovery or one tool call): connect
 // (initialize), one request, close. Nothing is kept open between calls, so a Durable Object that
@@ -49,8 +49,10 @@ export async function withMcpClient<T>(
 ): Promise<T> {
   const { server, serverName } = target;
   const { signal, timeoutMs } = limits;
-  const problem = toolUrlProblem(server.url, settings.allowLoopback);
-  if (problem) throw new McpExchangeError(`The MCP server ${serverName} cannot be used: ${problem}`);
+  // Checked before every exchange: a server registered in local development, or before the
+  // policy tightened, is not contacted where the policy refuses it.
+  const refused = notContacted(`The MCP server ${serverName}`, server.url, settings.allowLoopback);
+  if (refused) throw new McpExchangeError(refused);
   const headers = await openHeaders(target, settings);
   // One deadline for the whole exchange (connect included): a server that accepts and then stalls has not answered either.
   const deadline = AbortSignal.timeout(timeoutMs);
@@ -58,7 +60,7 @@ export async function withMcpClient<T>(
   // reason to reconnect, not as the request's failure, and would otherwise wait for the deadline.
   const overflow = new AbortController();
   const combined = AbortSignal.any([signal, deadline, overflow.signal]);
-  const bounded = boundedFetch(settings.fetch ?? fetch, MAX_MCP_RESPONSE_BYTES, () => overflow.abort());
+  const bounded = boundedFetch(connectionFailures(settings.fetch ?? fetch), MAX_MCP_RESPONSE_BYTES, () => overflow.abort());
   const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: bounded.fetch });
   // The cfworker validator: the default (Ajv) compiles schemas with `new Function`, which workerd refuses.
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
@@ -91,10 +93,11 @@ async function openHeaders(target: McpTarget, settings: McpSettings): Promise<Re
 function describeFailure(serverName: string, timeoutMs: number, error: unknown, seen: { timedOut: boolean; oversized: boolean }): string {
   if (error instanceof McpExchangeError) return error.message;
   if (seen.oversized) return `The MCP server ${serverName} answered more than ${MAX_MCP_RESPONSE_BYTES} bytes`;
-  if (seen.timedOut) return `The MCP server ${serverName} did not answer within ${timeoutMs} ms`;
+  if (seen.timedOut) return noAnswerWithin(`The MCP server ${serverName}`, timeoutMs);
+  // Refused, reset, DNS, TLS: one sentence, never the runtime's text (tools/outbound-failure.ts).
+  if (error instanceof ConnectionFailed) return unreachable(`The MCP server ${serverName}`);
   if (error instanceof StreamableHTTPError) return clip(`The MCP server ${serverName} answered ${error.code !== undefined ? `HTTP ${error.code}` : "in a way that is not MCP"}`);
   if (error instanceof McpError) return clip(`The MCP server ${serverName} answered with an error: ${error.message}`);
-  if (error instanceof TypeError) return `The MCP server ${serverName} could not be reached`;
   return clip(`The MCP server ${serverName} failed: ${error instanceof Error ? error.message : String(error)}`);
 }
 
@@ -106,7 +109,7 @@ export function clip(text: string): string {
  * A fetch whose response bodies error once they pass `limit` bytes (the SDK reads JSON and event
  * streams whole, with no bound of its own). Redirects are not followed: the transport decides.
  */
-function boundedFetch(inner: typeof fetch, limit: number, onOverflow: () => void): { fetch: (input: string | URL, init?: RequestInit) => Promise<Response>; oversized: () => boolean } {
+function boundedFetch(inner: (input: string | URL, init?: RequestInit) => Promise<Response>, limit: number, onOverflow: () => void): { fetch: (input: string | URL, init?: RequestInit) => Promise<Response>; oversized: () => boolean } {
   let oversized = false;
   return {
     oversized: () => oversized,

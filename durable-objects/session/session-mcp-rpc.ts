@@ -1,4 +1,5 @@
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
+import { egressDetails, egressProblem } from "../../schema/egress-policy.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { DEFAULT_MCP_TIMEOUT_MS, MAX_SESSION_MCP_SERVERS, type McpServerInput, type McpServerReply, type McpServerView } from "../../schema/mcp.ts";
 import type { Wire } from "../../schema/wire.ts";
@@ -8,7 +9,6 @@ import type { McpSettings } from "../../tools/mcp-connection.ts";
 import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpCredentialContext, mcpServer, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
-import { toolUrlProblem } from "../../tools/tool-url.ts";
 import { asResult, invalidInput, parseWire, RpcError } from "../rpc-errors.ts";
 import { SessionToolsRpc } from "./session-tools-rpc.ts";
 
@@ -36,8 +36,8 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
       const definition = parseWire(input);
       const session = this.session();
       const harness = await this.harness();
-      const urlProblem = toolUrlProblem(definition.url, this.mcpSettings().allowLoopback);
-      if (urlProblem) throw invalidInput("url", urlProblem, { field: "url", server: name });
+      const urlProblem = egressProblem(definition.url, this.mcpSettings().allowLoopback);
+      if (urlProblem) throw invalidInput("url", urlProblem.message, { field: "url", server: name, ...egressDetails(urlProblem) });
       const prefix = definition.prefix ?? `${name}_`;
       this.checkServerBound(name);
       this.checkPrefixChange(harness, name, prefix);

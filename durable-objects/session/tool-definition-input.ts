@@ -1,9 +1,9 @@
 import { schemaProblem } from "../../harness/execution/tool-arguments.ts";
+import { egressDetails, egressProblem } from "../../schema/egress-policy.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import { sealSecret, secretBoxKey, secretHint } from "../../secrets/secret-box.ts";
 import { BUILTIN_TOOL_NAMES, builtinTool } from "../../tools/builtin/index.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
-import { toolUrlProblem } from "../../tools/tool-url.ts";
 import { invalidInput, RpcError } from "../rpc-errors.ts";
 
 // A tool definition as a client sends it, turned into what the session stores (ARCHITECTURE D11):
@@ -39,8 +39,8 @@ export async function storedToolDefinition(name: string, input: ToolDefinitionIn
   if (input.kind === "client") {
     return { kind: "client", description: input.description, parameters: input.parameters, replay: "safe", ...(input.timeoutMs !== undefined && { timeoutMs: input.timeoutMs }) };
   }
-  const urlProblem = toolUrlProblem(input.url, context.allowLoopback);
-  if (urlProblem) throw invalidInput(field("url"), urlProblem, { field: "url", tool: name });
+  const urlProblem = egressProblem(input.url, context.allowLoopback);
+  if (urlProblem) throw invalidInput(field("url"), urlProblem.message, { field: "url", tool: name, ...egressDetails(urlProblem) });
   return {
     kind: "http",
     description: input.description,

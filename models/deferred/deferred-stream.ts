@@ -1,5 +1,6 @@
 import type { Api, AssistantMessage, AssistantMessageEventStream, DeferredHandle, FetchFunction, Model, StopReason } from "@earendil-works/pi-ai";
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai/utils/event-stream";
+import { ProviderRequestRefused } from "../../harness/execution/provider-refusal.ts";
 
 // The answers a deferred submission or poll gives without a model reply to parse: "still
 // pending" (a `deferred` stop with the handle, which the engine keeps suspended) and a failure.
@@ -68,14 +69,15 @@ export function replayTransport(events: readonly { event: string; data: unknown 
  * A poll's read (a status check only reads): a rate limit, a server error or a dropped connection
  * says nothing about the work, so the answer is "not known yet" (`undefined`: still pending, the
  * next permit polls again) rather than a failure that would end a run whose answer may be ready
- * a minute later. Any other refusal is an Error naming its status and message.
+ * a minute later. Any other refusal is an Error naming its status and message, and so is a poll
+ * the service itself refused to send or to follow (ARCHITECTURE D17): polling again cannot help.
  */
 export async function pollAnswer(fetchFunction: FetchFunction, url: string, init: RequestInit, what: string): Promise<Record<string, unknown> | undefined> {
   let response: Response;
   try {
     response = await fetchFunction(url, init);
   } catch (error) {
-    if (init.signal?.aborted) throw error;
+    if (init.signal?.aborted || error instanceof ProviderRequestRefused) throw error;
     return undefined;
   }
   if (response.status === 429 || response.status >= 500) {

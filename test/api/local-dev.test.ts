@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { baseUrlProblem } from "../../schema/providers.ts";
-import { toolUrlProblem } from "../../tools/tool-url.ts";
+import { egressProblem } from "../../schema/egress-policy.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 
 // One local-development switch, LOCAL_DEV: `npm start` writes it "on" into .dev.vars, wrangler.toml
-// ships it "off". It lets both a tenant's provider base URL and an http tool's URL use plain http
-// to a loopback host; off, both are https only. The test pool runs with it on.
+// ships it "off". It lets every outbound URL (a tenant's provider base URL, an http tool's, an MCP
+// server's, a webhook's) use plain http to a loopback host; off, all are https to a public host
+// only (schema/egress-policy.ts). The test pool runs with it on.
 
 const LOOPBACK = ["http://localhost:11434/v1", "http://127.0.0.1:9999/v1", "http://[::1]:8080/v1"];
 const ARGS_SCHEMA = { type: "object", properties: { q: { type: "string" } } };
@@ -29,14 +29,11 @@ describe("the LOCAL_DEV switch", () => {
     expect(tool.status).toBe(400);
   });
 
-  it("off (a deployment): both checks allow https only", () => {
+  it("off (a deployment): the one egress policy refuses loopback for every URL", () => {
     for (const url of LOOPBACK) {
-      expect(baseUrlProblem(url, false), url).toBe("baseUrl must be an https URL");
-      expect(toolUrlProblem(url, false), url).toBe("url must use https");
-      expect(baseUrlProblem(url, true), url).toBeUndefined();
-      expect(toolUrlProblem(url, true), url).toBeUndefined();
+      expect(egressProblem(url, false, "baseUrl")?.rule, url).toBe("loopback");
+      expect(egressProblem(url, true, "baseUrl"), url).toBeUndefined();
     }
-    expect(baseUrlProblem("https://proxy.example.com/v1", false)).toBeUndefined();
-    expect(toolUrlProblem("https://tools.example.com/lookup", false)).toBeUndefined();
+    expect(egressProblem("https://proxy.example.com/v1", false, "baseUrl")).toBeUndefined();
   });
 });

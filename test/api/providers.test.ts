@@ -2,7 +2,6 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { baseUrlProblem } from "../../schema/providers.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 
@@ -150,13 +149,16 @@ describe("lane configuration against the tenant's credentials", () => {
 });
 
 describe("provider base URLs", () => {
-  it("are https, and in local development also http on a loopback host only", () => {
-    for (const url of ["http://localhost:11434/v1", "http://127.0.0.1:9999/v1", "http://[::1]:8080"]) {
-      expect(baseUrlProblem(url, true), url).toBeUndefined();
-      expect(baseUrlProblem(url, false), url).toBe("baseUrl must be an https URL");
+  it("in local development, plain http to a loopback host is accepted, to any other host refused", async () => {
+    const setup = await laneSetup("baseurls");
+    for (const baseUrl of ["http://localhost:11434/v1", "http://127.0.0.1:9999/v1", "http://[::1]:8080"]) {
+      expect((await put(setup.key, "anthropic", { apiKey: ANTHROPIC_KEY, baseUrl })).status, baseUrl).toBe(200);
     }
-    expect(baseUrlProblem("https://proxy.example.com/v1", false)).toBeUndefined();
-    expect(baseUrlProblem("http://192.168.1.5/v1", true)).toMatch(/https, or http on localhost/);
-    expect(baseUrlProblem("http://localhost.example.com/v1", true)).toMatch(/https, or http on localhost/);
+    const privateHost = await put(setup.key, "anthropic", { apiKey: ANTHROPIC_KEY, baseUrl: "http://192.168.1.5/v1" });
+    expect(await privateHost.json()).toMatchObject({ error: { code: "InvalidBaseUrl", details: { provider: "anthropic", reason: "unsafe_address", rule: "private" } } });
+    const publicHttp = await put(setup.key, "anthropic", { apiKey: ANTHROPIC_KEY, baseUrl: "http://localhost.example.com/v1" });
+    expect(await publicHttp.json()).toMatchObject({ error: { code: "InvalidBaseUrl", message: "baseUrl must use https (plain http only to a loopback host: localhost, 127.0.0.1 or [::1])", details: { provider: "anthropic" } } });
+    const fragment = await put(setup.key, "anthropic", { apiKey: ANTHROPIC_KEY, baseUrl: "https://proxy.example.com/v1#x" });
+    expect(await fragment.json()).toMatchObject({ error: { code: "InvalidBaseUrl", message: "baseUrl may not have a fragment" } });
   });
 });

@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import { deploymentProviders, modelsDeployment } from "../../models/deployment.ts";
 import { hostedProvider } from "../../models/hosted-providers.ts";
 import { secretsKeyProblem } from "../../secrets/secret-box.ts";
-import { baseUrlProblem, ProviderIdSchema, PutProviderSchema, type ProviderKeyInfo } from "../../schema/providers.ts";
+import { egressDetails, egressProblem, type EgressProblem } from "../../schema/egress-policy.ts";
+import { ProviderIdSchema, PutProviderSchema, type ProviderKeyInfo } from "../../schema/providers.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
@@ -12,6 +13,14 @@ import { jsonBody, pathParam } from "../validate.ts";
 function knownProvider(provider: string): string {
   if (!hostedProvider(provider)) throw fail("UnknownProvider", `No provider ${provider}; GET /v1/providers and docs/providers.md list the providers`, { provider });
   return provider;
+}
+
+/**
+ * Why `baseUrl` may not be a tenant's provider host: the egress policy of every outbound URL, and
+ * no fragment (the provider's paths are appended to the base URL, and would land in it).
+ */
+function baseUrlProblem(baseUrl: string, localDevelopment: boolean): EgressProblem | undefined {
+  return egressProblem(baseUrl, localDevelopment, "baseUrl") ?? (new URL(baseUrl).hash === "" ? undefined : { message: "baseUrl may not have a fragment" });
 }
 
 /**
@@ -37,7 +46,7 @@ export const providerRoutes = new Hono<AppEnv>()
     const { apiKey, baseUrl } = await jsonBody(c, PutProviderSchema);
     const provider = knownProvider(named);
     const problem = baseUrl === undefined ? undefined : baseUrlProblem(baseUrl, modelsDeployment(c.env).localDev);
-    if (problem) throw fail("InvalidBaseUrl", problem, { provider });
+    if (problem) throw fail("InvalidBaseUrl", problem.message, { provider, ...egressDetails(problem) });
     // A deployment without the secret can store no key: answered before the tenant's object is asked.
     const unconfigured = secretsKeyProblem(c.env.SECRETS_KEY);
     if (unconfigured) throw fail("NotConfigured", unconfigured, { secret: "SECRETS_KEY" });

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { secretsKeyProblem } from "../../secrets/secret-box.ts";
 import { PageQuerySchema } from "../../schema/api.ts";
+import { egressDetails, egressProblem } from "../../schema/egress-policy.ts";
 import { CreateWebhookSchema, WebhookIdSchema } from "../../schema/webhooks.ts";
-import { toolUrlProblem } from "../../tools/tool-url.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
@@ -21,9 +21,9 @@ export const webhookRoutes = new Hono<AppEnv>()
   // Idempotency-Key (D15), remembered by the tenant's object; a replay never shows the secret again.
   .post("/webhooks", requireTenant, idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
     const { url, events } = await jsonBody(c, CreateWebhookSchema);
-    // The same rule as http tools: https, or loopback http in local development only.
-    const problem = toolUrlProblem(url, c.env.LOCAL_DEV === "on");
-    if (problem) throw fail("InvalidWebhookUrl", problem);
+    // The egress policy of every outbound URL: https to a public host (loopback http in local development only).
+    const problem = egressProblem(url, c.env.LOCAL_DEV === "on");
+    if (problem) throw fail("InvalidWebhookUrl", problem.message, egressDetails(problem));
     // A deployment without the secret can seal no signing secret: answered before the tenant's object is asked.
     const unconfigured = secretsKeyProblem(c.env.SECRETS_KEY);
     if (unconfigured) throw fail("NotConfigured", unconfigured, { secret: "SECRETS_KEY" });

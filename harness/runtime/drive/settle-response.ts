@@ -2,6 +2,7 @@ import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-a
 import { isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai/utils/overflow";
 import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
+import { providerRefusalOf } from "../../execution/provider-refusal.ts";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
 import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
@@ -101,6 +102,10 @@ export async function settleResponse(
     // 4. Errors: retry while attempts remain and the error is retryable (a recovered unknown
     //    outcome always counts as retryable).
     if (message.stopReason === "error") {
+      // A request the service would not make or follow (provider-refusal.ts): no retry helps.
+      if (!options.recovery && providerRefusalOf(response)) {
+        return finish(writes, patch, atBoundary, { code: "provider_error", message: message.errorMessage ?? "The provider request was refused" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      }
       // The Models port's classification (provider-failure.ts): refused credentials fail at once,
       // and a provider's Retry-After lengthens the wait.
       const failure = options.recovery ? undefined : providerFailureOf(response);

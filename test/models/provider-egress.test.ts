@@ -1,0 +1,104 @@
+import type { FetchFunction } from "@earendil-works/pi-ai";
+import { describe, expect, it } from "vitest";
+import type { ModelsDeployment } from "../../models/deployment.ts";
+import { MAX_PROVIDER_ERROR_CHARS } from "../../models/tenant-models.ts";
+import { expectTripwireUntouched, tripwirePort } from "../api/egress-helpers.ts";
+import { OPENAI_POLL_AFTER_MS } from "../../models/deferred/openai-background.ts";
+import { manualClock, settledRecord, unwrap } from "../runtime/drive-helpers.ts";
+import { openaiWire } from "./deferred-wires.ts";
+import { noDeployment, TENANT_KEY, withProviderRig } from "./provider-rig.ts";
+import { errorAnswer, wireFetch } from "./wire.ts";
+
+// The Models port's outbound requests (issue 30 items 7 and 8) with LOCAL_DEV off and on, which
+// the REST tests cannot switch (the pool runs with it on): a tenant base URL the egress policy
+// refuses is not contacted, whatever stored it; a redirect is never followed; a provider's error
+// text is bounded in the record.
+
+const OPENAI = { provider: "openai", modelId: "gpt-5-mini" } as const;
+const localDev: ModelsDeployment = { ...noDeployment, localDev: true };
+
+async function runOnce(options: { baseUrl?: string; deployment?: ModelsDeployment; fetch?: FetchFunction }) {
+  return withProviderRig(
+    async (rig) => {
+      const lane = await rig.harness.lane("main");
+      const { operationId } = unwrap(await lane.accept({ kind: "prompt", prompt: "hello" }));
+      unwrap(await lane.drive({ operationId }));
+      return lane.getResult(operationId);
+    },
+    {
+      model: OPENAI,
+      // Without an injected fetch the request would go out through the platform's own fetch.
+      fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+      deployment: options.deployment ?? noDeployment,
+      grant: { key: { apiKey: TENANT_KEY, ...(options.baseUrl !== undefined && { baseUrl: options.baseUrl }) }, deploymentKeys: false },
+    },
+  );
+}
+
+describe("provider requests and the egress policy", { timeout: 30_000 }, () => {
+  it("LOCAL_DEV off: a loopback http base URL stored in local development is not contacted; the run fails provider_error", async () => {
+    const record = await runOnce({ baseUrl: `http://127.0.0.1:${tripwirePort()}/v1` });
+    expect(record).toMatchObject({
+      status: "failed",
+      error: { code: "provider_error", message: "Provider openai was not contacted: baseUrl may not point at a loopback address: 127.0.0.1 (127.0.0.0/8)" },
+    });
+    await expectTripwireUntouched();
+  });
+
+  it("LOCAL_DEV on: https to loopback and http to a private address stay refused", async () => {
+    for (const [baseUrl, words] of [
+      [`https://localhost:${tripwirePort()}/v1`, "a loopback address: localhost (localhost); in local development only plain http may reach loopback"],
+      ["http://169.254.169.254/v1", "a link-local address: 169.254.169.254 (169.254.0.0/16)"],
+    ] as const) {
+      const record = await runOnce({ baseUrl, deployment: localDev });
+      expect(record).toMatchObject({ status: "failed", error: { code: "provider_error", message: `Provider openai was not contacted: baseUrl may not point at ${words}` } });
+    }
+    await expectTripwireUntouched();
+  });
+
+  it("a redirect is answered to the run, never followed: one request, sent with redirect manual", async () => {
+    const modes: (string | undefined)[] = [];
+    const wire = wireFetch([{ status: 302, headers: { location: "http://169.254.169.254/latest/meta-data" }, chunks: ["moved"] }]);
+    const record = await runOnce({
+      fetch: (input, init) => {
+        modes.push(init?.redirect);
+        return wire.fetch(input, init);
+      },
+    });
+    expect(record).toMatchObject({
+      status: "failed",
+      error: { code: "provider_error", message: "Provider openai answered with a redirect (HTTP 302), which provider requests never follow; set the provider's final address as its baseUrl" },
+    });
+    expect(wire.seen).toHaveLength(1);
+    expect(modes).toEqual(["manual"]);
+  });
+
+  it("a deferred poll answered with a redirect fails the run at once (deferred_error saying so) instead of polling on", async () => {
+    const clock = manualClock();
+    const wire = wireFetch([openaiWire.created(), { status: 307, headers: { location: "http://169.254.169.254/latest/meta-data" }, chunks: ["moved"] }]);
+    const record = await withProviderRig(
+      async ({ harness }) => {
+        await harness.updateSettings({ streamOptions: { deferred: true } });
+        const lane = await harness.lane("main");
+        const { operationId } = unwrap(await lane.accept({ kind: "prompt", prompt: "hello" }));
+        unwrap(await lane.drive({ operationId }));
+        clock.advance(OPENAI_POLL_AFTER_MS + 60_000);
+        return settledRecord(await lane.drive({ operationId, pollDeferred: true }));
+      },
+      { model: { provider: "openai", modelId: "gpt-5" }, fetch: wire.fetch, clock },
+    );
+    expect(record).toMatchObject({
+      status: "failed",
+      error: { code: "deferred_error", message: "Provider openai answered with a redirect (HTTP 307), which provider requests never follow; set the provider's final address as its baseUrl" },
+    });
+    expect(wire.seen).toHaveLength(2);
+  });
+
+  it(`keeps at most ${MAX_PROVIDER_ERROR_CHARS} characters of a provider's error text`, async () => {
+    const wire = wireFetch([errorAnswer(400, `bad request ${"x".repeat(20_000)}`)]);
+    const record = await runOnce({ fetch: wire.fetch });
+    expect(record?.status).toBe("failed");
+    expect(record?.error?.message.length).toBeLessThanOrEqual(MAX_PROVIDER_ERROR_CHARS);
+    expect(record?.error?.message).toMatch(/bad request x+…$/);
+  });
+});
