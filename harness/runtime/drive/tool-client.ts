@@ -6,6 +6,7 @@ import { deleteValue } from "../../session/writes.ts";
 import type { Step } from "./pass.ts";
 import { type Pass } from "./pass.ts";
 import { errorOutput, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
+import { toolContent } from "./tool-checkpoint.ts";
 import { afterTool } from "./tool-execution.ts";
 
 // Client tools (ARCHITECTURE D11): the run waits in the tools leaf until the tenant's client posts
@@ -64,13 +65,5 @@ export async function parkForClients(pass: Pass, batchId: string, mode: { sequen
 
 /** What the client posted, as a tool outcome (validated by the route before it was stored). */
 function postedOutput(posted: JsonObject): ToolOutput {
-  const content = Array.isArray(posted.content)
-    ? posted.content.flatMap((block): ToolOutput["content"] => {
-        if (typeof block !== "object" || block === null || Array.isArray(block)) return [];
-        if (block.type === "text" && typeof block.text === "string") return [{ type: "text", text: block.text }];
-        if (block.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string") return [{ type: "image", data: block.data, mimeType: block.mimeType }];
-        return [];
-      })
-    : [];
-  return { content, isError: posted.isError === true, ...(posted.details !== undefined && { details: posted.details }) };
+  return { content: toolContent(posted.content), isError: posted.isError === true, ...(posted.details !== undefined && { details: posted.details }) };
 }
