@@ -1,7 +1,7 @@
 import type { Api, AssistantMessageEvent, AssistantMessageEventStream, FetchFunction, Model, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import { lazyStream } from "@earendil-works/pi-ai";
 import type { MutableModels } from "@earendil-works/pi-ai/models";
-import { providerFailureDiagnostic, type ProviderFailure } from "../harness/execution/provider-failure.ts";
+import { boundedErrorText, providerFailureDiagnostic, type ProviderFailure } from "../harness/execution/provider-failure.ts";
 import { providerRefusalDiagnostic, ProviderRequestRefused, type ProviderRefusal } from "../harness/execution/provider-refusal.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
 import { egressProblem } from "../schema/egress-policy.ts";
@@ -71,9 +71,6 @@ export function tenantModels(registry: MutableModels, options: TenantModelsOptio
     },
   };
 }
-
-/** The most of a provider's error text a record keeps: the provider's wording is not ours to bound. */
-export const MAX_PROVIDER_ERROR_CHARS = 1000;
 
 /** What the transport saw of the request's last exchange; `refused` when the service would not make or follow it. */
 interface Seen {
@@ -168,11 +165,10 @@ async function* classified(stream: AssistantMessageEventStream, provider: string
   }
 }
 
-/** `message` with its error text cut at MAX_PROVIDER_ERROR_CHARS. */
+/** `message` with its error text bounded (the provider's wording is not ours to bound), as the engine keeps it. */
 function bounded<T extends { errorMessage?: string }>(message: T): T {
   const text = message.errorMessage;
-  if (text === undefined || text.length <= MAX_PROVIDER_ERROR_CHARS) return message;
-  return { ...message, errorMessage: `${text.slice(0, MAX_PROVIDER_ERROR_CHARS - 1)}…` };
+  return text === undefined ? message : { ...message, errorMessage: boundedErrorText(text) };
 }
 
 /** The URL a transport is asked for, whatever form the SDK passes it in. */

@@ -36,6 +36,11 @@ function usageSchema<T extends v.GenericSchema<number>, C extends v.GenericSchem
 export const UsageSchema = usageSchema(tokens, cost);
 export type Usage = v.InferOutput<typeof UsageSchema>;
 
+/** Whether a stored value is one request's usage within its bounds. */
+export function isUsage(value: unknown): value is Usage {
+  return v.is(UsageSchema, value);
+}
+
 /** Sums of many requests' usage (session stats, tenant totals): finite and non-negative. */
 const finite = v.pipe(v.number(), v.finite(), v.minValue(0));
 export const UsageTotalsSchema = usageSchema(finite, finite);

@@ -1,4 +1,6 @@
 import type { AssistantMessage, AssistantMessageDiagnostic } from "@earendil-works/pi-ai";
+import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
+import type { OperationError } from "../../schema/lane.ts";
 
 // How a failed provider request is classified (QUALITY R8). The Models port (models/) sees the
 // HTTP exchange and records what it saw on the failed response as one pi-ai diagnostic; the
@@ -25,6 +27,44 @@ export function providerFailureOf(message: Pick<AssistantMessage, "diagnostics">
   if (kind === "auth" && typeof provider === "string") return { kind, provider, ...(typeof status === "number" && { status }) };
   if (kind === "http" && typeof status === "number") return { kind, status, ...(typeof retryAfterMs === "number" && { retryAfterMs }) };
   return undefined;
+}
+
+/**
+ * Whether retrying may help: the provider answered 429 or 5xx, or the failure reads as one pi-ai
+ * knows to be transient (a timeout, a cut or refused connection, an overloaded server).
+ */
+export function isTransientFailure(message: AssistantMessage, failure: ProviderFailure | undefined): boolean {
+  if (failure?.kind === "auth") return false;
+  if (failure?.kind === "http" && (failure.status === 429 || failure.status >= 500)) return true;
+  return isRetryableAssistantError(message);
+}
+
+/**
+ * How a run (or a summary) ends when its retries ran out on transient failures: the provider was
+ * unavailable, which says nothing about the answer (`assistant_error` is for an answer that could
+ * not be used). The last HTTP status, when the last attempt had one, is in the details.
+ */
+export function providerUnavailable(provider: string, failure: ProviderFailure | undefined, attempts: number, errorText: string): OperationError {
+  const status = failure?.kind === "http" ? failure.status : undefined;
+  const tried = `${attempts} attempt${attempts === 1 ? "" : "s"}`;
+  return {
+    code: "provider_unavailable",
+    message: `Provider ${provider} did not answer after ${tried}${status === undefined ? "" : ` (last answer: HTTP ${status})`}: ${boundedErrorText(errorText)}`,
+    details: { attempts, ...(status !== undefined && { status }) },
+  };
+}
+
+/**
+ * How much of a provider's error text is kept (in the failed response's entry, a retry wait and
+ * the run's record): a gateway can answer a whole HTML page, which says no more than its start.
+ */
+export const MAX_PROVIDER_ERROR_CHARS = 2_000;
+
+export function boundedErrorText(text: string): string {
+  if (text.length <= MAX_PROVIDER_ERROR_CHARS) return text;
+  // Never split a surrogate pair: the cut text stays valid UTF-16.
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(MAX_PROVIDER_ERROR_CHARS - 1)) ? MAX_PROVIDER_ERROR_CHARS - 1 : MAX_PROVIDER_ERROR_CHARS;
+  return `${text.slice(0, end)}… (${text.length - end} more characters left out)`;
 }
 
 /** A provider's requested delay is honoured up to an hour: a longer one is a bug or an outage. */

@@ -6,6 +6,7 @@ import { storedHandle } from "./deferred-handle.ts";
 import { readResult } from "./operation-codec.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { committedFrames } from "./drive/recover-assistant.ts";
+import { readCheckpoint } from "./drive/tool-checkpoint.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { readTranscriptTail } from "./transcript-tail.ts";
 import type { ToolBatch } from "./types.ts";
@@ -110,9 +111,5 @@ function toolRows(m: SessionMutator, operationId: string, batch: ToolBatch, tool
 /** A restored running call's latest durable progress (what a recovered watcher is shown). */
 function storedCheckpoint(m: SessionMutator, operationId: string, invocationId: string): ToolResultView | undefined {
   const stored = m.getValue(pendingToolOutput(operationId, invocationId))?.value;
-  if (!stored || !Array.isArray(stored.content)) return undefined;
-  const content = stored.content.flatMap((block) =>
-    typeof block === "object" && block !== null && !Array.isArray(block) && block.type === "text" && typeof block.text === "string" ? [{ type: "text" as const, text: block.text }] : [],
-  );
-  return { content, ...(stored.details !== undefined && { details: stored.details }) };
+  return stored ? readCheckpoint(stored) : undefined;
 }

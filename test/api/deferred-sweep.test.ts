@@ -7,7 +7,8 @@ import worker from "../../worker/index.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import { call } from "./helpers.ts";
 import { receivedAtLeast, receiver, register } from "./webhooks-helpers.ts";
-import { laneSetup, useScript } from "./lane-helpers.ts";
+import { laneSetup, untilAt, useScript } from "./lane-helpers.ts";
+import type { LaneSnapshot } from "../../schema/lane.ts";
 
 // The minute cron (ARCHITECTURE D8) through the worker's own `scheduled()`: a suspended run is
 // registered with its DeferredIndex shard after the suspending commit, the sweep grants it one
@@ -72,6 +73,27 @@ describe("the deferred sweep (scheduled)", () => {
     await tick();
     const view = await (await call(`${setup.lanePath}/operations/${answer.operationId}?wait=10`, { token: setup.key })).json<{ state: string; result?: { status: string; error?: { code: string } } }>();
     expect(view).toMatchObject({ state: "settled", result: { status: "failed", error: { code: "deferred_expired" } } });
+  });
+
+  it("a poll lost with its object after the handle expired: the sweep's pass fails the run deferred_expired instead of polling again", async () => {
+    const setup = await laneSetup("swpxp");
+    // The ready answer takes long to stream: the poll is still in flight when the object dies.
+    await useScript(setup, [{ deferred: { expiresAfterMs: 1_000, ready: { text: "too late", delayMs: 30_000 } } }]);
+    const answer = await (await call(`${setup.lanePath}/prompt`, { body: { prompt: "later", wait: 30 }, token: setup.key })).json<{ status: string; operationId: string }>();
+    expect(answer.status).toBe("suspended");
+    expect((await call(`${setup.lanePath}/operations/${answer.operationId}/resume`, { method: "POST", token: setup.key })).status).toBe(200);
+    await untilAt(setup, "deferred.effect_pending");
+    await abortAllDurableObjects();
+    // Let the handle expire (no assertion on time: the sweep must find it past expiry).
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const stub = env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`);
+    expect(await stub.sweepDeferred("main", answer.operationId)).toBe("expired");
+    const view = await (await call(`${setup.lanePath}/operations/${answer.operationId}?wait=10`, { token: setup.key })).json<{ state: string; result?: { status: string; error?: { code: string } } }>();
+    expect(view).toMatchObject({ state: "settled", result: { status: "failed", error: { code: "deferred_expired" } } });
+    const snapshot = await (await call(`${setup.lanePath}/snapshot`, { token: setup.key })).json<{ snapshot: LaneSnapshot }>();
+    // Only the deferring answer is on the branch: no poll answered after the kill.
+    const stops = snapshot.snapshot.transcript.flatMap((entry) => (entry.type === "message" && entry.message.role === "assistant" ? [entry.message.stopReason] : []));
+    expect(stops).toEqual(["deferred"]);
   });
 
   it("tells the tenant's webhook operation.suspended when the run suspends, then operation.settled", async () => {

@@ -148,10 +148,10 @@ describe("classification: errors and retries", () => {
     expect(run.leftovers).toEqual([]);
   });
 
-  it("retries exhausted → failed, the last retry_end carries the final error", async () => {
+  it("retries exhausted → failed provider_unavailable, the last retry_end carries the final error", async () => {
     const flaky: ScriptStep = { error: "flaky", retryable: true };
     const run = await classify([flaky, flaky, flaky, { text: "never" }], retryPolicy(2));
-    expect(run.record).toMatchObject({ status: "failed", error: { code: "assistant_error" } });
+    expect(run.record).toMatchObject({ status: "failed", error: { code: "provider_unavailable", details: { attempts: 3 } } });
     expect(run.record.error?.message).toContain("scripted: flaky");
     expect(run.briefs).toEqual(["user: go", "assistant(error): ", "assistant(error): ", "assistant(error): "]);
     expect(ofType(run.events, "retry_scheduled").map((event) => [event.attempt, event.delayMs])).toEqual([
@@ -159,7 +159,10 @@ describe("classification: errors and retries", () => {
       [3, 2],
     ]);
     expect(ofType(run.events, "retry_start").map((event) => event.attempt)).toEqual([2, 3]);
-    expect(ofType(run.events, "retry_end")).toMatchObject([{ attempt: 3, success: false, finalError: run.record.error?.message }]);
+    const finalError = ofType(run.events, "retry_end")[0]?.finalError ?? "";
+    expect(ofType(run.events, "retry_end")).toMatchObject([{ attempt: 3, success: false }]);
+    expect(finalError).toContain("scripted: flaky");
+    expect(run.record.error?.message.endsWith(finalError)).toBe(true);
     expect(ofType(run.events, "usage")).toHaveLength(3);
     expect(kinds(run.events).slice(-3)).toEqual(["retry_end", "turn_end", "run_end"]);
     expect(run.leftovers).toEqual([]);

@@ -6,6 +6,8 @@ import { checkInvariants, foldAndCapture, openWatched } from "./invariants.ts";
 import { leftoverOperationValues, SCRIPT, types } from "./helpers.ts";
 import { settledRecord, unwrap } from "./drive-helpers.ts";
 import { COMPACT_EAGERLY, compactionsOf, requestTexts, withCompactionRig } from "./compaction-helpers.ts";
+import type { ScriptStep } from "../../models/scripted/steps.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 
 // Manual compaction (reference §3.1 acceptance, §3.3–3.4 summary leaves and the `finish` boundary,
 // §6): acceptance prepares and opens `summary.deciding`; the drive asks before_compaction, then the
@@ -315,17 +317,15 @@ describe("before_compaction and failures", () => {
     expect(result.events).toEqual(["retry_scheduled", "retry_start", "retry_end"]);
   });
 
+  it("retries exhausted on a provider that never answered fail the compaction provider_unavailable, not summary_error", async () => {
+    const flaky = { error: "flaky", retryable: true } as const;
+    const result = await failedCompaction([flaky, flaky], { retry: { enabled: true, maxRetries: 1, baseDelayMs: 1 } });
+    expect(result.compaction).toMatchObject({ status: "failed", error: { code: "provider_unavailable", details: { attempts: 2 } } });
+    expect(result.after).toBe(result.tip);
+  });
+
   it("a failure that is not retryable fails the compaction and moves nothing", async () => {
-    const result = await withCompactionRig(
-      async ({ lane }) => {
-        unwrap(await lane.prompt("one"));
-        unwrap(await lane.prompt("two"));
-        const tip = lane.getTipId();
-        const { compaction } = unwrap(await lane.compact());
-        return { compaction, tip, after: lane.getTipId() };
-      },
-      { model: SCRIPT, steps: [{ text: "a" }, { text: "b" }, { error: "quota" }], settings: { ...COMPACT_EAGERLY, compaction: { enabled: true, reserveTokens: 4000, keepRecentTokens: 2 } } },
-    );
+    const result = await failedCompaction([{ error: "quota" }]);
     expect(result.compaction).toMatchObject({ status: "failed", error: { code: "summary_error" } });
     expect(result.after).toBe(result.tip);
   });
@@ -362,3 +362,17 @@ describe("before_compaction and failures", () => {
     expect(result.inbox).toEqual(["nextRun"]);
   });
 });
+
+/** Two turns, then a compaction whose summary requests answer `summarySteps`; the tip before and after. */
+async function failedCompaction(summarySteps: ScriptStep[], settings: HarnessSettingsPatch = {}) {
+  return withCompactionRig(
+    async ({ lane }) => {
+      unwrap(await lane.prompt("one"));
+      unwrap(await lane.prompt("two"));
+      const tip = lane.getTipId();
+      const { compaction } = unwrap(await lane.compact());
+      return { compaction, tip, after: lane.getTipId() };
+    },
+    { model: SCRIPT, steps: [{ text: "a" }, { text: "b" }, ...summarySteps], settings: { ...COMPACT_EAGERLY, ...settings, compaction: { enabled: true, reserveTokens: 4000, keepRecentTokens: 2 } } },
+  );
+}

@@ -3,6 +3,8 @@ import { INTERRUPTED_TOOL_MESSAGE } from "../../harness/runtime/drive/tools.ts";
 import type { StateAt, OperationState } from "../../harness/runtime/types.ts";
 import { crashAt, never, settledRecord } from "./invariants.ts";
 import { executionsOf, testTools, text } from "./tool-helpers.ts";
+import type { ToolProgress } from "../../harness/execution/tools.ts";
+import type { Usage } from "../../schema/usage.ts";
 
 // A real kill with a call `effect_pending` (reference §4.6 tools row, §4.8 "Restored
 // effect_pending"): a `replay: "never"` tool is never run again (the interruption result carries
@@ -17,7 +19,7 @@ function batchOf(state: OperationState | null): StateAt<"tools"> {
 }
 
 /** A tool that checkpoints, records a memo, then never returns in the first process. */
-function parkingTool(replay: "never" | "safe", parkedFlag: { parked: boolean }) {
+function parkingTool(replay: "never" | "safe", parkedFlag: { parked: boolean }, checkpoint: ToolProgress = text("progress 1")) {
   return testTools({
     effect: {
       replay,
@@ -25,7 +27,7 @@ function parkingTool(replay: "never" | "safe", parkedFlag: { parked: boolean }) 
         const first = (await invocation.getMemo("first")) === undefined;
         if (first) {
           await invocation.setMemo("first", invocation.invocationId);
-          onUpdate(text("progress 1"), { checkpoint: true });
+          onUpdate(checkpoint, { checkpoint: true });
           // Let the checkpoint commit, then park until the kill.
           await new Promise((resolve) => setTimeout(resolve, 20));
           parkedFlag.parked = true;
@@ -101,6 +103,37 @@ describe("crash with a tool call effect_pending", () => {
     expect(settledRecord(crashed.driven).status).toBe("aborted");
     expect(crashed.shape[2]?.text.endsWith(INTERRUPTED_TOOL_MESSAGE)).toBe(true);
     expect(crashed.events.filter((event) => event.type === "tool_start")).toEqual([]);
+    expect(crashed.violations).toEqual([]);
+  });
+
+  it("the interruption result keeps the checkpoint's images, details and usage; the usage enters the ledger once", async () => {
+    const flag = { parked: false };
+    const usage: Usage = { input: 120, output: 30, cacheRead: 0, cacheWrite: 0, totalTokens: 150, cost: { input: 0.01, output: 0.02, cacheRead: 0, cacheWrite: 0, total: 0.03 } };
+    const image = { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" };
+    const checkpoint: ToolProgress = { content: [{ type: "text", text: "rendered page 1" }, image], details: { pages: 1 }, usage };
+    let restoredRow: unknown;
+    const crashed = await crashAt({
+      steps,
+      activeTools: ["effect"],
+      tools: parkingTool("never", flag, checkpoint),
+      park: () => () => flag.parked,
+      drive: async (lane, operationId) => {
+        // What a watcher of the restored call is shown before it settles: the whole checkpoint.
+        const watch = await lane.watch();
+        restoredRow = watch.snapshot.operation?.runningTools[0];
+        watch.unsubscribe();
+        return lane.drive({ operationId, waitForRetry: true });
+      },
+    });
+    expect(settledRecord(crashed.driven).status).toBe("completed");
+    expect(restoredRow).toMatchObject({ status: "running", result: { content: checkpoint.content, details: { pages: 1 }, usage } });
+    const placed = crashed.transcript[2];
+    const result = placed?.type === "message" && placed.message.role === "toolResult" ? placed.message : undefined;
+    expect(result).toMatchObject({ isError: true, details: { pages: 1 }, usage });
+    expect(result?.content).toEqual([{ type: "text", text: "rendered page 1" }, image, { type: "text", text: INTERRUPTED_TOOL_MESSAGE }]);
+    // The placement wrote the tool's usage row: the totals grew by exactly the checkpoint's usage.
+    const rows = crashed.events.flatMap((event) => (event.type === "usage" && event.row.entryId === placed?.id ? [event.row.usage] : []));
+    expect(rows).toEqual([usage]);
     expect(crashed.violations).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { Entry } from "../../schema/entries.ts";
-import { checkInvariants, crashAt, foldAndCapture, leafOf, never, openWatched, settledRecord, until } from "./invariants.ts";
+import { checkInvariants, crashAt, foldAndCapture, leafOf, never, openWatched, settledRecord, until, type CrashScenario } from "./invariants.ts";
 import { manualClock, ofType, unwrap, withDriveRig } from "./drive-helpers.ts";
 import { leftoverOperationValues, SCRIPT, types } from "./helpers.ts";
 import { withCompactionRig } from "./compaction-helpers.ts";
@@ -187,6 +187,28 @@ describe("deferred runs", () => {
   });
 });
 
+/** A crash scenario's first pass: suspended, then parked in its poll's stream (`deferred.effect_pending`) until the kill. */
+const parkedPoll: Pick<CrashScenario, "accept" | "park"> = {
+  accept: async (_rig, lane) => {
+    const operationId = await accepted(lane);
+    unwrap(await lane.drive({ operationId }));
+    // The polling pass (crashAt's own pass joins it once it runs); the kill ends it.
+    lane.drive({ operationId, pollDeferred: true }).catch(() => undefined);
+    await until(() => leafOf(lane) === "deferred.effect_pending", "the poll");
+    return operationId;
+  },
+  park: ({ harness }, lane) => {
+    let parked = false;
+    // Only the poll's stream parks (the first request's deferred answer streams too).
+    harness.events.on("message_start", () => {
+      if (leafOf(lane) !== "deferred.effect_pending") return;
+      parked = true;
+      return never();
+    });
+    return () => parked;
+  },
+};
+
 describe("deferred runs across a kill", () => {
   it("deferred.suspended: restored suspended; no permit waits, a permit completes", async () => {
     const crashed = await crashAt({
@@ -207,24 +229,7 @@ describe("deferred runs across a kill", () => {
     let parkedResponse = "";
     const crashed = await crashAt({
       steps: [later({ text: "the ready answer" })],
-      accept: async (_rig, lane) => {
-        const operationId = await accepted(lane);
-        unwrap(await lane.drive({ operationId }));
-        // The polling pass (crashAt's own pass joins it once it runs); the kill ends it.
-        lane.drive({ operationId, pollDeferred: true }).catch(() => undefined);
-        await until(() => leafOf(lane) === "deferred.effect_pending", "the poll");
-        return operationId;
-      },
-      park: ({ harness }, lane) => {
-        let parked = false;
-        // Only the poll's stream parks (the first request's deferred answer streams too).
-        harness.events.on("message_start", () => {
-          if (leafOf(lane) !== "deferred.effect_pending") return;
-          parked = true;
-          return never();
-        });
-        return () => parked;
-      },
+      ...parkedPoll,
       whileParked: async (_rig, lane) => {
         const state = lane.state.operation?.state;
         parkedResponse = state?.at === "deferred.effect_pending" ? state.responseEntryId : "";
@@ -237,6 +242,22 @@ describe("deferred runs across a kill", () => {
     const answer = crashed.transcript.at(-1);
     expect(answer?.type === "message" && answer.message.role === "assistant" && answer.id).not.toBe(parkedResponse);
     expect(crashed.transcript.some((entry) => entry.id === parkedResponse)).toBe(false);
+    expect(crashed.violations).toEqual([]);
+  });
+
+  it("deferred.effect_pending with a handle past its expiry: the run fails deferred_expired, the poll is not repeated", async () => {
+    const crashed = await crashAt({
+      steps: [{ deferred: { expiresAfterMs: 60_000, ready: { text: "too late" } } }],
+      ...parkedPoll,
+      // The fresh object restores the poll after the handle expired.
+      clock: () => Date.now() + 120_000,
+      drive: (lane, operationId) => lane.drive({ operationId, pollDeferred: true }),
+    });
+    expect(crashed.restored).toMatchObject({ at: "deferred.effect_pending", poll: 1 });
+    expect(settledRecord(crashed.driven)).toMatchObject({ status: "failed", error: { code: "deferred_expired" } });
+    expect(ofType(crashed.events, "run_resume")).toEqual([]);
+    expect(ofType(crashed.events, "message_start")).toEqual([]);
+    expect(assistantStops(crashed.transcript)).toEqual(["deferred"]);
     expect(crashed.violations).toEqual([]);
   });
 });

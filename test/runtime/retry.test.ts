@@ -223,7 +223,7 @@ describe("retry disabled", () => {
       },
       { steps: [flaky, { text: "never" }] },
     );
-    expect(result.record).toMatchObject({ status: "failed", error: { code: "assistant_error" } });
+    expect(result.record).toMatchObject({ status: "failed", error: { code: "provider_unavailable", details: { attempts: 1 } } });
     expect(kinds(result.rig.events).filter((type) => type.startsWith("retry_"))).toEqual([]);
   });
 });

@@ -67,10 +67,8 @@ export async function deferredSuspended(pass: Pass, state: StateAt<"deferred.sus
   const { core } = pass;
   const { handle, storedAt } = handleOf(pass, state);
   const now = core.clock();
-  if (handle.expiresAt !== undefined && now >= handle.expiresAt) {
-    const error = { code: "deferred_expired", message: `The provider's deferred response ${handle.id} expired before it was fetched` };
-    return settled(await continueOperation(pass, () => ({ kind: "finish", writes: [], status: "failed", error })));
-  }
+  const expired = expiry(handle, now);
+  if (expired) return settled(await continueOperation(pass, () => ({ kind: "finish", writes: [], status: "failed", error: expired })));
   const waiting: Step = { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "deferred", deferred: handle } };
   if (handle.pollAfterMs !== undefined && now < storedAt + handle.pollAfterMs) return waiting;
   if (!pass.takeDeferredPermit()) return waiting;
@@ -84,16 +82,20 @@ export async function deferredSuspended(pass: Pass, state: StateAt<"deferred.sus
 }
 
 /**
- * A restored `deferred.effect_pending` (§4.6): without a permit it stays (a snapshot shows the
- * durable partial); with one, the unknown poll is replaced under fresh ids at the same poll
- * number (its frames deleted by the new intent) and fetched once. A missing model deletes the
- * frames and fails the run. There is no attempt cap: a poll only reads.
+ * A restored `deferred.effect_pending` (§4.6): a handle past its expiry deletes the lost poll's
+ * frames and fails the run `deferred_expired` (D14.10), as the suspended leaf does — polling it
+ * again cannot answer; otherwise, without a permit it stays (a snapshot shows the durable
+ * partial); with one, the unknown poll is replaced under fresh ids at the same poll number (its
+ * frames deleted by the new intent) and fetched once. A missing model deletes the frames and
+ * fails the run. There is no attempt cap: a poll only reads.
  */
 export async function recoverPoll(pass: Pass, state: StateAt<"deferred.effect_pending">): Promise<Step> {
   const { core } = pass;
   const { handle } = handleOf(pass, state);
-  if (!pass.takeDeferredPermit()) return { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "deferred", deferred: handle } };
   const frames = deleteList(pendingAssistantFrames(pass.operationId, state.responseEntryId));
+  const expired = expiry(handle, core.clock());
+  if (expired) return settled(await continueOperation(pass, () => ({ kind: "finish", writes: [frames], status: "failed", error: expired })));
+  if (!pass.takeDeferredPermit()) return { kind: "waiting", outcome: { kind: "waiting", operationId: pass.operationId, reason: "deferred", deferred: handle } };
   const { provider, modelId } = state.configuration.model;
   const model = core.models.getModel(provider, modelId);
   if (!model) {
@@ -101,6 +103,12 @@ export async function recoverPoll(pass: Pass, state: StateAt<"deferred.effect_pe
     return settled(await continueOperation(pass, () => ({ kind: "finish", writes: [frames], status: "failed", error })));
   }
   return poll(pass, state, state.poll, model, handle, [frames]);
+}
+
+/** The run's failure when its handle is past `expiresAt` (D14.10), else undefined. */
+function expiry(handle: DeferredHandle, now: number): { code: string; message: string } | undefined {
+  if (handle.expiresAt === undefined || now < handle.expiresAt) return undefined;
+  return { code: "deferred_expired", message: `The provider's deferred response ${handle.id} expired before it was fetched` };
 }
 
 async function poll(

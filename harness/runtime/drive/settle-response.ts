@@ -1,7 +1,6 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import { isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai/utils/overflow";
-import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
-import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
+import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../execution/provider-failure.ts";
 import { providerRefusalOf } from "../../execution/provider-refusal.ts";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
@@ -23,9 +22,9 @@ import { thresholdPossibleAfter } from "./threshold.ts";
 import { suspension, validHandle } from "./deferred.ts";
 import { settleOperation, type TransitionPlan } from "./transition.ts";
 
-/** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive). */
+/** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive), its error text bounded. */
 export function storedAssistant(message: ProviderAssistant): AssistantMessage {
-  return { ...message };
+  return { ...message, ...(message.errorMessage !== undefined && { errorMessage: boundedErrorText(message.errorMessage) }) };
 }
 
 /** A frozen copy of the provider's live partial as a pending assistant (for an event or a snapshot). */
@@ -112,8 +111,8 @@ export async function settleResponse(
       if (failure?.kind === "auth") {
         return finish(writes, patch, atBoundary, { code: "provider_auth", message: message.errorMessage ?? `Provider ${failure.provider} refused the credentials` }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
       }
-      const transient = failure?.kind === "http" && (failure.status === 429 || failure.status >= 500);
-      const retryable = options.recovery || transient || isRetryableAssistantError(response);
+      const transient = !options.recovery && isTransientFailure(response, failure);
+      const retryable = options.recovery || transient;
       const policy = state.generationContext.retryPolicy;
       if (retryable && attempt < policy.maxAttempts) {
         const delayMs = retryDelayFor(failure, retryDelay(policy, attempt));
@@ -131,7 +130,10 @@ export async function settleResponse(
           afterCommit: () => pass.core.wake.due(lane, runId, notBefore),
         };
       }
-      return finish(writes, patch, atBoundary, { code: "assistant_error", message: message.errorMessage ?? "The provider request failed" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
+      // Out of attempts on a provider that never answered is not a bad answer (QUALITY R8).
+      const errorText = message.errorMessage ?? "The provider request failed";
+      const error = transient ? providerUnavailable(message.provider, failure, attempt, errorText) : { code: "assistant_error", message: errorText };
+      return finish(writes, patch, atBoundary, error, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 5. Tool calls: a batch of planned calls under follower ids of the response.
     const calls: ToolCallState[] = message.content.flatMap((block, sourceIndex) =>

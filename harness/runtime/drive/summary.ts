@@ -1,10 +1,9 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { Usage } from "../../../schema/usage.ts";
 import type { SummaryRequestKind } from "../../compaction/summarizer.ts";
 import type { ProviderModel } from "../../execution/models.ts";
-import { providerFailureOf, retryDelayFor } from "../../execution/provider-failure.ts";
+import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../execution/provider-failure.ts";
 import { addUsage } from "../../session/usage.ts";
 import { insertUsage } from "../../session/writes.ts";
 import type { Committed } from "../lane-command.ts";
@@ -170,17 +169,18 @@ function failure(
   attempt: number,
 ): TransitionPlan {
   if (current.at !== "summary.effect_pending") throw new Error(`Cannot settle a summary request at ${current.at}`);
-  const errorMessage = response.errorMessage ?? "The summary request failed";
+  const errorMessage = boundedErrorText(response.errorMessage ?? "The summary request failed");
   // Under cancellation the boundary ends the task aborted (settling this request's usage row).
   if (current.control.status === "cancel_requested") return boundaryPlan(pass, task, current, lane, { kind: "failed", error: { code: "aborted", message: errorMessage } }, settlement);
   const failure = providerFailureOf(response);
-  const transient = failure?.kind === "http" && (failure.status === 429 || failure.status >= 500);
-  const retryable = failure?.kind !== "auth" && (transient || isRetryableAssistantError(response));
+  const transient = isTransientFailure(response, failure);
   const policy = current.summaryContext.retryPolicy;
-  if (retryable && attempt < policy.maxAttempts) {
+  if (transient && attempt < policy.maxAttempts) {
     return retryPlan(pass, current, settlement, retryDelayFor(failure, retryDelay(policy, attempt)), errorMessage, false);
   }
-  const error = { code: failure?.kind === "auth" ? "provider_auth" : "summary_error", message: errorMessage };
+  const error = transient
+    ? providerUnavailable(response.provider, failure, attempt, errorMessage)
+    : { code: failure?.kind === "auth" ? "provider_auth" : "summary_error", message: errorMessage };
   return boundaryPlan(pass, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, task, settlement, attempt, false, errorMessage));
 }
 

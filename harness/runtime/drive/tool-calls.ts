@@ -10,6 +10,7 @@ import type { Committed } from "../lane-command.ts";
 import type { OperationState, ToolBatch, ToolCallState } from "../types.ts";
 import type { Pass } from "./pass.ts";
 import { scopeOf } from "./scope.ts";
+import { readCheckpoint } from "./tool-checkpoint.ts";
 import { settleOperation, type TransitionPlan } from "./transition.ts";
 
 // What every part of the tools leaf shares (reference §4.8): the call a batch entry stands for,
@@ -69,34 +70,16 @@ export function errorOutput(text: string): ToolOutput {
   return { content: [{ type: "text", text }], isError: true };
 }
 
-/** A progress checkpoint as stored in `pi.pending.tool_output`. */
-export function checkpointValue(progress: ToolProgress): JsonObject {
-  return {
-    content: progress.content.map((block): JsonObject => ({ ...block })),
-    ...(progress.details !== undefined && { details: progress.details }),
-    ...(progress.usage !== undefined && { usage: { ...progress.usage, cost: { ...progress.usage.cost } } }),
-  };
-}
-
-/** The synthetic result of a restored effect (§4.8 "unsafe interruption"): the latest checkpoint plus the marker. */
+/** The synthetic result of a restored effect (§4.8 "unsafe interruption"): the latest checkpoint (content, details, usage) plus the marker. */
 export function interruptionOutput(m: Pick<SessionMutator, "getValue">, operationId: string, invocationId: string): ToolOutput {
   const stored = m.getValue(pendingToolOutput(operationId, invocationId))?.value;
-  const checkpoint = stored ? parseCheckpoint(stored) : undefined;
+  const checkpoint = stored ? readCheckpoint(stored) : undefined;
   return {
     content: [...(checkpoint?.content ?? []), { type: "text", text: INTERRUPTED_TOOL_MESSAGE }],
     ...(checkpoint?.details !== undefined && { details: checkpoint.details }),
     ...(checkpoint?.usage !== undefined && { usage: checkpoint.usage }),
     isError: true,
   };
-}
-
-function parseCheckpoint(stored: JsonObject): ToolProgress | undefined {
-  const content = Array.isArray(stored.content) ? stored.content.flatMap((block) => (isTextBlock(block) ? [{ type: "text" as const, text: block.text }] : [])) : [];
-  return { content, ...(stored.details !== undefined && { details: stored.details }) };
-}
-
-function isTextBlock(block: unknown): block is { type: "text"; text: string } {
-  return typeof block === "object" && block !== null && "type" in block && block.type === "text" && "text" in block && typeof block.text === "string";
 }
 
 export interface StagedOutcome {

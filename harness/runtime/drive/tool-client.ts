@@ -6,6 +6,7 @@ import { deleteValue } from "../../session/writes.ts";
 import type { Step } from "./pass.ts";
 import { type Pass } from "./pass.ts";
 import { errorOutput, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
+import { toolContent } from "./tool-checkpoint.ts";
 import { afterTool } from "./tool-execution.ts";
 
 // Client tools (ARCHITECTURE D11): the run waits in the tools leaf until the tenant's client posts
@@ -35,22 +36,26 @@ export async function settleClientCalls(pass: Pass, assistant: AssistantMessage,
 }
 
 /**
- * Parks the run when every unsettled call waits for a client (settled calls may still wait for
- * their place): checked on the line, where a result posted meanwhile is seen (then the caller
+ * Parks the run when nothing left in the batch can progress in this process: every call in flight
+ * waits for a client (settled calls may still wait for their place), and in sequential mode the
+ * planned calls behind them are held back until those answer (reference §4.8: one call end to end
+ * at a time). Checked on the line, where a result posted meanwhile is seen (then the caller
  * settles it instead). Without a deadline nothing is due until a result arrives; with one, the
  * earliest deadline is.
  */
-export async function parkForClients(pass: Pass, batchId: string): Promise<Step | undefined> {
+export async function parkForClients(pass: Pass, batchId: string, mode: { sequential: boolean }): Promise<Step | undefined> {
   const parked = await pass.core.session.mutate((m) => {
     const operation = pass.lane.state.operation;
     const batch = operation?.meta.operationId === pass.operationId ? liveBatch(operation.state, batchId) : undefined;
     if (!batch || operation?.state.control.status !== "running") return false;
     // Outcome-ready calls are settled: they only wait to be placed behind an unanswered client
     // call (results go in source order), so they do not keep the run from parking.
-    const open = batch.calls.filter((call) => call.status === "planned" || call.status === "effect_pending");
-    const waiting = open.every((call) => call.status === "effect_pending" && call.client && !m.getValue(clientToolResult(pass.operationId, call.resultEntryId)));
-    if (open.length === 0 || !waiting) return false;
-    const deadlines = open.flatMap((call) => (call.status === "effect_pending" && call.client?.deadline !== undefined ? [call.client.deadline] : []));
+    const inFlight = batch.calls.filter((call) => call.status === "effect_pending");
+    const planned = batch.calls.some((call) => call.status === "planned");
+    const waiting = inFlight.length > 0 && inFlight.every((call) => call.client && !m.getValue(clientToolResult(pass.operationId, call.resultEntryId)));
+    // In parallel mode every planned call has started by now; one that has not is work to do here.
+    if (!waiting || (planned && !mode.sequential)) return false;
+    const deadlines = inFlight.flatMap((call) => (call.status === "effect_pending" && call.client?.deadline !== undefined ? [call.client.deadline] : []));
     if (deadlines.length > 0) pass.core.wake.due(pass.lane.name, pass.operationId, Math.min(...deadlines));
     else pass.core.wake.parked?.(pass.lane.name, pass.operationId);
     return true;
@@ -60,13 +65,5 @@ export async function parkForClients(pass: Pass, batchId: string): Promise<Step 
 
 /** What the client posted, as a tool outcome (validated by the route before it was stored). */
 function postedOutput(posted: JsonObject): ToolOutput {
-  const content = Array.isArray(posted.content)
-    ? posted.content.flatMap((block): ToolOutput["content"] => {
-        if (typeof block !== "object" || block === null || Array.isArray(block)) return [];
-        if (block.type === "text" && typeof block.text === "string") return [{ type: "text", text: block.text }];
-        if (block.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string") return [{ type: "image", data: block.data, mimeType: block.mimeType }];
-        return [];
-      })
-    : [];
-  return { content, isError: posted.isError === true, ...(posted.details !== undefined && { details: posted.details }) };
+  return { content: toolContent(posted.content), isError: posted.isError === true, ...(posted.details !== undefined && { details: posted.details }) };
 }

@@ -10,7 +10,8 @@ import { deleteValue, setValue } from "../../session/writes.ts";
 import type { OperationState, ToolBatch } from "../types.ts";
 import type { Pass } from "./pass.ts";
 import { ProgressWriter } from "./progress.ts";
-import { checkpointValue, errorOutput, eventBase, liveBatch, resultView, stageOutcome } from "./tool-calls.ts";
+import { errorOutput, eventBase, liveBatch, resultView, stageOutcome } from "./tool-calls.ts";
+import { checkpointValue } from "./tool-checkpoint.ts";
 
 /** One admitted call: where it stands in its batch and what it runs with. */
 export interface InFlightCall {

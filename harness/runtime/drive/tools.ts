@@ -40,22 +40,24 @@ export async function runToolBatch(pass: Pass, state: StateAt<"tools">): Promise
     }
     return (await placeSettledPrefix(pass, assistant, batchId)) ?? CONTINUE;
   }
-  if (sequentialBatch(pass, state.batch, assistant)) await runSequential(pass, assistant, batchId);
+  const sequential = sequentialBatch(pass, state.batch, assistant);
+  if (sequential) await runSequential(pass, assistant, batchId);
   else await runParallel(pass, assistant, batchId);
-  return finishPass(pass, assistant, batchId);
+  return finishPass(pass, assistant, batchId, sequential);
 }
 
 /** Place what is settled; then either the batch is done, or only client calls remain (park), or the loop goes on. */
-async function finishPass(pass: Pass, assistant: AssistantMessage, batchId: string): Promise<Step> {
+async function finishPass(pass: Pass, assistant: AssistantMessage, batchId: string, sequential: boolean): Promise<Step> {
   for (;;) {
     await settleClientCalls(pass, assistant, batchId);
     const placed = await placeSettledPrefix(pass, assistant, batchId);
     if (placed) return placed;
     if (!currentBatch(pass, batchId) || cancelRequested(pass)) return CONTINUE;
-    const parked = await parkForClients(pass, batchId);
+    const parked = await parkForClients(pass, batchId, { sequential });
     if (parked) return parked;
     // A result arrived between the check and the park, or calls are still planned (a sequential
-    // batch behind a client call that just settled): go round once more.
+    // batch behind a client call that just settled: the next invocation runs them): go round once
+    // more, or continue with the state changed.
     if (!(await settleClientCalls(pass, assistant, batchId))) return CONTINUE;
   }
 }
