@@ -1,12 +1,24 @@
 import type { Branch, BranchListing, CreatedSession, Session } from "../schema/session.ts";
 import type * as v from "valibot";
-import type { CreateSessionSchema } from "../schema/api.ts";
+import type { CreatedKeySchema, CreateSessionSchema } from "../schema/api.ts";
 import type { CreateBranchSchema, NewBranchEntrySchema, PatchSessionSchema } from "../schema/api-sessions.ts";
 import type { EntryType } from "../schema/entries.ts";
 import type { JsonValue } from "../schema/json.ts";
-import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptAnswer, PromptConvenienceSchema, PutLaneSchema } from "../schema/lane-api.ts";
-import type { LaneInfo, LaneSnapshot, LiveStatus, ModelIdentity, OperationKind, OperationResultRecord } from "../schema/lane.ts";
-import type { AgentMessage, DeferredHandle } from "../schema/messages.ts";
+import type { EnqueueSchema, LaneConfigPatchSchema, NewLaneEntrySchema, OperationRequestSchema, PromptConvenienceSchema, PutLaneSchema } from "../schema/lane-api.ts";
+import type {
+  AbortOutcome,
+  AbortRequestResult,
+  CancelQueuedResult,
+  EntryPlacementSchema,
+  LaneSnapshotAnswerSchema,
+  OperationAdmission,
+  OperationView,
+  PromptAnswer,
+  QueuedSchema,
+} from "../schema/lane-answers.ts";
+import type { EntryLabelSchema } from "../schema/session.ts";
+import type { LaneInfo, ModelIdentity, OperationResultRecord } from "../schema/lane.ts";
+import type { DeferredHandle } from "../schema/messages.ts";
 import type { Usage, UsageRow } from "../schema/usage.ts";
 
 // Request and response shapes of the REST API. Requests are the inputs of the schemas the server
@@ -83,10 +95,7 @@ export interface Tenant {
 }
 
 /** `POST /v1/admin/tenants/{tenantId}/keys`: the key is shown once. */
-export interface CreatedKey {
-  keyId: string;
-  key: string;
-}
+export type CreatedKey = v.InferOutput<typeof CreatedKeySchema>;
 
 /** `GET /v1/me`. */
 export interface Me {
@@ -113,10 +122,7 @@ export interface ModelCatalogEntry {
 }
 
 /** `PUT …/entries/{entryId}/label`. */
-export interface LabelResult {
-  entryId: string;
-  label: string | null;
-}
+export type LabelResult = v.InferOutput<typeof EntryLabelSchema>;
 
 /** `GET …/usage`: rows with seq ≥ fromSeq; continue with `fromSeq: nextFromSeq` (null at the end). */
 export interface UsagePage {
@@ -142,10 +148,7 @@ export interface ListItem<T extends JsonValue = JsonValue> {
 }
 
 /** `POST …/branches/{name}/entries`, `POST …/lanes/{lane}/entries`: `placed: false` when queued as a write. */
-export interface AppendedEntry {
-  entryId: string;
-  placed: boolean;
-}
+export type AppendedEntry = v.InferOutput<typeof EntryPlacementSchema>;
 
 /** `PUT …/lanes/{lane}`: the lane, and whether this request created it (201) or it existed (200). */
 export interface PutLaneResult {
@@ -154,49 +157,13 @@ export interface PutLaneResult {
 }
 
 /** `GET …/lanes/{lane}/snapshot`. */
-export interface LaneSnapshotAt {
-  seq: number;
-  snapshot: LaneSnapshot;
-}
+export type LaneSnapshotAt = v.InferOutput<typeof LaneSnapshotAnswerSchema>;
 
 /** `POST …/lanes/{lane}/queue`. */
-export interface EnqueuedItem {
-  entryId: string;
-}
+export type EnqueuedItem = v.InferOutput<typeof QueuedSchema>;
 
-export type CancelQueuedResult = "cancelled" | "already_consumed" | "not_found";
-
-/** `POST …/lanes/{lane}/operations` (202). */
-export interface OperationAdmission {
-  operationId: string;
-  kind: OperationKind;
-  startedAt: number;
-}
-
-/** `GET …/operations/{opId}` and the resume primitive: drive(id) made total. */
-export type OperationView =
-  | { state: "settled"; result: OperationResultRecord }
-  | {
-      state: "active";
-      status: LiveStatus;
-      /** The leaf the operation is at. */
-      at: string;
-      retry?: { attempt: number; notBefore: number };
-      deferred?: DeferredHandle;
-    };
-
-/** `POST …/operations/{opId}/abort` (requestAbort): the queued steer / follow-up messages it returned. */
-export interface AbortRequestResult {
-  operationId: string;
-  newlyRequested: boolean;
-  steer: AgentMessage[];
-  followUp: AgentMessage[];
-}
-
-/** `POST …/lanes/{lane}/abort`: requestAbort's answer plus the record when reconciliation settled within the wait. */
-export interface AbortOutcome extends AbortRequestResult {
-  record?: OperationResultRecord;
-}
+// The operation answers, as the server types them (schema/lane-answers.ts).
+export type { AbortOutcome, AbortRequestResult, CancelQueuedResult, OperationAdmission, OperationView };
 
 /**
  * What the waiting conveniences (`prompt`, `resume`) answer, normalised: the server sends the

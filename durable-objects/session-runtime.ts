@@ -1,3 +1,4 @@
+import type { OperationView } from "../schema/lane-answers.ts";
 import type { DeferredHandle } from "../schema/messages.ts";
 import type { ModelsPort } from "../harness/execution/models.ts";
 import type { LiveUpdatePacing } from "../harness/runtime/core.ts";
@@ -7,22 +8,12 @@ import { createToolRegistry, type McpToolSettings } from "../tools/registry.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
 import type { DriveOutcome } from "../harness/runtime/types.ts";
 import type { Session } from "../harness/session/session.ts";
-import type { OperationResultRecord } from "../schema/lane.ts";
 import type { DueWork } from "./due-work.ts";
 
 /** How long an operation whose pass failed waits before the alarm tries it again. */
 export const FAILED_PASS_RETRY_MS = 60_000;
 
-export type OperationView =
-  | { state: "settled"; result: OperationResultRecord }
-  | {
-      state: "active";
-      status: "running" | "open" | "aborting";
-      at: string;
-      retry?: { attempt: number; notBefore: number };
-      /** A suspended run's handle and how many polls it has had. */
-      deferred?: { handle: DeferredHandle; poll: number };
-    };
+export type { OperationView };
 
 /**
  * Hosts one harness in a SessionObject (ARCHITECTURE D7): created lazily on first use (the

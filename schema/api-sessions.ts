@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { IdSchema } from "./api.ts";
+import { IdSchema, LimitQuerySchema } from "./api.ts";
 import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
 import { AgentMessageInputSchema } from "./messages.ts";
@@ -8,9 +8,6 @@ import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
 // Parameters and bodies of spec/API.md "Sessions" (entries, labels, usage, values, lists, PATCH)
 // and "Branches". The front worker validates with these before any object is touched.
 
-/** Page sizes of every listing here: default 50, at most 1000. */
-export const PAGE_LIMIT_DEFAULT = 50;
-export const PAGE_LIMIT_MAX = 1000;
 /**
  * Pages also end before the item that would take them past this many bytes of JSON (a page ends
  * early with a `nextCursor`); an item larger than this (entries go up to 16 MiB) comes alone.
@@ -104,17 +101,6 @@ export const NameCursorSchema = cursorSchema((cursor) => {
   return name !== undefined && v.is(BranchNameSchema, name) ? { name } : undefined;
 });
 
-const LimitSchema = v.optional(
-  v.pipe(
-    v.string(),
-    v.regex(/^\d{1,4}$/, `limit is an integer from 1 to ${PAGE_LIMIT_MAX}`),
-    v.transform(Number),
-    v.minValue(1, "limit is at least 1"),
-    v.maxValue(PAGE_LIMIT_MAX, `limit is at most ${PAGE_LIMIT_MAX}`),
-  ),
-  String(PAGE_LIMIT_DEFAULT),
-);
-
 const EntryTypeSchema = v.picklist(ENTRY_TYPES as [EntryType, ...EntryType[]]);
 const CustomTypeSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
 
@@ -123,7 +109,7 @@ export const EntriesQuerySchema = v.object({
   type: v.optional(EntryTypeSchema),
   customType: v.optional(CustomTypeSchema),
   order: v.optional(v.picklist(["asc", "desc"]), "asc"),
-  limit: LimitSchema,
+  limit: LimitQuerySchema,
   cursor: v.optional(SeqCursorSchema),
 });
 
@@ -149,14 +135,14 @@ export const BranchEntriesQuerySchema = v.object({
   type: v.optional(EntryTypeSchema),
   customType: v.optional(CustomTypeSchema),
   order: v.optional(BranchOrderQuerySchema, "desc"),
-  limit: LimitSchema,
+  limit: LimitQuerySchema,
   cursor: v.optional(SeqCursorSchema),
 });
 
 /** `GET /v1/sessions/{sid}/lists/{namespace}/{key}?cursor&order&limit`. */
 export const ListQuerySchema = v.object({
   order: v.optional(v.picklist(["asc", "desc"]), "asc"),
-  limit: LimitSchema,
+  limit: LimitQuerySchema,
   cursor: v.optional(SeqCursorSchema),
 });
 
@@ -165,14 +151,17 @@ export const ListQuerySchema = v.object({
  * by name, in byte order.
  */
 export const NamePageQuerySchema = v.object({
-  limit: LimitSchema,
+  limit: LimitQuerySchema,
   cursor: v.optional(NameCursorSchema),
 });
 
+/** `?fromSeq=`: a usage ledger seq (a non-negative integer). */
+export const FromSeqQuerySchema = v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, "fromSeq is a non-negative integer"), v.transform(Number)));
+
 /** `GET /v1/sessions/{sid}/usage?fromSeq&limit` (ledger rows with seq ≥ fromSeq, ascending). */
 export const UsageQuerySchema = v.object({
-  fromSeq: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, "fromSeq is a non-negative integer"), v.transform(Number))),
-  limit: LimitSchema,
+  fromSeq: FromSeqQuerySchema,
+  limit: LimitQuerySchema,
 });
 
 /** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`; `name: null` removes the name. */

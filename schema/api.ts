@@ -33,8 +33,24 @@ export const CreateSessionSchema = v.optional(
 );
 export type CreateSession = v.InferOutput<typeof CreateSessionSchema>;
 
+/** Page sizes of every listing: default 50, at most 1000. */
+export const PAGE_LIMIT_DEFAULT = 50;
+export const PAGE_LIMIT_MAX = 1000;
+
+/** `?limit=` of every listing: an integer from 1 to PAGE_LIMIT_MAX, default PAGE_LIMIT_DEFAULT. */
+export const LimitQuerySchema = v.optional(
+  v.pipe(
+    v.string(),
+    v.regex(/^\d{1,4}$/, `limit is an integer from 1 to ${PAGE_LIMIT_MAX}`),
+    v.transform(Number),
+    v.minValue(1, "limit is at least 1"),
+    v.maxValue(PAGE_LIMIT_MAX, `limit is at most ${PAGE_LIMIT_MAX}`),
+  ),
+  String(PAGE_LIMIT_DEFAULT),
+);
+
 export const PageQuerySchema = v.object({
-  limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/), v.transform(Number), v.minValue(1), v.maxValue(1000))),
+  limit: LimitQuerySchema,
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
 
@@ -59,13 +75,14 @@ export const TenantQuotasPatchSchema = v.strictObject({
 });
 
 /** `GET|PATCH /v1/admin/tenants/{tenantId}/quotas`: a tenant's quotas as they apply now. */
-export interface TenantQuotas {
-  requestsPerMinute: number;
+export const TenantQuotasSchema = v.object({
+  requestsPerMinute: v.number(),
   /** Operations the tenant may have open (accepted, not yet settled) at once, across its sessions. */
-  maxOpenOperations: number;
+  maxOpenOperations: v.number(),
   /** Whether the tenant may use the deployment's own provider keys. */
-  deploymentKeys: boolean;
-}
+  deploymentKeys: v.boolean(),
+});
+export type TenantQuotas = v.InferOutput<typeof TenantQuotasSchema>;
 export type TenantQuotasPatch = v.InferInput<typeof TenantQuotasPatchSchema>;
 
 // Listings (answers): what a row of each listing holds.
@@ -92,6 +109,9 @@ export const KeyInfoSchema = v.object({
   revokedAt: v.optional(v.number()),
 });
 export type KeyInfo = v.InferOutput<typeof KeyInfoSchema>;
+
+/** `POST /v1/admin/tenants/{tenantId}/keys`: the key, shown this once (only its hash is stored). */
+export const CreatedKeySchema = v.object({ keyId: v.string(), key: v.string() });
 
 /** A page of any listing: `nextCursor` continues it (null at the end). */
 export function pageSchema<T extends v.GenericSchema>(item: T) {

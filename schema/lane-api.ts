@@ -3,7 +3,7 @@ import { IdSchema } from "./api.ts";
 import { JsonValueSchema } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { DeferredModeSchema } from "./settings.ts";
-import { AgentMessageInputSchema, AgentMessageSchema, DeferredHandleSchema, ImageContentSchema } from "./messages.ts";
+import { AgentMessageInputSchema, ImageContentSchema } from "./messages.ts";
 
 // Request bodies and parameters of spec/API.md "Lanes", "Queue" and "Operations" (primitives and
 // conveniences). The front worker validates with these before any object is touched.
@@ -24,18 +24,17 @@ const operationId = v.optional(
 const deferred = v.optional(DeferredModeSchema);
 const waitSeconds = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_WAIT_SECONDS));
 
-/** `?wait=<seconds ≤ 60>` (decimals allowed), as milliseconds; absent → `undefined`. */
-export const WaitQuerySchema = v.object({
-  wait: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^\d{1,2}(\.\d{1,3})?$/, "wait is a number of seconds"),
-      v.transform(Number),
-      v.maxValue(MAX_WAIT_SECONDS, `wait is at most ${MAX_WAIT_SECONDS} seconds`),
-      v.transform((seconds) => Math.round(seconds * 1000)),
-    ),
+/** `?wait=<seconds ≤ 60>` (up to 3 decimals), as milliseconds; absent → `undefined`. */
+export const WaitSecondsQuerySchema = v.optional(
+  v.pipe(
+    v.string(),
+    v.regex(/^\d{1,2}(\.\d{1,3})?$/, "wait is a number of seconds"),
+    v.transform(Number),
+    v.maxValue(MAX_WAIT_SECONDS, `wait is at most ${MAX_WAIT_SECONDS} seconds`),
+    v.transform((seconds) => Math.round(seconds * 1000)),
   ),
-});
+);
+export const WaitQuerySchema = v.object({ wait: WaitSecondsQuerySchema });
 
 const laneConfigEntries = {
   model: v.optional(ModelIdentitySchema),
@@ -117,39 +116,3 @@ export const CompactConvenienceSchema = v.strictObject({
   wait: v.optional(waitSeconds),
   operationId,
 });
-
-/**
- * How much of a run the prompt convenience returns: the newest messages up to this many and this
- * many bytes of JSON. The final message is returned whatever its size (an entry is bounded on its
- * own); older messages past a bound are left out and `messagesTruncated` says so. The whole run is
- * on the lane's branch: `GET …/branches/{lane}/entries?start={tipId}&stopAtId={fromTipId}`. The
- * byte bound keeps an answer well inside what an Idempotency-Key replay can store (one SQLite row).
- */
-export const PROMPT_ANSWER_LIMITS = { messages: 64, bytes: 512 * 1024 } as const;
-
-/** `OperationResultRecord` of schema/lane.ts as a schema, for the answers that carry one. */
-const OperationResultRecordEntries = {
-  operationId: v.string(),
-  kind: v.picklist(["run", "compaction", "navigation"]),
-  status: v.picklist(["completed", "declined", "aborted", "failed"]),
-  error: v.optional(v.object({ code: v.string(), message: v.string(), details: v.optional(JsonValueSchema) })),
-  fromTipId: v.nullable(v.string()),
-  tipId: v.nullable(v.string()),
-  startedAt: v.number(),
-  endedAt: v.number(),
-};
-
-/**
- * What `POST …/prompt` answers (200) once the run settled: its result record plus the messages it
- * placed on the lane's branch between `fromTipId` and `tipId`, oldest first (the prompt, any queued
- * messages the run took in, the assistant's answers), bounded by PROMPT_ANSWER_LIMITS.
- */
-export const PromptAnswerSchema = v.object({
-  ...OperationResultRecordEntries,
-  messages: v.array(AgentMessageSchema),
-  messagesTruncated: v.boolean(),
-});
-export type PromptAnswer = v.InferOutput<typeof PromptAnswerSchema>;
-
-/** A waiting convenience's answer for a run parked on a deferred provider response (200). */
-export const SuspendedRunSchema = v.object({ status: v.literal("suspended"), operationId: v.string(), deferred: DeferredHandleSchema });

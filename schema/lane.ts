@@ -1,10 +1,10 @@
 import * as v from "valibot";
-import type { Entry } from "./entries.ts";
+import { EntrySchema, type Entry } from "./entries.ts";
 import type { MessageDelta } from "./message-delta.ts";
-import type { JsonValue } from "./json.ts";
-import type { AgentMessage, AssistantMessage, DeferredHandle, ToolResultMessage } from "./messages.ts";
-import type { OlderEntries } from "./transcript-bounds.ts";
-import type { SessionStats, Usage, UsageRow } from "./usage.ts";
+import { JsonValueSchema, type JsonValue } from "./json.ts";
+import { AgentMessageSchema, AssistantMessageSchema, DeferredHandleSchema, ToolResultMessageSchema, type AgentMessage, type AssistantMessage, type DeferredHandle, type ToolResultMessage } from "./messages.ts";
+import { OlderEntriesSchema } from "./transcript-bounds.ts";
+import { SessionStatsSchema, UsageSchema, type SessionStats, type Usage, type UsageRow } from "./usage.ts";
 
 // Lane-facing wire shapes: configuration, queue, operation records, snapshots and events
 // (reference §2.3, §3.2, §3.7–3.8, §5.2–5.3).
@@ -42,112 +42,124 @@ export interface InboxItem {
   kind: InboxKind;
 }
 
-/** The snapshot/event view of one queued item: payload included, in global admission order. */
-export type LaneQueuedItem =
-  | { entryId: string; kind: InboxKind; type: "message"; message: AgentMessage }
-  | { entryId: string; kind: "write"; type: "custom"; customType: string; data?: JsonValue };
+// Answer shapes (spec/API.md "Lanes", "Operations"): the schemas the OpenAPI document publishes,
+// and the types the engine builds the answers with (inferred here, so the two cannot drift).
 
-export type OperationKind = "run" | "compaction" | "navigation";
+const InboxKindSchema = v.picklist(["steer", "followUp", "nextRun", "write"]);
+
+/** The snapshot/event view of one queued item: payload included, in global admission order. */
+export const LaneQueuedItemSchema = v.variant("type", [
+  v.object({ entryId: v.string(), kind: InboxKindSchema, type: v.literal("message"), message: AgentMessageSchema }),
+  v.object({ entryId: v.string(), kind: v.literal("write"), type: v.literal("custom"), customType: v.string(), data: v.optional(JsonValueSchema) }),
+]);
+export type LaneQueuedItem = v.InferOutput<typeof LaneQueuedItemSchema>;
+
+export const OperationKindSchema = v.picklist(["run", "compaction", "navigation"]);
+export type OperationKind = v.InferOutput<typeof OperationKindSchema>;
 export type OperationStatus = "completed" | "declined" | "aborted" | "failed";
 
-export interface OperationError {
-  code: string;
-  message: string;
-  details?: JsonValue;
-}
+export const OperationErrorSchema = v.object({ code: v.string(), message: v.string(), details: v.optional(JsonValueSchema) });
+export type OperationError = v.InferOutput<typeof OperationErrorSchema>;
 
 /** One immutable record per terminal operation, at `pi.result/{id}`, kept forever (§3.8). */
-export interface OperationResultRecord {
-  operationId: string;
-  kind: OperationKind;
-  status: OperationStatus;
-  error?: OperationError;
-  fromTipId: string | null;
-  tipId: string | null;
-  startedAt: number;
-  endedAt: number;
-}
+export const OperationResultRecordSchema = v.object({
+  operationId: v.string(),
+  kind: OperationKindSchema,
+  status: v.picklist(["completed", "declined", "aborted", "failed"]),
+  error: v.optional(OperationErrorSchema),
+  fromTipId: v.nullable(v.string()),
+  tipId: v.nullable(v.string()),
+  startedAt: v.number(),
+  endedAt: v.number(),
+});
+export type OperationResultRecord = v.InferOutput<typeof OperationResultRecordSchema>;
 
-export type LiveStatus = "running" | "open" | "aborting";
+export const LiveStatusSchema = v.picklist(["running", "open", "aborting"]);
+export type LiveStatus = v.InferOutput<typeof LiveStatusSchema>;
 
-export interface CurrentOperationInfo {
-  id: string;
-  kind: OperationKind;
-  startedAt: number;
-  status: LiveStatus;
-  capturedModel?: ModelIdentity;
-}
+export const CurrentOperationInfoSchema = v.object({
+  id: v.string(),
+  kind: OperationKindSchema,
+  startedAt: v.number(),
+  status: LiveStatusSchema,
+  capturedModel: v.optional(ModelIdentitySchema),
+});
+export type CurrentOperationInfo = v.InferOutput<typeof CurrentOperationInfoSchema>;
 
-export interface LaneInfo {
-  name: string;
-  tipId: string | null;
-  operation: CurrentOperationInfo | null;
-}
+/** A lane as listings and `PUT …/lanes/{lane}` show it. */
+export const LaneInfoSchema = v.object({ name: v.string(), tipId: v.nullable(v.string()), operation: v.nullable(CurrentOperationInfoSchema) });
+export type LaneInfo = v.InferOutput<typeof LaneInfoSchema>;
 
-export interface LaneExecutionInfo {
-  lane: string;
-  tipId: string | null;
-  configuration: LaneConfiguration;
-  current: (CurrentOperationInfo & { at: string }) | null;
-  lastOperationId: string | null;
-  queues: LaneQueuedItem[];
-}
+/** `GET …/lanes/{lane}`: `current.at` names the operation's step (its state machine's leaf). */
+export const LaneExecutionInfoSchema = v.object({
+  lane: v.string(),
+  tipId: v.nullable(v.string()),
+  configuration: LaneConfigurationSchema,
+  current: v.nullable(v.object({ ...CurrentOperationInfoSchema.entries, at: v.string() })),
+  lastOperationId: v.nullable(v.string()),
+  queues: v.array(LaneQueuedItemSchema),
+});
+export type LaneExecutionInfo = v.InferOutput<typeof LaneExecutionInfoSchema>;
 
-export interface RetryInfo {
-  attempt: number;
-  maxAttempts: number;
-  nextAttemptAt: number;
-}
+export const RetryInfoSchema = v.object({ attempt: v.number(), maxAttempts: v.number(), nextAttemptAt: v.number() });
+export type RetryInfo = v.InferOutput<typeof RetryInfoSchema>;
 
-export type RunningToolRow =
-  | {
-      status: "running";
-      toolCallId: string;
-      toolName: string;
-      args: JsonValue;
-      /** "client": the call waits for the tenant's client to post its result. */
-      executor?: "client";
-      result?: ToolResultView;
-    }
-  | { status: "settled"; toolCallId: string; toolName: string; args: JsonValue; result: ToolResultView; isError: boolean };
+export const ToolResultViewSchema = v.object({
+  content: ToolResultMessageSchema.entries.content,
+  details: v.optional(JsonValueSchema),
+  usage: v.optional(UsageSchema),
+  addedToolNames: v.optional(v.array(v.string())),
+  terminate: v.optional(v.boolean()),
+});
+export type ToolResultView = v.InferOutput<typeof ToolResultViewSchema>;
 
-export interface ToolResultView {
-  content: ToolResultMessage["content"];
-  details?: JsonValue;
-  usage?: Usage;
-  addedToolNames?: string[];
-  terminate?: boolean;
-}
+const toolCall = { toolCallId: v.string(), toolName: v.string(), args: JsonValueSchema };
+export const RunningToolRowSchema = v.variant("status", [
+  v.object({
+    status: v.literal("running"),
+    ...toolCall,
+    /** "client": the call waits for the tenant's client to post its result. */
+    executor: v.optional(v.literal("client")),
+    result: v.optional(ToolResultViewSchema),
+  }),
+  v.object({ status: v.literal("settled"), ...toolCall, result: ToolResultViewSchema, isError: v.boolean() }),
+]);
+export type RunningToolRow = v.InferOutput<typeof RunningToolRowSchema>;
 
-export interface SnapshotOperation {
-  id: string;
-  kind: OperationKind;
-  startedAt: number;
-  fromTipId: string | null;
-  status: LiveStatus;
-  retry?: RetryInfo;
-  deferred?: { handle: DeferredHandle; poll: number };
-  streamingMessage?: AssistantMessage;
-  runningTools: RunningToolRow[];
-}
+/** A suspended run's deferred handle and how many polls it has had. */
+export const DeferredWaitSchema = v.object({ handle: DeferredHandleSchema, poll: v.number() });
 
-export interface LaneSnapshot {
-  lane: string;
-  tipId: string | null;
+export const SnapshotOperationSchema = v.object({
+  id: v.string(),
+  kind: OperationKindSchema,
+  startedAt: v.number(),
+  fromTipId: v.nullable(v.string()),
+  status: LiveStatusSchema,
+  retry: v.optional(RetryInfoSchema),
+  deferred: v.optional(DeferredWaitSchema),
+  streamingMessage: v.optional(AssistantMessageSchema),
+  runningTools: v.array(RunningToolRowSchema),
+});
+export type SnapshotOperation = v.InferOutput<typeof SnapshotOperationSchema>;
+
+export const LaneSnapshotSchema = v.object({
+  lane: v.string(),
+  tipId: v.nullable(v.string()),
   /**
    * Compaction-bounded, oldest first: the newest compaction (if any) first, then up to the tip;
    * only its newest part when `olderEntries` is set (bounds in transcript-bounds.ts).
    */
-  transcript: Entry[];
+  transcript: v.array(EntrySchema),
   /** Set when older entries of the compaction-bounded transcript were left out of `transcript`. */
-  olderEntries?: OlderEntries;
-  lastResult?: OperationResultRecord;
-  configuration: LaneConfiguration;
-  stats: SessionStats;
-  operation: SnapshotOperation | null;
-  queues: LaneQueuedItem[];
-  faulted: boolean;
-}
+  olderEntries: v.optional(OlderEntriesSchema),
+  lastResult: v.optional(OperationResultRecordSchema),
+  configuration: LaneConfigurationSchema,
+  stats: SessionStatsSchema,
+  operation: v.nullable(SnapshotOperationSchema),
+  queues: v.array(LaneQueuedItemSchema),
+  faulted: v.boolean(),
+});
+export type LaneSnapshot = v.InferOutput<typeof LaneSnapshotSchema>;
 
 export type CompactionReason = "manual" | "threshold" | "overflow";
 

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { MAX_TOOL_URL_CHARS, ToolReplaySchema, type ToolDefinitionView } from "./tools.ts";
+import { MAX_TOOL_URL_CHARS, ToolDefinitionViewSchema, ToolReplaySchema } from "./tools.ts";
 import { utf8Length } from "./utf8.ts";
 
 // MCP tool servers of a session (spec/API.md "Sessions": `…/mcp-servers/{name}`; the fourth tool
@@ -101,54 +101,58 @@ export const McpServerInputSchema = v.pipe(
 );
 export type McpServerInput = v.InferOutput<typeof McpServerInputSchema>;
 
-export type McpServerStatus = "ready" | "error";
+export const McpServerStatusSchema = v.picklist(["ready", "error"]);
+export type McpServerStatus = v.InferOutput<typeof McpServerStatusSchema>;
 
 /** A tool the server offers, as the session lists it. */
-export interface McpToolView {
+export const McpToolViewSchema = v.object({
   /** The tool's name in this session (prefix + its name on the server). */
-  name: string;
+  name: v.string(),
   /** Its name on the server. */
-  remoteName: string;
-  replay: "never" | "safe";
+  remoteName: v.string(),
+  replay: ToolReplaySchema,
   /** The server stopped listing it; it stays while a lane has it active, and calling it fails. */
-  withdrawn?: true;
-}
+  withdrawn: v.optional(v.literal(true)),
+});
+export type McpToolView = v.InferOutput<typeof McpToolViewSchema>;
+
+/** Why the last discovery failed, and when. */
+const McpLastErrorSchema = v.object({ message: v.string(), at: v.string() });
+
+/** A server's state as `GET …/tools` reports it next to the tools. */
+export const McpServerSummarySchema = v.object({
+  name: v.string(),
+  /** `ready` when the last discovery succeeded, `error` when it failed (the cached tools stay usable). */
+  status: McpServerStatusSchema,
+  toolCount: v.number(),
+  /** When discovery last succeeded (ISO 8601). */
+  lastRefreshAt: v.optional(v.string()),
+  lastError: v.optional(McpLastErrorSchema),
+});
+export type McpServerSummary = v.InferOutput<typeof McpServerSummarySchema>;
 
 /** A registered server as the API shows it (header values and the bearer token never appear). */
-export interface McpServerView {
-  name: string;
-  url: string;
-  prefix: string;
-  allow?: string[];
-  replay: McpReplay;
-  timeoutMs: number;
+export const McpServerViewSchema = v.object({
+  ...McpServerSummarySchema.entries,
+  url: v.string(),
+  prefix: v.string(),
+  allow: v.optional(v.array(v.string())),
+  replay: McpReplaySchema,
+  timeoutMs: v.number(),
   /** The names of the static headers (never their values); `Authorization` when a bearer token is set. */
-  headerNames: string[];
-  /** `ready` when the last discovery succeeded, `error` when it failed (the cached tools stay usable). */
-  status: McpServerStatus;
-  toolCount: number;
-  tools: McpToolView[];
+  headerNames: v.array(v.string()),
+  tools: v.array(McpToolViewSchema),
   /** Tools the server offers that this session cannot use, with why (a name or schema it cannot take, a name already taken). */
-  skippedTools: { name: string; reason: string }[];
-  /** When discovery last succeeded (ISO 8601). */
-  lastRefreshAt?: string;
-  lastError?: { message: string; at: string };
-}
+  skippedTools: v.array(v.object({ name: v.string(), reason: v.string() })),
+});
+export type McpServerView = v.InferOutput<typeof McpServerViewSchema>;
 
 /** What `PUT …/mcp-servers/{name}` answers. */
 export type McpServerReply = McpServerView & { created: boolean };
 
-/** A server's state as `GET …/tools` reports it next to the tools. */
-export interface McpServerSummary {
-  name: string;
-  status: McpServerStatus;
-  toolCount: number;
-  lastRefreshAt?: string;
-  lastError?: { message: string; at: string };
-}
+/** `GET …/mcp-servers`. */
+export const McpServerListSchema = v.object({ items: v.array(McpServerViewSchema) });
 
 /** What `GET …/tools` answers: the session's tools (its own and its MCP servers'), and each server's state. */
-export interface ToolListing {
-  items: ToolDefinitionView[];
-  mcpServers: McpServerSummary[];
-}
+export const ToolListingSchema = v.object({ items: v.array(ToolDefinitionViewSchema), mcpServers: v.array(McpServerSummarySchema) });
+export type ToolListing = v.InferOutput<typeof ToolListingSchema>;

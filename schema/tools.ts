@@ -72,22 +72,27 @@ export const ToolDefinitionsByNameSchema = v.pipe(
 );
 
 /** A defined tool as the API shows it (an http tool's secret never appears); `mcp` tools come from a registered MCP server. */
-export interface ToolDefinitionView {
-  name: string;
-  kind: "builtin" | "http" | "client" | "mcp";
-  description: string;
-  parameters: JsonObject;
-  replay: "never" | "safe";
-  url?: string;
-  timeoutMs?: number;
+export const ToolDefinitionViewSchema = v.object({
+  name: v.string(),
+  kind: v.picklist(["builtin", "http", "client", "mcp"]),
+  description: v.string(),
+  /** The JSON Schema of the tool's arguments. */
+  parameters: JsonObjectSchema,
+  replay: ToolReplaySchema,
+  url: v.optional(v.string()),
+  timeoutMs: v.optional(v.number()),
   /** The last characters of an http tool's signing secret, to tell secrets apart. */
-  secretHint?: string;
+  secretHint: v.optional(v.string()),
   /** An mcp tool's server (its name in `…/mcp-servers`). */
-  server?: string;
-}
+  server: v.optional(v.string()),
+});
+export type ToolDefinitionView = v.InferOutput<typeof ToolDefinitionViewSchema>;
 
-/** What `PUT …/tools/{name}` answers: the definition, and an http tool's secret once, when created. */
-export type ToolDefinitionReply = ToolDefinitionView & { created: boolean; secret?: string };
+/** What `PUT …/tools/{name}` answers when it created the tool: an http tool's signing secret, this once. */
+export const CreatedToolDefinitionSchema = v.object({ ...ToolDefinitionViewSchema.entries, secret: v.optional(v.string()) });
+
+/** What the session object answers `PUT …/tools/{name}` (the route answers `created` as 201 or 200). */
+export type ToolDefinitionReply = v.InferOutput<typeof CreatedToolDefinitionSchema> & { created: boolean };
 
 /** A tool call id as providers mint them (path segment of the tool-results route). */
 export const ToolCallIdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:|-]{1,128}$/, "A tool call id is 1–128 letters, digits or _ . : | -"));

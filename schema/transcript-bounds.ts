@@ -1,3 +1,4 @@
+import * as v from "valibot";
 import type { Entry } from "./entries.ts";
 import { utf8Length } from "./utf8.ts";
 
@@ -18,9 +19,8 @@ export const SNAPSHOT_TRANSCRIPT_MAX_BYTES = 4 * 1024 * 1024;
  * Set on a snapshot whose transcript is a tail: `start` is the newest entry left out. Older entries
  * are read newest first with `GET …/branches/{lane}/entries?start={start}&stopAtType=compaction`.
  */
-export interface OlderEntries {
-  start: string;
-}
+export const OlderEntriesSchema = v.object({ start: v.string() });
+export type OlderEntries = v.InferOutput<typeof OlderEntriesSchema>;
 
 export interface TranscriptTail {
   /** Oldest first. */

@@ -1,5 +1,5 @@
 import type { Storage } from "../../harness/session/storage.ts";
-import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-api.ts";
+import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-answers.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { Entry } from "../../schema/entries.ts";

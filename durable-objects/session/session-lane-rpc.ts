@@ -1,3 +1,4 @@
+import type { AbortOutcome } from "../../schema/lane-answers.ts";
 import type { AbortRequestResult } from "../../harness/runtime/abort.ts";
 import type { OperationAdmission, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
@@ -8,14 +9,15 @@ import type { DeferredHandle } from "../../schema/messages.ts";
 import type { HarnessSettings, PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { Wire } from "../../schema/wire.ts";
-import type { PromptAnswer } from "../../schema/lane-api.ts";
+import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
 import type { OperationView } from "../session-runtime.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { assertCanDefer } from "./deferred-check.ts";
-import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
+import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
+import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
 import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
 import type { Page } from "../sql/json-pages.ts";
 import type { NamePageQuery } from "./session-data-rpc.ts";
@@ -32,7 +34,7 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
   | { state: "pending"; operationId: string };
 
 /** The abort convenience: requestAbort's answer plus the record when reconciliation settled in time. */
-export type AbortOutcome = AbortRequestResult & { record?: OperationResultRecord };
+export type { AbortOutcome };
 
 /** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
 export abstract class SessionLaneRpc extends SessionForkRpc {

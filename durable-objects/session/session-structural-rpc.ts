@@ -1,6 +1,6 @@
 import type { CompactionRequest, NavigationRequest } from "../../harness/runtime/acceptance.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import type { PromptAnswer } from "../../schema/lane-api.ts";
+import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import { parseWire, unwrapLane, asResult } from "../rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";

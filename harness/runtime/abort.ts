@@ -1,4 +1,4 @@
-import type { AgentMessage } from "../../schema/messages.ts";
+import type { AbortRequestResult } from "../../schema/lane-answers.ts";
 import { pendingEntry } from "../session/builtin-addresses.ts";
 import { deleteValue } from "../session/writes.ts";
 import { queueUpdate } from "./acceptance.ts";
@@ -11,12 +11,7 @@ import { stateWrites } from "./operation-codec.ts";
 import { queueView } from "./lane-state.ts";
 import type { OperationState } from "./types.ts";
 
-export interface AbortRequestResult {
-  operationId: string;
-  newlyRequested: boolean;
-  steer: AgentMessage[];
-  followUp: AgentMessage[];
-}
+export type { AbortRequestResult };
 
 /**
  * requestAbort's one commit (reference §4.4): the cancellation marker, and every steer and

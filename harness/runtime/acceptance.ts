@@ -1,5 +1,6 @@
+import type { OperationAdmission } from "../../schema/lane-answers.ts";
 import type { Entry, NewEntry } from "../../schema/entries.ts";
-import type { HarnessEvent, LaneQueuedItem, OperationKind } from "../../schema/lane.ts";
+import type { HarnessEvent, LaneQueuedItem } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { DeferredMode, HarnessResources, HarnessSettings } from "../../schema/settings.ts";
 import { branchTip, legacyOperationMeta, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
@@ -35,11 +36,7 @@ export type CompactionRequest = { kind: "compaction"; customInstructions?: strin
 
 export type OperationRequest = RunRequest | NavigationRequest | CompactionRequest;
 
-export interface OperationAdmission {
-  operationId: string;
-  kind: OperationKind;
-  startedAt: number;
-}
+export type { OperationAdmission };
 
 export function runSettingsOf(settings: HarnessSettings): RunSettings {
   return {

@@ -1,3 +1,4 @@
+import type { CancelQueuedResult } from "../../schema/lane-answers.ts";
 import type { NewEntry } from "../../schema/entries.ts";
 import { MAX_QUEUED_BYTES, MAX_QUEUED_ITEMS, type InboxItem, type InboxKind, type LaneQueuedItem } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
@@ -12,7 +13,7 @@ import { entryOfQueued, queuedItemOf, queueView, type LaneProjection } from "./l
 // The lane-owned inbox (reference §3.7): enqueue always admits, cancel triages in one place, and
 // an operation-aware append either places now (idle) or queues a `write` item (busy).
 
-export type CancelQueuedResult = "cancelled" | "already_consumed" | "not_found";
+export type { CancelQueuedResult };
 
 /**
  * One commit: the payload at `pendingEntry(id)` plus the inbox item; emits the whole queue. The

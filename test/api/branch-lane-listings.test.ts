@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
+import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
 import { call } from "./helpers.ts";
 import { expectError, tenantWithSession } from "./session-helpers.ts";
 

@@ -45,7 +45,8 @@ function hasType(value: unknown, type: string): boolean {
 /** Whether `value` is valid against `schema`, `$ref`s resolved in `components`. */
 export function conforms(schema: Definition, value: unknown, components: Record<string, JsonSchema>): boolean {
   if (typeof schema === "boolean") return schema;
-  for (const key of Object.keys(schema)) if (!KEYWORDS.has(key) && !ANNOTATIONS.has(key)) throw new Error(`unsupported keyword ${key}`);
+  // `x-` extensions (ApiError's `x-status-by-code`) say nothing about validity.
+  for (const key of Object.keys(schema)) if (!KEYWORDS.has(key) && !ANNOTATIONS.has(key) && !key.startsWith("x-")) throw new Error(`unsupported keyword ${key}`);
   const check = (sub: Definition, item: unknown) => conforms(sub, item, components);
   if (schema.$ref !== undefined) {
     const target = components[schema.$ref.replace("#/components/schemas/", "")];

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
-import type { PromptAnswer } from "../../schema/lane-api.ts";
+import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { storedId } from "../../durable-objects/sql/stored-ids.ts";

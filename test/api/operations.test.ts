@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import type { Entry } from "../../schema/entries.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
-import type { PromptAnswer } from "../../schema/lane-api.ts";
+import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";
 import { execution, laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-api.ts";
+import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-answers.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import { userMessage } from "../helpers/messages.ts";
 import { call } from "./helpers.ts";
@@ -81,9 +81,11 @@ describe("POST …/lanes/{lane}/prompt answers the messages of the run", () => {
 
 describe("the OpenAPI document", () => {
   it("describes the prompt answer's messages", async () => {
-    const document = await (await call("/openapi.json")).json<{ paths: Record<string, { post: { responses: Record<string, unknown> } }> }>();
+    const document = await (await call("/openapi.json")).json<{ paths: Record<string, { post: { responses: Record<string, unknown> } }>; components: { schemas: Record<string, unknown> } }>();
     const answer = JSON.stringify(document.paths["/v1/sessions/{sid}/lanes/{lane}/prompt"]?.post.responses["200"]);
-    expect(answer).toContain("messagesTruncated");
-    expect(answer).toContain("#/components/schemas/AgentMessage");
+    expect(answer).toContain("#/components/schemas/PromptAnswer");
+    const settled = JSON.stringify(document.components.schemas.PromptAnswer);
+    expect(settled).toContain("messagesTruncated");
+    expect(settled).toContain("#/components/schemas/AgentMessage");
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { appendedMessages, placedBy } from "../../durable-objects/session/appended-messages.ts";
 import { ContextCache } from "../../harness/runtime/context-cache.ts";
-import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-api.ts";
+import { PROMPT_ANSWER_LIMITS } from "../../schema/lane-answers.ts";
 import type { Entry } from "../../schema/entries.ts";
 import { userMessage } from "../helpers/messages.ts";
 import { ECHO } from "./helpers.ts";

@@ -1,7 +1,7 @@
 import { MAX_QUEUED_BYTES, MAX_QUEUED_ITEMS } from "../../schema/lane.ts";
 import * as v from "valibot";
-import { IdSchema } from "../../schema/api.ts";
-import { NamePageQuerySchema, PAGE_LIMIT_DEFAULT, SESSION_LIMITS } from "../../schema/api-sessions.ts";
+import { IdSchema, PAGE_LIMIT_DEFAULT, pageSchema } from "../../schema/api.ts";
+import { NamePageQuerySchema, SESSION_LIMITS } from "../../schema/api-sessions.ts";
 import {
   EnqueueSchema,
   LaneConfigPatchSchema,
@@ -10,14 +10,27 @@ import {
   CompactConvenienceSchema,
   NavigateConvenienceSchema,
   OperationRequestSchema,
-  PROMPT_ANSWER_LIMITS,
-  PromptAnswerSchema,
   PromptConvenienceSchema,
   PutLaneSchema,
-  SuspendedRunSchema,
   WaitQuerySchema,
 } from "../../schema/lane-api.ts";
-import { LaneConfigurationSchema } from "../../schema/lane.ts";
+import {
+  AbortOutcomeSchema,
+  AbortRequestResultSchema,
+  CancelQueuedAnswerSchema,
+  CompactAnswerSchema,
+  EntryPlacementSchema,
+  LaneSnapshotAnswerSchema,
+  NavigateAnswerSchema,
+  OperationAdmissionSchema,
+  OperationViewSchema,
+  PendingOperationSchema,
+  PROMPT_ANSWER_LIMITS,
+  PromptAnswerSchema,
+  QueuedSchema,
+  SuspendedRunSchema,
+} from "../../schema/lane-answers.ts";
+import { LaneConfigurationSchema, LaneExecutionInfoSchema, LaneInfoSchema, OperationResultRecordSchema } from "../../schema/lane.ts";
 import { SNAPSHOT_TRANSCRIPT_MAX_BYTES, SNAPSHOT_TRANSCRIPT_MAX_ENTRIES } from "../../schema/transcript-bounds.ts";
 import {
   WATCH_ACK_EVERY_BYTES,
@@ -66,7 +79,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "List lanes",
     description: `Lanes by name: \`{ items: LaneInfo[], nextCursor }\`, a LaneInfo being \`{ name, tipId, operation }\`. \`limit\` is 1–1000 (default ${PAGE_LIMIT_DEFAULT}); \`nextCursor\` continues, null on the last page.`,
     pathParams: SID, query: NamePageQuerySchema,
-    responses: { 200: { description: "A page of lanes" } },
+    responses: { 200: { description: "A page of lanes", schema: pageSchema(LaneInfoSchema) } },
     errors: SESSION_ERRORS,
   },
   {
@@ -77,13 +90,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
       CONFIG_CHECK +
       ` A session holds at most ${SESSION_LIMITS.lanes} lanes and ${SESSION_LIMITS.branches} branches; a new lane beyond either (its branch counts when the branch is new) is 422 \`LimitExceeded\`.`,
     pathParams: LANE, body: PutLaneSchema, example: { createAt: null, model: { provider: "scripted", modelId: "echo" } },
-    responses: { 200: { description: "The existing lane's LaneInfo" }, 201: { description: "The created lane's LaneInfo" } },
+    responses: { 200: { description: "The existing lane's LaneInfo", schema: LaneInfoSchema }, 201: { description: "The created lane's LaneInfo", schema: LaneInfoSchema } },
     errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool", "DeferredUnsupported", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",
     summary: "A lane's execution state", pathParams: LANE,
-    responses: { 200: { description: "LaneExecutionInfo `{ lane, tipId, configuration, current, lastOperationId, queues }`" } },
+    responses: { 200: { description: "LaneExecutionInfo `{ lane, tipId, configuration, current, lastOperationId, queues }`", schema: LaneExecutionInfoSchema } },
     errors: LANE_ERRORS,
   },
   {
@@ -97,13 +110,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/entries", operationId: "appendLaneEntry", tag: "Lanes", auth: "tenant",
     summary: "Append an entry to a lane", description: "Placed now when idle (after queued writes); queued as a `write` item when busy (409 `QueueFull` when the queue is at its bound).",
     pathParams: LANE, body: NewLaneEntrySchema, example: { customType: "note", data: { text: "remember this" } }, idempotent: true,
-    responses: { 201: { description: "`{ entryId, placed }`" } },
+    responses: { 201: { description: "`{ entryId, placed }`", schema: EntryPlacementSchema } },
     errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", operationId: "getLaneSnapshot", tag: "Lanes", auth: "tenant",
     summary: "A lane's snapshot", pathParams: LANE,
-    responses: { 200: { description: `\`{ seq, snapshot: LaneSnapshot }\`. ${SNAPSHOT_TRANSCRIPT}` } },
+    responses: { 200: { description: `\`{ seq, snapshot: LaneSnapshot }\`. ${SNAPSHOT_TRANSCRIPT}`, schema: LaneSnapshotAnswerSchema } },
     errors: LANE_ERRORS,
   },
   {
@@ -111,13 +124,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "Queue a message (steer, followUp, nextRun)",
     description: `Admits whether the lane is idle or busy, while the queue holds fewer than ${MAX_QUEUED_ITEMS} items and ${MAX_QUEUED_BYTES / 1024 / 1024} MiB of payload; past that, 409 \`QueueFull\`.`,
     pathParams: LANE, body: EnqueueSchema, example: { kind: "followUp", message: "And then?" }, idempotent: true,
-    responses: { 201: { description: "`{ entryId }`" } },
+    responses: { 201: { description: "`{ entryId }`", schema: QueuedSchema } },
     errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/lanes/{lane}/queue/{entryId}", operationId: "cancelQueued", tag: "Lanes", auth: "tenant",
     summary: "Cancel a queued item", pathParams: { ...LANE, entryId: IdSchema },
-    responses: { 200: { description: "`{ result: \"cancelled\" | \"already_consumed\" | \"not_found\" }`" } },
+    responses: { 200: { description: "`{ result: \"cancelled\" | \"already_consumed\" | \"not_found\" }`", schema: CancelQueuedAnswerSchema } },
     errors: LANE_ERRORS,
   },
   {
@@ -125,7 +138,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "Accept an operation",
     description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` summarizes the lane's older context into a compaction entry (422 `NothingToCompact` when it all fits in the kept recent part); `navigation` with `summarize: true` also summarizes the branch the tip leaves (after the point it shares with the target) into a branch-summary entry under the target, which becomes the tip (422 `InvalidNavigation` reason `summarize_root` for the root). " + OPEN_QUOTA,
     pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
-    responses: { 202: { description: "`{ operationId, kind, startedAt }`" } },
+    responses: { 202: { description: "`{ operationId, kind, startedAt }`", schema: OperationAdmissionSchema } },
     errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
   },
   {
@@ -134,8 +147,8 @@ export const laneCatalog: readonly CatalogRoute[] = [
     description: `Summarizes the lane's older context (everything before the newest \`settings.compaction.keepRecentTokens\` tokens) with the lane's model and places one compaction entry on its tip; \`customInstructions\` says what the summary should focus on. \`wait\` in seconds (≤ 60, default 60). Answers \`{ compaction: record, run? }\`: when the compaction completed and queued steer, follow-up or next-run input is waiting, the run that takes it starts after the compaction and \`run\` is its answer (as for prompt). ${OPEN_QUOTA}`,
     pathParams: LANE, body: CompactConvenienceSchema, example: { customInstructions: "Keep the open questions" }, idempotent: true,
     responses: {
-      200: { description: "`{ compaction: record, run? }`" },
-      202: { description: "`{ operationId }`: the wait ran out" },
+      200: { description: "`{ compaction: record, run? }`", schema: CompactAnswerSchema },
+      202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
     errors: [...LANE_ERRORS, "LaneBusy", "NothingToCompact", "InvalidOperationId", "RateLimited"],
   },
@@ -145,8 +158,8 @@ export const laneCatalog: readonly CatalogRoute[] = [
     description: `Moves the lane's tip to \`targetId\` (null: the root), with an optional \`label\` on the target. \`wait\` in seconds (≤ 60, default 60). Answers \`{ navigation: record, run? }\`: when the navigation completed and queued steer, follow-up or next-run input is waiting, the run that takes it starts from the new tip and \`run\` is its answer (as for prompt). With \`summarize: true\` the branch the tip leaves (after the point it shares with the target) is first summarized by the lane's model (\`customInstructions\` says what to focus on) into a branch-summary entry placed under the target, and the tip ends on that entry; when the target lies ahead of the tip nothing is left behind and the move is a plain one. ${OPEN_QUOTA}`,
     pathParams: LANE, body: NavigateConvenienceSchema, example: { targetId: "019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6a7b", label: "before the detour", summarize: true }, idempotent: true,
     responses: {
-      200: { description: "`{ navigation: record, run? }`" },
-      202: { description: "`{ operationId }`: the wait ran out" },
+      200: { description: "`{ navigation: record, run? }`", schema: NavigateAnswerSchema },
+      202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
     errors: [...LANE_ERRORS, "LaneBusy", "UnknownTarget", "InvalidNavigation", "InvalidOperationId", "RateLimited"],
   },
@@ -155,21 +168,21 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "An operation, settled or current (drive(id) made total)",
     description: `${WAIT_DEFAULT(0)} Long-polls until settled or a durable wait. An id neither current nor settled is 404 \`OperationMismatch\`.`,
     pathParams: OPERATION, query: WaitQuerySchema,
-    responses: { 200: { description: OPERATION_VIEW } },
+    responses: { 200: { description: OPERATION_VIEW, schema: OperationViewSchema } },
     errors: [...LANE_ERRORS, "OperationMismatch"], errorStatus: { OperationMismatch: 404 },
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort", operationId: "abortOperation", tag: "Operations", auth: "tenant",
     summary: "Request the abort of an operation", description: "A stale id (not the current operation) is 409 `OperationMismatch`.",
     pathParams: OPERATION,
-    responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp }`" } },
+    responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp }`", schema: AbortRequestResultSchema } },
     errors: [...LANE_ERRORS, "OperationMismatch"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/resume", operationId: "resumeOperation", tag: "Operations", auth: "tenant",
     summary: "One deferred poll permit / drive now", description: `${WAIT_DEFAULT(0)} Answers like GET.`,
     pathParams: OPERATION, query: WaitQuerySchema,
-    responses: { 200: { description: OPERATION_VIEW } },
+    responses: { 200: { description: OPERATION_VIEW, schema: OperationViewSchema } },
     errors: [...LANE_ERRORS, "OperationMismatch"], errorStatus: { OperationMismatch: 404 },
   },
   {
@@ -179,7 +192,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
     responses: {
       200: { description: "The settled record with `messages` and `messagesTruncated`, or `{ status: \"suspended\", operationId, deferred }`", schema: v.union([PromptAnswerSchema, SuspendedRunSchema]) },
-      202: { description: "`{ operationId }`: the wait ran out" },
+      202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
     errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
   },
@@ -187,14 +200,17 @@ export const laneCatalog: readonly CatalogRoute[] = [
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", operationId: "abortCurrent", tag: "Operations", auth: "tenant",
     summary: "Abort the current operation", description: WAIT_DEFAULT(10),
     pathParams: LANE, query: WaitQuerySchema,
-    responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp, record? }`" } },
+    responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp, record? }`", schema: AbortOutcomeSchema } },
     errors: [...LANE_ERRORS, "NoActiveOperation"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/resume", operationId: "resumeCurrent", tag: "Operations", auth: "tenant",
     summary: "Resume the current operation", description: WAIT_DEFAULT(60),
     pathParams: LANE, query: WaitQuerySchema,
-    responses: { 200: { description: CONVENIENCE }, 202: { description: "`{ operationId }`: the wait ran out" } },
+    responses: {
+      200: { description: CONVENIENCE, schema: v.union([OperationResultRecordSchema, SuspendedRunSchema]) },
+      202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
+    },
     errors: [...LANE_ERRORS, "NothingToResume"],
   },
   {

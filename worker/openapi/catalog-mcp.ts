@@ -1,5 +1,5 @@
 import { IdSchema } from "../../schema/api.ts";
-import { MAX_MCP_SERVER_TOOLS, MAX_SESSION_MCP_SERVERS, McpServerInputSchema, McpServerNameSchema } from "../../schema/mcp.ts";
+import { MAX_MCP_SERVER_TOOLS, MAX_SESSION_MCP_SERVERS, McpServerInputSchema, McpServerListSchema, McpServerNameSchema, McpServerViewSchema } from "../../schema/mcp.ts";
 import { SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
 
 // spec/API.md MCP server routes: worker/routes/mcp-servers.ts (docs/tools.md "MCP servers").
@@ -14,7 +14,7 @@ export const mcpCatalog: readonly CatalogRoute[] = [
     method: "get", path: "/v1/sessions/{sid}/mcp-servers", operationId: "listMcpServers", tag: "Tools", auth: "tenant",
     summary: "The session's MCP servers", description: `At most ${MAX_SESSION_MCP_SERVERS}, by name, each with its state and cached tools.`,
     pathParams: SID,
-    responses: { 200: { description: `\`{ items: Server[] }\`, each ${VIEW}` } },
+    responses: { 200: { description: `\`{ items: Server[] }\`, each ${VIEW}`, schema: McpServerListSchema } },
     errors: [...SESSION_ERRORS],
   },
   {
@@ -26,7 +26,7 @@ export const mcpCatalog: readonly CatalogRoute[] = [
       "A discovery that fails still registers the server, with `status: \"error\"` and `lastError`. A new prefix is 409 `ToolInUse` while a lane has one of the server's tools active.",
     pathParams: SERVER, body: McpServerInputSchema,
     example: { url: "https://mcp.example.com/mcp", bearerToken: "secret-token", prefix: "docs_", allow: ["search"], replay: { search: "safe" } },
-    responses: { 200: { description: `Replaced: ${VIEW}` }, 201: { description: `Registered: ${VIEW}` } },
+    responses: { 200: { description: `Replaced: ${VIEW}`, schema: McpServerViewSchema }, 201: { description: `Registered: ${VIEW}`, schema: McpServerViewSchema } },
     errors: [...SESSION_ERRORS, "LimitExceeded", "ToolInUse", "NotConfigured"],
   },
   {
@@ -41,7 +41,7 @@ export const mcpCatalog: readonly CatalogRoute[] = [
     summary: "Discover an MCP server's tools again now",
     description: "A failed discovery keeps the cached tools and answers `status: \"error\"` with `lastError`.",
     pathParams: SERVER,
-    responses: { 200: { description: VIEW } },
+    responses: { 200: { description: VIEW, schema: McpServerViewSchema } },
     errors: [...SESSION_ERRORS, "McpServerNotFound"],
   },
 ];

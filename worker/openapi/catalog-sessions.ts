@@ -1,6 +1,7 @@
 import {
   CreateSessionSchema,
   IdSchema,
+  PAGE_LIMIT_DEFAULT,
   pageSchema,
   PutSkillSchema,
   PutTemplateSchema,
@@ -22,12 +23,13 @@ import {
   NamePageQuerySchema,
   NewBranchEntrySchema,
   PAGE_BYTES_MAX,
-  PAGE_LIMIT_DEFAULT,
   PatchSessionSchema,
   SESSION_LIMITS,
   UsageQuerySchema,
 } from "../../schema/api-sessions.ts";
 import { EntrySchema } from "../../schema/entries.ts";
+import { EntryPlacementSchema } from "../../schema/lane-answers.ts";
+import { BranchSchema, CreatedSessionSchema, EntryLabelSchema, ResourceNamedSchema, SessionSchema } from "../../schema/session.ts";
 import { SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
 import { BranchPageSchema, EntryPageSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "./responses.ts";
 
@@ -51,7 +53,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     method: "put", path: "/v1/sessions/{sid}/skills/{name}", operationId: "putSkill", tag: "Sessions", auth: "tenant",
     summary: "Set a skill (used by `{ kind: \"skill\" }` runs)", pathParams: { ...SID, name: ResourceNameSchema },
     body: PutSkillSchema, example: { description: "Reviews a diff", content: "Review the change for correctness." },
-    responses: { 200: { description: "`{ name }`" } },
+    responses: { 200: { description: "`{ name }`", schema: ResourceNamedSchema } },
     errors: [...SESSION_ERRORS],
   },
   {
@@ -64,7 +66,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     method: "put", path: "/v1/sessions/{sid}/templates/{name}", operationId: "putTemplate", tag: "Sessions", auth: "tenant",
     summary: "Set a prompt template (`$1`…`$9`, `$@`; used by `{ kind: \"prompt_template\" }` runs)",
     pathParams: { ...SID, name: ResourceNameSchema }, body: PutTemplateSchema, example: { content: "Summarize $1 in $2 words." },
-    responses: { 200: { description: "`{ name }`" } },
+    responses: { 200: { description: "`{ name }`", schema: ResourceNamedSchema } },
     errors: [...SESSION_ERRORS],
   },
   {
@@ -81,7 +83,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     body: CreateSessionSchema,
     example: { name: "Support chat", settings: { systemPrompt: "Be brief." }, tools: { current_time: { kind: "builtin" } } },
     idempotent: true,
-    responses: { 201: { description: `${SESSION}, plus \`toolSecrets\` (\`{ [toolName]: secret }\`) when http tools were defined: their signing secrets, shown this once (a replay with the same Idempotency-Key answers without them)` } },
+    responses: { 201: { description: `${SESSION}, plus \`toolSecrets\` (\`{ [toolName]: secret }\`) when http tools were defined: their signing secrets, shown this once (a replay with the same Idempotency-Key answers without them)`, schema: CreatedSessionSchema } },
     errors: ["SessionExists", "SessionClosed", "UnknownModel", "UnknownTool"],
   },
   {
@@ -96,7 +98,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}", operationId: "getSession", tag: "Sessions", auth: "tenant",
     summary: "Read a session", pathParams: SID,
-    responses: { 200: { description: SESSION } },
+    responses: { 200: { description: SESSION, schema: SessionSchema } },
     errors: SESSION_ERRORS,
   },
   {
@@ -104,7 +106,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Rename a session or patch its settings",
     description: "`name: null` removes the name; settings are a JSON Merge Patch (RFC 7396): a field left out keeps its value, objects merge field by field (`{ compaction: { keepRecentTokens: 20 } }` changes that one number), `null` puts a field back to its default, `headers`/`metadata` merge by name (`settings_update` events). A `settings.defaultModel` the tenant cannot use is 422 `UnknownModel`; `settings.streamOptions.deferred` while a lane's model cannot answer deferred is 422 `DeferredUnsupported`; then nothing is written.",
     pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" } },
-    responses: { 200: { description: SESSION } },
+    responses: { 200: { description: SESSION, schema: SessionSchema } },
     errors: [...SESSION_ERRORS, "UnknownModel", "DeferredUnsupported"],
   },
   {
@@ -120,7 +122,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     description:
       "A new session of the same tenant. `scope: \"branch\"` copies the lane's path up to its tip, or up to `entryId` (`position: \"at\"`, the default) or its parent (`\"before\"`), with the lane's configuration; `scope: \"tree\"` copies every entry, branch tip, lane configuration and application value and list. Both keep the name, settings, resources and the labels of copied entries; the usage ledger starts at zero and lanes start idle (no operations, records or queued input are copied). Copied page by page in bounded memory. 422 `InvalidFork` (`reason`: data_only_branch, not_on_branch, undeclared_namespace).",
     pathParams: SID, body: ForkSessionSchema, example: { scope: "branch", branch: "main" }, idempotent: true,
-    responses: { 201: { description: SESSION } },
+    responses: { 201: { description: SESSION, schema: SessionSchema } },
     errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownEntry", "SessionExists", "InvalidFork"],
   },
   {
@@ -138,13 +140,13 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "getEntryLabel", tag: "Entries", auth: "tenant",
     summary: "Read an entry's label", pathParams: ENTRY,
-    responses: { 200: { description: "`{ entryId, label }` (label null when the entry has none)" } },
+    responses: { 200: { description: "`{ entryId, label }` (label null when the entry has none)", schema: EntryLabelSchema } },
     errors: [...SESSION_ERRORS, "UnknownEntry"],
   },
   {
     method: "put", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "setEntryLabel", tag: "Entries", auth: "tenant",
     summary: "Label an entry", pathParams: ENTRY, body: LabelSchema, example: { label: "checkpoint" },
-    responses: { 200: { description: "`{ entryId, label }`" } },
+    responses: { 200: { description: "`{ entryId, label }`", schema: EntryLabelSchema } },
     errors: [...SESSION_ERRORS, "UnknownEntry"],
   },
   {
@@ -213,7 +215,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Create a branch",
     description: `\`at\` is the tip entry (absent or null: an empty branch). A session holds at most ${SESSION_LIMITS.branches} branches (a lane's branch included): beyond, 422 \`LimitExceeded\`.`,
     pathParams: SID, body: CreateBranchSchema, example: { name: "experiment", at: null }, idempotent: true,
-    responses: { 201: { description: "`{ name, tipId }`" } },
+    responses: { 201: { description: "`{ name, tipId }`", schema: BranchSchema } },
     errors: [...SESSION_ERRORS, "BranchExists", "UnknownTarget", "InvalidBranch", "LimitExceeded"],
   },
   {
@@ -229,7 +231,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Append an entry to a branch",
     description: "On a lane's branch this is the lane's operation-aware append (queued as a `write` while busy, `placed: false`); on a plain branch a raw append at the tip.",
     pathParams: BRANCH, body: NewBranchEntrySchema, example: { message: userMessage }, idempotent: true,
-    responses: { 201: { description: "`{ entryId, placed }`" } },
+    responses: { 201: { description: "`{ entryId, placed }`", schema: EntryPlacementSchema } },
     errors: [...SESSION_ERRORS, "UnknownBranch", "InvalidMessage"],
   },
 ];

@@ -1,6 +1,16 @@
 import { IdSchema } from "../../schema/api.ts";
 import { LaneNameSchema } from "../../schema/lane-api.ts";
-import { ClientToolResultSchema, MAX_SESSION_TOOLS, ToolCallIdSchema, ToolDefinitionInputSchema, ToolNameSchema } from "../../schema/tools.ts";
+import { ToolResultAcceptedSchema } from "../../schema/lane-answers.ts";
+import { ToolListingSchema } from "../../schema/mcp.ts";
+import {
+  ClientToolResultSchema,
+  CreatedToolDefinitionSchema,
+  MAX_SESSION_TOOLS,
+  ToolCallIdSchema,
+  ToolDefinitionInputSchema,
+  ToolDefinitionViewSchema,
+  ToolNameSchema,
+} from "../../schema/tools.ts";
 import { LANE_ERRORS, SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
 
 // spec/API.md tools routes: worker/routes/tools.ts and the tool-results route of operations.ts
@@ -16,7 +26,7 @@ export const toolCatalog: readonly CatalogRoute[] = [
     method: "get", path: "/v1/sessions/{sid}/tools", operationId: "listTools", tag: "Tools", auth: "tenant",
     summary: "The session's tools: its definitions and its MCP servers' tools", description: `At most ${MAX_SESSION_TOOLS} definitions, by name, then the tools of its MCP servers (kind \`mcp\`, from their cached tool lists).`,
     pathParams: SID,
-    responses: { 200: { description: `\`{ items: Definition[], mcpServers: [{ name, status, toolCount, lastRefreshAt?, lastError? }] }\`, each definition ${DEFINITION}` } },
+    responses: { 200: { description: `\`{ items: Definition[], mcpServers: [{ name, status, toolCount, lastRefreshAt?, lastError? }] }\`, each definition ${DEFINITION}`, schema: ToolListingSchema } },
     errors: [...SESSION_ERRORS],
   },
   {
@@ -27,7 +37,10 @@ export const toolCatalog: readonly CatalogRoute[] = [
       "`parameters` must be an object JSON Schema. An http tool's `url` must be https. Creating an http tool answers its signing secret once (`secret`); replacing it keeps the secret.",
     pathParams: TOOL, body: ToolDefinitionInputSchema,
     example: { kind: "client", description: "Asks the user to approve", parameters: { type: "object", properties: { question: { type: "string" } }, required: ["question"] } },
-    responses: { 200: { description: `Replaced: ${DEFINITION}` }, 201: { description: `Created: ${DEFINITION}, plus \`secret\` for an http tool` } },
+    responses: {
+      200: { description: `Replaced: ${DEFINITION}`, schema: ToolDefinitionViewSchema },
+      201: { description: `Created: ${DEFINITION}, plus \`secret\` for an http tool`, schema: CreatedToolDefinitionSchema },
+    },
     errors: [...SESSION_ERRORS, "UnknownTool", "LimitExceeded"],
   },
   {
@@ -44,7 +57,7 @@ export const toolCatalog: readonly CatalogRoute[] = [
       "Accepted once per call; a second post, or one after the tool's `timeoutMs` ran out (`details.timedOut: true`), is 409 (`ToolResultConflict`, or `OperationMismatch` once the run moved on).",
     pathParams: { ...SID, lane: LaneNameSchema, opId: IdSchema, toolCallId: ToolCallIdSchema },
     body: ClientToolResultSchema, example: { content: [{ type: "text", text: "Approved" }] },
-    responses: { 202: { description: "`{ accepted: true }`" } },
+    responses: { 202: { description: "`{ accepted: true }`", schema: ToolResultAcceptedSchema } },
     errors: [...LANE_ERRORS, "OperationMismatch", "UnknownToolCall", "ToolResultConflict"],
   },
 ];

@@ -31,7 +31,7 @@ export type QuerySchema = v.GenericSchema & { readonly entries: v.ObjectEntries 
 
 export interface RouteResponse {
   description: string;
-  /** The answer's valibot schema, where one exists. */
+  /** The answer's valibot schema: every answer with a body has one (test/api/openapi-completeness.test.ts). */
   schema?: v.GenericSchema;
   /** The answer's media type: JSON unless said otherwise; "none" for 204 and 101. */
   content?: "json" | "html" | "none";

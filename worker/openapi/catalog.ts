@@ -1,6 +1,8 @@
 import * as v from "valibot";
 import { UsageTotalsSchema } from "../../schema/usage.ts";
+import { JsonObjectSchema } from "../../schema/json.ts";
 import {
+  CreatedKeySchema,
   CreateKeySchema,
   CreateTenantSchema,
   IdSchema,
@@ -8,6 +10,7 @@ import {
   PageQuerySchema,
   pageSchema,
   TenantQuotasPatchSchema,
+  TenantQuotasSchema,
   TenantSummarySchema,
 } from "../../schema/api.ts";
 import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
@@ -17,6 +20,7 @@ import { mcpCatalog } from "./catalog-mcp.ts";
 import { toolCatalog } from "./catalog-tools.ts";
 import { webhookCatalog } from "./catalog-webhooks.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
+import { HealthSchema } from "./responses.ts";
 
 /**
  * Every route the front worker serves, declaratively: method, OpenAPI path, auth, and the very
@@ -30,19 +34,19 @@ export const CATALOG: readonly CatalogRoute[] = [
   {
     method: "get", path: "/health", operationId: "health", tag: "Meta", auth: "none",
     summary: "Liveness",
-    responses: { 200: { description: "`{ status: \"ok\" }`" } },
+    responses: { 200: { description: "`{ status: \"ok\" }`", schema: HealthSchema } },
     errors: [],
   },
   {
     method: "get", path: "/openapi.json", operationId: "openApiDocument", tag: "Meta", auth: "none",
     summary: "This OpenAPI 3.1 document", description: "Generated from the route catalog and the valibot schemas the routes validate with.",
-    responses: { 200: { description: "The OpenAPI document" } },
+    responses: { 200: { description: "The OpenAPI document", schema: JsonObjectSchema } },
     errors: [],
   },
   {
     method: "get", path: "/docs", operationId: "docs", tag: "Meta", auth: "none",
     summary: "A browsable reference of this document",
-    responses: { 200: { description: "An HTML page", content: "html" } },
+    responses: { 200: { description: "An HTML page", content: "html", schema: v.string() } },
     errors: [],
   },
   {
@@ -65,7 +69,7 @@ export const CATALOG: readonly CatalogRoute[] = [
     description:
       "The key is shown once and stored nowhere (only its hash is kept). A repeat with the same `Idempotency-Key` answers 409 `KeySecretNotReplayed` with `details.keyId`: the key exists, its secret is not shown again (revoke it if it was lost).",
     pathParams: { tenantId: IdSchema }, body: CreateKeySchema, example: { name: "ci" }, idempotent: true,
-    responses: { 201: { description: "`{ keyId, key }`" } },
+    responses: { 201: { description: "`{ keyId, key }`", schema: CreatedKeySchema } },
     errors: ["NotFound", "KeySecretNotReplayed"],
   },
   {
@@ -88,7 +92,7 @@ export const CATALOG: readonly CatalogRoute[] = [
     method: "get", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "getQuotas", tag: "Admin", auth: "admin",
     summary: "A tenant's quotas", pathParams: { tenantId: IdSchema },
     description: "`deploymentKeys`: whether the tenant may use the service's own provider keys (default true).",
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`" } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`", schema: TenantQuotasSchema } },
     errors: ["NotFound"],
   },
   {
@@ -96,7 +100,7 @@ export const CATALOG: readonly CatalogRoute[] = [
     summary: "Set a tenant's quotas",
     description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`; accepting an operation while `maxOpenOperations` are open (accepted, not settled) answers 429 `RateLimited` with `details.quota: \"maxOpenOperations\"`. `deploymentKeys: false` stops the tenant from using the service's own provider keys (its own keys still work), effective on its next model request.",
     pathParams: { tenantId: IdSchema }, body: TenantQuotasPatchSchema, example: { requestsPerMinute: 600 },
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`" } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`", schema: TenantQuotasSchema } },
     errors: ["NotFound"],
   },
   {

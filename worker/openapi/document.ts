@@ -1,25 +1,17 @@
-import { HeadersObjectSchema, MAX_MCP_HEADERS, ReplayMapObjectSchema } from "../../schema/mcp.ts";
-import { MAX_SESSION_TOOLS, MAX_TOOL_PARAMETERS_BYTES, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema, ToolParametersSchema } from "../../schema/tools.ts";
+import { MAX_SESSION_TOOLS, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema } from "../../schema/tools.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
-import { BranchOrderQuerySchema } from "../../schema/api-sessions.ts";
-import { HarnessResourcesSchema } from "../../schema/settings.ts";
-import { HarnessSettingsPatchSchema } from "../../schema/settings-patch.ts";
-import { EntrySchema } from "../../schema/entries.ts";
-import { ApiErrorSchema, ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
-import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
-import { LaneConfigurationSchema, ModelIdentitySchema } from "../../schema/lane.ts";
-import { AgentMessageInputSchema, AgentMessageSchema, ImageContentSchema } from "../../schema/messages.ts";
-import { UsageRowSchema, UsageSchema } from "../../schema/usage.ts";
+import { ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
 import { IDEMPOTENCY_REPLAY_MAX_BYTES } from "../../durable-objects/idempotency.ts";
 import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
 import { CATALOG } from "./catalog.ts";
 import { TAGS, type Auth, type CatalogRoute, type Method } from "./catalog-types.ts";
-import { ErrorBodySchema } from "./responses.ts";
+import { COMPONENTS, EXPLICIT, HEADERS, type OpenApiHeader } from "./components.ts";
 
 // Builds the OpenAPI 3.1 document from the route catalog with @valibot/to-json-schema: the JSON
-// Schemas are generated from the same valibot objects the routes validate with. Request schemas
-// are converted in "input" mode (what the client sends: a query `limit` is a digit string).
+// Schemas are generated from the same valibot objects the routes validate with (and answer with:
+// the answers' types are inferred from those schemas). Schemas are converted in "input" mode (what
+// a client sends; answers have no transforms or defaults, so both modes agree on them).
 
 export type JsonSchemaWithExtensions = JsonSchema & { "x-status-by-code"?: Record<string, number> };
 export interface OpenApiParameter {
@@ -36,7 +28,7 @@ export interface OpenApiMediaType {
 export interface OpenApiResponse {
   description: string;
   content?: Record<string, OpenApiMediaType>;
-  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  headers?: Record<string, { $ref: string }>;
   "x-error-codes"?: ErrorCode[];
 }
 export interface OpenApiOperation {
@@ -59,48 +51,17 @@ export interface OpenApiDocument {
   components: {
     schemas: Record<string, JsonSchemaWithExtensions>;
     parameters: Record<string, OpenApiParameter>;
+    headers: Record<string, OpenApiHeader>;
     securitySchemes: Record<string, { type: "http"; scheme: "bearer"; description: string }>;
   };
 }
-
-/** Shared shapes: referenced as `#/components/schemas/<name>` wherever the same object occurs. */
-const COMPONENTS: Record<string, v.GenericSchema> = {
-  ApiError: ApiErrorSchema,
-  ErrorResponse: ErrorBodySchema,
-  JsonValue: JsonValueSchema,
-  JsonObject: JsonObjectSchema,
-  AgentMessage: AgentMessageSchema,
-  AgentMessageInput: AgentMessageInputSchema,
-  ImageContent: ImageContentSchema,
-  Entry: EntrySchema,
-  Usage: UsageSchema,
-  UsageRow: UsageRowSchema,
-  ModelIdentity: ModelIdentitySchema,
-  LaneConfiguration: LaneConfigurationSchema,
-  HarnessSettingsPatch: HarnessSettingsPatchSchema,
-  HarnessResources: HarnessResourcesSchema,
-};
-
-/** `v.custom` schemas cannot be converted; they get an explicit JSON Schema here. */
-const CUSTOM = new Map<unknown, JsonSchema>([
-  [JsonValueSchema, { description: "Any JSON value (finite numbers, at most 64 levels deep)." }],
-  [JsonObjectSchema, { type: "object", description: "A JSON object." }],
-  [
-    ToolParametersSchema,
-    { type: "object", required: ["type"], properties: { type: { const: "object" } }, description: `An object JSON Schema of the tool's arguments (at most ${MAX_TOOL_PARAMETERS_BYTES} bytes of JSON).` },
-  ],
-  // The aliases stay accepted but are not advertised: one list-order vocabulary, asc|desc.
-  [BranchOrderQuerySchema, { enum: ["asc", "desc"], description: "`asc` oldest first, `desc` newest first (the default)." }],
-  [HeadersObjectSchema, { type: "object", additionalProperties: { type: "string" }, description: `Static HTTP headers by name (at most ${MAX_MCP_HEADERS}).` }],
-  [ReplayMapObjectSchema, { type: "object", additionalProperties: { enum: ["never", "safe"] }, description: "Replay policy by tool name on the server (the others \"never\")." }],
-]);
 
 const BASE_CONFIG = {
   target: "draft-2020-12",
   typeMode: "input",
   errorMode: "throw",
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
-  overrideSchema: ({ valibotSchema }) => CUSTOM.get(valibotSchema) ?? (valibotSchema === ToolDefinitionsObjectSchema ? toolDefinitionsByName() : undefined),
+  overrideSchema: ({ valibotSchema }) => EXPLICIT.get(valibotSchema) ?? (valibotSchema === ToolDefinitionsObjectSchema ? toolDefinitionsByName() : undefined),
   overrideAction: ({ valibotAction, jsonSchema }) => {
     // JSON numbers are finite anyway; a `check` predicate is documented by its message.
     if (valibotAction.type === "finite") return jsonSchema;
@@ -167,10 +128,17 @@ function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
   return byStatus;
 }
 
+const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
 function responses(route: CatalogRoute): Record<string, OpenApiResponse> {
   const answers: Record<string, OpenApiResponse> = {};
   for (const [status, { description, schema, content = "json" }] of Object.entries(route.responses)) {
-    answers[status] = { description, ...(content !== "none" && { content: { [MEDIA[content]]: schema ? { schema: jsonSchemaOf(schema) } : {} } }) };
+    answers[status] = {
+      description,
+      ...(content !== "none" && { content: { [MEDIA[content]]: schema ? { schema: jsonSchemaOf(schema) } : {} } }),
+      // A WebSocket upgrade's 101 is the platform's answer: it carries no headers of the API's.
+      ...(status !== "101" && { headers: { "X-Request-Id": header("RequestId"), ...(route.idempotent && { "Idempotency-Replayed": header("IdempotencyReplayed") }) } }),
+    };
   }
   for (const [status, codes] of [...errorCodesByStatus(route)].sort(([a], [b]) => a - b)) {
     const schema: JsonSchema = { $ref: "#/components/schemas/ErrorResponse", properties: { error: { properties: { code: { enum: codes } } } } };
@@ -178,7 +146,7 @@ function responses(route: CatalogRoute): Record<string, OpenApiResponse> {
       description: codes.map((code) => `\`${code}\``).join(", "),
       content: { [MEDIA.json]: { schema } },
       "x-error-codes": codes,
-      ...((status === 429 || status === 503) && { headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } }),
+      headers: { "X-Request-Id": header("RequestId"), ...((status === 429 || status === 503) && { "Retry-After": header("RetryAfter") }) },
     };
   }
   return answers;
@@ -236,6 +204,7 @@ export function buildOpenApiDocument(catalog: readonly CatalogRoute[] = CATALOG)
           schema: { type: "string", pattern: IDEMPOTENCY_KEY.source },
         },
       },
+      headers: HEADERS,
       securitySchemes: {
         tenantKey: { type: "http", scheme: "bearer", description: "A tenant API key `sk_<tenantId>_<random>`; WebSocket routes also accept the subprotocol `bearer.<key>`." },
         adminToken: { type: "http", scheme: "bearer", description: "The deployment's admin token (the `ADMIN_TOKEN` secret)." },

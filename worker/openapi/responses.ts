@@ -1,22 +1,22 @@
 import * as v from "valibot";
+import { pageSchema } from "../../schema/api.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import { ApiErrorSchema } from "../../schema/errors.ts";
 import { JsonValueSchema } from "../../schema/json.ts";
+import { BranchListingSchema } from "../../schema/session.ts";
 import { UsageRowSchema, UsageTotalsSchema } from "../../schema/usage.ts";
 
-// Answer shapes for the document, composed from the schemas the runtime already keeps (entries,
-// usage rows, JSON values, errors). Routes whose answers have no valibot schema are documented by
-// description only.
+// Answer shapes for the document that the runtime keeps no schema of its own for, composed from
+// the schemas it does keep (entries, usage rows, JSON values, errors).
 
-/** `{ items, nextCursor }`: one page of a listing (`nextCursor` null on the last page). */
-const page = <S extends v.GenericSchema>(item: S) => v.object({ items: v.array(item), nextCursor: v.nullable(v.string()) });
+export const HealthSchema = v.object({ status: v.literal("ok") });
 
-export const EntryPageSchema = page(EntrySchema);
+export const EntryPageSchema = pageSchema(EntrySchema);
 
-export const ListPageSchema = page(v.object({ seq: v.number(), value: JsonValueSchema }));
+export const ListPageSchema = pageSchema(v.object({ seq: v.number(), value: JsonValueSchema }));
 
 /** `GET …/branches`: `lane` says whether a lane is bound to the branch. */
-export const BranchPageSchema = page(v.object({ name: v.string(), tipId: v.nullable(v.string()), lane: v.boolean() }));
+export const BranchPageSchema = pageSchema(BranchListingSchema);
 
 export const StoredValueSchema = v.object({ value: JsonValueSchema, seq: v.number() });
 
@@ -28,7 +28,11 @@ export const UsagePageSchema = v.object({
   nextFromSeq: v.nullable(v.number()),
 });
 
-/** The error body of ARCHITECTURE D16, as `errorResponse` (worker/http-error.ts) writes it. */
+/**
+ * The error body of ARCHITECTURE D16, as `errorResponse` (worker/http-error.ts) writes it: every
+ * request gets the server's `requestId` (also its `X-Request-Id` header); `clientRequestId` echoes
+ * a client's own well-formed `X-Request-Id`.
+ */
 export const ErrorBodySchema = v.object({
-  error: v.intersect([ApiErrorSchema, v.object({ requestId: v.optional(v.string()), clientRequestId: v.optional(v.string()) })]),
+  error: v.intersect([ApiErrorSchema, v.object({ requestId: v.string(), clientRequestId: v.optional(v.string()) })]),
 });
