@@ -33,6 +33,20 @@ export async function errorCode(response: Response): Promise<string> {
 }
 
 /**
+ * Sends wrong credentials until one is refused 429 (bounded: two windows' worth, since a window
+ * may end during the run); the answers before it, and the refusal.
+ */
+export async function untilRefused(send: () => Promise<Response>, bound: number): Promise<{ before: number[]; refused: Response }> {
+  const before: number[] = [];
+  for (let i = 0; i < bound; i++) {
+    const response = await send();
+    if (response.status === 429) return { before, refused: response };
+    before.push(response.status);
+  }
+  throw new Error(`no 429 within ${bound} requests`);
+}
+
+/**
  * Applies the migration named `name` again, as if storage had stopped just before it (the caller
  * first puts its tables back as the earlier build left them): the migrations after it stay
  * recorded as they were, since their changes are still in place.
