@@ -25,6 +25,7 @@ export {
   WebhooksApi,
   type CreatedWebhook,
   type CreateWebhook,
+  type PatchWebhook,
   type WebhookDelivery,
   type WebhookEndpoint,
   type WebhookEvent,

@@ -1,9 +1,9 @@
-import type { CreatedWebhook, CreateWebhook, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType } from "../schema/webhooks.ts";
+import type { CreatedWebhook, CreateWebhook, PatchWebhook, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType } from "../schema/webhooks.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
 import type { Page, PageQuery } from "./types.ts";
 
-export type { CreatedWebhook, CreateWebhook, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType };
+export type { CreatedWebhook, CreateWebhook, PatchWebhook, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType };
 
 /**
  * The tenant's webhook endpoints (`docs/webhooks.md`): signed POSTs when operations settle. An
@@ -20,10 +20,18 @@ export class WebhooksApi {
     return this.http.json({ ...options, method: "POST", path: "/v1/webhooks", body });
   }
 
-  /** `GET /v1/webhooks` → every endpoint, oldest first (no secrets). */
+  /** `GET /v1/webhooks` → every endpoint, oldest first (no secrets), each with its `status` (`disabledReason` when disabled). */
   async list(options: CallOptions = {}): Promise<WebhookEndpoint[]> {
     const body = await this.http.json<{ items: WebhookEndpoint[] }>({ ...options, method: "GET", path: "/v1/webhooks" });
     return body.items;
+  }
+
+  /**
+   * `PATCH /v1/webhooks/{id}` `{ enabled?, events? }` → the endpoint. `enabled: true` re-enables an
+   * endpoint the service disabled after continuous failures; `events` replaces its subscriptions.
+   */
+  patch(id: string, body: PatchWebhook, options: CallOptions = {}): Promise<WebhookEndpoint> {
+    return this.http.json({ ...options, method: "PATCH", path: `/v1/webhooks${path(id)}`, body });
   }
 
   /** `DELETE /v1/webhooks/{id}` → 204; its pending deliveries are dropped. 404 NotFound for an unknown id. */

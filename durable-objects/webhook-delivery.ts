@@ -5,8 +5,10 @@ import type { AttemptOutcome, DueDelivery, TenantWebhooks } from "./tenant-webho
 
 /** Deliveries one alarm run attempts; more due ones make the alarm run again at once. */
 export const DELIVERY_BATCH = 20;
-/** Attempts in flight at once within a run. */
+/** Endpoints sent to at once within a run; each endpoint has at most one attempt in flight. */
 export const DELIVERY_PARALLELISM = 4;
+/** Deliveries of one endpoint one run attempts, one after another (a hanging endpoint holds a run at most this many timeouts). */
+export const DELIVERIES_PER_ENDPOINT_RUN = DELIVERY_BATCH / DELIVERY_PARALLELISM;
 /** An endpoint that has not answered (headers) within this long has failed the attempt. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
@@ -48,10 +50,12 @@ export interface DeliverySettings {
  * turn), sent without holding anything (signing and the POSTs are awaits), and each outcome is
  * written in a turn of its own. Returns when the outbox next wants the alarm. Only the alarm calls
  * this, and one alarm runs at a time, so no delivery is sent twice at once; a run lost to a crash
- * is repeated, which the event id makes harmless for receivers.
+ * is repeated, which the event id makes harmless for receivers. One endpoint's deliveries are sent
+ * one after another, each only while it is still due: an endpoint that an outcome has just
+ * disabled (webhook-schedule.ts), or that its tenant disabled or deleted meanwhile, is sent no more.
  */
 export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySettings, now: number): Promise<number | undefined> {
-  const due = webhooks.due(now, DELIVERY_BATCH);
+  const due = webhooks.due(now, DELIVERY_BATCH, DELIVERIES_PER_ENDPOINT_RUN);
   if (due.length === 0) return webhooks.nextDue();
   const key = await secretBoxKey(settings.secretsKey, "webhook-secret");
   const secrets = new Map<string, Promise<string>>();
@@ -63,16 +67,20 @@ export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySet
     }
     return secret;
   };
+  const byEndpoint = new Map<string, DueDelivery[]>();
+  for (const delivery of due) byEndpoint.set(delivery.endpointId, [...(byEndpoint.get(delivery.endpointId) ?? []), delivery]);
+  const queues = [...byEndpoint.values()];
   let next = 0;
   const worker = async (): Promise<void> => {
-    for (let i = next++; i < due.length; i = next++) {
-      const delivery = due[i];
-      if (!delivery) continue;
-      const outcome = await attempt(delivery, secretOf, settings);
-      webhooks.recordAttempt(delivery, outcome, Date.now());
+    for (let i = next++; i < queues.length; i = next++) {
+      for (const delivery of queues[i] ?? []) {
+        if (!webhooks.stillDue(delivery)) continue;
+        const outcome = await attempt(delivery, secretOf, settings);
+        webhooks.recordAttempt(delivery, outcome, Date.now());
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(DELIVERY_PARALLELISM, due.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(DELIVERY_PARALLELISM, queues.length) }, worker));
   return webhooks.nextDue();
 }
 

@@ -52,6 +52,8 @@ export const ERROR_STATUS = {
   ToolInUse: 409,
   /** The client tool call already has its result (a second post). */
   ToolResultConflict: 409,
+  /** The tenant already has a webhook endpoint with this URL (`details.webhookId` names it). */
+  WebhookExists: 409,
   PayloadTooLarge: 413,
   InvalidMessage: 422,
   InvalidNavigation: 422,
@@ -73,7 +75,10 @@ export const ERROR_STATUS = {
   /** A documented operation kind this build does not execute yet (compaction, navigation). */
   UnsupportedOperation: 422,
   IdempotencyConflict: 422,
-  /** A session already holds as many branches or lanes, or a tenant as many webhooks, as it may (`details`: resource, limit). */
+  /**
+   * A session already holds as many branches or lanes, or a tenant as many webhooks (in all, or
+   * for one destination host), as it may (`details`: resource, limit, and host for webhooks_per_host).
+   */
   LimitExceeded: 422,
   UpgradeRequired: 426,
   RateLimited: 429,

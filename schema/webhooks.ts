@@ -9,19 +9,37 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Endpoints one tenant may register. */
 export const MAX_WEBHOOK_ENDPOINTS = 10;
+/** Endpoints one tenant may point at the same destination host (any port, any path). */
+export const MAX_WEBHOOKS_PER_HOST = 3;
 export const MAX_WEBHOOK_URL_CHARS = 2048;
 
 export const WebhookEventTypeSchema = v.picklist(WEBHOOK_EVENT_TYPES, `events are ${WEBHOOK_EVENT_TYPES.join(", ")}`);
 
 /** The body of `POST /v1/webhooks`. Whether the URL's scheme and host are allowed is checked after. */
+const EventsSchema = v.pipe(v.array(WebhookEventTypeSchema), v.minLength(1, "events must name at least one event"), v.maxLength(WEBHOOK_EVENT_TYPES.length * 4));
+
 export const CreateWebhookSchema = v.strictObject({
   url: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_WEBHOOK_URL_CHARS)),
-  events: v.pipe(v.array(WebhookEventTypeSchema), v.minLength(1, "events must name at least one event"), v.maxLength(WEBHOOK_EVENT_TYPES.length * 4)),
+  events: EventsSchema,
 });
 export type CreateWebhook = v.InferOutput<typeof CreateWebhookSchema>;
 
+/**
+ * The body of `PATCH /v1/webhooks/{id}`: `enabled: true` re-enables a disabled endpoint (its
+ * failure count starts again), `enabled: false` disables it; `events` replaces its subscriptions.
+ * An empty patch changes nothing.
+ */
+export const PatchWebhookSchema = v.strictObject({
+  enabled: v.optional(v.boolean()),
+  events: v.optional(EventsSchema),
+});
+export type PatchWebhook = v.InferOutput<typeof PatchWebhookSchema>;
+
 /** Endpoint ids as the service mints them (`wh_…`). */
 export const WebhookIdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "Ids are 1–64 characters of A–Z a–z 0–9 _ -"));
+
+export const WEBHOOK_ENDPOINT_STATUSES = ["enabled", "disabled"] as const;
+export type WebhookEndpointStatus = (typeof WEBHOOK_ENDPOINT_STATUSES)[number];
 
 /** One endpoint as listings show it: never its secret. */
 export const WebhookEndpointSchema = v.object({
@@ -29,6 +47,12 @@ export const WebhookEndpointSchema = v.object({
   url: v.string(),
   events: v.array(WebhookEventTypeSchema),
   createdAt: v.number(),
+  /** A disabled endpoint is sent nothing until the tenant re-enables it (`PATCH … { enabled: true }`). */
+  status: v.picklist(WEBHOOK_ENDPOINT_STATUSES),
+  /** Why it is disabled: its continuous failures, or the tenant's own PATCH. */
+  disabledReason: v.optional(v.string()),
+  /** When it was disabled (milliseconds since the epoch). */
+  disabledAt: v.optional(v.number()),
 });
 export type WebhookEndpoint = v.InferOutput<typeof WebhookEndpointSchema>;
 

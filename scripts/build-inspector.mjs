@@ -23,6 +23,8 @@ writeFileSync(
   [
     "/inspector*",
     "  Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    // frame-ancestors 'none' above; X-Frame-Options for browsers that predate it (as /docs).
+    "  X-Frame-Options: DENY",
     "  Referrer-Policy: no-referrer",
     "  X-Content-Type-Options: nosniff",
     "",

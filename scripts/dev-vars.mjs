@@ -3,6 +3,7 @@
 // CORS); local development turns the scripted models on here.
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { MIN_ADMIN_TOKEN_CHARS } from "../worker/admin-token.ts";
 
 /**
  * Local settings `npm start` adds when missing; a value the user set is kept. `LOCAL_DEV=on` marks
@@ -36,4 +37,18 @@ export function ensureDevVars(path) {
     writeFileSync(path, `${previous}${separator}${added.join("\n")}\n`, { mode: 0o600 });
   }
   return added;
+}
+
+/**
+ * What in a .dev.vars text keeps the local service from working as documented, as sentences to
+ * print (none when all is well). `npm start` never rewrites a value the user set, so a token from
+ * before the service required 32 characters is reported rather than replaced.
+ */
+export function devVarsProblems(text) {
+  const token = devVar(text, "ADMIN_TOKEN");
+  if (token === undefined || token.length >= MIN_ADMIN_TOKEN_CHARS) return [];
+  return [
+    `The ADMIN_TOKEN in .dev.vars has ${token.length} characters; the service refuses every admin route (503 NotConfigured) with a token shorter than ${MIN_ADMIN_TOKEN_CHARS}. ` +
+      "Delete the ADMIN_TOKEN line from .dev.vars and run npm start again (it writes a new random token), or set a longer one yourself.",
+  ];
 }

@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { wranglerDevArgs } from "./dev-args.mjs";
-import { devVar, ensureDevVars } from "./dev-vars.mjs";
+import { devVar, devVarsProblems, ensureDevVars } from "./dev-vars.mjs";
 import { startLocalCron } from "./local-cron.mjs";
 
 const OWN_FLAGS = ["--dev-key", "--no-cron"];
@@ -19,6 +19,9 @@ const devVars = ".dev.vars";
 // The admin token is a secret; locally wrangler reads it (and the local settings) from .dev.vars.
 const added = ensureDevVars(devVars);
 if (added.length > 0) console.log(`Added to ${devVars} (local only, never committed):\n\n${added.map((line) => `  ${line}`).join("\n")}\n`);
+const problems = devVarsProblems(readFileSync(devVars, "utf8"));
+const warn = () => problems.forEach((problem) => console.warn(`\nWarning: ${problem}\n`));
+warn();
 
 const { args, port } = wranglerDevArgs(process.argv.slice(2).filter((arg) => !OWN_FLAGS.includes(arg)));
 const child = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
@@ -29,7 +32,9 @@ void whenUp(base).then((up) => {
   if (!up) return;
   // wrangler has just said that scheduled Workers are not triggered locally: here they are.
   if (cron) console.log(`npm start fires the minute cron (it resumes deferred runs) at the start of every minute; --no-cron turns that off.`);
-  if (devKey) return printDevKey(base);
+  // Said again once wrangler's own start-up lines have scrolled the first one away.
+  warn();
+  if (devKey && problems.length === 0) return printDevKey(base);
 });
 
 /** Waits (up to a minute) for /health to answer. */

@@ -178,4 +178,18 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "DELETE FROM open_operations WHERE bound = 0",
     ],
   },
+  {
+    version: 11,
+    name: "webhook_endpoint_health",
+    statements: [
+      // An endpoint's run of failed attempts since its last success (webhook-endpoints.ts), and
+      // whether (and why) it is disabled: past the limits of webhook-schedule.ts it is sent nothing.
+      "ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE webhook_endpoints ADD COLUMN failing_since INTEGER",
+      "ALTER TABLE webhook_endpoints ADD COLUMN disabled_at INTEGER",
+      "ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT",
+      // The alarm reads each endpoint's due deliveries on their own (one endpoint is sent one at a time).
+      "CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, status, next_attempt_at)",
+    ],
+  },
 ];

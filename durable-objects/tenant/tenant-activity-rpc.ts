@@ -1,11 +1,11 @@
 import type { RpcResult } from "../../schema/errors.ts";
 import type { Usage } from "../../schema/usage.ts";
-import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../../schema/webhooks.ts";
+import type { CreatedWebhook, PatchWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../../schema/webhooks.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import { asResult } from "../rpc-errors.ts";
 import type { SettledOperation } from "../session/settlement-outbox.ts";
-import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "../tenant-webhooks.ts";
+import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "../webhook-events.ts";
 import type { Page } from "../time-cursor.ts";
 import { newWebhookSecret, sealWebhookSecret } from "../webhook-delivery.ts";
 import { randomToken, TenantHost } from "./tenant-host.ts";
@@ -82,7 +82,7 @@ export abstract class TenantActivityRpc extends TenantHost {
       const id = `wh_${randomToken(12)}`;
       const secret = newWebhookSecret();
       const sealed = await sealWebhookSecret(this.env.SECRETS_KEY, tenant.id, id, secret);
-      // The seal is awaited before the SQL turn: the tenant and the bound are read in the writing turn.
+      // The seal is awaited before the SQL turn: the tenant and the limits are read in the writing turn.
       this.requireTenant();
       return { ...this.webhooks().insert({ id, url, events, sealedSecret: sealed, createdAt: Date.now() }), secret };
     });
@@ -92,6 +92,14 @@ export abstract class TenantActivityRpc extends TenantHost {
     return asResult(() => {
       this.requireTenant();
       return { items: this.webhooks().list() };
+    });
+  }
+
+  /** Changes an endpoint's subscriptions, or enables or disables it (tenant-webhooks.ts `patch`). */
+  async patchWebhook(endpointId: string, patch: PatchWebhook): Promise<Wire<RpcResult<WebhookEndpoint>>> {
+    return asResult(() => {
+      this.requireTenant();
+      return this.webhooks().patch(endpointId, patch, Date.now());
     });
   }
 

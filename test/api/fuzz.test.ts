@@ -9,6 +9,7 @@ import {
 } from "./fuzz-generators.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 import { conforms } from "./openapi-helpers.ts";
+import { receiver } from "./webhooks-helpers.ts";
 
 // QUALITY R3 (and the auth half of R4): ≥ 10,000 generated malformed, oversized or wrongly typed
 // requests across every route of /openapi.json, each a mutation of a valid request that the
@@ -73,9 +74,11 @@ beforeAll(async () => {
   }
   const entries = await ok<{ items: { id: string }[] }>(await call(`${base}/entries`, { token: tenant.key }), 200);
   const entryId = entries.items[0]?.id ?? "missing";
+  // A webhook endpoint (on the local receiver) for the routes under /v1/webhooks/{id}.
+  const webhook = await ok<{ id: string }>(await call("/v1/webhooks", { body: { url: receiver("fuzz").url("ok"), events: ["operation.settled"] }, token: tenant.key }), 201);
   ctx = {
     key: tenant.key, otherKey: other.key, revokedKey: spare.key, tenantId: tenant.tenantId, sid,
-    values: { sid, lane: "main", opId: record.operationId, entryId, keyId: spare.keyId, tenantId: tenant.tenantId, name: "main", namespace: "app", key: "k" },
+    values: { sid, lane: "main", opId: record.operationId, entryId, keyId: spare.keyId, tenantId: tenant.tenantId, name: "main", namespace: "app", key: "k", id: webhook.id },
   };
 });
 
@@ -86,6 +89,7 @@ async function snapshot(): Promise<Record<string, unknown>> {
     ["me", "/v1/me"], ["sessions", "/v1/sessions"], ["session", base], ["lanes", `${base}/lanes`], ["lane", `${base}/lanes/main`],
     ["laneSnapshot", `${base}/lanes/main/snapshot`], ["entries", `${base}/entries?limit=1000`], ["value", `${base}/values/app/k`],
     ["list", `${base}/lists/app/k`], ["branches", `${base}/branches`], ["usage", `${base}/usage`], ["operation", `${base}/lanes/main/operations/${ctx.values.opId}`],
+    ["webhooks", "/v1/webhooks"],
   ];
   const out: Record<string, unknown> = {};
   await Promise.all(reads.map(async ([name, path]) => {

@@ -1,4 +1,5 @@
 import { env, exports } from "cloudflare:workers";
+import { migrate, type Migration } from "../../durable-objects/sql/migrations.ts";
 
 let counter = 0;
 
@@ -29,4 +30,32 @@ export async function newTenant(prefix = "t"): Promise<{ tenantId: string; key: 
 export async function errorCode(response: Response): Promise<string> {
   const body = await response.json<{ error?: { code?: string } }>();
   return body.error?.code ?? `no error body (${response.status})`;
+}
+
+/**
+ * Sends wrong credentials until one is refused 429 (bounded: two windows' worth, since a window
+ * may end during the run); the answers before it, and the refusal.
+ */
+export async function untilRefused(send: () => Promise<Response>, bound: number): Promise<{ before: number[]; refused: Response }> {
+  const before: number[] = [];
+  for (let i = 0; i < bound; i++) {
+    const response = await send();
+    if (response.status === 429) return { before, refused: response };
+    before.push(response.status);
+  }
+  throw new Error(`no 429 within ${bound} requests`);
+}
+
+/**
+ * Applies the migration named `name` again, as if storage had stopped just before it (the caller
+ * first puts its tables back as the earlier build left them): the migrations after it stay
+ * recorded as they were, since their changes are still in place.
+ */
+export function reapplyMigration(storage: DurableObjectStorage, migrations: readonly Migration[], name: string): void {
+  const version = migrations.findIndex((migration) => migration.name === name) + 1;
+  if (version === 0) throw new Error(`no migration ${name}`);
+  const later = storage.sql.exec<{ version: number; name: string; applied_at: number }>("SELECT version, name, applied_at FROM schema_migrations WHERE version > ?", version).toArray();
+  storage.sql.exec("DELETE FROM schema_migrations WHERE version >= ?", version);
+  migrate(storage, migrations.slice(0, version));
+  for (const row of later) storage.sql.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", row.version, row.name, row.applied_at);
 }

@@ -22,7 +22,7 @@ import { McpServerListSchema, McpServerViewSchema, ToolListingSchema } from "../
 import { DefaultModelSchema, ModelInfoSchema, ProviderKeyInfoSchema } from "../../schema/providers.ts";
 import { BranchSchema, CreatedSessionSchema, EntryLabelSchema, ResourceNamedSchema, SessionSchema } from "../../schema/session.ts";
 import { CreatedToolDefinitionSchema, ToolDefinitionViewSchema } from "../../schema/tools.ts";
-import { CreatedWebhookSchema, WebhookDeliverySchema } from "../../schema/webhooks.ts";
+import { CreatedWebhookSchema, WebhookDeliverySchema, WebhookEndpointSchema } from "../../schema/webhooks.ts";
 import { CATALOG } from "../../worker/openapi/catalog.ts";
 import type { OpenApiDocument } from "../../worker/openapi/document.ts";
 import { BranchPageSchema, EntryPageSchema, HealthSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "../../worker/openapi/responses.ts";
@@ -82,7 +82,8 @@ describe("every documented success answer validates against the document", () =>
     await checker.status("deleteProviderKey", 204, { key, path: { provider: "openai" } });
     // Removed before any operation settles, so nothing is delivered to it.
     const hook = await checker.expect("createWebhook", 201, CreatedWebhookSchema, { key, body: { url: `${inject("webhookReceiverUrl")}/openapi-answers`, events: ["operation.settled"] } });
-    await checker.status("listWebhooks", 200, { key });
+    await checker.expect("listWebhooks", 200, v.object({ items: v.array(WebhookEndpointSchema) }), { key });
+    expect(await checker.expect("updateWebhook", 200, WebhookEndpointSchema, { key, path: { id: hook.id }, body: { enabled: false } })).toMatchObject({ status: "disabled" });
     await checker.expect("listWebhookDeliveries", 200, pageSchema(WebhookDeliverySchema), { key, path: { id: hook.id } });
     await checker.status("deleteWebhook", 204, { key, path: { id: hook.id } });
   });

@@ -235,6 +235,11 @@ describe("GET /docs", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/html/);
     expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+    // Never framed by another page (clickjacking), as the Inspector.
+    expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(response.headers.get("referrer-policy")).toBe("no-referrer");
     const html = await response.text();
     expect(html).toContain(`<title>${DOCS_TITLE}</title>`);
     expect(html).toContain('fetch("/openapi.json")');

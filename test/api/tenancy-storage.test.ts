@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { call, errorCode, newTenant } from "./helpers.ts";
+import { call, errorCode, newTenant, untilRefused } from "./helpers.ts";
 import { expectError } from "./session-helpers.ts";
 
 // Traffic that proves nothing creates no storage (each object that writes is billed for ever), and
@@ -65,20 +65,6 @@ describe("no storage for traffic that proves nothing", () => {
     expect(await tablesOf(env.SESSIONS.getByName(`${tenantId}:${sid}`))).toEqual([]);
   });
 });
-
-/**
- * Sends garbage keys until one is refused 429 (bounded: two windows' worth, since a window may
- * end during the run); the answers before it, and the refusal.
- */
-async function untilRefused(send: () => Promise<Response>, bound: number): Promise<{ before: number[]; refused: Response }> {
-  const before: number[] = [];
-  for (let i = 0; i < bound; i++) {
-    const response = await send();
-    if (response.status === 429) return { before, refused: response };
-    before.push(response.status);
-  }
-  throw new Error(`no 429 within ${bound} requests`);
-}
 
 describe("failed authentications are limited before any object is touched", () => {
   it("per source: past the limit a source's unproven keys are 429 with Retry-After; a proven key still works", async () => {

@@ -5,7 +5,7 @@ import { newTenant } from "./helpers.ts";
 import { eventually, receiver } from "./webhooks-helpers.ts";
 
 // The SDK's webhooks area against the real app in workerd: create (secret once), list, the
-// delivery log after a settled prompt, delete.
+// delivery log after a settled prompt, disable and re-enable, delete.
 
 describe("client SDK: webhooks", () => {
   it("creates an endpoint, reads its delivery log after a prompt, lists and deletes it", async () => {
@@ -14,7 +14,8 @@ describe("client SDK: webhooks", () => {
     const hook = receiver("sdk");
     const created = await client.webhooks.create({ url: hook.url("ok"), events: ["operation.settled"] });
     expect(created.secret).toMatch(/^whsec_/);
-    expect(await client.webhooks.list()).toEqual([{ id: created.id, url: created.url, events: ["operation.settled"], createdAt: created.createdAt }]);
+    expect(await client.webhooks.list()).toEqual([{ id: created.id, url: created.url, events: ["operation.settled"], createdAt: created.createdAt, status: "enabled" }]);
+    expect(isApiError(await client.webhooks.create({ url: hook.url("ok"), events: ["operation.settled"] }).catch((error: unknown) => error), "WebhookExists")).toBe(true);
 
     const session = await client.sessions.create();
     await client.lanes.put(session.id, "main");
@@ -28,6 +29,12 @@ describe("client SDK: webhooks", () => {
     const all = [];
     for await (const delivery of client.webhooks.allDeliveries(created.id, { limit: 1 })) all.push(delivery);
     expect(all).toHaveLength(1);
+
+    const disabled = await client.webhooks.patch(created.id, { enabled: false });
+    expect(disabled).toMatchObject({ status: "disabled", disabledReason: expect.any(String) });
+    expect(await client.webhooks.patch(created.id, { enabled: true, events: ["operation.suspended"] })).toEqual({
+      id: created.id, url: created.url, events: ["operation.suspended"], createdAt: created.createdAt, status: "enabled",
+    });
 
     await client.webhooks.delete(created.id);
     expect(isApiError(await client.webhooks.delete(created.id).catch((error: unknown) => error), "NotFound")).toBe(true);

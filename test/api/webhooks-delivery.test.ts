@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { RETRY_WINDOW_MS } from "../../durable-objects/tenant-webhooks.ts";
+import { RETRY_WINDOW_MS } from "../../durable-objects/webhook-schedule.ts";
 import type { WebhookEvent } from "../../schema/webhooks.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
@@ -66,8 +66,8 @@ describe("webhook deliveries", () => {
       return item?.attempts === 1 ? item : undefined;
     }, "the first attempt to be recorded");
     expect(afterFirst).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: 500, lastError: "HTTP 500" });
-    // The first retry waits 10 s after the attempt.
-    expect(afterFirst.nextAttemptAt).toBeGreaterThanOrEqual((afterFirst.lastAttemptAt ?? 0) + 10_000);
+    // The first retry waits 30 s after the attempt.
+    expect((afterFirst.nextAttemptAt ?? 0) - (afterFirst.lastAttemptAt ?? 0)).toBe(30_000);
 
     await retryNow(setup.tenantId);
     await receivedAtLeast(hook, 2);

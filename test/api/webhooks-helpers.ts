@@ -1,8 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, inject } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import type { CreatedWebhook, WebhookDelivery } from "../../schema/webhooks.ts";
+import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint } from "../../schema/webhooks.ts";
 import type { ReceivedDelivery } from "../node/webhook-receiver-setup.ts";
 import { call } from "./helpers.ts";
 
@@ -82,4 +82,58 @@ export async function settledPrompt(key: string, lanePath: string, prompt: strin
   const body = await response.json<{ operationId: string; status: string }>();
   expect(body.status).toBe("completed");
   return body.operationId;
+}
+
+/**
+ * Runs the tenant's webhook clock forward to its next pending attempt and makes that attempt: the
+ * wait that is skipped is taken off every stored time the schedule measures from (each pending
+ * delivery's due, first and last attempt, and every endpoint's start of failing), exactly as if it
+ * had passed, and the alarm then runs. False when nothing was pending.
+ */
+export async function skipToNextAttempt(tenantId: string): Promise<boolean> {
+  const tenant = env.TENANTS.getByName(tenantId);
+  const pending = await runInDurableObject(tenant, async (_instance: TenantObject, state) => {
+    const { due } = state.storage.sql.exec<{ due: number | null }>("SELECT MIN(next_attempt_at) AS due FROM webhook_deliveries WHERE status = 'pending'").one();
+    if (due === null) return false;
+    passStoredTime(state.storage.sql, Math.max(0, due - Date.now()));
+    await state.storage.setAlarm(Date.now());
+    return true;
+  });
+  if (pending) await runDurableObjectAlarm(tenant);
+  return pending;
+}
+
+/** As if `ms` had passed since every time the tenant's webhook schedule has stored. */
+export async function passWebhookTime(tenantId: string, ms: number): Promise<void> {
+  await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => passStoredTime(state.storage.sql, ms));
+}
+
+function passStoredTime(sql: SqlStorage, ms: number): void {
+  sql.exec(
+    "UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at - ?, first_attempt_at = first_attempt_at - ?, last_attempt_at = last_attempt_at - ? WHERE status = 'pending'",
+    ms,
+    ms,
+    ms,
+  );
+  sql.exec("UPDATE webhook_endpoints SET failing_since = failing_since - ?", ms);
+}
+
+export async function endpointOf(key: string, endpointId: string): Promise<WebhookEndpoint> {
+  const response = await call("/v1/webhooks", { token: key });
+  expect(response.status).toBe(200);
+  const found = (await response.json<{ items: WebhookEndpoint[] }>()).items.find((item) => item.id === endpointId);
+  if (!found) throw new Error(`no endpoint ${endpointId}`);
+  return found;
+}
+
+/** Settles `count` made-up operations of a session through the tenant's settlement RPC (what sessions forward): one event each. */
+export async function settleMany(tenantId: string, sid: string, count: number, prefix = "op"): Promise<void> {
+  const now = Date.now();
+  const operations = Array.from({ length: count }, (_, i) => ({
+    operationId: `${prefix}-${now.toString(36)}-${i}`,
+    lane: "main",
+    settledAt: now,
+    result: { kind: "run", status: "completed", endedAt: now },
+  }));
+  await env.TENANTS.getByName(tenantId).operationsSettled(sid, operations);
 }

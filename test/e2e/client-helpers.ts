@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
 import type { LaneWatchMessage } from "../../schema/watch.ts";
+import { devVar, devVarsProblems } from "../../scripts/dev-vars.mjs";
 
 // What an API user has: HTTP with a bearer token, a WebSocket client, and patience with a limit.
 // Every wait here is bounded and fails with a message naming what was awaited.
@@ -10,8 +11,11 @@ import type { LaneWatchMessage } from "../../schema/watch.ts";
 /** The admin token `npm start` uses: read from the repo's .dev.vars (created by start.mjs when missing). */
 export function readAdminToken(): string {
   const text = readFileSync(new URL("../../.dev.vars", import.meta.url), "utf8");
-  const token = /^ADMIN_TOKEN=(.+)$/m.exec(text)?.[1]?.trim();
+  const token = devVar(text, "ADMIN_TOKEN");
   if (!token) throw new Error(".dev.vars has no ADMIN_TOKEN line");
+  // A token from before the service required 32 characters: every admin call would be 503.
+  const [problem] = devVarsProblems(text);
+  if (problem) throw new Error(problem);
   return token;
 }
 

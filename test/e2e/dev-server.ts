@@ -30,14 +30,16 @@ export interface DevServer {
 
 /**
  * Starts the service exactly as a user does (`npm start -- --port <n>`), with its own persistence
- * directory and any further flags a user would pass, and waits until GET /health answers.
+ * directory and any further flags a user would pass, and waits until GET /health answers. `cwd`:
+ * another checkout to start it in (the repo's own by default).
  */
-export async function startDevServer(options: { persistDir?: string; timeoutMs?: number; extraArgs?: readonly string[] } = {}): Promise<DevServer> {
+export async function startDevServer(options: { persistDir?: string; timeoutMs?: number; extraArgs?: readonly string[]; cwd?: string } = {}): Promise<DevServer> {
   const port = await freePort();
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), "das-e2e-"));
   let output = "";
   const args = ["start", "--", "--port", String(port), "--persist-to", persistDir, ...(options.extraArgs ?? [])];
   const child: ChildProcess = spawn("npm", args, {
+    ...(options.cwd !== undefined && { cwd: options.cwd }),
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
     env: { ...process.env, CI: "true" },

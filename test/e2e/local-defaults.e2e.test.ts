@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { afterEach, describe, expect, it } from "vitest";
-import { devVar, ensureDevVars } from "../../scripts/dev-vars.mjs";
+import { devVar, devVarsProblems, ensureDevVars } from "../../scripts/dev-vars.mjs";
+import { adminTokenProblem, MIN_ADMIN_TOKEN_CHARS } from "../../worker/admin-token.ts";
 
 // Honest defaults: what wrangler.toml ships to a deployment is safe (no scripted test models, no
 // cross-origin browser access); local development turns the scripted models on through the
@@ -44,6 +45,23 @@ describe("the .dev.vars npm start writes", () => {
     writeFileSync(path, "ADMIN_TOKEN=adm_existing\nSECRETS_KEY=existing-secrets-key-of-at-least-32-chars", { mode: 0o600 });
     expect(ensureDevVars(path)).toEqual(["SCRIPTED_MODELS=on", "LOCAL_DEV=on"]);
     expect(readFileSync(path, "utf8")).toBe("ADMIN_TOKEN=adm_existing\nSECRETS_KEY=existing-secrets-key-of-at-least-32-chars\nSCRIPTED_MODELS=on\nLOCAL_DEV=on\n");
+  });
+
+  it("a generated admin token is long enough for the service; an older short one is reported, never rewritten", () => {
+    const path = file();
+    ensureDevVars(path);
+    const generated = readFileSync(path, "utf8");
+    expect(adminTokenProblem(devVar(generated, "ADMIN_TOKEN"))).toBeUndefined();
+    expect(devVarsProblems(generated)).toEqual([]);
+
+    const short = "ADMIN_TOKEN=adm_existing\nSECRETS_KEY=existing-secrets-key-of-at-least-32-chars\nSCRIPTED_MODELS=on\nLOCAL_DEV=on\n";
+    writeFileSync(path, short);
+    expect(ensureDevVars(path)).toEqual([]);
+    expect(readFileSync(path, "utf8")).toBe(short);
+    const [problem, ...more] = devVarsProblems(short);
+    expect(more).toEqual([]);
+    expect(problem).toContain(`The ADMIN_TOKEN in .dev.vars has 12 characters; the service refuses every admin route (503 NotConfigured) with a token shorter than ${MIN_ADMIN_TOKEN_CHARS}.`);
+    expect(problem).toContain("Delete the ADMIN_TOKEN line from .dev.vars");
   });
 
   it("keeps a setting the user chose and adds nothing when complete", () => {

@@ -4,9 +4,9 @@ const PROVEN_TTL_MS = 10 * 60_000;
 const PROVEN_MAX = 10_000;
 
 /**
- * Keys that authenticated recently in this isolate, by hash. Only the failed-authentication limit
- * reads this: a remembered key skips it, and is still verified by its tenant's object on every
- * request (revocation stays immediate).
+ * Keys (and the admin token) that authenticated recently in this isolate, by hash. Only the
+ * failed-authentication limit reads this: a remembered key skips it, and is still verified on
+ * every request, by its tenant's object or against the admin token (revocation stays immediate).
  */
 class ProvenKeys {
   private readonly until = new Map<string, number>();
@@ -35,11 +35,15 @@ class ProvenKeys {
 
 export const provenKeys = new ProvenKeys();
 
+/** What an unproven authentication names: a tenant (by the id its key carries), or the admin. */
+export type AuthSubject = { tenantId: string } | "admin";
+
 /**
- * Whether one more unproven authentication may reach a tenant's object now. Every key this
- * isolate has not seen succeed counts, against its source address and against the tenant it
- * names, before the object is touched; so garbage keys cannot hammer one victim tenant's object
- * nor, from one source, many of them.
+ * Whether one more unproven authentication may be checked now. Every key (or admin token) this
+ * isolate has not seen succeed counts, against its source address and against what it names (the
+ * tenant of a key, or the admin), before it is checked; so garbage keys cannot hammer one victim
+ * tenant's object nor, from one source, many of them, and the admin token cannot be guessed at
+ * more than the same pace.
  *
  * The counters are the platform's rate limiting bindings (`[[ratelimits]]` in wrangler.toml):
  * shared by every isolate of a location, kept outside any object (a counter in the TenantObject
@@ -50,12 +54,13 @@ export const provenKeys = new ProvenKeys();
  * gets through; a client on a fresh isolate is refused with `Retry-After` until the minute passes.
  * Requests without a source address (service bindings, tests) are limited per tenant only.
  */
-export async function unprovenAllowed(env: Env, tenantId: string, source: string | undefined): Promise<boolean> {
-  const [bySource, byTenant] = await Promise.all([
+export async function unprovenAllowed(env: Env, subject: AuthSubject, source: string | undefined): Promise<boolean> {
+  const [bySource, bySubject] = await Promise.all([
     source === undefined ? { success: true } : env.AUTH_SOURCE_LIMIT.limit({ key: `source:${source}` }),
-    env.AUTH_TENANT_LIMIT.limit({ key: `tenant:${tenantId}` }),
+    // The admin is counted like one more tenant, under a key no tenant's can be.
+    env.AUTH_TENANT_LIMIT.limit({ key: subject === "admin" ? "admin" : `tenant:${subject.tenantId}` }),
   ]);
-  return bySource.success && byTenant.success;
+  return bySource.success && bySubject.success;
 }
 
 /** The window of both limits: a refused client retries after it. */

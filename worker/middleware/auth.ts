@@ -1,8 +1,9 @@
 import { createMiddleware } from "hono/factory";
 import { sha256Hex, type Authorization } from "../../durable-objects/tenant-object.ts";
 import { tenantStub, type AppContext, type AppEnv, type Caller, type PresentedKey } from "../env.ts";
+import { adminTokenProblem } from "../admin-token.ts";
 import { fail } from "../http-error.ts";
-import { provenKeys, unprovenAllowed, UNPROVEN_RETRY_AFTER_SECONDS } from "./auth-limits.ts";
+import { provenKeys, unprovenAllowed, UNPROVEN_RETRY_AFTER_SECONDS, type AuthSubject } from "./auth-limits.ts";
 
 /** `sk_<tenantId>_<43 base64url characters>`: the random tail has a fixed length, so the tenant
  * id (which may itself contain `_`) is read off unambiguously. */
@@ -52,12 +53,16 @@ async function presentTenantKey(c: AppContext): Promise<PresentedKey> {
   const tenantId = match?.[1];
   if (!key || !tenantId) throw fail("Unauthenticated", "A valid API key is required");
   const hash = await sha256Hex(key);
-  if (!provenKeys.has(hash, Date.now()) && !(await unprovenAllowed(c.env, tenantId, c.req.header("cf-connecting-ip")))) {
-    throw fail("RateLimited", `Too many failed authentications; retry in ${UNPROVEN_RETRY_AFTER_SECONDS} s`, {
-      retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
-    });
-  }
+  await limitUnproven(c, hash, { tenantId });
   return { tenantId, hash };
+}
+
+/** The failed-authentication limit (auth-limits.ts): 429 RateLimited for a credential not proven in this isolate, past the limit. */
+async function limitUnproven(c: AppContext, hash: string, subject: AuthSubject): Promise<void> {
+  if (provenKeys.has(hash, Date.now()) || (await unprovenAllowed(c.env, subject, c.req.header("cf-connecting-ip")))) return;
+  throw fail("RateLimited", `Too many failed authentications; retry in ${UNPROVEN_RETRY_AFTER_SECONDS} s`, {
+    retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
+  });
 }
 
 /** Applies the tenant object's verdict on a presented key: 401, 429 over the request quota, or the caller. */
@@ -86,12 +91,25 @@ export async function callerOf(c: AppContext): Promise<Caller> {
 
 const encoder = new TextEncoder();
 
-/** The admin token (a secret) guards tenant and key administration; compared in constant time. */
+/**
+ * The admin token (a secret) guards tenant and key administration. A deployment whose token is
+ * missing or too short serves no admin route (503 NotConfigured). A presented token counts against
+ * the failed-authentication limit as a tenant key does (429 RateLimited), unless it authenticated
+ * recently in this isolate; then it is compared in constant time.
+ */
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const expected = c.env.ADMIN_TOKEN;
+  const unconfigured = adminTokenProblem(expected);
+  if (unconfigured) throw fail("NotConfigured", unconfigured, { secret: "ADMIN_TOKEN" });
   const presented = presentedKey(c.req.raw.headers);
-  if (!expected || !presented) throw fail("Unauthenticated", "The admin token is required");
-  const [a, b] = await Promise.all([sha256Hex(expected), sha256Hex(presented)]);
-  if (!crypto.subtle.timingSafeEqual(encoder.encode(a), encoder.encode(b))) throw fail("Unauthenticated", "The admin token is required");
+  if (!presented) throw fail("Unauthenticated", "The admin token is required");
+  const hash = await sha256Hex(presented);
+  await limitUnproven(c, hash, "admin");
+  const expectedHash = await sha256Hex(expected);
+  if (!crypto.subtle.timingSafeEqual(encoder.encode(expectedHash), encoder.encode(hash))) {
+    provenKeys.forget(hash);
+    throw fail("Unauthenticated", "The admin token is required");
+  }
+  provenKeys.remember(hash, Date.now());
   await next();
 });

@@ -116,6 +116,8 @@ function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
     ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict", "IdempotencyReplayTooLarge"] as const) : []),
     // Every authenticated route reaches a Durable Object, which may be overloaded or reset.
     ...(route.auth === "none" ? [] : (["Overloaded"] as const)),
+    // A deployment without a long enough ADMIN_TOKEN serves no admin route (worker/middleware/auth.ts).
+    ...(route.auth === "admin" ? (["NotConfigured"] as const) : []),
     // Quotas answer 429 on tenant routes; every route documents it, so clients handle it everywhere.
     "RateLimited",
     "Internal",

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { secretsKeyProblem } from "../../secrets/secret-box.ts";
 import { PageQuerySchema } from "../../schema/api.ts";
 import { egressDetails, egressProblem } from "../../schema/egress-policy.ts";
-import { CreateWebhookSchema, WebhookIdSchema } from "../../schema/webhooks.ts";
+import { CreateWebhookSchema, PatchWebhookSchema, WebhookIdSchema } from "../../schema/webhooks.ts";
 import { tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
@@ -40,6 +40,12 @@ export const webhookRoutes = new Hono<AppEnv>()
   })
   .get("/webhooks", requireTenant, async (c) => {
     return c.json(replyValue(await tenantStub(c.env, c.get("caller").tenantId).listWebhooks()));
+  })
+  // `{ enabled?, events? }`: re-enabling is how a tenant resumes an endpoint the service disabled for failing.
+  .patch("/webhooks/:id", requireTenant, async (c) => {
+    const id = pathParam(c, "id", WebhookIdSchema);
+    const patch = await jsonBody(c, PatchWebhookSchema);
+    return c.json(replyValue(await tenantStub(c.env, c.get("caller").tenantId).patchWebhook(id, patch)));
   })
   .delete("/webhooks/:id", requireTenant, async (c) => {
     const id = pathParam(c, "id", WebhookIdSchema);
