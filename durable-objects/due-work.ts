@@ -14,6 +14,9 @@ export interface AlarmHost {
 /** How long a live pass runs before the alarm checks on it (it then joins the pass, harmlessly). */
 export const SAFETY_NET_MS = 5_000;
 
+/** What a commit wrote for the host to forward after it: a settlement, or a shard registration or removal. */
+export type RecordedWork = "settled" | "registrations";
+
 export type DueRow = {
   operation_id: string;
   lane: string;
@@ -39,10 +42,11 @@ export class DueWork implements WakeScheduler {
     private readonly clock: () => number = Date.now,
     /**
      * Told synchronously, inside the committing mutation, that an operation settled (or its row
-     * was dropped) and its outbox row is written, or that a run suspended and its registration is
-     * written. It must not await or throw: the host starts its forward after the commit.
+     * was dropped) and its outbox row is written, or that a run's registration with its shard (or
+     * its removal, when it settled) is written. It must not await or throw: the host starts its
+     * forward after the commit.
      */
-    private readonly onRecorded: (what: "settled" | "suspended") => void = () => {},
+    private readonly onRecorded: (what: RecordedWork) => void = () => {},
   ) {
     this.outbox = new SettlementOutbox(host.sql, clock);
     this.registrations = new DeferredRegistrations(host.sql, clock);
@@ -75,6 +79,12 @@ export class DueWork implements WakeScheduler {
     this.outbox.dropAcknowledged();
     this.wantAlarmBy(this.outbox.record(lane, operationId));
     this.notify("settled");
+    // A run that suspended leaves its DeferredIndex shard with this commit (D8): its registration
+    // becomes a removal, forwarded like it.
+    const unregisterBy = this.registrations.unregister(operationId);
+    if (unregisterBy === undefined) return;
+    this.wantAlarmBy(unregisterBy);
+    this.notify("registrations");
   }
 
   /**
@@ -85,10 +95,10 @@ export class DueWork implements WakeScheduler {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
     this.outbox.dropAcknowledged();
     this.wantAlarmBy(this.registrations.record(lane, operationId, pollAt));
-    this.notify("suspended");
+    this.notify("registrations");
   }
 
-  private notify(what: "settled" | "suspended"): void {
+  private notify(what: RecordedWork): void {
     try {
       this.onRecorded(what);
     } catch {

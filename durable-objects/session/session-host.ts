@@ -18,7 +18,7 @@ import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { SessionScriptSource } from "../../models/scripted/script-source.ts";
 import { tenantModels, type TenantProviderGrant } from "../../models/tenant-models.ts";
-import { DueWork } from "../due-work.ts";
+import { DueWork, type RecordedWork } from "../due-work.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../idempotency.ts";
 import { RpcError } from "../rpc-errors.ts";
 import { SessionRuntime } from "../session-runtime.ts";
@@ -113,7 +113,7 @@ export abstract class SessionHost extends DurableObject<Env> {
         const storage = this.opened?.storage ?? this.existingStorage();
         return storage && `${storage.tenantId}:${storage.metadata.id}`;
       },
-      send: (shard, runs) => this.sendSuspended(shard, runs),
+      send: (shard, runs, removed) => this.sendRegistrations(shard, runs, removed),
       rearm: () => {
         if (this.schema.exists) this.dueWork.rearm();
       },
@@ -236,20 +236,25 @@ export abstract class SessionHost extends DurableObject<Env> {
    * tenant object (or the DeferredIndex shard) hears of it only once the batch is durable (the
    * output gate holds the call until then). A forward lost with the object is repeated by the alarm.
    */
-  private forwardAfterCommit(what: "settled" | "suspended"): void {
+  private forwardAfterCommit(what: RecordedWork): void {
     const forwarder = what === "settled" ? this.forwarder : this.registrar;
     setTimeout(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)), 0);
   }
 
   /**
    * Suspended runs go to their DeferredIndex shard (the cron polls them) and to the tenant object
-   * (`operation.suspended` webhooks); both apply a repeated forward once.
+   * (`operation.suspended` webhooks); settled ones leave the shard. All apply a repeated forward once.
    */
-  private async sendSuspended(shard: string, runs: DeferredRegistration[]): Promise<void> {
+  private async sendRegistrations(shard: string, runs: DeferredRegistration[], removed: string[]): Promise<void> {
     const storage = this.opened?.storage ?? this.existingStorage();
     if (!storage) return;
+    const index = this.env.DEFERRED_INDEX.getByName(shard);
     const suspended = runs.map((run) => ({ operationId: run.operationId, lane: run.lane, pollAt: run.dueAt }));
-    await Promise.all([this.env.DEFERRED_INDEX.getByName(shard).register(runs), this.env.TENANTS.getByName(storage.tenantId).operationsSuspended(storage.metadata.id, suspended)]);
+    await Promise.all([
+      runs.length > 0 && index.register(runs),
+      runs.length > 0 && this.env.TENANTS.getByName(storage.tenantId).operationsSuspended(storage.metadata.id, suspended),
+      removed.length > 0 && index.unregister(removed),
+    ]);
   }
 
   /**

@@ -199,4 +199,17 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       `UPDATE settlement_outbox SET operation_id = ${uuidBytes("operation_id")} WHERE ${isCanonicalUuidText("operation_id")}`,
     ],
   },
+  {
+    version: 11,
+    name: "deferred_unregistrations",
+    // A suspended run leaves its DeferredIndex shard when it settles (ARCHITECTURE D8), through
+    // the same outbox as its registration (session/deferred-registrations.ts): a forwarded
+    // registration is kept (`forwarded`) so the settling commit knows to turn it into a removal
+    // (`unregister`), which is deleted once the shard has it. Rows of earlier builds are
+    // registrations not yet forwarded, as the defaults say.
+    statements: [
+      "ALTER TABLE deferred_registrations ADD COLUMN unregister INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE deferred_registrations ADD COLUMN forwarded INTEGER NOT NULL DEFAULT 0",
+    ],
+  },
 ];
