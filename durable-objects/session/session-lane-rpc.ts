@@ -15,6 +15,7 @@ import { appendedMessages, placedBy } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { LaneCreations } from "./lane-creations.ts";
+import { pollSuspended } from "./sweep-poll.ts";
 import { PAGE_BYTES_MAX, PAGE_LIMIT_DEFAULT } from "../../schema/api-sessions.ts";
 import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
 import type { Page } from "../sql/json-pages.ts";
@@ -275,7 +276,8 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
 
   /**
    * The cron sweep's question about a run its DeferredIndex shard holds (ARCHITECTURE D8): a run
-   * still suspended gets one poll permit (its pass starts; the sweep does not wait for it) and is
+   * still suspended gets one poll permit (its pass starts, after a live pass without a permit
+   * ends: sweep-poll.ts; the sweep does not wait for it) and is
    * "resumed", or "expired" when its handle is past its expiry (that pass fails it
    * `deferred_expired`); anything else (settled, aborted, resumed by a client, the session gone)
    * is "gone", and the shard drops the row.
@@ -287,7 +289,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     if (!lane || current?.meta.operationId !== operationId) return "gone";
     const wait = lane.deferredWait();
     if (!wait) return "gone";
-    this.startPollingPass(lane, operationId);
+    pollSuspended(lane, operationId).catch(() => undefined);
     return wait.handle.expiresAt !== undefined && Date.now() >= wait.handle.expiresAt ? "expired" : "resumed";
   }
 
