@@ -11,6 +11,12 @@ export const FORWARD_SAFETY_NET_MS = 5_000;
 export const FORWARD_RETRY_MS = 30_000;
 /** Rows told to the tenant in one call; a longer outbox takes several calls of one forward. */
 export const FORWARD_BATCH = 50;
+/**
+ * A settlement not acknowledged this long after it settled is given up: dropped and logged
+ * (`settlement_forward_expired`). Bounding the age of a repeated forward is what lets the tenant
+ * forget the event ids it enqueued (tenant/webhook-event-ids.ts keeps them longer than this).
+ */
+export const OUTBOX_MAX_AGE_MS = 7 * 24 * 3_600_000;
 
 type OutboxRow = { operation_id: string; lane: string; settled_at: number; reservation_id: string | null };
 
@@ -124,6 +130,17 @@ export class SettlementOutbox {
     for (const id of operationIds) this.sql.exec("DELETE FROM settlement_outbox WHERE operation_id = ?", storedId(id));
   }
 
+  /** Deletes and answers the rows past OUTBOX_MAX_AGE_MS that the tenant never acknowledged. */
+  dropExpired(): OutboxRow[] {
+    const expired = this.sql
+      .exec<OutboxRow>(
+        `DELETE FROM settlement_outbox WHERE settled_at < ? RETURNING ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id`,
+        this.clock() - OUTBOX_MAX_AGE_MS,
+      )
+      .toArray();
+    return expired.filter((row) => !this.acknowledged.delete(row.operation_id));
+  }
+
   postpone(operationIds: readonly string[], delayMs: number): void {
     const at = this.clock() + delayMs;
     for (const id of operationIds) this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, storedId(id));
@@ -161,6 +178,9 @@ export class SettlementForwarder {
     for (;;) {
       const outbox = this.ports.outbox();
       if (!outbox) return;
+      for (const row of outbox.dropExpired()) {
+        console.warn(JSON.stringify({ event: "settlement_forward_expired", operationId: row.operation_id, lane: row.lane, settledAt: new Date(row.settled_at).toISOString() }));
+      }
       const rows = outbox.pending(FORWARD_BATCH);
       if (rows.length === 0) return;
       const operations = rows.map((row) => this.settledOperation(row));

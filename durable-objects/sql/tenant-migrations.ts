@@ -178,4 +178,18 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "DELETE FROM open_operations WHERE bound = 0",
     ],
   },
+  {
+    version: 11,
+    name: "webhook_event_ids",
+    statements: [
+      // Ids of the webhook events enqueued, kept longer than a session may repeat a forward
+      // (tenant/webhook-event-ids.ts), so a repeat never enqueues an event twice once its
+      // delivery left the log.
+      `CREATE TABLE webhook_event_ids (
+        event_id TEXT PRIMARY KEY,
+        enqueued_at INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+      "CREATE INDEX webhook_event_ids_by_time ON webhook_event_ids (enqueued_at)",
+    ],
+  },
 ];

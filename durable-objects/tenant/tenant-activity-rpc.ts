@@ -19,8 +19,9 @@ export abstract class TenantActivityRpc extends TenantHost {
    * A session's settlement outbox forwards its settled operations here (one call per batch, after
    * their commit, repeated after a crash): their open-operation slots are freed (with the worker's
    * reservation the session took over, if any) and one webhook delivery per subscribed endpoint is
-   * enqueued. Idempotent: a release is, and an event id is derived from session and operation, so a
-   * repeated forward enqueues nothing twice. `usage`: the session's usage rows not yet told, added
+   * enqueued. Idempotent: a release is, and an event id is derived from session and operation and
+   * remembered longer than a forward may be repeated (webhook-event-ids.ts), so a repeated forward
+   * enqueues nothing twice. `usage`: the session's usage rows not yet told, added
    * to the totals in the same transaction; they ride on one forward only (the session hands each
    * row over once: at most once, like `addUsage`).
    */
@@ -35,7 +36,7 @@ export abstract class TenantActivityRpc extends TenantHost {
       const ledger = this.operations();
       for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
       for (const row of usage) ledger.addUsage(row);
-      return this.webhooks().enqueue(events, now);
+      return this.webhooks().enqueue(this.eventIds().claim(events, now), now);
     });
     // Memory follows the committed transaction: a batch that failed keeps its slots held.
     this.operations().forgetPending(operations.map((operation) => operation.reservationId));
@@ -45,13 +46,14 @@ export abstract class TenantActivityRpc extends TenantHost {
   /**
    * A session's suspended runs, forwarded after the suspending commit with their DeferredIndex
    * registration (repeated after a crash): one `operation.suspended` delivery per subscribed
-   * endpoint, idempotent by event id.
+   * endpoint, idempotent by event id (webhook-event-ids.ts).
    */
   async operationsSuspended(sessionId: string, runs: SuspendedRun[]): Promise<void> {
     if (!this.schema.exists) return;
     const now = Date.now();
     const events = await Promise.all(runs.map((run) => suspendedEvent(sessionId, run, now)));
-    if (this.webhooks().enqueue(events, now) > 0) await this.armNoLaterThan(now);
+    const enqueued = this.ctx.storage.transactionSync(() => this.webhooks().enqueue(this.eventIds().claim(events, now), now));
+    if (enqueued > 0) await this.armNoLaterThan(now);
   }
 
   /** Slots of the open-operations quota taken now: bound operations and accepts in flight. */
