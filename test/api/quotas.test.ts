@@ -3,9 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { migrate } from "../../durable-objects/sql/migrations.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/sql/tenant-migrations.ts";
 import type { Usage } from "../../schema/usage.ts";
+import { rerunMigration } from "../helpers/storage.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 
 // The tenant's concurrent open operations quota (maxOpenOperations) and usage totals at /v1/me,
@@ -183,14 +183,11 @@ describe("reservations of accepts in flight", () => {
     const tenant = env.TENANTS.getByName(tenantId);
     const operationId = uuidv7Ids.next();
     const left = await runInDurableObject(tenant, (_instance: TenantObject, state) => {
-      const version = TENANT_MIGRATIONS.findIndex((migration) => migration.name === "reservations_in_memory") + 1;
-      expect(version).toBeGreaterThan(1);
       // The rows as an earlier build left them: one reservation still unbound, one bound.
       const insert = "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, 's', 'main', ?, ?)";
       state.storage.sql.exec(insert, "rsv_earlier", Date.now(), 0);
       state.storage.sql.exec(insert, operationId, Date.now(), 1);
-      state.storage.sql.exec("DELETE FROM schema_migrations WHERE version = ?", version);
-      migrate(state.storage, TENANT_MIGRATIONS);
+      rerunMigration(state.storage, TENANT_MIGRATIONS, "reservations_in_memory");
       return state.storage.sql.exec<{ operation_id: string }>("SELECT operation_id FROM open_operations").toArray().map((row) => row.operation_id);
     });
     expect(left).toEqual([operationId]);
