@@ -10,7 +10,7 @@ import type { AgentMessage, ImageContent } from "../../schema/messages.ts";
 import type { Branch } from "../../schema/session.ts";
 import type { HarnessResources, HarnessSettingsPatch } from "../../schema/settings.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
-import type { SessionStats, Usage } from "../../schema/usage.ts";
+import type { SessionStats } from "../../schema/usage.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
 import { WIRE_UPDATE_INTERVAL_MS } from "../../harness/execution/frames-throttle.ts";
@@ -28,6 +28,7 @@ import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
 import type { DeferredRegistration } from "../deferred-index.ts";
 import { DeferredRegistrar } from "./deferred-registrations.ts";
 import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
+import type { ForwardedUsage } from "./usage-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
 import type { McpToolSettings } from "../../tools/registry.ts";
 
@@ -87,8 +88,6 @@ export abstract class SessionHost extends DurableObject<Env> {
   protected readonly schema: LazySchema;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
-  /** Usage rows committed but not yet told to the tenant (forwardUsage). */
-  private readonly pendingUsage: Usage[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -99,10 +98,23 @@ export abstract class SessionHost extends DurableObject<Env> {
     this.forwarder = new SettlementForwarder({
       outbox: () => (this.schema.exists ? this.dueWork.outbox : undefined),
       result: (operationId) => {
-        const storage = this.opened?.storage ?? this.existingStorage();
+        const storage = this.currentStorage();
         return storage && readResult(storage, operationId);
       },
-      send: (operations) => this.sendSettled(operations),
+      usage: {
+        pending: (limit) => {
+          const storage = this.currentStorage();
+          return storage && this.dueWork.usage.pending(storage, limit);
+        },
+        // Only for the ledger it was read from: a session deleted and created again meanwhile starts its own.
+        acknowledge: (usage) => {
+          if (this.currentStorage()?.metadata.createdAt === usage.epoch) this.dueWork.usage.acknowledge(usage);
+        },
+        postpone: (delayMs) => {
+          if (this.schema.exists) this.dueWork.usage.postpone(delayMs);
+        },
+      },
+      send: (operations, usage) => this.sendSettled(operations, usage),
       rearm: () => {
         if (this.schema.exists) this.dueWork.rearm();
       },
@@ -110,7 +122,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     this.registrar = new DeferredRegistrar({
       registrations: () => (this.schema.exists ? this.dueWork.registrations : undefined),
       sessionName: () => {
-        const storage = this.opened?.storage ?? this.existingStorage();
+        const storage = this.currentStorage();
         return storage && `${storage.tenantId}:${storage.metadata.id}`;
       },
       send: (shard, runs, removed) => this.sendRegistrations(shard, runs, removed),
@@ -121,6 +133,11 @@ export abstract class SessionHost extends DurableObject<Env> {
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
     // agents#1119): the alarm covers both.
     if (this.schema.exists && this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+  }
+
+  /** The open session's storage, else the stored one, else undefined (forwards read it after their awaits). */
+  private currentStorage(): SqlSessionStorage | undefined {
+    return this.opened?.storage ?? this.existingStorage();
   }
 
   /** The stored session, or undefined when this object holds none (nothing is written to find out). */
@@ -155,8 +172,8 @@ export abstract class SessionHost extends DurableObject<Env> {
     } finally {
       await forwarded;
       if (this.schema.exists) {
-        // Rows acknowledged since the last commit are deleted here when no turn followed them.
-        this.dueWork.outbox.dropAcknowledged();
+        // What the tenant acknowledged since the last commit is stored here when no turn followed.
+        this.dueWork.flushAcknowledged();
         this.dueWork.rearm();
       }
     }
@@ -246,7 +263,7 @@ export abstract class SessionHost extends DurableObject<Env> {
    * (`operation.suspended` webhooks); settled ones leave the shard. All apply a repeated forward once.
    */
   private async sendRegistrations(shard: string, runs: DeferredRegistration[], removed: string[]): Promise<void> {
-    const storage = this.opened?.storage ?? this.existingStorage();
+    const storage = this.currentStorage();
     if (!storage) return;
     const index = this.env.DEFERRED_INDEX.getByName(shard);
     const suspended = runs.map((run) => ({ operationId: run.operationId, lane: run.lane, pollAt: run.dueAt }));
@@ -258,13 +275,14 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /**
-   * One call tells the tenant object about settled operations: it frees their open-operation
-   * slots (tenant-operations.ts) and enqueues their webhooks, idempotently by operation id.
+   * One call tells the tenant object about settled operations and the usage-ledger rows it has not
+   * acknowledged: it frees the operations' open-operation slots (tenant-operations.ts), enqueues
+   * their webhooks and adds the usage, idempotently by operation id, event id and ledger seq.
    */
-  private async sendSettled(operations: SettledOperation[]): Promise<void> {
-    const storage = this.opened?.storage ?? this.existingStorage();
+  private async sendSettled(operations: SettledOperation[], usage: ForwardedUsage): Promise<void> {
+    const storage = this.currentStorage();
     if (!storage) return;
-    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, this.pendingUsage.splice(0));
+    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, usage);
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
@@ -273,31 +291,19 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /**
-   * The tenant's usage totals: each usage-ledger row is forwarded once, after its commit, fire and
-   * forget. A row committed with a settlement rides on that settlement's forward (one tenant call
-   * per turn, not two); any other is sent on its own a moment later (this timer is set after the
-   * settlement's forward timer, so a settling commit's row is taken by its forward). At most
-   * once: a crash or a failed call between the commit and the forward loses that row from the
-   * tenant totals (the session's own ledger and stats stay exact).
+   * The tenant's usage totals: a commit that wrote usage-ledger rows starts a forward a moment
+   * after it (usage-outbox.ts). A row committed with a settlement rides on that settlement's
+   * forward (one tenant call per turn, not two): this timer is set after the settlement's, whose
+   * forward then already took the row, so the second kick finds nothing to tell. A forward that
+   * fails or dies with the object is repeated (the alarm retries it; the settlement outbox and
+   * every open operation arm it anyway), and the tenant applies each row once.
    */
   private forwardUsage(harness: AgentHarness): void {
-    harness.events.on("usage", (event) => {
-      if (this.tenantId() === undefined) return;
-      this.pendingUsage.push(event.row.usage);
-      setTimeout(() => this.flushUsage(), 0);
-    });
-  }
-
-  private flushUsage(): void {
-    const tenantId = this.tenantId();
-    const rows = this.pendingUsage.splice(0);
-    if (tenantId === undefined) return;
-    const tenant = this.env.TENANTS.getByName(tenantId);
-    for (const usage of rows) tenant.addUsage(usage).catch(() => undefined);
+    harness.events.on("usage", () => this.forwardAfterCommit("settled"));
   }
 
   private tenantId(): string | undefined {
-    return (this.opened?.storage ?? this.existingStorage())?.tenantId;
+    return this.currentStorage()?.tenantId;
   }
 
   /**

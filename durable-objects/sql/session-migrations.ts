@@ -212,4 +212,20 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE deferred_registrations ADD COLUMN forwarded INTEGER NOT NULL DEFAULT 0",
     ],
   },
+  {
+    version: 12,
+    name: "usage_forward",
+    // The usage-ledger seq up to which the tenant acknowledged this session's usage
+    // (session/usage-outbox.ts): later rows are forwarded, at least once, and `retry_at` brings
+    // the alarm back after a failed forward. Rows of earlier builds were already told to the
+    // tenant (at most once), so the mark starts past them.
+    statements: [
+      `CREATE TABLE usage_forward (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        forwarded_seq INTEGER NOT NULL,
+        retry_at INTEGER
+      )`,
+      "INSERT INTO usage_forward (singleton, forwarded_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM usage",
+    ],
+  },
 ];

@@ -192,4 +192,17 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX webhook_event_ids_by_time ON webhook_event_ids (enqueued_at)",
     ],
   },
+  {
+    version: 12,
+    name: "session_usage_marks",
+    statements: [
+      // Per session, the seq of the last usage-ledger row added to the totals
+      // (tenant/session-usage-marks.ts): sessions forward rows at least once, each is added once.
+      `CREATE TABLE session_usage_marks (
+        session_id TEXT PRIMARY KEY,
+        epoch INTEGER NOT NULL,
+        seq INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
