@@ -88,6 +88,8 @@ export abstract class SessionHost extends DurableObject<Env> {
   protected readonly schema: LazySchema;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
+  /** A settlement forward is on its timer (forwardAfterCommit): later commits before it fires ride on it. */
+  private settlementForwardDue = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -246,16 +248,25 @@ export abstract class SessionHost extends DurableObject<Env> {
 
   /**
    * Called inside the settling (or suspending) mutation, once its outbox (or registration) row is
-   * written: the forward starts after the commit, outside the mutation line, on a zero-delay timer:
-   * by then the commit's events, delivered in microtasks, have all run, so the `usage` row of a
-   * settling commit is pending and rides on this forward (its own timer, set later, finds nothing).
-   * A microtask here raced the event bus's deliveries and sometimes sent the row on its own. The
-   * tenant object (or the DeferredIndex shard) hears of it only once the batch is durable (the
-   * output gate holds the call until then). A forward lost with the object is repeated by the alarm.
+   * written, and after a commit that wrote usage rows: the forward starts after the commit, outside
+   * the mutation line, on a zero-delay timer: by then the commit's events, delivered in
+   * microtasks, have all run. The tenant object (or the DeferredIndex shard) hears of it only once
+   * the batch is durable (the output gate holds the call until then). A forward lost with the
+   * object is repeated by the alarm. A settlement forward already on its timer reads everything
+   * committed before it fires, so a settling commit's usage row rides on it: one tenant call per
+   * turn, not a second forward that finds nothing.
    */
   private forwardAfterCommit(what: RecordedWork): void {
-    const forwarder = what === "settled" ? this.forwarder : this.registrar;
-    setTimeout(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)), 0);
+    if (what === "registrations") {
+      setTimeout(() => this.ctx.waitUntil(this.registrar.kick().catch(() => undefined)), 0);
+      return;
+    }
+    if (this.settlementForwardDue) return;
+    this.settlementForwardDue = true;
+    setTimeout(() => {
+      this.settlementForwardDue = false;
+      this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined));
+    }, 0);
   }
 
   /**
@@ -292,9 +303,8 @@ export abstract class SessionHost extends DurableObject<Env> {
 
   /**
    * The tenant's usage totals: a commit that wrote usage-ledger rows starts a forward a moment
-   * after it (usage-outbox.ts). A row committed with a settlement rides on that settlement's
-   * forward (one tenant call per turn, not two): this timer is set after the settlement's, whose
-   * forward then already took the row, so the second kick finds nothing to tell. A forward that
+   * after it (usage-outbox.ts); a row committed with a settlement rides on that settlement's
+   * forward (one tenant call per turn, not two: forwardAfterCommit). A forward that
    * fails or dies with the object is repeated (the alarm retries it; the settlement outbox and
    * every open operation arm it anyway), and the tenant applies each row once.
    */
