@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import { readResult } from "../../harness/runtime/operation-codec.ts";
 import { branchTipInventoryPrefix } from "../../harness/session/builtin-addresses.ts";
 import { Session } from "../../harness/session/session.ts";
 import type { JsonValue } from "../../schema/json.ts";
@@ -25,10 +24,9 @@ import { SessionRuntime } from "../session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
-import type { DeferredRegistration } from "../deferred-index.ts";
-import { DeferredRegistrar } from "./deferred-registrations.ts";
-import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
-import type { ForwardedUsage } from "./usage-outbox.ts";
+import type { DeferredRegistrar } from "./deferred-registrations.ts";
+import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./session-forwards.ts";
+import type { SettlementForwarder } from "./settlement-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
 import type { McpToolSettings } from "../../tools/registry.ts";
 
@@ -97,41 +95,9 @@ export abstract class SessionHost extends DurableObject<Env> {
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
-    this.forwarder = new SettlementForwarder({
-      outbox: () => (this.schema.exists ? this.dueWork.outbox : undefined),
-      result: (operationId) => {
-        const storage = this.currentStorage();
-        return storage && readResult(storage, operationId);
-      },
-      usage: {
-        pending: (limit) => {
-          const storage = this.currentStorage();
-          return storage && this.dueWork.usage.pending(storage, limit);
-        },
-        // Only for the ledger it was read from: a session deleted and created again meanwhile starts its own.
-        acknowledge: (usage) => {
-          if (this.currentStorage()?.metadata.createdAt === usage.epoch) this.dueWork.usage.acknowledge(usage);
-        },
-        postpone: (delayMs) => {
-          if (this.schema.exists) this.dueWork.usage.postpone(delayMs);
-        },
-      },
-      send: (operations, usage) => this.sendSettled(operations, usage),
-      rearm: () => {
-        if (this.schema.exists) this.dueWork.rearm();
-      },
-    });
-    this.registrar = new DeferredRegistrar({
-      registrations: () => (this.schema.exists ? this.dueWork.registrations : undefined),
-      sessionName: () => {
-        const storage = this.currentStorage();
-        return storage && `${storage.tenantId}:${storage.metadata.id}`;
-      },
-      send: (shard, runs, removed) => this.sendRegistrations(shard, runs, removed),
-      rearm: () => {
-        if (this.schema.exists) this.dueWork.rearm();
-      },
-    });
+    const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.currentStorage() };
+    this.forwarder = settlementForwarder(forwards);
+    this.registrar = deferredRegistrar(forwards);
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
     // agents#1119): the alarm covers both.
     if (this.schema.exists && this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
@@ -267,33 +233,6 @@ export abstract class SessionHost extends DurableObject<Env> {
       this.settlementForwardDue = false;
       this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined));
     }, 0);
-  }
-
-  /**
-   * Suspended runs go to their DeferredIndex shard (the cron polls them) and to the tenant object
-   * (`operation.suspended` webhooks); settled ones leave the shard. All apply a repeated forward once.
-   */
-  private async sendRegistrations(shard: string, runs: DeferredRegistration[], removed: string[]): Promise<void> {
-    const storage = this.currentStorage();
-    if (!storage) return;
-    const index = this.env.DEFERRED_INDEX.getByName(shard);
-    const suspended = runs.map((run) => ({ operationId: run.operationId, lane: run.lane, pollAt: run.dueAt }));
-    await Promise.all([
-      runs.length > 0 && index.register(runs),
-      runs.length > 0 && this.env.TENANTS.getByName(storage.tenantId).operationsSuspended(storage.metadata.id, suspended),
-      removed.length > 0 && index.unregister(removed),
-    ]);
-  }
-
-  /**
-   * One call tells the tenant object about settled operations and the usage-ledger rows it has not
-   * acknowledged: it frees the operations' open-operation slots (tenant-operations.ts), enqueues
-   * their webhooks and adds the usage, idempotently by operation id, event id and ledger seq.
-   */
-  private async sendSettled(operations: SettledOperation[], usage: ForwardedUsage): Promise<void> {
-    const storage = this.currentStorage();
-    if (!storage) return;
-    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, usage);
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
