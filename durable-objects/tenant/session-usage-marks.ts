@@ -9,7 +9,9 @@ type Mark = { epoch: number; seq: number };
  * if its seq is past the mark of its session, which then moves, in the caller's transaction. The
  * mark belongs to one incarnation of the session id (`epoch`, its `createdAt`): a session created
  * again under a deleted one's id starts a new ledger and replaces the mark, and a forward of an
- * older incarnation still on its way is not applied. Marks leave with the session's index row.
+ * older incarnation still on its way is not applied. Marks leave with the session's index row
+ * (the table stays as small as the index); the one repeat that can then slip through is a forward
+ * already applied, whose acknowledgment was lost, still in flight when its session is deleted.
  * Every method is one synchronous SQL turn.
  */
 export class SessionUsageMarks {
