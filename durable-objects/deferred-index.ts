@@ -30,9 +30,10 @@ type Row = { operation_id: string; session: string; lane: string; due_at: number
  * A shard of the registry of suspended (deferred) runs that the minute cron resumes (ARCHITECTURE
  * D8). Sessions register a run when it suspends (idempotent: a repeated registration moves its due
  * time); the sweep takes due rows oldest first under a lease, asks each run's session, and reports
- * back. The index never calls out and never awaits between a read and its write: every method is
- * one synchronous SQL turn. Stale rows (a run that settled, was aborted or resumed by a client) are
- * tolerated: the session answers "gone" and the row is dropped.
+ * back; a run that settles (or is aborted) is unregistered by its session's forward of that
+ * settlement. The index never calls out and never awaits between a read and its write: every method
+ * is one synchronous SQL turn. Stale rows (a removal still on its way, a session deleted, a run
+ * resumed by a client) are tolerated: the session answers "gone" and the row is dropped.
  */
 export class DeferredIndex extends DurableObject<Env> {
   private readonly schema: LazySchema;
@@ -55,6 +56,12 @@ export class DeferredIndex extends DurableObject<Env> {
         run.dueAt,
       );
     }
+  }
+
+  /** Runs that settled or were aborted (ARCHITECTURE D8: they leave with their settlement); idempotent. */
+  async unregister(operationIds: string[]): Promise<void> {
+    if (!this.schema.exists) return;
+    for (const operationId of operationIds) this.ctx.storage.sql.exec("DELETE FROM suspended_runs WHERE operation_id = ?", operationId);
   }
 
   /**

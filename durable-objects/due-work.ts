@@ -1,6 +1,7 @@
 import type { WakeScheduler } from "../harness/runtime/core.ts";
 import { DeferredRegistrations } from "./session/deferred-registrations.ts";
 import { SettlementOutbox } from "./session/settlement-outbox.ts";
+import { UsageOutbox } from "./session/usage-outbox.ts";
 import { idText, storedId } from "./sql/stored-ids.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
@@ -13,6 +14,9 @@ export interface AlarmHost {
 
 /** How long a live pass runs before the alarm checks on it (it then joins the pass, harmlessly). */
 export const SAFETY_NET_MS = 5_000;
+
+/** What a commit wrote for the host to forward after it: a settlement, or a shard registration or removal. */
+export type RecordedWork = "settled" | "registrations";
 
 export type DueRow = {
   operation_id: string;
@@ -31,6 +35,8 @@ export class DueWork implements WakeScheduler {
   readonly outbox: SettlementOutbox;
   /** Suspended runs not yet registered with their DeferredIndex shard; the alarm covers them too. */
   readonly registrations: DeferredRegistrations;
+  /** Usage-ledger rows not yet acknowledged by the tenant; the alarm retries a failed forward of them. */
+  readonly usage: UsageOutbox;
   /** When the alarm is armed to fire, as far as this instance knows (undefined: none known). */
   private armedAt: number | undefined;
 
@@ -39,13 +45,24 @@ export class DueWork implements WakeScheduler {
     private readonly clock: () => number = Date.now,
     /**
      * Told synchronously, inside the committing mutation, that an operation settled (or its row
-     * was dropped) and its outbox row is written, or that a run suspended and its registration is
-     * written. It must not await or throw: the host starts its forward after the commit.
+     * was dropped) and its outbox row is written, or that a run's registration with its shard (or
+     * its removal, when it settled) is written. It must not await or throw: the host starts its
+     * forward after the commit.
      */
-    private readonly onRecorded: (what: "settled" | "suspended") => void = () => {},
+    private readonly onRecorded: (what: RecordedWork) => void = () => {},
   ) {
     this.outbox = new SettlementOutbox(host.sql, clock);
     this.registrations = new DeferredRegistrations(host.sql, clock);
+    this.usage = new UsageOutbox(host.sql, clock);
+  }
+
+  /**
+   * Stores what the tenant acknowledged since the last commit: outbox rows are deleted and the
+   * usage mark moves. Synchronous, so inside a mutation it joins that mutation's commit.
+   */
+  flushAcknowledged(): void {
+    this.outbox.dropAcknowledged();
+    this.usage.persistAcknowledged();
   }
 
   /**
@@ -62,7 +79,7 @@ export class DueWork implements WakeScheduler {
       lane,
       dueAt,
     );
-    this.outbox.dropAcknowledged();
+    this.flushAcknowledged();
     this.wantAlarmBy(dueAt);
   }
 
@@ -72,9 +89,15 @@ export class DueWork implements WakeScheduler {
    */
   settled(lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
-    this.outbox.dropAcknowledged();
+    this.flushAcknowledged();
     this.wantAlarmBy(this.outbox.record(lane, operationId));
     this.notify("settled");
+    // A run that suspended leaves its DeferredIndex shard with this commit (D8): its registration
+    // becomes a removal, forwarded like it.
+    const unregisterBy = this.registrations.unregister(operationId);
+    if (unregisterBy === undefined) return;
+    this.wantAlarmBy(unregisterBy);
+    this.notify("registrations");
   }
 
   /**
@@ -83,12 +106,12 @@ export class DueWork implements WakeScheduler {
    */
   suspended(lane: string, operationId: string, pollAt: number): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
-    this.outbox.dropAcknowledged();
+    this.flushAcknowledged();
     this.wantAlarmBy(this.registrations.record(lane, operationId, pollAt));
-    this.notify("suspended");
+    this.notify("registrations");
   }
 
-  private notify(what: "settled" | "suspended"): void {
+  private notify(what: RecordedWork): void {
     try {
       this.onRecorded(what);
     } catch {
@@ -99,7 +122,7 @@ export class DueWork implements WakeScheduler {
   /** Waiting for an outside event (a client's tool result), the operation holds no row; it stays open. */
   parked(_lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
-    this.outbox.dropAcknowledged();
+    this.flushAcknowledged();
   }
 
   /** Every scheduled operation (one per lane at most), earliest first. */
@@ -107,10 +130,10 @@ export class DueWork implements WakeScheduler {
     return this.host.sql.exec<DueRow>(`SELECT ${idText("operation_id")} AS operation_id, lane, due_at FROM due_work ORDER BY due_at`).toArray();
   }
 
-  /** The earliest time the alarm is wanted: due drive passes and outbox rows share it. */
+  /** The earliest time the alarm is wanted: due drive passes, outbox rows and a usage retry share it. */
   earliest(): number | undefined {
     const row = this.host.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM due_work").one();
-    const times = [row.due ?? undefined, this.outbox.earliest(), this.registrations.earliest()].filter((time): time is number => time !== undefined);
+    const times = [row.due ?? undefined, this.outbox.earliest(), this.registrations.earliest(), this.usage.retryAt()].filter((time): time is number => time !== undefined);
     return times.length === 0 ? undefined : Math.min(...times);
   }
 
@@ -164,6 +187,7 @@ export class DueWork implements WakeScheduler {
   /** The session is being deleted: no alarm, and nothing to arm one for. */
   async disarm(): Promise<void> {
     this.armedAt = undefined;
+    this.usage.forget();
     await this.host.deleteAlarm();
   }
 

@@ -12,6 +12,7 @@ import { SessionIndex, TenantDirectory, type SessionListOrder, type SessionSumma
 import { DEFAULT_MAX_OPEN_OPERATIONS, type Reservation } from "./tenant-operations.ts";
 import { TenantActivityRpc } from "./tenant/tenant-activity-rpc.ts";
 import { RequestWindow } from "./tenant/request-window.ts";
+import { SessionUsageMarks } from "./tenant/session-usage-marks.ts";
 import { randomToken, type TenantInfo } from "./tenant/tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
@@ -273,8 +274,11 @@ export class TenantObject extends TenantActivityRpc {
     if (this.schema.exists) new SessionIndex(this.ctx.storage.sql).rename(sessionId, name);
   }
 
+  /** The session's usage mark goes with it (a session created again under its id starts a new ledger). */
   async unregisterSession(sessionId: string): Promise<void> {
-    if (this.schema.exists) new SessionIndex(this.ctx.storage.sql).unregister(sessionId);
+    if (!this.schema.exists) return;
+    new SessionIndex(this.ctx.storage.sql).unregister(sessionId);
+    new SessionUsageMarks(this.ctx.storage.sql).forget(sessionId);
   }
 
   /** Sessions in creation order or newest first, a page at a time; the cursor is opaque to clients. */

@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import { readResult } from "../../harness/runtime/operation-codec.ts";
 import { branchTipInventoryPrefix } from "../../harness/session/builtin-addresses.ts";
 import { Session } from "../../harness/session/session.ts";
 import type { JsonValue } from "../../schema/json.ts";
@@ -11,7 +10,7 @@ import type { Branch } from "../../schema/session.ts";
 import type { HarnessResources } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
-import type { SessionStats, Usage } from "../../schema/usage.ts";
+import type { SessionStats } from "../../schema/usage.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
 import { WIRE_UPDATE_INTERVAL_MS } from "../../harness/execution/frames-throttle.ts";
@@ -19,16 +18,16 @@ import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { SessionScriptSource } from "../../models/scripted/script-source.ts";
 import { tenantModels, type TenantProviderGrant } from "../../models/tenant-models.ts";
-import { DueWork } from "../due-work.ts";
+import { DueWork, type RecordedWork } from "../due-work.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../idempotency.ts";
 import { RpcError } from "../rpc-errors.ts";
 import { SessionRuntime } from "../session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
 import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
-import type { DeferredRegistration } from "../deferred-index.ts";
-import { DeferredRegistrar } from "./deferred-registrations.ts";
-import { SettlementForwarder, type SettledOperation } from "./settlement-outbox.ts";
+import type { DeferredRegistrar } from "./deferred-registrations.ts";
+import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./session-forwards.ts";
+import type { SettlementForwarder } from "./settlement-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
 import type { McpToolSettings } from "../../tools/registry.ts";
 
@@ -88,8 +87,8 @@ export abstract class SessionHost extends DurableObject<Env> {
   protected readonly schema: LazySchema;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
-  /** Usage rows committed but not yet told to the tenant (forwardUsage). */
-  private readonly pendingUsage: Usage[] = [];
+  /** A settlement forward is on its timer (forwardAfterCommit): later commits before it fires ride on it. */
+  private settlementForwardDue = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -97,31 +96,17 @@ export abstract class SessionHost extends DurableObject<Env> {
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
-    this.forwarder = new SettlementForwarder({
-      outbox: () => (this.schema.exists ? this.dueWork.outbox : undefined),
-      result: (operationId) => {
-        const storage = this.opened?.storage ?? this.existingStorage();
-        return storage && readResult(storage, operationId);
-      },
-      send: (operations) => this.sendSettled(operations),
-      rearm: () => {
-        if (this.schema.exists) this.dueWork.rearm();
-      },
-    });
-    this.registrar = new DeferredRegistrar({
-      registrations: () => (this.schema.exists ? this.dueWork.registrations : undefined),
-      sessionName: () => {
-        const storage = this.opened?.storage ?? this.existingStorage();
-        return storage && `${storage.tenantId}:${storage.metadata.id}`;
-      },
-      send: (shard, runs) => this.sendSuspended(shard, runs),
-      rearm: () => {
-        if (this.schema.exists) this.dueWork.rearm();
-      },
-    });
+    const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.currentStorage() };
+    this.forwarder = settlementForwarder(forwards);
+    this.registrar = deferredRegistrar(forwards);
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
     // agents#1119): the alarm covers both.
     if (this.schema.exists && this.dueWork.earliest() !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+  }
+
+  /** The open session's storage, else the stored one, else undefined (forwards read it after their awaits). */
+  private currentStorage(): SqlSessionStorage | undefined {
+    return this.opened?.storage ?? this.existingStorage();
   }
 
   /** The stored session, or undefined when this object holds none (nothing is written to find out). */
@@ -156,8 +141,8 @@ export abstract class SessionHost extends DurableObject<Env> {
     } finally {
       await forwarded;
       if (this.schema.exists) {
-        // Rows acknowledged since the last commit are deleted here when no turn followed them.
-        this.dueWork.outbox.dropAcknowledged();
+        // What the tenant acknowledged since the last commit is stored here when no turn followed.
+        this.dueWork.flushAcknowledged();
         this.dueWork.rearm();
       }
     }
@@ -230,37 +215,25 @@ export abstract class SessionHost extends DurableObject<Env> {
 
   /**
    * Called inside the settling (or suspending) mutation, once its outbox (or registration) row is
-   * written: the forward starts after the commit, outside the mutation line, on a zero-delay timer:
-   * by then the commit's events, delivered in microtasks, have all run, so the `usage` row of a
-   * settling commit is pending and rides on this forward (its own timer, set later, finds nothing).
-   * A microtask here raced the event bus's deliveries and sometimes sent the row on its own. The
-   * tenant object (or the DeferredIndex shard) hears of it only once the batch is durable (the
-   * output gate holds the call until then). A forward lost with the object is repeated by the alarm.
+   * written, and after a commit that wrote usage rows: the forward starts after the commit, outside
+   * the mutation line, on a zero-delay timer: by then the commit's events, delivered in
+   * microtasks, have all run. The tenant object (or the DeferredIndex shard) hears of it only once
+   * the batch is durable (the output gate holds the call until then). A forward lost with the
+   * object is repeated by the alarm. A settlement forward already on its timer reads everything
+   * committed before it fires, so a settling commit's usage row rides on it: one tenant call per
+   * turn, not a second forward that finds nothing.
    */
-  private forwardAfterCommit(what: "settled" | "suspended"): void {
-    const forwarder = what === "settled" ? this.forwarder : this.registrar;
-    setTimeout(() => this.ctx.waitUntil(forwarder.kick().catch(() => undefined)), 0);
-  }
-
-  /**
-   * Suspended runs go to their DeferredIndex shard (the cron polls them) and to the tenant object
-   * (`operation.suspended` webhooks); both apply a repeated forward once.
-   */
-  private async sendSuspended(shard: string, runs: DeferredRegistration[]): Promise<void> {
-    const storage = this.opened?.storage ?? this.existingStorage();
-    if (!storage) return;
-    const suspended = runs.map((run) => ({ operationId: run.operationId, lane: run.lane, pollAt: run.dueAt }));
-    await Promise.all([this.env.DEFERRED_INDEX.getByName(shard).register(runs), this.env.TENANTS.getByName(storage.tenantId).operationsSuspended(storage.metadata.id, suspended)]);
-  }
-
-  /**
-   * One call tells the tenant object about settled operations: it frees their open-operation
-   * slots (tenant-operations.ts) and enqueues their webhooks, idempotently by operation id.
-   */
-  private async sendSettled(operations: SettledOperation[]): Promise<void> {
-    const storage = this.opened?.storage ?? this.existingStorage();
-    if (!storage) return;
-    await this.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, this.pendingUsage.splice(0));
+  private forwardAfterCommit(what: RecordedWork): void {
+    if (what === "registrations") {
+      setTimeout(() => this.ctx.waitUntil(this.registrar.kick().catch(() => undefined)), 0);
+      return;
+    }
+    if (this.settlementForwardDue) return;
+    this.settlementForwardDue = true;
+    setTimeout(() => {
+      this.settlementForwardDue = false;
+      this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined));
+    }, 0);
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
@@ -269,31 +242,18 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /**
-   * The tenant's usage totals: each usage-ledger row is forwarded once, after its commit, fire and
-   * forget. A row committed with a settlement rides on that settlement's forward (one tenant call
-   * per turn, not two); any other is sent on its own a moment later (this timer is set after the
-   * settlement's forward timer, so a settling commit's row is taken by its forward). At most
-   * once: a crash or a failed call between the commit and the forward loses that row from the
-   * tenant totals (the session's own ledger and stats stay exact).
+   * The tenant's usage totals: a commit that wrote usage-ledger rows starts a forward a moment
+   * after it (usage-outbox.ts); a row committed with a settlement rides on that settlement's
+   * forward (one tenant call per turn, not two: forwardAfterCommit). A forward that
+   * fails or dies with the object is repeated (the alarm retries it; the settlement outbox and
+   * every open operation arm it anyway), and the tenant applies each row once.
    */
   private forwardUsage(harness: AgentHarness): void {
-    harness.events.on("usage", (event) => {
-      if (this.tenantId() === undefined) return;
-      this.pendingUsage.push(event.row.usage);
-      setTimeout(() => this.flushUsage(), 0);
-    });
-  }
-
-  private flushUsage(): void {
-    const tenantId = this.tenantId();
-    const rows = this.pendingUsage.splice(0);
-    if (tenantId === undefined) return;
-    const tenant = this.env.TENANTS.getByName(tenantId);
-    for (const usage of rows) tenant.addUsage(usage).catch(() => undefined);
+    harness.events.on("usage", () => this.forwardAfterCommit("settled"));
   }
 
   private tenantId(): string | undefined {
-    return (this.opened?.storage ?? this.existingStorage())?.tenantId;
+    return this.currentStorage()?.tenantId;
   }
 
   /**

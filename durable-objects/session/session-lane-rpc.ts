@@ -16,6 +16,8 @@ import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { assertCanDefer } from "./deferred-check.ts";
+import { LaneCreations } from "./lane-creations.ts";
+import { pollSuspended } from "./sweep-poll.ts";
 import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
 import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
 import { hasBranch, lanePage } from "../sql/branch-inventory.ts";
@@ -38,28 +40,36 @@ export type { AbortOutcome };
 
 /** Lanes, queue, operations, snapshots and settings over RPC (reference §2.3–3.9). */
 export abstract class SessionLaneRpc extends SessionForkRpc {
+  /** PUT …/lanes/{lane} creations in flight, one per name. */
+  private readonly laneCreations = new LaneCreations<AgentLane>();
+
   /**
    * Get-or-create. A configuration given with it is checked first (422, nothing written) and, like
    * `createAt`, applied only by the request that creates the lane; an existing lane keeps its own.
+   * Whether the lane exists is decided after the await on the tenant, and a concurrent request
+   * for the same new lane waits for its one creator and answers the lane as created
+   * (lane-creations.ts).
    */
   async acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
     return asResult(async () => {
       const harness = await this.harness();
       const patch = configuration === undefined ? {} : parseWire(configuration);
-      const existed = harness.getLane(name) !== undefined;
       // The tenant's credentials are asked first: nothing of this session is read before the await.
       const { catalog, tenantDefault } = await this.configContext();
       assertKnownConfiguration(patch, catalog);
-      // A new lane is created on its model in one commit: the one named, else the defaults'.
-      const model = existed ? undefined : (patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault }));
-      if (model) assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model }]);
-      const create = () => harness.lane(name, { ...(createAt !== undefined && { createAt }), ...(model && { model }) });
-      // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
-      const lane = existed ? await create() : await this.slots.within({ lane: true, branch: !hasBranch(this.ctx.storage, name) }, create);
-      // The rest of the requested configuration follows in its own commits (config_update events
-      // after lane_created).
-      if (!existed) await this.applyConfiguration(lane, { ...patch, model: undefined });
-      return { ...lane.info(), created: !existed };
+      const { lane, created } = await this.laneCreations.acquire(name, () => harness.getLane(name), async () => {
+        // A new lane is created on its model in one commit: the one named, else the defaults'.
+        const model = patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault });
+        assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model }]);
+        const create = () => harness.lane(name, { ...(createAt !== undefined && { createAt }), model });
+        // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
+        const made = await this.slots.within({ lane: true, branch: !hasBranch(this.ctx.storage, name) }, create);
+        // The rest of the requested configuration follows in its own commits (config_update events
+        // after lane_created), before any concurrent request for this lane is answered.
+        await this.applyConfiguration(made, { ...patch, model: undefined });
+        return made;
+      });
+      return { ...lane.info(), created };
     });
   }
 
@@ -269,7 +279,8 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
 
   /**
    * The cron sweep's question about a run its DeferredIndex shard holds (ARCHITECTURE D8): a run
-   * still suspended gets one poll permit (its pass starts; the sweep does not wait for it) and is
+   * still suspended gets one poll permit (its pass starts, after a live pass without a permit
+   * ends: sweep-poll.ts; the sweep does not wait for it) and is
    * "resumed", or "expired" when its handle is past its expiry (that pass fails it
    * `deferred_expired`); anything else (settled, aborted, resumed by a client, the session gone)
    * is "gone", and the shard drops the row.
@@ -281,7 +292,7 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     if (!lane || current?.meta.operationId !== operationId) return "gone";
     const wait = lane.deferredWait();
     if (!wait) return "gone";
-    this.startPollingPass(lane, operationId);
+    pollSuspended(lane, operationId).catch(() => undefined);
     return wait.handle.expiresAt !== undefined && Date.now() >= wait.handle.expiresAt ? "expired" : "resumed";
   }
 

@@ -1,6 +1,7 @@
 import { SerialRerun } from "./serial-rerun.ts";
 import { idText, storedId } from "../sql/stored-ids.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
+import type { ForwardedUsage, PendingUsage } from "./usage-outbox.ts";
 
 /**
  * A row is forwarded right after its commit by a live forward; the alarm only backs up a forward
@@ -11,6 +12,12 @@ export const FORWARD_SAFETY_NET_MS = 5_000;
 export const FORWARD_RETRY_MS = 30_000;
 /** Rows told to the tenant in one call; a longer outbox takes several calls of one forward. */
 export const FORWARD_BATCH = 50;
+/**
+ * A settlement not acknowledged this long after it settled is given up: dropped and logged
+ * (`settlement_forward_expired`). Bounding the age of a repeated forward is what lets the tenant
+ * forget the event ids it enqueued (tenant/webhook-event-ids.ts keeps them longer than this).
+ */
+export const OUTBOX_MAX_AGE_MS = 7 * 24 * 3_600_000;
 
 type OutboxRow = { operation_id: string; lane: string; settled_at: number; reservation_id: string | null };
 
@@ -124,6 +131,17 @@ export class SettlementOutbox {
     for (const id of operationIds) this.sql.exec("DELETE FROM settlement_outbox WHERE operation_id = ?", storedId(id));
   }
 
+  /** Deletes and answers the rows past OUTBOX_MAX_AGE_MS that the tenant never acknowledged. */
+  dropExpired(): OutboxRow[] {
+    const expired = this.sql
+      .exec<OutboxRow>(
+        `DELETE FROM settlement_outbox WHERE settled_at < ? RETURNING ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id`,
+        this.clock() - OUTBOX_MAX_AGE_MS,
+      )
+      .toArray();
+    return expired.filter((row) => !this.acknowledged.delete(row.operation_id));
+  }
+
   postpone(operationIds: readonly string[], delayMs: number): void {
     const at = this.clock() + delayMs;
     for (const id of operationIds) this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, storedId(id));
@@ -135,17 +153,27 @@ export interface ForwarderPorts {
   outbox(): SettlementOutbox | undefined;
   /** The settled operation's immutable result record, read synchronously from storage. */
   result(operationId: string): OperationResultRecord | undefined;
+  /** The session's usage outbox (usage-outbox.ts), over its ledger; empty when the object holds no session. */
+  usage: UsagePorts;
   /** Tells the tenant object; resolves once it applied the batch (idempotently). */
-  send(operations: SettledOperation[]): Promise<void>;
+  send(operations: SettledOperation[], usage: ForwardedUsage): Promise<void>;
   /** Points the object's one alarm at whatever is scheduled now (after rows were postponed). */
   rearm(): void;
 }
 
+export interface UsagePorts {
+  pending(limit: number): PendingUsage | undefined;
+  acknowledge(usage: ForwardedUsage): void;
+  postpone(delayMs: number): void;
+}
+
 /**
- * Moves outbox rows to the tenant object, never inside a mutation line: started after the commit
- * (a microtask after the settling mutation) and by every alarm. One forward runs at a time; a kick
- * while one runs makes it go round once more. Two forwards of the same row (a forward repeated
- * after a crash) are harmless: the tenant object keys everything by operation and event id.
+ * Moves outbox rows, and the usage-ledger rows the tenant has not acknowledged, to the tenant
+ * object, never inside a mutation line: started after the commit (a timer after the settling
+ * mutation, or after a commit that wrote usage) and by every alarm. One forward runs at a time; a
+ * kick while one runs makes it go round once more. Two forwards of the same row (a forward
+ * repeated after a crash) are harmless: the tenant object keys everything by operation and event
+ * id, and usage by the session's ledger seq.
  */
 export class SettlementForwarder {
   private readonly serial = new SerialRerun(() => this.forwardAll());
@@ -160,16 +188,25 @@ export class SettlementForwarder {
   private async forwardAll(): Promise<void> {
     for (;;) {
       const outbox = this.ports.outbox();
-      if (!outbox) return;
+      const usage = this.ports.usage.pending(FORWARD_BATCH);
+      if (!outbox || !usage) return;
+      for (const row of outbox.dropExpired()) {
+        console.warn(JSON.stringify({ event: "settlement_forward_expired", operationId: row.operation_id, lane: row.lane, settledAt: new Date(row.settled_at).toISOString() }));
+      }
       const rows = outbox.pending(FORWARD_BATCH);
-      if (rows.length === 0) return;
+      if (rows.length === 0 && usage.rows.length === 0) {
+        // Nothing left to tell: a retry armed by an earlier failure is disarmed with the next commit.
+        if (usage.retrying) this.ports.usage.acknowledge(usage);
+        return;
+      }
       const operations = rows.map((row) => this.settledOperation(row));
       const ids = rows.map((row) => row.operation_id);
       try {
-        await this.ports.send(operations);
+        await this.ports.send(operations, { epoch: usage.epoch, rows: usage.rows });
       } catch (error) {
         // The rows stay; the alarm retries them later, not in a hot loop.
         this.ports.outbox()?.postpone(ids, FORWARD_RETRY_MS);
+        if (usage.rows.length > 0) this.ports.usage.postpone(FORWARD_RETRY_MS);
         this.ports.rearm();
         throw error;
       }
@@ -179,7 +216,8 @@ export class SettlementForwarder {
       const after = this.ports.outbox();
       if (!after) return;
       after.acknowledge(ids);
-      if (rows.length < FORWARD_BATCH) return;
+      this.ports.usage.acknowledge(usage);
+      if (rows.length < FORWARD_BATCH && usage.rows.length < FORWARD_BATCH) return;
     }
   }
 

@@ -199,4 +199,33 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       `UPDATE settlement_outbox SET operation_id = ${uuidBytes("operation_id")} WHERE ${isCanonicalUuidText("operation_id")}`,
     ],
   },
+  {
+    version: 11,
+    name: "deferred_unregistrations",
+    // A suspended run leaves its DeferredIndex shard when it settles (ARCHITECTURE D8), through
+    // the same outbox as its registration (session/deferred-registrations.ts): a forwarded
+    // registration is kept (`forwarded`) so the settling commit knows to turn it into a removal
+    // (`unregister`), which is deleted once the shard has it. Rows of earlier builds are
+    // registrations not yet forwarded, as the defaults say.
+    statements: [
+      "ALTER TABLE deferred_registrations ADD COLUMN unregister INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE deferred_registrations ADD COLUMN forwarded INTEGER NOT NULL DEFAULT 0",
+    ],
+  },
+  {
+    version: 12,
+    name: "usage_forward",
+    // The usage-ledger seq up to which the tenant acknowledged this session's usage
+    // (session/usage-outbox.ts): later rows are forwarded, at least once, and `retry_at` brings
+    // the alarm back after a failed forward. Rows of earlier builds were already told to the
+    // tenant (at most once), so the mark starts past them.
+    statements: [
+      `CREATE TABLE usage_forward (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        forwarded_seq INTEGER NOT NULL,
+        retry_at INTEGER
+      )`,
+      "INSERT INTO usage_forward (singleton, forwarded_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM usage",
+    ],
+  },
 ];

@@ -192,4 +192,31 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, status, next_attempt_at)",
     ],
   },
+  {
+    version: 12,
+    name: "webhook_event_ids",
+    statements: [
+      // Ids of the webhook events enqueued, kept longer than a session may repeat a forward
+      // (tenant/webhook-event-ids.ts), so a repeat never enqueues an event twice once its
+      // delivery left the log.
+      `CREATE TABLE webhook_event_ids (
+        event_id TEXT PRIMARY KEY,
+        enqueued_at INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+      "CREATE INDEX webhook_event_ids_by_time ON webhook_event_ids (enqueued_at)",
+    ],
+  },
+  {
+    version: 13,
+    name: "session_usage_marks",
+    statements: [
+      // Per session, the seq of the last usage-ledger row added to the totals
+      // (tenant/session-usage-marks.ts): sessions forward rows at least once, each is added once.
+      `CREATE TABLE session_usage_marks (
+        session_id TEXT PRIMARY KEY,
+        epoch INTEGER NOT NULL,
+        seq INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];

@@ -5,9 +5,11 @@ import type { Wire } from "../../schema/wire.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import { asResult } from "../rpc-errors.ts";
 import type { SettledOperation } from "../session/settlement-outbox.ts";
+import type { ForwardedUsage } from "../session/usage-outbox.ts";
 import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "../webhook-events.ts";
 import type { Page } from "../time-cursor.ts";
 import { newWebhookSecret, sealWebhookSecret } from "../webhook-delivery.ts";
+import { SessionUsageMarks } from "./session-usage-marks.ts";
 import { randomToken, TenantHost } from "./tenant-host.ts";
 
 /**
@@ -19,12 +21,13 @@ export abstract class TenantActivityRpc extends TenantHost {
    * A session's settlement outbox forwards its settled operations here (one call per batch, after
    * their commit, repeated after a crash): their open-operation slots are freed (with the worker's
    * reservation the session took over, if any) and one webhook delivery per subscribed endpoint is
-   * enqueued. Idempotent: a release is, and an event id is derived from session and operation, so a
-   * repeated forward enqueues nothing twice. `usage`: the session's usage rows not yet told, added
-   * to the totals in the same transaction; they ride on one forward only (the session hands each
-   * row over once: at most once, like `addUsage`).
+   * enqueued. Idempotent: a release is, and an event id is derived from session and operation and
+   * remembered longer than a forward may be repeated (webhook-event-ids.ts), so a repeated forward
+   * enqueues nothing twice. `usage`: the session's usage-ledger rows it has not seen acknowledged,
+   * added to the totals in the same transaction, each once (session-usage-marks.ts), so the totals
+   * stay exact across failed and repeated forwards.
    */
-  async operationsSettled(sessionId: string, operations: SettledOperation[], usage: Usage[] = []): Promise<void> {
+  async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage): Promise<void> {
     if (!this.schema.exists) return;
     const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
       (event): event is EnqueuedEvent => event !== undefined,
@@ -34,8 +37,8 @@ export abstract class TenantActivityRpc extends TenantHost {
     const enqueued = this.ctx.storage.transactionSync(() => {
       const ledger = this.operations();
       for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
-      for (const row of usage) ledger.addUsage(row);
-      return this.webhooks().enqueue(events, now);
+      if (usage) for (const row of new SessionUsageMarks(this.ctx.storage.sql).unapplied(sessionId, usage)) ledger.addUsage(row);
+      return this.webhooks().enqueue(this.eventIds().claim(events, now), now);
     });
     // Memory follows the committed transaction: a batch that failed keeps its slots held.
     this.operations().forgetPending(operations.map((operation) => operation.reservationId));
@@ -45,13 +48,14 @@ export abstract class TenantActivityRpc extends TenantHost {
   /**
    * A session's suspended runs, forwarded after the suspending commit with their DeferredIndex
    * registration (repeated after a crash): one `operation.suspended` delivery per subscribed
-   * endpoint, idempotent by event id.
+   * endpoint, idempotent by event id (webhook-event-ids.ts).
    */
   async operationsSuspended(sessionId: string, runs: SuspendedRun[]): Promise<void> {
     if (!this.schema.exists) return;
     const now = Date.now();
     const events = await Promise.all(runs.map((run) => suspendedEvent(sessionId, run, now)));
-    if (this.webhooks().enqueue(events, now) > 0) await this.armNoLaterThan(now);
+    const enqueued = this.ctx.storage.transactionSync(() => this.webhooks().enqueue(this.eventIds().claim(events, now), now));
+    if (enqueued > 0) await this.armNoLaterThan(now);
   }
 
   /** Slots of the open-operations quota taken now: bound operations and accepts in flight. */
@@ -62,11 +66,6 @@ export abstract class TenantActivityRpc extends TenantHost {
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
   async releaseOperation(id: string): Promise<void> {
     if (this.schema.exists) this.operations().release(id, Date.now());
-  }
-
-  /** Adds one usage-ledger row's usage to the tenant's totals (forwarded by session objects). */
-  async addUsage(usage: Usage): Promise<void> {
-    if (this.schema.exists) this.operations().addUsage(usage);
   }
 
   async usageTotals(): Promise<Usage> {

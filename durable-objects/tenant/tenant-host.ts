@@ -7,6 +7,7 @@ import { TenantOperations } from "../tenant-operations.ts";
 import { PendingReservations } from "./pending-reservations.ts";
 import { TenantWatches } from "../tenant-watches.ts";
 import { TenantWebhooks } from "../tenant-webhooks.ts";
+import { WebhookEventIds } from "./webhook-event-ids.ts";
 import { deliverDue } from "../webhook-delivery.ts";
 
 export interface TenantInfo {
@@ -68,6 +69,10 @@ export abstract class TenantHost extends DurableObject<Env> {
 
   protected webhooks(): TenantWebhooks {
     return new TenantWebhooks(this.ctx.storage.sql);
+  }
+
+  protected eventIds(): WebhookEventIds {
+    return new WebhookEventIds(this.ctx.storage.sql);
   }
 
   protected operations(): TenantOperations {

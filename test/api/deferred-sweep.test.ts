@@ -1,24 +1,17 @@
-import { abortAllDurableObjects, createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { shardOf } from "../../durable-objects/session/deferred-registrations.ts";
-import worker from "../../worker/index.ts";
-import type { ScriptStep } from "../../models/scripted/steps.ts";
 import { call } from "./helpers.ts";
 import { receivedAtLeast, receiver, register } from "./webhooks-helpers.ts";
 import { laneSetup, untilAt, useScript } from "./lane-helpers.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
+import { indexed, suspendedRun, tick } from "./deferred-helpers.ts";
 
 // The minute cron (ARCHITECTURE D8) through the worker's own `scheduled()`: a suspended run is
 // registered with its DeferredIndex shard after the suspending commit, the sweep grants it one
 // poll, stale rows are dropped, and many runs are resumed within the per-tick bound, none twice.
-
-async function tick(): Promise<void> {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
 
 async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, tries = 200): Promise<T> {
   for (let attempt = 0; attempt < tries; attempt++) {
@@ -29,29 +22,19 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
   throw new Error(`timed out waiting for ${what}`);
 }
 
-
-async function suspendedRun(prefix: string, ready: ScriptStep = { text: "fetched by the cron" }, pollAfterMs?: number) {
-  const setup = await laneSetup(prefix);
-  await useScript(setup, [{ deferred: { ...(pollAfterMs !== undefined && { pollAfterMs }), ready } }]);
-  const answer = await (await call(`${setup.lanePath}/prompt`, { body: { prompt: "later", wait: 30 }, token: setup.key })).json<{ status: string; operationId: string }>();
-  expect(answer.status).toBe("suspended");
-  const shard = env.DEFERRED_INDEX.getByName(shardOf(`${setup.tenantId}:${setup.sid}`));
-  return { ...setup, operationId: answer.operationId, shard };
-}
-
 async function settledStatus(setup: { lanePath: string; key: string }, operationId: string): Promise<string | undefined> {
   const view = await (await call(`${setup.lanePath}/operations/${operationId}?wait=10`, { token: setup.key })).json<{ state: string; result?: { status: string } }>();
   return view.state === "settled" ? view.result?.status : undefined;
 }
 
 describe("the deferred sweep (scheduled)", () => {
-  it("registers a suspended run after its commit, resumes it on the next tick, and drops the row once it settled", async () => {
+  it("registers a suspended run after its commit, resumes it on the next tick, and its row leaves the index with the settlement", async () => {
     const run = await suspendedRun("swp");
-    await until("the registration", () => run.shard.size(), (size) => size > 0);
+    await until("the registration", () => indexed(run.shard, run.operationId), (held) => held);
     await tick();
     expect(await until("the run to settle", () => settledStatus(run, run.operationId), (status) => status !== undefined)).toBe("completed");
-    // The row stays until a sweep finds the run gone (it is due again only after its recheck time).
-    expect(await run.shard.size()).toBeGreaterThan(0);
+    // No later sweep is needed to find it gone (ARCHITECTURE D8).
+    await until("the row to leave the index", () => indexed(run.shard, run.operationId), (held) => !held);
   });
 
   it("a suspended run survives its object being killed: the next tick resumes it in a fresh object", async () => {

@@ -1,5 +1,4 @@
 import { env, exports } from "cloudflare:workers";
-import { migrate, type Migration } from "../../durable-objects/sql/migrations.ts";
 
 let counter = 0;
 
@@ -46,16 +45,3 @@ export async function untilRefused(send: () => Promise<Response>, bound: number)
   throw new Error(`no 429 within ${bound} requests`);
 }
 
-/**
- * Applies the migration named `name` again, as if storage had stopped just before it (the caller
- * first puts its tables back as the earlier build left them): the migrations after it stay
- * recorded as they were, since their changes are still in place.
- */
-export function reapplyMigration(storage: DurableObjectStorage, migrations: readonly Migration[], name: string): void {
-  const version = migrations.findIndex((migration) => migration.name === name) + 1;
-  if (version === 0) throw new Error(`no migration ${name}`);
-  const later = storage.sql.exec<{ version: number; name: string; applied_at: number }>("SELECT version, name, applied_at FROM schema_migrations WHERE version > ?", version).toArray();
-  storage.sql.exec("DELETE FROM schema_migrations WHERE version >= ?", version);
-  migrate(storage, migrations.slice(0, version));
-  for (const row of later) storage.sql.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", row.version, row.name, row.applied_at);
-}

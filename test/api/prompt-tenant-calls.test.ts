@@ -11,7 +11,7 @@ import { call, errorCode, newTenant } from "./helpers.ts";
 // the settlement is forwarded. The calls are observed on the real TenantObject instance, whose
 // RPC methods are wrapped in place to record their names; nothing else changes.
 
-const COUNTED = ["authorize", "reserveOperation", "authorizeAndReserve", "bindOperation", "releaseOperation", "addUsage", "operationsSettled"] as const;
+const COUNTED = ["authorize", "reserveOperation", "authorizeAndReserve", "bindOperation", "releaseOperation", "operationsSettled"] as const;
 
 /**
  * Records the calls the tenant object `tenantId` receives, by name, from now on. RPC dispatches only

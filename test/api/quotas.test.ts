@@ -5,7 +5,8 @@ import { uuidv7Ids } from "../../harness/session/ids.ts";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/sql/tenant-migrations.ts";
 import type { Usage } from "../../schema/usage.ts";
-import { adminToken, call, newTenant, reapplyMigration } from "./helpers.ts";
+import { rerunMigration } from "../helpers/storage.ts";
+import { adminToken, call, newTenant } from "./helpers.ts";
 
 // The tenant's concurrent open operations quota (maxOpenOperations) and usage totals at /v1/me,
 // through the real Hono app with the scripted models. No timing assertions: a slow scripted step
@@ -186,7 +187,7 @@ describe("reservations of accepts in flight", () => {
       const insert = "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, 's', 'main', ?, ?)";
       state.storage.sql.exec(insert, "rsv_earlier", Date.now(), 0);
       state.storage.sql.exec(insert, operationId, Date.now(), 1);
-      reapplyMigration(state.storage, TENANT_MIGRATIONS, "reservations_in_memory");
+      rerunMigration(state.storage, TENANT_MIGRATIONS, "reservations_in_memory");
       return state.storage.sql.exec<{ operation_id: string }>("SELECT operation_id FROM open_operations").toArray().map((row) => row.operation_id);
     });
     expect(left).toEqual([operationId]);

@@ -51,7 +51,7 @@ describe("usage bounds through the API", () => {
     expect(session.rows).toHaveLength(2);
     for (const row of session.rows) expect(row.usage).toMatchObject({ output: MAX_USAGE_TOKENS, totalTokens: MAX_USAGE_TOKENS });
     expect(session.totals).toMatchObject({ output: 2 * MAX_USAGE_TOKENS, totalTokens: 2 * MAX_USAGE_TOKENS, cost: { total: 2 * MAX_USAGE_COST } });
-    // The tenant's totals arrive asynchronously (fire and forget after the commit): poll, bounded.
+    // The tenant's totals arrive asynchronously (forwarded after the commit): poll, bounded.
     let totals = await usageOf(key);
     for (let i = 0; i < 200 && totals.output < 2 * MAX_USAGE_TOKENS; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -63,16 +63,15 @@ describe("usage bounds through the API", () => {
 
 describe("tenant usage totals are never reset", () => {
   const row = (input: number): Usage => ({ input, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: input, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } });
+  let seq = 0;
+  /** One ledger row of a session, forwarded as sessions forward them (with their settlements). */
+  const forward = (tenantId: string, usage: Usage) => env.TENANTS.getByName(tenantId).operationsSettled("s_bounds", [], { epoch: 1, rows: [{ seq: ++seq, usage }] });
   const stored = (tenantId: string) =>
     runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => state.storage.sql.exec<{ totals: string }>("SELECT totals FROM usage_totals").toArray());
 
   it("an addition out of bounds (1e308, Infinity, negative) is skipped; the totals keep their value", async () => {
     const { tenantId, key } = await newTenant("ubskip");
-    const tenant = env.TENANTS.getByName(tenantId);
-    await tenant.addUsage(row(5));
-    await tenant.addUsage(row(1e308));
-    await tenant.addUsage(row(Infinity));
-    await tenant.addUsage(row(-3));
+    for (const input of [5, 1e308, Infinity, -3]) await forward(tenantId, row(input));
     expect(await usageOf(key)).toMatchObject({ input: 5, totalTokens: 5 });
   });
 
@@ -82,7 +81,7 @@ describe("tenant usage totals are never reset", () => {
     await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
       state.storage.sql.exec("INSERT INTO usage_totals (singleton, totals) VALUES (1, ?)", corrupt);
     });
-    await env.TENANTS.getByName(tenantId).addUsage(row(11));
+    await forward(tenantId, row(11));
     expect(await stored(tenantId)).toEqual([{ totals: corrupt }]);
   });
 });

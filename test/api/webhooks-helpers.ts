@@ -1,10 +1,14 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, inject } from "vitest";
+import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { FORWARD_RETRY_MS } from "../../durable-objects/session/settlement-outbox.ts";
+import { idText } from "../../durable-objects/sql/stored-ids.ts";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
 import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint } from "../../schema/webhooks.ts";
 import type { ReceivedDelivery } from "../node/webhook-receiver-setup.ts";
 import { call } from "./helpers.ts";
+import { laneSetup } from "./lane-helpers.ts";
 
 export type { ReceivedDelivery };
 
@@ -136,4 +140,50 @@ export async function settleMany(tenantId: string, sid: string, count: number, p
     result: { kind: "run", status: "completed", endedAt: now },
   }));
   await env.TENANTS.getByName(tenantId).operationsSettled(sid, operations);
+}
+
+/** A lane, a webhook endpoint for `operation.settled` on it, and one prompt settled there whose delivery was logged delivered. */
+export async function deliveredPrompt(prefix: string) {
+  const setup = await laneSetup(prefix);
+  const hook = receiver(prefix);
+  const endpoint = await register(setup.key, hook.url("ok"));
+  const operationId = await settledPrompt(setup.key, setup.lanePath, "delivered once");
+  const [delivery] = await receivedAtLeast(hook, 1);
+  await eventually(async () => ((await deliveries(setup.key, endpoint.id))[0]?.status === "delivered" ? true : undefined), "the delivery");
+  return { setup, hook, endpoint, operationId, delivery };
+}
+
+export type OutboxRow = { operation_id: string; settled_at: number; forward_at: number };
+
+/** The session's settlement outbox, read in its object. */
+export function outboxRows(tenantId: string, sid: string): Promise<OutboxRow[]> {
+  return runInDurableObject(env.SESSIONS.getByName(`${tenantId}:${sid}`), (_instance: SessionObject, state) =>
+    state.storage.sql.exec<OutboxRow>(`SELECT ${idText("operation_id")} AS operation_id, settled_at, forward_at FROM settlement_outbox`).toArray(),
+  );
+}
+
+/** Makes the tenant object fail every forward that enqueues a webhook (its delivery table out of reach), or heals it. */
+export function breakTenant(tenantId: string, broken: boolean): Promise<void> {
+  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+    state.storage.sql.exec(broken ? "ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_away" : "ALTER TABLE webhook_deliveries_away RENAME TO webhook_deliveries");
+  });
+}
+
+/**
+ * A lane with a webhook endpoint whose prompt settled while the tenant object failed every
+ * forward: answers once the live forward failed and postponed the settlement's outbox row (the
+ * tenant is healed by then, its slot still held and nothing enqueued).
+ */
+export async function failedForward(prefix: string) {
+  const setup = await laneSetup(prefix);
+  const hook = receiver(prefix);
+  const endpoint = await register(setup.key, hook.url("ok"));
+  await breakTenant(setup.tenantId, true);
+  const operationId = await settledPrompt(setup.key, setup.lanePath, "settled while the tenant fails");
+  const [row] = await eventually(async () => {
+    const rows = await outboxRows(setup.tenantId, setup.sid);
+    return rows[0] && rows[0].forward_at >= rows[0].settled_at + FORWARD_RETRY_MS ? rows : undefined;
+  }, "the failed forward to postpone its row");
+  await breakTenant(setup.tenantId, false);
+  return { setup, hook, endpoint, operationId, row };
 }

@@ -2,25 +2,15 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { FORWARD_RETRY_MS } from "../../durable-objects/session/settlement-outbox.ts";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
-import { deliveries, eventually, receivedAtLeast, receiver, register, settledPrompt } from "./webhooks-helpers.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { deliveredPrompt, failedForward, deliveries, eventually, outboxRows, receivedAtLeast, settledPrompt } from "./webhooks-helpers.ts";
 
 // The session's settlement outbox: a settled operation's row is written in the settling commit and
 // forwarded after it to the TenantObject, which frees the open-operation slot and enqueues the
 // webhook, idempotently. Nothing is lost when the forward fails and the object is evicted before
 // it is repeated, and nothing is delivered twice when a forward is repeated.
-
-type OutboxRow = { operation_id: string; settled_at: number; forward_at: number };
-
-function outboxRows(tenantId: string, sid: string): Promise<OutboxRow[]> {
-  return runInDurableObject(objectOf(tenantId, sid), (_instance: SessionObject, state) =>
-    state.storage.sql.exec<OutboxRow>(`SELECT ${idText("operation_id")} AS operation_id, settled_at, forward_at FROM settlement_outbox`).toArray(),
-  );
-}
 
 async function tenantCounts(tenantId: string): Promise<{ open: number; deliveries: number }> {
   const tenant = env.TENANTS.getByName(tenantId);
@@ -30,28 +20,11 @@ async function tenantCounts(tenantId: string): Promise<{ open: number; deliverie
   };
 }
 
-/** Makes the tenant object fail every forward (its delivery table out of reach), or heals it. */
-function breakTenant(tenantId: string, broken: boolean): Promise<void> {
-  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
-    state.storage.sql.exec(broken ? "ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_away" : "ALTER TABLE webhook_deliveries_away RENAME TO webhook_deliveries");
-  });
-}
-
 describe("settlement outbox", () => {
   it("a settlement whose forward failed survives an eviction and is delivered exactly once by the session's alarm", async () => {
-    const setup = await laneSetup("obevict");
-    const hook = receiver("evict");
-    const endpoint = await register(setup.key, hook.url("ok"));
-    await breakTenant(setup.tenantId, true);
-    const operationId = await settledPrompt(setup.key, setup.lanePath, "settle while the tenant fails");
-
     // The live forward failed: the row stays, postponed, and the tenant still holds the slot.
-    const [row] = await eventually(async () => {
-      const rows = await outboxRows(setup.tenantId, setup.sid);
-      return rows[0] && rows[0].forward_at >= rows[0].settled_at + FORWARD_RETRY_MS ? rows : undefined;
-    }, "the failed forward to postpone its row");
+    const { setup, hook, endpoint, operationId, row } = await failedForward("obevict");
     expect(row?.operation_id).toBe(operationId);
-    await breakTenant(setup.tenantId, false);
     expect(await tenantCounts(setup.tenantId)).toEqual({ open: 1, deliveries: 0 });
 
     // Memory is dropped; the row and the alarm armed for it are not.
@@ -75,12 +48,7 @@ describe("settlement outbox", () => {
   });
 
   it("a repeated forward of the same settlement enqueues nothing twice", async () => {
-    const setup = await laneSetup("obrepeat");
-    const hook = receiver("repeat");
-    const endpoint = await register(setup.key, hook.url("ok"));
-    const operationId = await settledPrompt(setup.key, setup.lanePath, "once only");
-    const [first] = await receivedAtLeast(hook, 1);
-    await eventually(async () => ((await deliveries(setup.key, endpoint.id))[0]?.status === "delivered" ? true : undefined), "the first delivery");
+    const { setup, hook, endpoint, operationId, delivery: first } = await deliveredPrompt("obrepeat");
 
     // The forward a crash would repeat: the same operation, told again.
     const tenant = env.TENANTS.getByName(setup.tenantId);
@@ -113,12 +81,7 @@ describe("settlement outbox", () => {
   });
 
   it("an acknowledged row whose deletion died with the object is forwarded again by the alarm and delivered once", async () => {
-    const setup = await laneSetup("obacked");
-    const hook = receiver("acked");
-    const endpoint = await register(setup.key, hook.url("ok"));
-    const operationId = await settledPrompt(setup.key, setup.lanePath, "acknowledged, then evicted");
-    await receivedAtLeast(hook, 1);
-    await eventually(async () => ((await deliveries(setup.key, endpoint.id))[0]?.status === "delivered" ? true : undefined), "the delivery");
+    const { setup, hook, endpoint, operationId } = await deliveredPrompt("obacked");
 
     // The tenant acknowledged the row; its deletion waits for the next commit, which never comes.
     expect((await outboxRows(setup.tenantId, setup.sid)).map((row) => row.operation_id)).toEqual([operationId]);

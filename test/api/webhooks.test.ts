@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { TENANT_MIGRATIONS } from "../../durable-objects/sql/tenant-migrations.ts";
 import type { TenantObject } from "../../durable-objects/tenant-object.ts";
 import { MAX_WEBHOOK_ENDPOINTS, MAX_WEBHOOKS_PER_HOST, type WebhookEndpoint } from "../../schema/webhooks.ts";
-import { call, errorCode, newTenant, reapplyMigration } from "./helpers.ts";
+import { rerunMigration } from "../helpers/storage.ts";
+import { call, errorCode, newTenant } from "./helpers.ts";
 import { expectError } from "./session-helpers.ts";
 import { receiver, register } from "./webhooks-helpers.ts";
 
@@ -169,7 +170,7 @@ describe("webhook endpoints", () => {
       // The tables as the earlier build left them.
       state.storage.sql.exec("DROP INDEX webhook_deliveries_due_by_endpoint");
       for (const column of ["consecutive_failures", "failing_since", "disabled_at", "disabled_reason"]) state.storage.sql.exec(`ALTER TABLE webhook_endpoints DROP COLUMN ${column}`);
-      reapplyMigration(state.storage, TENANT_MIGRATIONS, "webhook_endpoint_health");
+      rerunMigration(state.storage, TENANT_MIGRATIONS, "webhook_endpoint_health");
       expect(state.storage.sql.exec("SELECT consecutive_failures, failing_since, disabled_at FROM webhook_endpoints").toArray()).toEqual([
         { consecutive_failures: 0, failing_since: null, disabled_at: null },
       ]);

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { migrate } from "../../durable-objects/sql/migrations.ts";
+import { migrate, type Migration } from "../../durable-objects/sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
 import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
@@ -38,6 +38,20 @@ export async function withStorage<R>(
 }
 
 export const newId = (): string => uuidv7Ids.next();
+
+/**
+ * Runs one migration of an applied list again, by name, over rows written as an earlier build left
+ * them: how a test shows what that migration does to them. (Taking its version row out of the
+ * history would not do: `migrate` applies what follows the recorded prefix, so it would run the
+ * list's last migrations again, not this one.)
+ */
+export function rerunMigration(host: Pick<DurableObjectStorage, "sql" | "transactionSync">, migrations: readonly Migration[], name: string): void {
+  const migration = migrations.find((candidate) => candidate.name === name);
+  if (!migration) throw new Error(`No migration ${name}`);
+  host.transactionSync(() => {
+    for (const statement of migration.statements) host.sql.exec(statement);
+  });
+}
 
 export function userMessage(content = "hi"): UserMessage {
   return { role: "user", content, timestamp: 1 };

@@ -6,7 +6,7 @@ import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage
 import { idText, storedId } from "../../durable-objects/sql/stored-ids.ts";
 import { operationResult } from "../../harness/session/builtin-addresses.ts";
 import { insertEntry, insertUsage, setValue } from "../../harness/session/writes.ts";
-import { assistantMessage, customEntry, messageEntry, newId, objectStub, uniqueObjectName, usageRow } from "../helpers/storage.ts";
+import { assistantMessage, customEntry, messageEntry, newId, objectStub, rerunMigration, uniqueObjectName, usageRow } from "../helpers/storage.ts";
 
 // Entry, ledger and result-record ids in canonical UUID text are stored as their 16 bytes (QUALITY P3); other ids
 // as their text. Every read answers the same text; session migration 9 converts earlier text ids.
@@ -104,20 +104,17 @@ describe("ids at rest", () => {
 
   it("migration 9 converts the text ids an earlier build stored; reads answer the same before and after", async () => {
     await runInDurableObject(objectStub(uniqueObjectName("binary_ids_migration")), (_instance, state) => {
-      const before = SESSION_MIGRATIONS.findIndex((migration) => migration.name === "binary_ids");
-      expect(before).toBeGreaterThan(0);
       migrate(state.storage, SESSION_MIGRATIONS);
       const storage = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 });
       const seeded = seed(storage);
       const expected = readAll(storage, seeded);
-      // The rows as the earlier build left them: every id as text, migration 9 (and later) not applied.
+      // The rows as the earlier build left them: every id as text, before migration 9.
       state.storage.sql.exec(`UPDATE entries SET id = ${idText("id")}`);
       state.storage.sql.exec(`UPDATE usage SET id = ${idText("id")}, entry_id = ${idText("entry_id")}`);
       state.storage.sql.exec(`UPDATE op_results SET operation_id = ${idText("operation_id")}`);
-      state.storage.sql.exec("DELETE FROM schema_migrations WHERE version >= ?", before + 1);
       expect(storedKinds(state).entries).toEqual([{ kind: "text:10", n: 1 }, { kind: "text:36", n: 5 }]);
 
-      migrate(state.storage, SESSION_MIGRATIONS);
+      rerunMigration(state.storage, SESSION_MIGRATIONS, "binary_ids");
       expect(storedKinds(state)).toEqual(SEEDED_KINDS);
       const reopened = SqlSessionStorage.open(state.storage);
       expect(reopened && readAll(reopened, seeded)).toEqual(expected);
