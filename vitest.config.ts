@@ -13,6 +13,10 @@ export default defineConfig({
     // A file's first request loads and transforms the whole worker (the model providers' SDKs
     // included) in a fresh isolate: seconds on a loaded 2-core machine. Timing is never asserted.
     testTimeout: 30_000,
+    // Two files at once even on a 2-core machine: a file spends much of its time waiting (its
+    // isolate's first load, loopback servers, alarms), so the default of one fewer than the cores
+    // (one, on CI's 2 cores) leaves a core idle; measured ~20 % less wall time over 30 files.
+    maxWorkers: 2,
     hookTimeout: 30_000,
     // A real local webhook for the http tool tests, a tenant's webhook receiver and a real MCP
     // server for the MCP tests, and the egress tests' tripwire and fixtures (Node side; see
