@@ -6,6 +6,7 @@ import {
   type WebhookEndpoint,
   type WebhookEventType,
 } from "../schema/webhooks.ts";
+import { destinationHost } from "../schema/egress-policy.ts";
 import { RpcError } from "./rpc-errors.ts";
 import { disablingReason } from "./webhook-schedule.ts";
 
@@ -164,14 +165,18 @@ export function parseEvents(stored: string): WebhookEventType[] {
 
 /**
  * Where a URL sends to, as the limits compare it: the URL as `new URL()` normalizes it without its
- * fragment (never sent), and its host name without a trailing dot (`example.com.` is `example.com`).
+ * fragment (never sent), and its host in one spelling per destination (schema/egress-policy.ts
+ * destinationHost: `example.com.` is `example.com`, `[::ffff:8.8.8.8]` is `8.8.8.8`).
  * A registered URL always parses (the route checked it); one that did not would compare as itself.
  */
 function destinationOf(url: string): { url: string; host: string } {
   try {
     const parsed = new URL(url);
     parsed.hash = "";
-    return { url: parsed.href, host: parsed.hostname.replace(/\.$/, "") };
+    // One spelling per destination, as the egress policy judges it: `[::ffff:8.8.8.8]` is 8.8.8.8.
+    const host = destinationHost(parsed.hostname);
+    parsed.hostname = host;
+    return { url: parsed.href, host };
   } catch {
     return { url, host: url };
   }

@@ -76,6 +76,19 @@ function schemeMessage(field: string, localDevelopment: boolean): string {
 }
 
 /** Why a request may not go to `hostname` (as `new URL()` writes it), or undefined for a public host. */
+/**
+ * The destination `hostname` (as `new URL()` writes it) names, in one spelling per destination: an
+ * IPv6 literal that carries an IPv4 address (mapped, compatible, NAT64, 6to4) is that IPv4 address,
+ * and a name loses its trailing dots. Limits counted per destination (webhook endpoints per host)
+ * compare these, so another spelling of one address is not another destination.
+ */
+export function destinationHost(hostname: string): string {
+  if (!hostname.startsWith("[")) return hostname.replace(/\.+$/, "");
+  const address = parseIpv6(hostname.slice(1, -1));
+  const embedded = address === undefined ? undefined : embeddedIpv4(address);
+  return embedded === undefined ? hostname : dottedIpv4(embedded.ipv4);
+}
+
 export function hostRefusal(hostname: string): AddressRefusal | undefined {
   if (hostname.startsWith("[")) return ipv6Refusal(hostname.slice(1, -1));
   const ipv4 = parseDottedIpv4(hostname);
@@ -131,6 +144,10 @@ function ipv4Refusal(address: number): AddressRefusal | undefined {
   return undefined;
 }
 
+function dottedIpv4(address: number): string {
+  return [24, 16, 8, 0].map((shift) => (address >>> shift) & 0xff).join(".");
+}
+
 function ipv4Prefix(address: number, bits: number): number {
   return bits === 0 ? 0 : (address & (~0 << (32 - bits))) >>> 0;
 }
@@ -171,18 +188,27 @@ const IPV6_RANGES: readonly (readonly [string, number, AddressRule | "embedded"]
 const IPV6_TABLE = IPV6_RANGES.map(([network, bits, rule]) => ({ network: parseIpv6(network) ?? 0n, bits, rule, range: `${network}/${bits}` }));
 const GLOBAL_UNICAST = { network: parseIpv6("2000::") ?? 0n, bits: 3 };
 
+/** The IPv4 address an IPv6 address carries, and the range that carries it; undefined for none. */
+function embeddedIpv4(address: bigint): { ipv4: number; range: string } | undefined {
+  const carrier = IPV6_TABLE.find(({ network, bits }) => ipv6Prefix(address, bits) === network);
+  if (carrier?.rule !== "embedded") return undefined;
+  const ipv4 = Number(carrier.range.startsWith("2002:") ? (address >> 80n) & 0xffffffffn : address & 0xffffffffn);
+  return { ipv4, range: carrier.range };
+}
+
 function ipv6Refusal(text: string): AddressRefusal | undefined {
   const address = parseIpv6(text);
   if (address === undefined) return { rule: "reserved", range: "an unreadable IPv6 address" };
-  for (const { network, bits, rule, range } of IPV6_TABLE) {
-    if (ipv6Prefix(address, bits) !== network) continue;
-    if (rule !== "embedded") return { rule, range };
-    const embedded = Number(range.startsWith("2002:") ? (address >> 80n) & 0xffffffffn : address & 0xffffffffn);
-    const inner = ipv4Refusal(embedded);
-    if (inner) return { rule: inner.rule, range: `${inner.range} inside ${range}` };
+  const embedded = embeddedIpv4(address);
+  if (embedded !== undefined) {
+    const inner = ipv4Refusal(embedded.ipv4);
+    if (inner) return { rule: inner.rule, range: `${inner.range} inside ${embedded.range}` };
     // A public IPv4 address written as mapped, NAT64 or 6to4 is that public address; the
     // deprecated compatible form (::a.b.c.d) is not routed at all.
-    return range === "::/96" ? { rule: "reserved", range } : undefined;
+    return embedded.range === "::/96" ? { rule: "reserved", range: embedded.range } : undefined;
+  }
+  for (const { network, bits, rule, range } of IPV6_TABLE) {
+    if (ipv6Prefix(address, bits) === network) return { rule: rule === "embedded" ? "reserved" : rule, range };
   }
   if (ipv6Prefix(address, GLOBAL_UNICAST.bits) !== GLOBAL_UNICAST.network) return { rule: "reserved", range: "outside 2000::/3" };
   return undefined;

@@ -131,6 +131,23 @@ describe("webhook endpoints", () => {
     await register(key, "https://example.com/a");
   });
 
+  it("counts an address in every spelling the egress policy reads as one destination: per URL and per host", async () => {
+    const { tenantId, key } = await newTenant("whspell");
+    const first = await register(key, "https://8.8.8.8/a");
+    // The same URL with the address written inside IPv6 (mapped, NAT64, 6to4) is the same endpoint.
+    for (const url of ["https://[::ffff:8.8.8.8]/a", "https://[64:ff9b::808:808]/a", "https://[2002:808:808::]/a"]) {
+      const again = await call("/v1/webhooks", { body: { url, events: ["operation.settled"] }, token: key });
+      expect({ url, status: again.status }).toEqual({ url, status: 409 });
+      expect(await again.json()).toMatchObject({ error: { code: "WebhookExists", details: { webhookId: first.id } } });
+    }
+    await register(key, "https://[::ffff:8.8.8.8]/b");
+    await register(key, "https://[64:ff9b::8.8.8.8]/c");
+    const refused = await call("/v1/webhooks", { body: { url: "https://8.8.8.8/d", events: ["operation.settled"] }, token: key });
+    expect(refused.status).toBe(422);
+    expect(await refused.json()).toMatchObject({ error: { code: "LimitExceeded", details: { resource: "webhooks_per_host", host: "8.8.8.8" } } });
+    expect(await endpointRows(tenantId)).toHaveLength(MAX_WEBHOOKS_PER_HOST);
+  });
+
   it("a repeat with the same Idempotency-Key registers nothing more and never shows the secret again", async () => {
     const { tenantId, key } = await newTenant("whidem");
     const body = { url: "https://example.com/hook", events: ["operation.settled"] };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { egressDetails, egressProblem, hostRefusal, type AddressRule } from "../../schema/egress-policy.ts";
+import { destinationHost, egressDetails, egressProblem, hostRefusal, type AddressRule } from "../../schema/egress-policy.ts";
 import { INTERNAL_URLS } from "../helpers/internal-urls.ts";
 
 // The egress policy (schema/egress-policy.ts) over every address form the issue listed and more,
@@ -178,5 +178,17 @@ describe("the scheme and shape rules", () => {
     expect(egressProblem("https://user:pass@tools.example.com/hook", false)).toEqual({ message: "url may not carry credentials" });
     expect(egressProblem("https://token@tools.example.com/hook", false)).toEqual({ message: "url may not carry credentials" });
     expect(egressProblem("https://[::1", false)).toEqual({ message: "url must be an absolute URL" });
+  });
+});
+
+describe("destinationHost: one spelling per destination", () => {
+  const hostOf = (url: string) => destinationHost(new URL(url).hostname);
+  it("reads an IPv4 address written inside IPv6 as that address, and a name without its trailing dot", () => {
+    for (const url of ["https://8.8.8.8/", "https://[::ffff:8.8.8.8]/", "https://[::ffff:808:808]/", "https://[64:ff9b::8.8.8.8]/", "https://[2002:808:808::1]/", "https://[::8.8.8.8]/", "https://134744072/"]) {
+      expect({ url, host: hostOf(url) }).toEqual({ url, host: "8.8.8.8" });
+    }
+    expect(hostOf("https://Hooks.Example.com./x")).toBe("hooks.example.com");
+    expect(hostOf("https://[2606:4700::1111]/")).toBe("[2606:4700::1111]");
+    expect(hostOf("https://[::1]/")).toBe("[::1]");
   });
 });
