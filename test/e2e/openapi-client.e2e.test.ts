@@ -65,6 +65,26 @@ describe("a client generated from /openapi.json", () => {
     const types = readFileSync(join(dir, "api.d.ts"), "utf8");
     expect(types).toContain('"/v1/sessions/{sid}/lanes/{lane}/prompt"');
 
+    // The docs' install line pins what this test runs with (the project's own devDependencies): an
+    // unpinned `typescript` installs whatever is latest, and openapi-typescript 7 fails on TypeScript 7.
+    const install = commands?.split("\n").find((line) => line.startsWith("npm install "));
+    const pinned = Object.fromEntries(
+      (install ?? "")
+        .split(" ")
+        .slice(3)
+        .map((spec) => {
+          const at = spec.lastIndexOf("@");
+          return at > 0 ? [spec.slice(0, at), spec.slice(at + 1)] : [spec, "(unpinned)"];
+        }),
+    );
+    const devDependencies: Record<string, string> = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).devDependencies;
+    expect(pinned).toEqual({
+      "openapi-typescript": devDependencies["openapi-typescript"],
+      "openapi-fetch": devDependencies["openapi-fetch"],
+      typescript: devDependencies.typescript,
+      "@types/node": devDependencies["@types/node"]?.split(".")[0],
+    });
+
     // The docs' own tsc line, with the project's TypeScript; the generated types are checked too.
     const tsc = commands?.split("\n").find((line) => line.startsWith("npx tsc "));
     expect(tsc).toBe("npx tsc --strict --noEmit --module nodenext --target es2023 --types node flow.ts");
