@@ -1,6 +1,7 @@
 import type { AssistantMessage, AssistantMessageDiagnostic } from "@earendil-works/pi-ai";
 import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import type { OperationError } from "../../schema/lane.ts";
+import { providerRefusalOf } from "./provider-refusal.ts";
 
 // How a failed provider request is classified (QUALITY R8). The Models port (models/) sees the
 // HTTP exchange and records what it saw on the failed response as one pi-ai diagnostic; the
@@ -31,10 +32,12 @@ export function providerFailureOf(message: Pick<AssistantMessage, "diagnostics">
 
 /**
  * Whether retrying may help: the provider answered 429 or 5xx, or the failure reads as one pi-ai
- * knows to be transient (a timeout, a cut or refused connection, an overloaded server).
+ * knows to be transient (a timeout, a cut or refused connection, an overloaded server). Never for
+ * a request the service itself refused to send or follow (provider-refusal.ts): its text names
+ * the refused host, which may happen to read like a transient failure (`…timeout.internal`).
  */
 export function isTransientFailure(message: AssistantMessage, failure: ProviderFailure | undefined): boolean {
-  if (failure?.kind === "auth") return false;
+  if (failure?.kind === "auth" || providerRefusalOf(message) !== undefined) return false;
   if (failure?.kind === "http" && (failure.status === 429 || failure.status >= 500)) return true;
   return isRetryableAssistantError(message);
 }
