@@ -63,8 +63,18 @@ export function providerUnavailable(provider: string, failure: ProviderFailure |
  */
 export const MAX_PROVIDER_ERROR_CHARS = 2_000;
 
+/** The mark a bounded text ends with; a text that already carries it is left as it is. */
+const LEFT_OUT = /… \(\d+ more characters left out\)$/;
+
+/**
+ * `text` cut to MAX_PROVIDER_ERROR_CHARS, saying how much was left out. Idempotent: the port, the
+ * stored entry and the record each bound the same text on its way, and cutting a bounded text
+ * again would replace the true count with the length of the mark.
+ */
 export function boundedErrorText(text: string): string {
   if (text.length <= MAX_PROVIDER_ERROR_CHARS) return text;
+  const mark = LEFT_OUT.exec(text);
+  if (mark && mark.index <= MAX_PROVIDER_ERROR_CHARS) return text;
   // Never split a surrogate pair: the cut text stays valid UTF-16.
   const end = /[\uD800-\uDBFF]/.test(text.charAt(MAX_PROVIDER_ERROR_CHARS - 1)) ? MAX_PROVIDER_ERROR_CHARS - 1 : MAX_PROVIDER_ERROR_CHARS;
   return `${text.slice(0, end)}… (${text.length - end} more characters left out)`;

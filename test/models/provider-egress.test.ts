@@ -148,5 +148,12 @@ describe("provider requests and the egress policy", { timeout: 30_000 }, () => {
     expect(record?.status).toBe("failed");
     expect(record?.error?.message.length).toBeLessThanOrEqual(MAX_PROVIDER_ERROR_CHARS + 50);
     expect(record?.error?.message).toMatch(/bad request x+… \(\d+ more characters left out\)$/);
+    // Bounded once, whatever layers bound it on the way (the port, the stored entry, the record):
+    // the count is what the provider's text lost (pi-ai keeps about 4,000 characters of an error
+    // body), not the length of the mark a second cut would have measured.
+    const [, kept = "", left = "0"] = record?.error?.message.match(/^([\s\S]*)… \((\d+) more characters left out\)$/) ?? [];
+    expect(kept).toHaveLength(MAX_PROVIDER_ERROR_CHARS);
+    expect(kept).not.toContain("more characters left out");
+    expect(Number(left)).toBeGreaterThan(1_000);
   });
 });
