@@ -52,12 +52,21 @@ export class UsageOutbox {
     this.acknowledged = { epoch: usage.epoch, seq: Math.max(previous, usage.rows.at(-1)?.seq ?? 0) };
   }
 
-  /** Stores the acknowledged mark and disarms the retry; synchronous, so inside a mutation it joins its commit. */
+  /**
+   * Stores the acknowledged mark; synchronous, so inside a mutation it joins its commit. The retry
+   * is disarmed only when the mark covers the whole ledger: the acknowledgment stored may be an
+   * earlier forward's, and a later one that failed still needs the alarm for its newer rows.
+   */
   persistAcknowledged(): void {
     const acknowledged = this.acknowledged;
     if (!acknowledged) return;
     this.acknowledged = undefined;
-    this.sql.exec("UPDATE usage_forward SET forwarded_seq = max(forwarded_seq, ?), retry_at = NULL WHERE singleton = 1", acknowledged.seq);
+    this.sql.exec(
+      `UPDATE usage_forward SET forwarded_seq = max(forwarded_seq, ?1),
+         retry_at = CASE WHEN max(forwarded_seq, ?1) >= (SELECT coalesce(max(seq), 0) FROM usage) THEN NULL ELSE retry_at END
+       WHERE singleton = 1`,
+      acknowledged.seq,
+    );
   }
 
   /** A forward of pending rows failed: the alarm tells them again after `delayMs`. */

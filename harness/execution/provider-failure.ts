@@ -1,6 +1,7 @@
 import type { AssistantMessage, AssistantMessageDiagnostic } from "@earendil-works/pi-ai";
 import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import type { OperationError } from "../../schema/lane.ts";
+import { providerRefusalOf } from "./provider-refusal.ts";
 
 // How a failed provider request is classified (QUALITY R8). The Models port (models/) sees the
 // HTTP exchange and records what it saw on the failed response as one pi-ai diagnostic; the
@@ -31,10 +32,12 @@ export function providerFailureOf(message: Pick<AssistantMessage, "diagnostics">
 
 /**
  * Whether retrying may help: the provider answered 429 or 5xx, or the failure reads as one pi-ai
- * knows to be transient (a timeout, a cut or refused connection, an overloaded server).
+ * knows to be transient (a timeout, a cut or refused connection, an overloaded server). Never for
+ * a request the service itself refused to send or follow (provider-refusal.ts): its text names
+ * the refused host, which may happen to read like a transient failure (`…timeout.internal`).
  */
 export function isTransientFailure(message: AssistantMessage, failure: ProviderFailure | undefined): boolean {
-  if (failure?.kind === "auth") return false;
+  if (failure?.kind === "auth" || providerRefusalOf(message) !== undefined) return false;
   if (failure?.kind === "http" && (failure.status === 429 || failure.status >= 500)) return true;
   return isRetryableAssistantError(message);
 }
@@ -60,8 +63,18 @@ export function providerUnavailable(provider: string, failure: ProviderFailure |
  */
 export const MAX_PROVIDER_ERROR_CHARS = 2_000;
 
+/** The mark a bounded text ends with; a text that already carries it is left as it is. */
+const LEFT_OUT = /… \(\d+ more characters left out\)$/;
+
+/**
+ * `text` cut to MAX_PROVIDER_ERROR_CHARS, saying how much was left out. Idempotent: the port, the
+ * stored entry and the record each bound the same text on its way, and cutting a bounded text
+ * again would replace the true count with the length of the mark.
+ */
 export function boundedErrorText(text: string): string {
   if (text.length <= MAX_PROVIDER_ERROR_CHARS) return text;
+  const mark = LEFT_OUT.exec(text);
+  if (mark && mark.index <= MAX_PROVIDER_ERROR_CHARS) return text;
   // Never split a surrogate pair: the cut text stays valid UTF-16.
   const end = /[\uD800-\uDBFF]/.test(text.charAt(MAX_PROVIDER_ERROR_CHARS - 1)) ? MAX_PROVIDER_ERROR_CHARS - 1 : MAX_PROVIDER_ERROR_CHARS;
   return `${text.slice(0, end)}… (${text.length - end} more characters left out)`;

@@ -41,6 +41,13 @@ function breakUsageMarks(tenantId: string, broken: boolean): Promise<void> {
   });
 }
 
+/** The tenant's usage marks of one session (at most one row). */
+function usageMarks(tenantId: string, sid: string): Promise<{ epoch: number; seq: number }[]> {
+  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) =>
+    state.storage.sql.exec<{ epoch: number; seq: number }>("SELECT epoch, seq FROM session_usage_marks WHERE session_id = ?", sid).toArray(),
+  );
+}
+
 function usageRetryAt(tenantId: string, sid: string): Promise<number | null> {
   return runInDurableObject(objectOf(tenantId, sid), (_instance: SessionObject, state) => state.storage.sql.exec<{ retry_at: number | null }>("SELECT retry_at FROM usage_forward").one().retry_at);
 }
@@ -117,5 +124,14 @@ describe("issue 30 item 6c: tenant usage totals stay exact", () => {
     const second = await sessionUsage(setup.key, setup.sessionPath);
     expect(second.totalTokens).toBeGreaterThan(0);
     await tenantReaches(setup.key, addUsage(first, second));
+  });
+
+  it("a deleted session's usage mark leaves with it: the tenant keeps no row for it", async () => {
+    const setup = await laneSetup("usemarkgone");
+    await settledPrompt(setup.key, setup.lanePath, "counted");
+    await tenantReaches(setup.key, await sessionUsage(setup.key, setup.sessionPath));
+    expect(await usageMarks(setup.tenantId, setup.sid)).toHaveLength(1);
+    expect((await call(setup.sessionPath, { method: "DELETE", token: setup.key })).status).toBe(204);
+    expect(await usageMarks(setup.tenantId, setup.sid)).toEqual([]);
   });
 });

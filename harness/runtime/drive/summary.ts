@@ -4,6 +4,7 @@ import type { Usage } from "../../../schema/usage.ts";
 import type { SummaryRequestKind } from "../../compaction/summarizer.ts";
 import type { ProviderModel } from "../../execution/models.ts";
 import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../execution/provider-failure.ts";
+import { providerRefusalOf } from "../../execution/provider-refusal.ts";
 import { addUsage } from "../../session/usage.ts";
 import { insertUsage } from "../../session/writes.ts";
 import type { Committed } from "../lane-command.ts";
@@ -178,9 +179,9 @@ function failure(
   if (transient && attempt < policy.maxAttempts) {
     return retryPlan(pass, current, settlement, retryDelayFor(failure, retryDelay(policy, attempt)), errorMessage, false);
   }
-  const error = transient
-    ? providerUnavailable(response.provider, failure, attempt, errorMessage)
-    : { code: failure?.kind === "auth" ? "provider_auth" : "summary_error", message: errorMessage };
+  // A request the service would not send or follow fails as a run's does (settle-response.ts).
+  const code = providerRefusalOf(response) ? "provider_error" : failure?.kind === "auth" ? "provider_auth" : "summary_error";
+  const error = transient ? providerUnavailable(response.provider, failure, attempt, errorMessage) : { code, message: errorMessage };
   return boundaryPlan(pass, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, task, settlement, attempt, false, errorMessage));
 }
 

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { FORWARD_RETRY_MS } from "../../durable-objects/session/settlement-outbox.ts";
+import { UsageOutbox } from "../../durable-objects/session/usage-outbox.ts";
+import { insertUsage } from "../../harness/session/writes.ts";
+import { usageOf, usageRow, withStorage } from "../helpers/storage.ts";
+
+// The session's usage outbox (issue 30 item 6c): the ledger rows past the seq the tenant
+// acknowledged are told again until acknowledged, and a failed forward keeps the alarm armed to
+// tell them (`retry_at`). Forwards overlap with commits: the acknowledgment of one forward is
+// stored with the session's next commit, which may come after a later forward has failed.
+
+const NOW = 1_800_000_000_000;
+
+describe("the usage outbox", () => {
+  it("storing an earlier forward's acknowledgment keeps the retry a later failed forward armed", async () => {
+    await withStorage((storage, state) => {
+      const outbox = new UsageOutbox(state.storage.sql, () => NOW);
+      storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 1 })))]);
+      const first = outbox.pending(storage, 50);
+      storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 2 })))]);
+      // The first forward is applied; the second one, with the newer row, fails.
+      outbox.acknowledge(first);
+      const second = outbox.pending(storage, 50);
+      expect(second.rows).toHaveLength(1);
+      outbox.postpone(FORWARD_RETRY_MS);
+
+      // The session's next commit stores the first acknowledgment.
+      outbox.persistAcknowledged();
+
+      // The newer row is still untold: the alarm must still come back for it.
+      expect(outbox.retryAt()).toBe(NOW + FORWARD_RETRY_MS);
+      expect(outbox.pending(storage, 50).rows.map((row) => row.seq)).toEqual(second.rows.map((row) => row.seq));
+    });
+  });
+
+  it("storing an acknowledgment that covers the whole ledger disarms the retry", async () => {
+    await withStorage((storage, state) => {
+      const outbox = new UsageOutbox(state.storage.sql, () => NOW);
+      storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 1 })))]);
+      outbox.postpone(FORWARD_RETRY_MS);
+      outbox.acknowledge(outbox.pending(storage, 50));
+      outbox.persistAcknowledged();
+      expect(outbox.retryAt()).toBeUndefined();
+      expect(outbox.pending(storage, 50).rows).toEqual([]);
+    });
+  });
+
+  it("a retry that finds nothing left to tell (the mark was stored before an eviction) is disarmed", async () => {
+    await withStorage((storage, state) => {
+      const before = new UsageOutbox(state.storage.sql, () => NOW);
+      storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 1 })))]);
+      before.acknowledge(before.pending(storage, 50));
+      before.persistAcknowledged();
+      before.postpone(FORWARD_RETRY_MS);
+
+      // A fresh instance (the object was evicted) holds no acknowledgment in memory.
+      const after = new UsageOutbox(state.storage.sql, () => NOW);
+      const pending = after.pending(storage, 50);
+      expect(pending).toMatchObject({ rows: [], retrying: true });
+      after.acknowledge(pending);
+      after.persistAcknowledged();
+      expect(after.retryAt()).toBeUndefined();
+    });
+  });
+});
