@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { DEFAULT_SETTINGS, HarnessSettingsSchema, StreamOptionsSchema, type HarnessSettings, type StreamOptions } from "./settings.ts";
+import { DEFAULT_SETTINGS, HarnessSettingsSchema, MAX_STREAM_HEADERS, StreamOptionsSchema, type HarnessSettings, type StreamOptions } from "./settings.ts";
 
 // A settings change is a JSON Merge Patch (RFC 7396) of the session's settings: a member left out
 // keeps its value, an object merges member by member (`{"compaction":{"keepRecentTokens":20}}`
@@ -7,7 +7,8 @@ import { DEFAULT_SETTINGS, HarnessSettingsSchema, StreamOptionsSchema, type Harn
 // default" (the default of `streamOptions.temperature` is to send none; of `compaction.enabled`,
 // true). Values that are one thing, not a bag of members (a model identity, the deferred mode), are
 // replaced whole. Every member is typed here, so a patch that passed this schema always merges into
-// valid settings: nothing is left to check after the merge.
+// valid settings, but for one thing: maps merged by name over several patches can outgrow their
+// bound, so the merged settings are checked against HarnessSettingsSchema before they are written.
 
 /** A member of a merge patch: absent (unchanged), null (back to the default) or a new value. */
 const member = <S extends v.GenericSchema>(schema: S) => v.optional(v.nullable(schema));
@@ -16,7 +17,10 @@ const retry = HarnessSettingsSchema.entries.retry.entries;
 const compaction = HarnessSettingsSchema.entries.compaction.entries;
 const stream = StreamOptionsSchema.entries;
 /** A header or metadata map merges by name too; null removes one name. */
-const headerPatch = v.record(v.pipe(v.string(), v.maxLength(256)), v.nullable(v.pipe(v.string(), v.maxLength(4096))));
+const headerPatch = v.pipe(
+  v.record(v.pipe(v.string(), v.maxLength(256)), v.nullable(v.pipe(v.string(), v.maxLength(4096)))),
+  v.check((record) => Object.keys(record).length <= MAX_STREAM_HEADERS, `at most ${MAX_STREAM_HEADERS} entries`),
+);
 
 export const HarnessSettingsPatchSchema = v.strictObject({
   systemPrompt: member(HarnessSettingsSchema.entries.systemPrompt.wrapped),

@@ -6,7 +6,12 @@ import { ModelIdentitySchema, QueueModeSchema } from "./lane.ts";
 // an unknown member is refused (400), as the published JSON Schemas say, never silently dropped.
 
 const nonNegativeInt = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
-const headerRecord = v.record(v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(4096)));
+/** Headers (and metadata) sent with every provider request: bounded in number as well as size. */
+export const MAX_STREAM_HEADERS = 64;
+const headerRecord = v.pipe(
+  v.record(v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(4096))),
+  v.check((record) => Object.keys(record).length <= MAX_STREAM_HEADERS, `at most ${MAX_STREAM_HEADERS} entries`),
+);
 
 export const RetryPolicySchema = v.strictObject({
   enabled: v.boolean(),

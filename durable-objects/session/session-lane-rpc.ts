@@ -16,6 +16,7 @@ import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { assertCanDefer } from "./deferred-check.ts";
+import { assertValidSettings } from "./settings-check.ts";
 import { LaneCreations } from "./lane-creations.ts";
 import { pollSuspended } from "./sweep-poll.ts";
 import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
@@ -231,13 +232,17 @@ export abstract class SessionLaneRpc extends SessionForkRpc {
     return asResult(async () => {
       const harness = await this.harness();
       const settings = parseWire(patch);
-      // Turning deferred answers on for the session asks every lane's model (422, nothing written).
-      const lanes = harness.lanes().flatMap(({ name }) => {
-        const lane = harness.getLane(name);
-        return lane ? [{ lane: name, model: lane.getModel() }] : [];
+      // Both checks run on the line against the settings as merged, so no other change slips in
+      // between a check and the write (D4).
+      return harness.updateSettings(settings, (next) => {
+        assertValidSettings(next);
+        // Turning deferred answers on for the session asks every lane's model (422, nothing written).
+        const lanes = harness.lanes().flatMap(({ name }) => {
+          const lane = harness.getLane(name);
+          return lane ? [{ lane: name, model: lane.getModel() }] : [];
+        });
+        assertCanDefer(settings.streamOptions?.deferred ?? undefined, lanes);
       });
-      assertCanDefer(settings.streamOptions?.deferred ?? undefined, lanes);
-      return harness.updateSettings(settings);
     });
   }
 

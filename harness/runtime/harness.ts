@@ -243,12 +243,16 @@ export class AgentHarness {
   /**
    * Applies a JSON Merge Patch of the settings (schema/settings-patch.ts) on the line, so that two
    * changes to different members of one object never lose either (the merge reads what it writes).
+   * `accept` sees the merged settings before they are written and may refuse them by throwing.
    */
-  async updateSettings(patch: HarnessSettingsPatch): Promise<HarnessSettings> {
+  async updateSettings(patch: HarnessSettingsPatch, accept?: (next: HarnessSettings) => void): Promise<HarnessSettings> {
     this.assertOpen();
     const { next, delivered } = await this.mutate((m) => {
       const previous = this.currentSettings;
       const next = applySettingsPatch(previous, patch);
+      // The host's checks of the merged settings run here, on the line, against what is written;
+      // a throw refuses the change and writes nothing.
+      accept?.(next);
       const changed = (Object.keys(patch) as (keyof HarnessSettings)[]).filter(
         (key) => JSON.stringify(previous[key]) !== JSON.stringify(next[key]),
       );

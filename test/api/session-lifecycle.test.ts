@@ -73,6 +73,25 @@ describe("PATCH /v1/sessions/{sid}", () => {
     expect((await (await call(base, { token: key })).json<{ settings: Record<string, unknown> }>()).settings).toMatchObject({ compaction: { enabled: true, keepRecentTokens: 30 } });
   });
 
+  it("bounds header maps merged over several patches: the patch that would pass 64 entries is refused, naming the field, and nothing is written", async () => {
+    const { key, base } = await tenantWithSession("mergebound");
+    const headers = (from: number) => Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`x-h${from + i}`, "v"]));
+    const patch = (settings: unknown) => call(base, { method: "PATCH", body: { settings }, token: key });
+    expect((await patch({ streamOptions: { headers: headers(0) } })).status).toBe(200);
+    const refused = await patch({ streamOptions: { headers: headers(100), temperature: 1 } });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { code: "ValidationFailed", message: "settings.streamOptions.headers: at most 64 entries" } });
+    const settings = (await (await call(base, { token: key })).json<{ settings: { streamOptions: { headers?: Record<string, string>; temperature?: number } } }>()).settings;
+    expect(Object.keys(settings.streamOptions.headers ?? {})).toHaveLength(40);
+    expect(settings.streamOptions.temperature).toBeUndefined();
+    // One patch alone is bounded too, and replacing names keeps the count.
+    expect((await patch({ streamOptions: { metadata: headers(0), headers: { ...headers(200), ...headers(300) } } })).status).toBe(400);
+    const swapped = { ...Object.fromEntries(Object.keys(headers(0)).slice(0, 30).map((name) => [name, null])), ...Object.fromEntries(Object.entries(headers(100)).slice(0, 30)) };
+    const after = await patch({ streamOptions: { headers: swapped } });
+    expect(after.status).toBe(200);
+    expect(Object.keys((await after.json<{ settings: { streamOptions: { headers: Record<string, string> } } }>()).settings.streamOptions.headers)).toHaveLength(40);
+  });
+
   it("creates a session whose settings are a merge patch over the defaults", async () => {
     const { key } = await newTenant("mergecreate");
     const created = await call("/v1/sessions", { body: { settings: { compaction: { keepRecentTokens: 20 }, retry: { maxRetries: 0 } } }, token: key });
