@@ -5,8 +5,8 @@ import { operationToolArgs, pendingEntry, pendingToolOutput } from "../session/b
 import { storedHandle } from "./deferred-handle.ts";
 import { readResult } from "./operation-codec.ts";
 import type { SessionMutator } from "../session/mutation.ts";
-import { committedFrames } from "./drive/recover-assistant.ts";
-import { readCheckpoint } from "./drive/tool-checkpoint.ts";
+import { committedFrames } from "./drive/assistant/recover.ts";
+import { readCheckpoint } from "./drive/tools/checkpoint.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { readTranscriptTail } from "./transcript-tail.ts";
 import type { ToolBatch } from "./types.ts";

@@ -1,11 +1,11 @@
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { OperationState } from "../types.ts";
 import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { syntheticResponse } from "./recover-assistant.ts";
-import { settleResponse } from "./settle-response.ts";
-import { segmentEnd } from "./summary-boundary.ts";
-import { cancelDeferredRun } from "./deferred.ts";
-import { runToolBatch } from "./tools.ts";
+import { syntheticResponse } from "./assistant/recover.ts";
+import { settleResponse } from "./assistant/settle-response.ts";
+import { segmentEnd } from "./summary/boundary.ts";
+import { cancelDeferredRun } from "./deferred/poll.ts";
+import { runToolBatch } from "./tools/batch.ts";
 import { settleOperation } from "./transition.ts";
 
 /**

@@ -1,26 +1,26 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import { isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai/utils/overflow";
-import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../execution/provider-failure.ts";
-import { providerRefusalOf } from "../../execution/provider-refusal.ts";
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
-import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
-import { branchTip, operationPreparation, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
-import { followerId } from "../../session/ids.ts";
-import { zeroUsage } from "../../session/usage.ts";
-import { deleteList, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
-import { notBeforeOf, retryDelay } from "../settings.ts";
-import type { OperationState, StateAt, ToolCallState } from "../types.ts";
-import type { Write } from "../../session/storage.ts";
-import type { LaneProjection } from "../lane-state.ts";
-import type { Committed } from "../lane-command.ts";
-import type { SessionMutator } from "../../session/mutation.ts";
-import { decideOnLine } from "./checkpoint.ts";
-import type { Pass, Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { thresholdPossibleAfter } from "./threshold.ts";
-import { suspension, validHandle } from "./deferred.ts";
-import { settleOperation, type TransitionPlan } from "./transition.ts";
+import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../../execution/provider-failure.ts";
+import { providerRefusalOf } from "../../../execution/provider-refusal.ts";
+import type { HarnessEvent } from "../../../../schema/lane.ts";
+import type { AssistantMessage, ToolResultMessage } from "../../../../schema/messages.ts";
+import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../../compaction/preparation.ts";
+import { branchTip, operationPreparation, pendingAssistantFrames } from "../../../session/builtin-addresses.ts";
+import { followerId } from "../../../session/ids.ts";
+import { zeroUsage } from "../../../session/usage.ts";
+import { deleteList, insertEntry, insertUsage, setValue } from "../../../session/writes.ts";
+import { notBeforeOf, retryDelay } from "../../settings.ts";
+import type { OperationState, StateAt, ToolCallState } from "../../types.ts";
+import type { Write } from "../../../session/storage.ts";
+import type { LaneProjection } from "../../lane-state.ts";
+import type { Committed } from "../../lane-command.ts";
+import type { SessionMutator } from "../../../session/mutation.ts";
+import { decideOnLine } from "../run/checkpoint.ts";
+import type { Pass, Step } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { thresholdPossibleAfter } from "../run/threshold.ts";
+import { suspension, validHandle } from "../deferred/poll.ts";
+import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 /** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive), its error text bounded. */
 export function storedAssistant(message: ProviderAssistant): AssistantMessage {
@@ -147,7 +147,7 @@ export async function settleResponse(
       return finish(writes, patch, atBoundary, { code: "assistant_error", message: "The response asked for tools but contained no tool call" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 6. A final answer: the run may finish at the boundary, decided in this same commit when it
-    //    needs no off-line work (checkpoint.ts decideOnLine).
+    //    needs no off-line work (run/checkpoint.ts decideOnLine).
     return withBoundaryDecision(pass, { ...laneState, tipId: R }, atBoundary, {
       kind: "commit",
       writes,

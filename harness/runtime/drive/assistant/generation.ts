@@ -1,10 +1,10 @@
-import type { StateAt } from "../types.ts";
-import { streamAssistant } from "./assistant-stream.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
+import type { StateAt } from "../../types.ts";
+import { streamAssistant } from "./stream.ts";
+import { CONTINUE, type Pass, type Step } from "../pass.ts";
 import { prepareAssistantRequest } from "./request.ts";
-import { scopeOf } from "./scope.ts";
+import { scopeOf } from "../scope.ts";
 import { settleResponse } from "./settle-response.ts";
-import { continueOperation } from "./transition.ts";
+import { continueOperation } from "../transition.ts";
 
 /**
  * `assistant.ready` (reference §3.4): prepare → commit the request intent under fresh response and

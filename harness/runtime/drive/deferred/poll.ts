@@ -1,18 +1,18 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import type { HarnessEvent, ModelIdentity } from "../../../schema/lane.ts";
-import type { DeferredHandle } from "../../../schema/messages.ts";
-import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
-import { deleteList } from "../../session/writes.ts";
-import { storedHandle } from "../deferred-handle.ts";
-import type { DeferredScope, OperationScope, StateAt } from "../types.ts";
-import { streamAssistant } from "./assistant-stream.ts";
-import { settled } from "./generation.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { syntheticResponse } from "./recover-assistant.ts";
-import { toSimpleOptions } from "./request.ts";
-import { scopeOf } from "./scope.ts";
+import type { HarnessEvent, ModelIdentity } from "../../../../schema/lane.ts";
+import type { DeferredHandle } from "../../../../schema/messages.ts";
+import { pendingAssistantFrames } from "../../../session/builtin-addresses.ts";
+import { deleteList } from "../../../session/writes.ts";
+import { storedHandle } from "../../deferred-handle.ts";
+import type { DeferredScope, OperationScope, StateAt } from "../../types.ts";
+import { streamAssistant } from "../assistant/stream.ts";
+import { settled } from "../assistant/generation.ts";
+import { CONTINUE, type Pass, type Step } from "../pass.ts";
+import { syntheticResponse } from "../assistant/recover.ts";
+import { toSimpleOptions } from "../assistant/request.ts";
+import { scopeOf } from "../scope.ts";
 import { settlePoll } from "./settle-poll.ts";
-import { continueOperation, settleOperation } from "./transition.ts";
+import { continueOperation, settleOperation } from "../transition.ts";
 
 // Deferred (provider-async) responses (reference §3.11, §4.5–4.6 deferred rows): a settled
 // assistant with `stopReason: "deferred"` holds a handle; the run rests at `deferred.suspended`
