@@ -6,13 +6,12 @@ import { deleteList } from "../../../session/writes.ts";
 import { storedHandle } from "../../deferred-handle.ts";
 import type { DeferredScope, OperationScope, StateAt } from "../../types.ts";
 import { streamAssistant } from "../assistant/stream.ts";
-import { settled } from "../assistant/generation.ts";
 import { CONTINUE, type Pass, type Step } from "../pass.ts";
 import { syntheticResponse } from "../assistant/recover.ts";
 import { toSimpleOptions } from "../assistant/request.ts";
 import { scopeOf } from "../scope.ts";
 import { settlePoll } from "./settle-poll.ts";
-import { continueOperation, settleOperation } from "../transition.ts";
+import { continueOperation, settled, settleOperation } from "../transition.ts";
 
 // Deferred (provider-async) responses (reference §3.11, §4.5–4.6 deferred rows): a settled
 // assistant with `stopReason: "deferred"` holds a handle; the run rests at `deferred.suspended`
@@ -167,8 +166,7 @@ export async function cancelDeferredRun(pass: Pass, state: StateAt<"deferred.sus
   if (state.at === "deferred.effect_pending") {
     return settlePoll(pass, syntheticResponse(core, pass.operationId, state, "aborted"), { recovery: true, framed: true });
   }
-  const step = await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted" }));
-  return typeof step === "string" ? CONTINUE : step;
+  return settled(await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted" })));
 }
 
 /** Best effort, with the drive's close-only signal: an abort must not cut its own cancellation. */

@@ -11,12 +11,11 @@ import { selectEligible } from "../../inbox.ts";
 import type { Committed } from "../../lane-command.ts";
 import { entryOfQueued, queueView, type LaneProjection } from "../../lane-state.ts";
 import type { OperationScope, OperationState, StateAt, SummaryTask } from "../../types.ts";
-import { settled } from "../assistant/generation.ts";
 import type { Pass, Step } from "../pass.ts";
 import { contextMessages } from "../assistant/request.ts";
 import { generationContext, scopeOf } from "../scope.ts";
 import { probeThreshold, type ThresholdCandidate } from "./threshold.ts";
-import { continueOperation, type LanePatch, type TransitionPlan } from "../transition.ts";
+import { continueOperation, settled, type LanePatch, type TransitionPlan } from "../transition.ts";
 
 /**
  * The boundary planner (reference §3.6): one decision, at most one commit, never back into

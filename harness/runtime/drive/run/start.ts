@@ -7,9 +7,9 @@ import { invalidReason } from "../../messages.ts";
 import type { StateAt } from "../../types.ts";
 import { decideOnLine } from "./checkpoint.ts";
 import { probeThreshold } from "./threshold.ts";
-import { generate, settled } from "../assistant/generation.ts";
+import { generate } from "../assistant/generation.ts";
 import { currentOperation, type Pass, type Step } from "../pass.ts";
-import { continueOperation, type TransitionPlan } from "../transition.ts";
+import { continueOperation, settled, type TransitionPlan } from "../transition.ts";
 
 /**
  * `starting` (reference §3.4): the gated `before_run` pipeline may inject messages; on the line

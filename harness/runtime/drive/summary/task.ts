@@ -10,14 +10,13 @@ import { insertUsage } from "../../../session/writes.ts";
 import type { Committed } from "../../lane-command.ts";
 import { normalizeRetryPolicy, notBeforeOf, retryDelay } from "../../settings.ts";
 import type { OperationState, StateAt, SummaryContext, SummaryTask } from "../../types.ts";
-import { settled } from "../assistant/generation.ts";
 import { untilNotBefore } from "../assistant/retry-wait.ts";
 import { CONTINUE, type Pass, type Step } from "../pass.ts";
 import { scopeOf } from "../scope.ts";
 import { boundaryPlan, usageEvents, type SummaryOutcome, type SummaryResult, type SummarySettlement } from "./boundary.ts";
 import { readBranchPreparation, readCompactionPreparation, summaryWork, type SummaryWork } from "./source.ts";
 import { requestSummary, summaryRequestOptions, summaryText } from "./request.ts";
-import { continueOperation, settleOperation, type TransitionPlan } from "../transition.ts";
+import { continueOperation, settled, settleOperation, type TransitionPlan } from "../transition.ts";
 
 // The summary leaves (reference §3.3–3.4, §4.6), one procedure per leaf, each straight-line:
 // prepare → commit intent → admit the effect → commit its settlement. How the outcome ends the
