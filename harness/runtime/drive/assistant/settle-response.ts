@@ -19,7 +19,7 @@ import { decideOnLine } from "../run/checkpoint.ts";
 import type { Pass, Step } from "../pass.ts";
 import { scopeOf } from "../scope.ts";
 import { thresholdPossibleAfter } from "../run/threshold.ts";
-import { suspension, validHandle } from "../deferred/poll.ts";
+import { suspension, validHandle } from "../deferred/suspension.ts";
 import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 /** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive), its error text bounded. */

@@ -3,7 +3,7 @@ import type { HarnessEvent } from "../../../../schema/lane.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../../../schema/messages.ts";
 import { followerId } from "../../../session/ids.ts";
 import type { StateAt, ToolCallState } from "../../types.ts";
-import { pollTurnId, suspension, validHandle } from "./poll.ts";
+import { pollTurnId, suspension, validHandle } from "./suspension.ts";
 import type { Pass, Step } from "../pass.ts";
 import { scopeOf } from "../scope.ts";
 import { settledResponse, storedAssistant } from "../assistant/settle-response.ts";
