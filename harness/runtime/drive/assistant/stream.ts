@@ -8,7 +8,7 @@ import type { HarnessEvent } from "../../../../schema/lane.ts";
 import type { MessageDelta } from "../../../../schema/message-delta.ts";
 import { ProgressWriter } from "../progress.ts";
 import type { JsonValue } from "../../../../schema/json.ts";
-import { pendingCopy, storedAssistant } from "./settle-response.ts";
+import { pendingCopy, storedAssistant } from "./response.ts";
 import type { Pass } from "../pass.ts";
 
 /**

@@ -6,7 +6,7 @@ import type { StateAt, ToolCallState } from "../../types.ts";
 import { pollTurnId, suspension, validHandle } from "./suspension.ts";
 import type { Pass, Step } from "../pass.ts";
 import { scopeOf } from "../scope.ts";
-import { settledResponse, storedAssistant } from "../assistant/settle-response.ts";
+import { settledResponse, storedAssistant } from "../assistant/response.ts";
 import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 /**
