@@ -1,4 +1,4 @@
-import type { LeasedRun, SweepReport } from "../durable-objects/deferred-index.ts";
+import type { LeasedRun, SweepReport } from "../durable-objects/deferred-index/deferred-index.ts";
 import { DEFERRED_INDEX_SHARDS, shardName } from "../durable-objects/session/deferred-registrations.ts";
 
 /** Runs one shard hands one sweep at most (oldest due first); the rest wait for the next minute. */

@@ -3,7 +3,7 @@ import { sweepDeferred } from "./deferred-sweep.ts";
 
 export { SessionObject } from "../durable-objects/session-object.ts";
 export { TenantObject } from "../durable-objects/tenant-object.ts";
-export { DeferredIndex } from "../durable-objects/deferred-index.ts";
+export { DeferredIndex } from "../durable-objects/deferred-index/deferred-index.ts";
 
 const app = createApp();
 

@@ -1,4 +1,4 @@
-import type { Migration } from "./migrations.ts";
+import type { Migration } from "../sql/migrations.ts";
 
 /** The DeferredIndex shard's tables (deferred-index.ts). Append-only, like every migration list. */
 export const DEFERRED_INDEX_MIGRATIONS: Migration[] = [

@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "./sql/lazy-schema.ts";
-import { DEFERRED_INDEX_MIGRATIONS } from "./sql/deferred-index-migrations.ts";
+import { LazySchema } from "../sql/lazy-schema.ts";
+import { DEFERRED_INDEX_MIGRATIONS } from "./deferred-index-migrations.ts";
 
 /** A suspended run as its session registers it: where it lives and when it may be polled. */
 export interface DeferredRegistration {
