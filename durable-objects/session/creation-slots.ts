@@ -1,5 +1,5 @@
 import { SESSION_LIMITS } from "../../schema/api-sessions.ts";
-import { RpcError } from "../rpc-errors.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 import { branchCount, laneCount } from "../sql/branch-inventory.ts";
 import type { SqlHost } from "../sql/sql-host.ts";
 

@@ -15,7 +15,7 @@ import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc-errors.ts";
+import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { JsonWriter } from "../sql/json-bytes.ts";
 import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
 import type { BranchListing, CreatedSession, Session as SessionWire } from "../../schema/session.ts";

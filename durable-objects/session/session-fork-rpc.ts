@@ -2,7 +2,7 @@ import type { ForkOptions } from "../../schema/api-fork.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
 import { Session } from "../../harness/session/session.ts";
-import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import {
   forkDataPage,
   forkEntryPage,

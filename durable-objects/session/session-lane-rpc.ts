@@ -10,7 +10,7 @@ import type { HarnessSettings, PromptTemplate, Skill } from "../../schema/settin
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
-import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
+import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import type { OperationView } from "../session-runtime.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";

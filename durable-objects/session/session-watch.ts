@@ -5,7 +5,7 @@ import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema } from "../../schema/watch.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asResult, expectedError, RpcError } from "../rpc-errors.ts";
+import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "../watch-hub.ts";
 import { SessionStructuralRpc } from "./session-structural-rpc.ts";
 

@@ -1,5 +1,5 @@
 import type { ForkOptions } from "../../schema/api-fork.ts";
-import { RpcError } from "../rpc-errors.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 import { readPayloadText } from "./payload-codec.ts";
 import { parentIdOf } from "./rows.ts";
 import type { SqlHost } from "./sql-host.ts";

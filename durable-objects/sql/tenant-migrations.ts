@@ -1,5 +1,5 @@
 import type { Migration } from "./migrations.ts";
-import { IDEMPOTENCY_STATEMENTS } from "./idempotency-table.ts";
+import { IDEMPOTENCY_STATEMENTS } from "../rpc/idempotency-table.ts";
 
 // Append-only (D5): the TenantObject's tables.
 export const TENANT_MIGRATIONS: readonly Migration[] = [

@@ -3,7 +3,7 @@ import type { Usage } from "../../schema/usage.ts";
 import type { CreatedWebhook, PatchWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../../schema/webhooks.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
-import { asResult } from "../rpc-errors.ts";
+import { asResult } from "../rpc/rpc-errors.ts";
 import type { SettledOperation } from "../session/settlement-outbox.ts";
 import type { ForwardedUsage } from "../session/usage-outbox.ts";
 import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "../webhook-events.ts";

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { RpcError } from "../rpc-errors.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { TENANT_MIGRATIONS } from "../sql/tenant-migrations.ts";
 import { TenantKeys } from "../tenant-keys.ts";

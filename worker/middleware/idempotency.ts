@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import * as v from "valibot";
 import { sha256Hex } from "../../durable-objects/tenant-object.ts";
-import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/idempotency.ts";
+import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/rpc/idempotency.ts";
 import { ApiErrorSchema, ERROR_STATUS } from "../../schema/errors.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { errorResponse, fail, invalidInput } from "../http-error.ts";

@@ -1,4 +1,4 @@
-import { InvalidAddress } from "../harness/session/addresses.ts";
+import { InvalidAddress } from "../../harness/session/addresses.ts";
 import {
   BranchExists,
   InvalidBranch,
@@ -6,12 +6,12 @@ import {
   PayloadTooLarge,
   UnknownBranch,
   UnknownTarget,
-} from "../harness/session/errors.ts";
-import type { LaneError, Result } from "../harness/runtime/errors.ts";
-import { InvalidLane } from "../harness/runtime/errors.ts";
-import { invalidInputError, type ApiError, type JsonBytes, type RpcJson, type RpcResult } from "../schema/errors.ts";
-import { fromWire, toWire, type Wire } from "../schema/wire.ts";
-import { SecretsKeyMissing } from "../secrets/secret-box.ts";
+} from "../../harness/session/errors.ts";
+import type { LaneError, Result } from "../../harness/runtime/errors.ts";
+import { InvalidLane } from "../../harness/runtime/errors.ts";
+import { invalidInputError, type ApiError, type JsonBytes, type RpcJson, type RpcResult } from "../../schema/errors.ts";
+import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
+import { SecretsKeyMissing } from "../../secrets/secret-box.ts";
 
 /** Raised by the object itself for conditions the session layer does not know about. */
 export class RpcError extends Error {

@@ -1,4 +1,4 @@
-import { ERROR_STATUS, type ApiError } from "../schema/errors.ts";
+import { ERROR_STATUS, type ApiError } from "../../schema/errors.ts";
 
 /** Remembered responses of creating POSTs (ARCHITECTURE D15), kept for 24 hours. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
