@@ -16,7 +16,7 @@ export interface ForwardsHost {
 
 /**
  * Settled operations and usage-ledger rows to the tenant object, in one call: it frees the
- * operations' open-operation slots (tenant-operations.ts), enqueues their webhooks and adds the
+ * operations' open-operation slots (tenant/tenant-operations.ts), enqueues their webhooks and adds the
  * usage, idempotently by operation id, event id and ledger seq (settlement-outbox.ts, usage-outbox.ts).
  */
 export function settlementForwarder(host: ForwardsHost): SettlementForwarder {

@@ -15,7 +15,7 @@ export const FORWARD_BATCH = 50;
 /**
  * A settlement not acknowledged this long after it settled is given up: dropped and logged
  * (`settlement_forward_expired`). Bounding the age of a repeated forward is what lets the tenant
- * forget the event ids it enqueued (tenant/webhook-event-ids.ts keeps them longer than this).
+ * forget the event ids it enqueued (tenant/webhooks/webhook-event-ids.ts keeps them longer than this).
  */
 export const OUTBOX_MAX_AGE_MS = 7 * 24 * 3_600_000;
 

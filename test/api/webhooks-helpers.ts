@@ -4,7 +4,7 @@ import { expect, inject } from "vitest";
 import type { SessionObject } from "../../durable-objects/session-object.ts";
 import { FORWARD_RETRY_MS } from "../../durable-objects/session/settlement-outbox.ts";
 import { idText } from "../../durable-objects/sql/stored-ids.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint } from "../../schema/webhooks.ts";
 import type { ReceivedDelivery } from "../node/webhook-receiver-setup.ts";
 import { call } from "./helpers.ts";

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import * as v from "valibot";
-import { sha256Hex } from "../../durable-objects/tenant-object.ts";
+import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/rpc/idempotency.ts";
 import { ApiErrorSchema, ERROR_STATUS } from "../../schema/errors.ts";
 import type { AppContext, AppEnv } from "../env.ts";

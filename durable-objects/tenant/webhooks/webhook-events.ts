@@ -1,5 +1,5 @@
-import type { OperationSettledData, WebhookEvent, WebhookEventType } from "../schema/webhooks.ts";
-import type { SettledOperation } from "./session/settlement-outbox.ts";
+import type { OperationSettledData, WebhookEvent, WebhookEventType } from "../../../schema/webhooks.ts";
+import type { SettledOperation } from "../../session/settlement-outbox.ts";
 
 // The events the tenant's webhooks deliver (tenant-webhooks.ts enqueues them): their ids, derived
 // from what they tell, so that a repeated forward enqueues nothing twice, and their JSON bodies.

@@ -1,4 +1,4 @@
-import type { SessionListOrder, SessionSummary, TenantSummary } from "../schema/api.ts";
+import type { SessionListOrder, SessionSummary, TenantSummary } from "../../schema/api.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
 export type { SessionListOrder, SessionSummary, TenantSummary };

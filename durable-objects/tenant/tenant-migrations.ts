@@ -1,4 +1,4 @@
-import type { Migration } from "./migrations.ts";
+import type { Migration } from "../sql/migrations.ts";
 import { IDEMPOTENCY_STATEMENTS } from "../rpc/idempotency-table.ts";
 
 // Append-only (D5): the TenantObject's tables.
@@ -137,7 +137,7 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
     version: 9,
     name: "webhooks",
     statements: [
-      // The tenant's webhook endpoints (tenant-webhooks.ts); the signing secret only sealed.
+      // The tenant's webhook endpoints (webhooks/tenant-webhooks.ts); the signing secret only sealed.
       `CREATE TABLE webhook_endpoints (
         endpoint_id TEXT PRIMARY KEY,
         url TEXT NOT NULL,
@@ -182,8 +182,8 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
     version: 11,
     name: "webhook_endpoint_health",
     statements: [
-      // An endpoint's run of failed attempts since its last success (webhook-endpoints.ts), and
-      // whether (and why) it is disabled: past the limits of webhook-schedule.ts it is sent nothing.
+      // An endpoint's run of failed attempts since its last success (webhooks/webhook-endpoints.ts), and
+      // whether (and why) it is disabled: past the limits of webhooks/webhook-schedule.ts it is sent nothing.
       "ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0",
       "ALTER TABLE webhook_endpoints ADD COLUMN failing_since INTEGER",
       "ALTER TABLE webhook_endpoints ADD COLUMN disabled_at INTEGER",
@@ -197,7 +197,7 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
     name: "webhook_event_ids",
     statements: [
       // Ids of the webhook events enqueued, kept longer than a session may repeat a forward
-      // (tenant/webhook-event-ids.ts), so a repeat never enqueues an event twice once its
+      // (webhooks/webhook-event-ids.ts), so a repeat never enqueues an event twice once its
       // delivery left the log.
       `CREATE TABLE webhook_event_ids (
         event_id TEXT PRIMARY KEY,

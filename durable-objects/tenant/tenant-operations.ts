@@ -1,7 +1,7 @@
 import * as v from "valibot";
-import { addUsage, zeroUsage } from "../harness/session/usage.ts";
-import { UsageSchema, UsageTotalsSchema, type Usage } from "../schema/usage.ts";
-import type { PendingReservations } from "./tenant/pending-reservations.ts";
+import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
+import { UsageSchema, UsageTotalsSchema, type Usage } from "../../schema/usage.ts";
+import type { PendingReservations } from "./pending-reservations.ts";
 
 /** Concurrent open operations a tenant may have when no quota of its own is set. */
 export const DEFAULT_MAX_OPEN_OPERATIONS = 50;

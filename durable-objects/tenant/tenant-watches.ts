@@ -1,4 +1,4 @@
-import { WATCH_MAX_SOCKET_AGE_MS } from "../schema/watch.ts";
+import { WATCH_MAX_SOCKET_AGE_MS } from "../../schema/watch.ts";
 
 /** Sessions told at once to close a revoked key's sockets; the alarm continues past a batch. */
 export const REVOCATION_BATCH = 50;

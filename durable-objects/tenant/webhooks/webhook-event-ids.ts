@@ -1,5 +1,5 @@
-import { OUTBOX_MAX_AGE_MS } from "../session/settlement-outbox.ts";
-import type { EnqueuedEvent } from "../webhook-events.ts";
+import { OUTBOX_MAX_AGE_MS } from "../../session/settlement-outbox.ts";
+import type { EnqueuedEvent } from "./webhook-events.ts";
 
 /**
  * How long the tenant remembers an event id it enqueued: longer than a session may repeat the

@@ -5,8 +5,8 @@ import {
   type WebhookDelivery,
   type WebhookDeliveryStatus,
   type WebhookEndpoint,
-} from "../schema/webhooks.ts";
-import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
+} from "../../../schema/webhooks.ts";
+import { decodeTimeCursor, timePage, type Page } from "../time-cursor.ts";
 import { parseEvents, WebhookEndpoints, type NewEndpoint } from "./webhook-endpoints.ts";
 import type { EnqueuedEvent } from "./webhook-events.ts";
 import { nextAttemptAt } from "./webhook-schedule.ts";

@@ -5,9 +5,9 @@ import {
   WebhookEventTypeSchema,
   type WebhookEndpoint,
   type WebhookEventType,
-} from "../schema/webhooks.ts";
-import { destinationHost } from "../schema/egress-policy.ts";
-import { RpcError } from "./rpc/rpc-errors.ts";
+} from "../../../schema/webhooks.ts";
+import { destinationHost } from "../../../schema/egress-policy.ts";
+import { RpcError } from "../../rpc/rpc-errors.ts";
 import { disablingReason } from "./webhook-schedule.ts";
 
 /** A new endpoint, its secret already sealed (the seal is awaited before the writing turn). */

@@ -1,4 +1,4 @@
-import { invalidInput } from "./rpc/rpc-errors.ts";
+import { invalidInput } from "../rpc/rpc-errors.ts";
 
 /** One page of a listing ordered by (time, id); the cursor is opaque to clients. */
 export interface Page<T> {

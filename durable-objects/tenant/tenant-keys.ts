@@ -1,5 +1,5 @@
-import type { KeyInfo } from "../schema/api.ts";
-import { RpcError } from "./rpc/rpc-errors.ts";
+import type { KeyInfo } from "../../schema/api.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
 /** `lastUsedAt` is recorded at most this often per key: a request does not cost a write of its own. */

@@ -1,6 +1,6 @@
-import { openSecret, sealSecret, secretBoxKey } from "../secrets/secret-box.ts";
-import { hmacHex } from "../tools/http-tool.ts";
-import { noAnswerWithin, notContacted, unreachable } from "../tools/outbound-failure.ts";
+import { openSecret, sealSecret, secretBoxKey } from "../../../secrets/secret-box.ts";
+import { hmacHex } from "../../../tools/http-tool.ts";
+import { noAnswerWithin, notContacted, unreachable } from "../../../tools/outbound-failure.ts";
 import type { AttemptOutcome, DueDelivery, TenantWebhooks } from "./tenant-webhooks.ts";
 
 /** Deliveries one alarm run attempts; more due ones make the alarm run again at once. */

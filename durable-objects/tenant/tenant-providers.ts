@@ -1,5 +1,5 @@
-import { openSecret, sealSecret, secretBoxKey, secretHint } from "../secrets/secret-box.ts";
-import type { ProviderKeyInfo } from "../schema/providers.ts";
+import { openSecret, sealSecret, secretBoxKey, secretHint } from "../../secrets/secret-box.ts";
+import type { ProviderKeyInfo } from "../../schema/providers.ts";
 
 type ProviderKeyRow = { provider: string; sealed: string; key_hint: string; base_url: string | null };
 
