@@ -1,5 +1,5 @@
-import { DueWork, type AlarmHost } from "../durable-objects/due-work.ts";
-import { FORWARD_BATCH } from "../durable-objects/session/settlement-outbox.ts";
+import { DueWork, type AlarmHost } from "../durable-objects/session/due-work/due-work.ts";
+import { FORWARD_BATCH } from "../durable-objects/session/due-work/settlement-outbox.ts";
 import { sparseUsage } from "../durable-objects/sql/usage-codec.ts";
 import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
 import { RESULTS_NAMESPACE } from "../durable-objects/sql/results-table.ts";

@@ -1,7 +1,7 @@
 import { createApp } from "./app.ts";
 import { sweepDeferred } from "./deferred-sweep.ts";
 
-export { SessionObject } from "../durable-objects/session-object.ts";
+export { SessionObject } from "../durable-objects/session/session-object.ts";
 export { TenantObject } from "../durable-objects/tenant/tenant-object.ts";
 export { DeferredIndex } from "../durable-objects/deferred-index/deferred-index.ts";
 

@@ -11,7 +11,7 @@ import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
-import type { OperationView } from "../session-runtime.ts";
+import type { OperationView } from "./session-runtime.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";

@@ -114,7 +114,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: "settlement_outbox",
     statements: [
-      // Settled operations not yet told to the tenant (session/settlement-outbox.ts): inserted in
+      // Settled operations not yet told to the tenant (session/due-work/settlement-outbox.ts): inserted in
       // the commit that settles the operation, deleted once the tenant has it. Every turn pays for
       // this row, so it stays tiny.
       `CREATE TABLE settlement_outbox (
@@ -130,7 +130,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
     name: "deferred_registrations",
     statements: [
       // Suspended runs not yet registered with their DeferredIndex shard
-      // (session/deferred-registrations.ts): inserted in the commit that suspends the run, deleted
+      // (session/due-work/deferred-registrations.ts): inserted in the commit that suspends the run, deleted
       // once the shard has it.
       `CREATE TABLE deferred_registrations (
         operation_id TEXT PRIMARY KEY,
@@ -144,7 +144,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
     version: 7,
     name: "settlement_outbox_reservation",
     statements: [
-      // The worker's open-operation reservation a prompt handed over (session/settlement-outbox.ts),
+      // The worker's open-operation reservation a prompt handed over (session/due-work/settlement-outbox.ts),
       // freed by the forward with the operation; written in the settling commit, so it survives
       // what the settlement survives.
       "ALTER TABLE settlement_outbox ADD COLUMN reservation_id TEXT",
@@ -203,7 +203,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
     version: 11,
     name: "deferred_unregistrations",
     // A suspended run leaves its DeferredIndex shard when it settles (ARCHITECTURE D8), through
-    // the same outbox as its registration (session/deferred-registrations.ts): a forwarded
+    // the same outbox as its registration (session/due-work/deferred-registrations.ts): a forwarded
     // registration is kept (`forwarded`) so the settling commit knows to turn it into a removal
     // (`unregister`), which is deleted once the shard has it. Rows of earlier builds are
     // registrations not yet forwarded, as the defaults say.
@@ -216,7 +216,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
     version: 12,
     name: "usage_forward",
     // The usage-ledger seq up to which the tenant acknowledged this session's usage
-    // (session/usage-outbox.ts): later rows are forwarded, at least once, and `retry_at` brings
+    // (session/due-work/usage-outbox.ts): later rows are forwarded, at least once, and `retry_at` brings
     // the alarm back after a failed forward. Rows of earlier builds were already told to the
     // tenant (at most once), so the mark starts past them.
     statements: [

@@ -4,8 +4,8 @@ import type { CreatedWebhook, PatchWebhook, WebhookDelivery, WebhookEndpoint, We
 import type { Wire } from "../../schema/wire.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import { asResult } from "../rpc/rpc-errors.ts";
-import type { SettledOperation } from "../session/settlement-outbox.ts";
-import type { ForwardedUsage } from "../session/usage-outbox.ts";
+import type { SettledOperation } from "../session/due-work/settlement-outbox.ts";
+import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
 import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "./webhooks/webhook-events.ts";
 import type { Page } from "./time-cursor.ts";
 import { newWebhookSecret, sealWebhookSecret } from "./webhooks/webhook-delivery.ts";

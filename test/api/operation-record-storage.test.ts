@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { call } from "./helpers.ts";

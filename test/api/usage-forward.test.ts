@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { addUsage } from "../../harness/session/usage.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { call } from "./helpers.ts";

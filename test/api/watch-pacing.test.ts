@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { LIVE_UPDATE_MAX_INTERVAL_MS, liveUpdateIntervalFor } from "../../durable-objects/watch-pacing.ts";
 import { WIRE_UPDATE_INTERVAL_MS } from "../../harness/execution/frames-throttle.ts";
 import { connect, expectSnapshot, watchSetup } from "./watch-helpers.ts";

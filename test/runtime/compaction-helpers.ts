@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import type { Context, SimpleStreamOptions } from "@earendil-works/pi-ai";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
 import type { ToolsPort } from "../../harness/execution/tools.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { DueWork } from "../../durable-objects/due-work.ts";
+import { DueWork } from "../../durable-objects/session/due-work/due-work.ts";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
 import { idText } from "../../durable-objects/sql/stored-ids.ts";

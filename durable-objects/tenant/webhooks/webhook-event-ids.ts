@@ -1,4 +1,4 @@
-import { OUTBOX_MAX_AGE_MS } from "../../session/settlement-outbox.ts";
+import { OUTBOX_MAX_AGE_MS } from "../../session/due-work/settlement-outbox.ts";
 import type { EnqueuedEvent } from "./webhook-events.ts";
 
 /**

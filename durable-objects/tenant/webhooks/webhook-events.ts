@@ -1,5 +1,5 @@
 import type { OperationSettledData, WebhookEvent, WebhookEventType } from "../../../schema/webhooks.ts";
-import type { SettledOperation } from "../../session/settlement-outbox.ts";
+import type { SettledOperation } from "../../session/due-work/settlement-outbox.ts";
 
 // The events the tenant's webhooks deliver (tenant-webhooks.ts enqueues them): their ids, derived
 // from what they tell, so that a repeated forward enqueues nothing twice, and their JSON bodies.
@@ -33,7 +33,7 @@ export async function settledEvent(sessionId: string, operation: SettledOperatio
   return { id, type, body: JSON.stringify(event) };
 }
 
-/** A run a session registered as suspended (deferred-registrations.ts): what its webhook tells. */
+/** A run a session registered as suspended (session/due-work/deferred-registrations.ts): what its webhook tells. */
 export interface SuspendedRun {
   operationId: string;
   lane: string;

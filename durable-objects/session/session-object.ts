@@ -1,4 +1,4 @@
-import { SessionWatch } from "./session/session-watch.ts";
+import { SessionWatch } from "./session-watch.ts";
 
 export type {
   BranchInfo,
@@ -7,7 +7,7 @@ export type {
   QueueInput,
   SessionInfo,
   SessionInit,
-} from "./session/session-host.ts";
+} from "./session-host.ts";
 
 /**
  * One session per object, named `${tenantId}:${sessionId}` (ARCHITECTURE D2): a thin shell whose

@@ -1,14 +1,14 @@
-import type { OperationView } from "../schema/lane-answers.ts";
-import type { DeferredHandle } from "../schema/messages.ts";
-import type { ModelsPort } from "../harness/execution/models.ts";
-import type { LiveUpdatePacing } from "../harness/runtime/core.ts";
-import { AgentHarness } from "../harness/runtime/harness.ts";
-import type { HttpToolSettings } from "../tools/http-tool.ts";
-import { createToolRegistry, type McpToolSettings } from "../tools/registry.ts";
-import type { AgentLane } from "../harness/runtime/lane.ts";
-import type { DriveOutcome } from "../harness/runtime/types.ts";
-import type { Session } from "../harness/session/session.ts";
-import type { DueWork } from "./due-work.ts";
+import type { OperationView } from "../../schema/lane-answers.ts";
+import type { DeferredHandle } from "../../schema/messages.ts";
+import type { ModelsPort } from "../../harness/execution/models.ts";
+import type { LiveUpdatePacing } from "../../harness/runtime/core.ts";
+import { AgentHarness } from "../../harness/runtime/harness.ts";
+import type { HttpToolSettings } from "../../tools/http-tool.ts";
+import { createToolRegistry, type McpToolSettings } from "../../tools/registry.ts";
+import type { AgentLane } from "../../harness/runtime/lane.ts";
+import type { DriveOutcome } from "../../harness/runtime/types.ts";
+import type { Session } from "../../harness/session/session.ts";
+import type { DueWork } from "./due-work/due-work.ts";
 
 /** How long an operation whose pass failed waits before the alarm tries it again. */
 export const FAILED_PASS_RETRY_MS = 60_000;

@@ -1,4 +1,4 @@
-import type { DeferredRegistration } from "../deferred-index/deferred-index.ts";
+import type { DeferredRegistration } from "../../deferred-index/deferred-index.ts";
 import { SerialRerun } from "./serial-rerun.ts";
 import { FORWARD_RETRY_MS, FORWARD_SAFETY_NET_MS } from "./settlement-outbox.ts";
 
