@@ -1,4 +1,4 @@
-import { WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_MESSAGES_PER_SECOND, WATCH_UNACKED_WINDOW_BYTES } from "../schema/watch.ts";
+import { WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_MESSAGES_PER_SECOND, WATCH_UNACKED_WINDOW_BYTES } from "../../../schema/watch.ts";
 
 /** What a watch socket follows: one lane's stream, or the session-wide stream. */
 export type WatchTarget = { kind: "lane"; lane: string } | { kind: "session" };

@@ -1,9 +1,9 @@
-import type { AgentHarness } from "../harness/runtime/harness.ts";
-import type { EventFeed } from "../harness/runtime/watch.ts";
-import type { SessionMutator } from "../harness/session/mutation.ts";
-import type { HarnessEvent } from "../schema/lane.ts";
-import { utf8Length } from "../schema/utf8.ts";
-import { inLaneStream, inSessionStream, WATCH_CLOSE, WATCH_UNACKED_WINDOW_BYTES, type WatchCloseCode } from "../schema/watch.ts";
+import type { AgentHarness } from "../../../harness/runtime/harness.ts";
+import type { EventFeed } from "../../../harness/runtime/watch.ts";
+import type { SessionMutator } from "../../../harness/session/mutation.ts";
+import type { HarnessEvent } from "../../../schema/lane.ts";
+import { utf8Length } from "../../../schema/utf8.ts";
+import { inLaneStream, inSessionStream, WATCH_CLOSE, WATCH_UNACKED_WINDOW_BYTES, type WatchCloseCode } from "../../../schema/watch.ts";
 import { WatchFlow, type WatchTarget } from "./watch-flow.ts";
 import { liveUpdateIntervalFor } from "./watch-pacing.ts";
 

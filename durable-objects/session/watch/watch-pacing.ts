@@ -1,4 +1,4 @@
-import { WIRE_UPDATE_INTERVAL_MS } from "../harness/execution/frames-throttle.ts";
+import { WIRE_UPDATE_INTERVAL_MS } from "../../../harness/execution/frames-throttle.ts";
 
 /**
  * The fan-out budget of a lane's live updates: about this many `message_update` sends per second,
