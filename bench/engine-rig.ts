@@ -1,12 +1,12 @@
 import { DueWork, type AlarmHost } from "../durable-objects/session/due-work/due-work.ts";
 import { FORWARD_BATCH } from "../durable-objects/session/due-work/settlement-outbox.ts";
-import { sparseUsage } from "../durable-objects/sql/usage-codec.ts";
-import { encodePayloadOf } from "../durable-objects/sql/commit-writer.ts";
-import { RESULTS_NAMESPACE } from "../durable-objects/sql/results-table.ts";
-import { storedId } from "../durable-objects/sql/stored-ids.ts";
+import { sparseUsage } from "../durable-objects/session/storage/usage-codec.ts";
+import { encodePayloadOf } from "../durable-objects/session/storage/commit-writer.ts";
+import { RESULTS_NAMESPACE } from "../durable-objects/session/storage/results-table.ts";
+import { storedId } from "../durable-objects/session/storage/stored-ids.ts";
 import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
-import { SqlSessionStorage } from "../durable-objects/sql/sql-session-storage.ts";
+import { SqlSessionStorage } from "../durable-objects/session/storage/sql-session-storage.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import { longOperationForm } from "../harness/runtime/operation-short-form.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";

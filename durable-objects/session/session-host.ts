@@ -23,8 +23,8 @@ import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from 
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { SessionRuntime } from "./session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
-import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
-import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { SESSION_MIGRATIONS } from "./storage/session-migrations.ts";
+import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { DeferredRegistrar } from "./due-work/deferred-registrations.ts";
 import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./due-work/session-forwards.ts";
 import type { SettlementForwarder } from "./due-work/settlement-outbox.ts";

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { expect, inject } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { FORWARD_RETRY_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint } from "../../schema/webhooks.ts";
 import type { ReceivedDelivery } from "../node/webhook-receiver-setup.ts";

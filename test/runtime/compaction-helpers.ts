@@ -13,7 +13,7 @@ import type { CompactionEntry, Entry } from "../../schema/entries.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession } from "../helpers/sessions.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import type { UsageRow } from "../../schema/usage.ts";
 import { ECHO } from "./helpers.ts";
 

@@ -2,7 +2,7 @@ import type { WakeScheduler } from "../../../harness/runtime/core.ts";
 import { DeferredRegistrations } from "./deferred-registrations.ts";
 import { SettlementOutbox } from "./settlement-outbox.ts";
 import { UsageOutbox } from "./usage-outbox.ts";
-import { idText, storedId } from "../../sql/stored-ids.ts";
+import { idText, storedId } from "../storage/stored-ids.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
 export interface AlarmHost {

@@ -1,6 +1,6 @@
 import { readResult } from "../../../harness/runtime/operation-codec.ts";
 import type { DueWork } from "./due-work.ts";
-import type { SqlSessionStorage } from "../../sql/sql-session-storage.ts";
+import type { SqlSessionStorage } from "../storage/sql-session-storage.ts";
 import { DeferredRegistrar } from "./deferred-registrations.ts";
 import { SettlementForwarder } from "./settlement-outbox.ts";
 

@@ -1,5 +1,5 @@
 import { SerialRerun } from "./serial-rerun.ts";
-import { idText, storedId } from "../../sql/stored-ids.ts";
+import { idText, storedId } from "../storage/stored-ids.ts";
 import type { OperationResultRecord } from "../../../schema/lane.ts";
 import type { ForwardedUsage, PendingUsage } from "./usage-outbox.ts";
 

@@ -1,5 +1,5 @@
 import type { Usage } from "../../../schema/usage.ts";
-import type { SqlSessionStorage } from "../../sql/sql-session-storage.ts";
+import type { SqlSessionStorage } from "../storage/sql-session-storage.ts";
 
 /**
  * Usage-ledger rows as a session tells them to its tenant: `epoch` names the session's

@@ -1,4 +1,4 @@
-import { isCanonicalUuid } from "../../harness/session/ids.ts";
+import { isCanonicalUuid } from "../../../harness/session/ids.ts";
 
 // Entry, ledger and result-record ids at rest (QUALITY P3, bytes retained per turn). Every id the engine mints is a
 // UUIDv7 whose text is 36 characters; its 16 bytes say the same. Each entry stores its id twice

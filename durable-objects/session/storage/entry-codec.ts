@@ -1,5 +1,5 @@
-import type { NewEntry } from "../../schema/entries.ts";
-import type { Usage } from "../../schema/usage.ts";
+import type { NewEntry } from "../../../schema/entries.ts";
+import type { Usage } from "../../../schema/usage.ts";
 import { fullUsage, sparseUsage, USAGE_EXPANSION_BYTES, type StoredUsage } from "./usage-codec.ts";
 
 // An entry's payload as stored (QUALITY P3, bytes retained per turn). A message entry whose payload

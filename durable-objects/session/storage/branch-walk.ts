@@ -1,7 +1,7 @@
-import type { EntryStructure } from "../../schema/entries.ts";
-import type { StorageBranchScan } from "../../harness/session/storage.ts";
+import type { EntryStructure } from "../../../schema/entries.ts";
+import type { StorageBranchScan } from "../../../harness/session/storage.ts";
 import { decodeStructure, parentIdOf, type EntryRow } from "./rows.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 import { idText, storedId } from "./stored-ids.ts";
 
 type StructureRow = Omit<EntryRow, "chunks" | "payload">;

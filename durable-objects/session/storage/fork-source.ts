@@ -1,8 +1,8 @@
-import type { ForkOptions } from "../../schema/api-fork.ts";
-import { RpcError } from "../rpc/rpc-errors.ts";
+import type { ForkOptions } from "../../../schema/api-fork.ts";
+import { RpcError } from "../../rpc/rpc-errors.ts";
 import { readPayloadText } from "./payload-codec.ts";
 import { parentIdOf } from "./rows.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 import { idText, storedId } from "./stored-ids.ts";
 
 // The source half of a fork (reference §1.11): a plan read in one synchronous step, then pages.

@@ -1,6 +1,6 @@
-import { PayloadTooLarge } from "../../harness/session/errors.ts";
-import { PAYLOAD_LIMIT_BYTES } from "../../harness/session/storage.ts";
-import type { SqlHost } from "./sql-host.ts";
+import { PayloadTooLarge } from "../../../harness/session/errors.ts";
+import { PAYLOAD_LIMIT_BYTES } from "../../../harness/session/storage.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 
 // SQLite on Durable Objects refuses any row, string or BLOB above 2 MB with SQLITE_TOOBIG, and a
 // row that cannot be written or read back can brick an object (tldraw#10133). Payloads up to the

@@ -1,7 +1,7 @@
-import type { Entry, EntryStructure } from "../../schema/entries.ts";
-import type { SessionStats, UsageRow } from "../../schema/usage.ts";
-import type { Value, ValueList } from "../../harness/session/addresses.ts";
-import { StorageClosed, StorageCorruption } from "../../harness/session/errors.ts";
+import type { Entry, EntryStructure } from "../../../schema/entries.ts";
+import type { SessionStats, UsageRow } from "../../../schema/usage.ts";
+import type { Value, ValueList } from "../../../harness/session/addresses.ts";
+import { StorageClosed, StorageCorruption } from "../../../harness/session/errors.ts";
 import {
   clampLimit,
   type CommitResult,
@@ -14,8 +14,8 @@ import {
   type StoredValue,
   type UsageScan,
   type Write,
-} from "../../harness/session/storage.ts";
-import { zeroUsage } from "../../harness/session/usage.ts";
+} from "../../../harness/session/storage.ts";
+import { zeroUsage } from "../../../harness/session/usage.ts";
 import { fullUsage, sparseUsage } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
@@ -30,7 +30,7 @@ import {
   type EntryRow,
   type UsageTableRow,
 } from "./rows.ts";
-import { chunked, placeholders, type SqlHost } from "./sql-host.ts";
+import { chunked, placeholders, type SqlHost } from "../../sql/sql-host.ts";
 import { storedId } from "./stored-ids.ts";
 
 export const STORAGE_VERSION = 1;

@@ -1,6 +1,6 @@
-import { StorageCorruption } from "../../harness/session/errors.ts";
-import type { JsonBytes } from "../../schema/errors.ts";
-import type { SqlHost } from "./sql-host.ts";
+import { StorageCorruption } from "../../../harness/session/errors.ts";
+import type { JsonBytes } from "../../../schema/errors.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 
 // Read replies written as UTF-8 JSON bytes straight from stored payloads. Payloads are stored as
 // the JSON text of their value (inline, or in 1 MiB chunks up to 16 MiB), so a reply can splice

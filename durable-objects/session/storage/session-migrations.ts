@@ -1,5 +1,5 @@
-import type { Migration } from "./migrations.ts";
-import { IDEMPOTENCY_STATEMENTS } from "../rpc/idempotency-table.ts";
+import type { Migration } from "../../sql/migrations.ts";
+import { IDEMPOTENCY_STATEMENTS } from "../../rpc/idempotency-table.ts";
 import { isCanonicalUuidText, uuidBytes } from "./stored-ids.ts";
 
 // Append-only (D5). Never edit an entry once it has shipped; add a new one.

@@ -1,8 +1,8 @@
-import { zeroUsage } from "../../harness/session/usage.ts";
+import { zeroUsage } from "../../../harness/session/usage.ts";
 import type { ForkDataPage, ForkEntryPage, ForkPlan, ForkValue } from "./fork-source.ts";
 import { encodePayloadText, writeChunks } from "./payload-codec.ts";
 import { storedId } from "./stored-ids.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 import { STORAGE_VERSION } from "./sql-session-storage.ts";
 import { sparseUsage } from "./usage-codec.ts";
 

@@ -1,6 +1,6 @@
-import { operationResult } from "../../harness/session/builtin-addresses.ts";
+import { operationResult } from "../../../harness/session/builtin-addresses.ts";
 import type { EncodedPayload } from "./payload-codec.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 import { idText, storedId } from "./stored-ids.ts";
 
 // Where the `pi.result` values live (session migration 8, QUALITY P3): the records of settled

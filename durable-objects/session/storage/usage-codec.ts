@@ -1,4 +1,4 @@
-import type { Usage } from "../../schema/usage.ts";
+import type { Usage } from "../../../schema/usage.ts";
 
 // A ledger row's usage as stored (QUALITY P3): zero counts and zero costs are left out, and the
 // cost object too when every cost is zero, since most rows of most providers carry several

@@ -1,12 +1,12 @@
-import { PayloadTooLarge, StorageCorruption } from "../../harness/session/errors.ts";
-import type { Write } from "../../harness/session/storage.ts";
-import { addUsage } from "../../harness/session/usage.ts";
-import type { Usage } from "../../schema/usage.ts";
+import { PayloadTooLarge, StorageCorruption } from "../../../harness/session/errors.ts";
+import type { Write } from "../../../harness/session/storage.ts";
+import { addUsage } from "../../../harness/session/usage.ts";
+import type { Usage } from "../../../schema/usage.ts";
 import { sparseUsage } from "./usage-codec.ts";
 import { INLINE_LIMIT, encodePayload, writeChunks, type EncodedPayload } from "./payload-codec.ts";
 import { RESULTS_NAMESPACE, applyResultWrite } from "./results-table.ts";
 import { entryPayload, storedEntryPayload } from "./entry-codec.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 import { storedId, storedIdOrNull } from "./stored-ids.ts";
 
 // How each of the six write kinds lands in the session tables, inside the commit's transaction.

@@ -1,9 +1,9 @@
-import type { Entry, EntryStructure, EntryType } from "../../schema/entries.ts";
-import type { UsageRow } from "../../schema/usage.ts";
+import type { Entry, EntryStructure, EntryType } from "../../../schema/entries.ts";
+import type { UsageRow } from "../../../schema/usage.ts";
 import { fullUsage, type StoredUsage } from "./usage-codec.ts";
 import { restoreEntryPayload } from "./entry-codec.ts";
 import { readPayload } from "./payload-codec.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 import { idText } from "./stored-ids.ts";
 
 // Row shapes of the session tables and their decoding. Structural columns (id, parent, type) are

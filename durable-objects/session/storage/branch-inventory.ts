@@ -1,10 +1,10 @@
-import { branchTip, laneConfig } from "../../harness/session/builtin-addresses.ts";
-import { StorageCorruption } from "../../harness/session/errors.ts";
-import { encodeNameCursor } from "../../schema/api-sessions.ts";
-import type { LaneInfo } from "../../schema/lane.ts";
-import type { BranchListing } from "../../schema/session.ts";
+import { branchTip, laneConfig } from "../../../harness/session/builtin-addresses.ts";
+import { StorageCorruption } from "../../../harness/session/errors.ts";
+import { encodeNameCursor } from "../../../schema/api-sessions.ts";
+import type { LaneInfo } from "../../../schema/lane.ts";
+import type { BranchListing } from "../../../schema/session.ts";
 import { takeWithin, type Page, type PageRequest } from "./json-pages.ts";
-import type { SqlHost } from "./sql-host.ts";
+import type { SqlHost } from "../../sql/sql-host.ts";
 
 // The session's branches and lanes as the REST API lists and counts them. A branch is its tip
 // value (`pi.branch.tip/<name>`); a lane is complete when its configuration is stored, which the

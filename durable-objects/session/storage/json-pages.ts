@@ -1,17 +1,17 @@
-import type { EntryQuery } from "../../harness/session/session.ts";
-import type { StorageBranchScan } from "../../harness/session/storage.ts";
-import { encodeSeqCursor } from "../../schema/api-sessions.ts";
-import type { Entry, EntryStructure } from "../../schema/entries.ts";
-import type { JsonBytes } from "../../schema/errors.ts";
-import type { JsonValue } from "../../schema/json.ts";
-import type { Usage, UsageRow } from "../../schema/usage.ts";
+import type { EntryQuery } from "../../../harness/session/session.ts";
+import type { StorageBranchScan } from "../../../harness/session/storage.ts";
+import { encodeSeqCursor } from "../../../schema/api-sessions.ts";
+import type { Entry, EntryStructure } from "../../../schema/entries.ts";
+import type { JsonBytes } from "../../../schema/errors.ts";
+import type { JsonValue } from "../../../schema/json.ts";
+import type { Usage, UsageRow } from "../../../schema/usage.ts";
 import { USAGE_EXPANSION_BYTES } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { MESSAGE_EXPANSION_BYTES, restoreEntryPayloadText } from "./entry-codec.ts";
 import { JsonWriter, mergeObjectBytes, payloadBytes, payloadBytesSql } from "./json-bytes.ts";
 import { decodeStructure, decodeUsage, parentIdOf, rareTypeClauses, USAGE_COLUMNS, type EntryRow, type UsageTableRow } from "./rows.ts";
 import { idText, storedId } from "./stored-ids.ts";
-import { chunked, placeholders, type SqlHost } from "./sql-host.ts";
+import { chunked, placeholders, type SqlHost } from "../../sql/sql-host.ts";
 
 // The paged reads of the REST API, bounded by count and by bytes (ARCHITECTURE D16/D17: no answer
 // may fail on the platform's 32 MiB RPC limit). Sizes come from SQL first (`length` of the stored
