@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
 import { completedTurn, openBenchEngine, settle } from "./engine-rig.ts";
 import { count, ratio, summarize, type BenchLine } from "./report.ts";
 import { createBenchSession } from "./seed.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
 import type { Entry } from "../schema/entries.ts";
 import { completedTurn, describeWrite, openBenchEngine, settle, type CommitRecord } from "./engine-rig.ts";
 import { count, summarize, type BenchLine } from "./report.ts";

@@ -1,7 +1,7 @@
 import type { AssistantMessage as PiAssistantMessage } from "@earendil-works/pi-ai";
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
 import { FRAME_INTERVAL_MS, FrameCoalescer, type AssistantFrame } from "../harness/execution/frames.ts";
 import type { Write } from "../harness/session/storage.ts";
 import { appendScriptSteps } from "../models/scripted/script-source.ts";

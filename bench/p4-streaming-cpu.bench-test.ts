@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../models/scripted/script-source.ts";
 import { completedTurn, openBenchEngine, SCRIPT, settle } from "./engine-rig.ts";
 import { ratio, summarize, type BenchLine } from "./report.ts";

@@ -1,6 +1,6 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { SessionInfo, SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionInfo, SessionObject } from "../durable-objects/session/session-object.ts";
 import type { Entry } from "../schema/entries.ts";
 import { ms, ratio, summarize, type BenchLine, type Summary } from "./report.ts";
 import { BRANCH, createBenchSession, seedBranch, unwrap, type SessionStub } from "./seed.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
 import { branchTip } from "../harness/session/builtin-addresses.ts";
 import type { Session } from "../harness/session/session.ts";
 import type { Entry } from "../schema/entries.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
-import type { SessionObject } from "../durable-objects/session-object.ts";
-import { SqlSessionStorage } from "../durable-objects/sql/sql-session-storage.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
+import { SqlSessionStorage } from "../durable-objects/session/storage/sql-session-storage.ts";
 import { branchTip } from "../harness/session/builtin-addresses.ts";
 import { Session } from "../harness/session/session.ts";
 import type { Write } from "../harness/session/storage.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { SessionObject } from "../durable-objects/session-object.ts";
+import type { SessionObject } from "../durable-objects/session/session-object.ts";
 import { branchTip } from "../harness/session/builtin-addresses.ts";
 import type { Write } from "../harness/session/storage.ts";
 import { insertEntry, setValue } from "../harness/session/writes.ts";

@@ -1,5 +1,5 @@
-import type { LeasedRun, SweepReport } from "../durable-objects/deferred-index.ts";
-import { DEFERRED_INDEX_SHARDS, shardName } from "../durable-objects/session/deferred-registrations.ts";
+import type { LeasedRun, SweepReport } from "../durable-objects/deferred-index/deferred-index.ts";
+import { DEFERRED_INDEX_SHARDS, shardName } from "../durable-objects/session/due-work/deferred-registrations.ts";
 
 /** Runs one shard hands one sweep at most (oldest due first); the rest wait for the next minute. */
 export const SWEEP_PER_SHARD = 25;

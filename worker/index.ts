@@ -1,9 +1,9 @@
 import { createApp } from "./app.ts";
 import { sweepDeferred } from "./deferred-sweep.ts";
 
-export { SessionObject } from "../durable-objects/session-object.ts";
-export { TenantObject } from "../durable-objects/tenant-object.ts";
-export { DeferredIndex } from "../durable-objects/deferred-index.ts";
+export { SessionObject } from "../durable-objects/session/session-object.ts";
+export { TenantObject } from "../durable-objects/tenant/tenant-object.ts";
+export { DeferredIndex } from "../durable-objects/deferred-index/deferred-index.ts";
 
 const app = createApp();
 

@@ -1,6 +1,6 @@
 import { SESSION_LIMITS } from "../../schema/api-sessions.ts";
-import { RpcError } from "../rpc-errors.ts";
-import { branchCount, laneCount } from "../sql/branch-inventory.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
+import { branchCount, laneCount } from "./storage/branch-inventory.ts";
 import type { SqlHost } from "../sql/sql-host.ts";
 
 /** What one creation adds: a branch (POST …/branches, or a lane on a new branch) and/or a lane. */

@@ -2,7 +2,7 @@ import { canDefer } from "../../models/deferred/support.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
 import { defersAnswers, type DeferredMode } from "../../schema/settings.ts";
-import { RpcError } from "../rpc-errors.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 
 // Deferred mode is refused where it is chosen (a run request's `deferred`, the session's
 // `streamOptions.deferred`, a lane's model while the session defers), as 422 DeferredUnsupported

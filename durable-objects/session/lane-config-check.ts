@@ -1,7 +1,7 @@
 import { createModelRegistry, modelCatalog } from "../../models/registry.ts";
 import type { ApiError } from "../../schema/errors.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
-import { RpcError } from "../rpc-errors.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 import type { LaneConfigPatch } from "./session-host.ts";
 
 // Lane configuration is checked when it is set (PATCH …/config, PUT …/lanes/{lane}), so a typo is

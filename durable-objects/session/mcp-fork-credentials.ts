@@ -1,6 +1,6 @@
 import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
 import { mcpCredentialContext, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
-import type { ForkValue } from "../sql/fork-source.ts";
+import type { ForkValue } from "./storage/fork-source.ts";
 
 /**
  * An MCP server's static headers are sealed to their session (tools/mcp-definitions.ts), so a

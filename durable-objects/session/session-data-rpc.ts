@@ -15,16 +15,16 @@ import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc-errors.ts";
-import { JsonWriter } from "../sql/json-bytes.ts";
-import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "../sql/json-pages.ts";
+import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
+import { JsonWriter } from "./storage/json-bytes.ts";
+import { branchEntryPage, entryAnswer, entryPage, listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "./storage/json-pages.ts";
 import type { BranchListing, CreatedSession, Session as SessionWire } from "../../schema/session.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import { toolDefinition } from "../../tools/definitions.ts";
 import { newToolSecret, storedToolDefinition, type ToolDefinitionContext } from "./tool-definition-input.ts";
-import { branchPage, hasBranch, lanePage } from "../sql/branch-inventory.ts";
+import { branchPage, hasBranch, lanePage } from "./storage/branch-inventory.ts";
 import { CreationSlots } from "./creation-slots.ts";
-import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import { SessionHost, type BranchInfo, type SessionInfo, type SessionInit } from "./session-host.ts";
 
 /** The public Session (spec/API.md): info plus settings, and the first page of its branches and lanes. */
@@ -279,7 +279,7 @@ export abstract class SessionDataRpc extends SessionHost {
     });
   }
 
-  // The REST API's reads answer JSON bytes, paged by count and by bytes (sql/json-pages.ts), so no
+  // The REST API's reads answer JSON bytes, paged by count and by bytes (storage/json-pages.ts), so no
   // answer meets the platform's 32 MiB RPC limit, whatever the sizes of the entries and values. The
   // typed reads above serve tests and in-process tools.
 

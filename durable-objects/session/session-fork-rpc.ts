@@ -2,7 +2,7 @@ import type { ForkOptions } from "../../schema/api-fork.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
 import { Session } from "../../harness/session/session.ts";
-import { asResult, parseWire, RpcError } from "../rpc-errors.ts";
+import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import {
   forkDataPage,
   forkEntryPage,
@@ -13,11 +13,11 @@ import {
   type ForkEntryPage,
   type ForkPlan,
   type ForkValue,
-} from "../sql/fork-source.ts";
+} from "./storage/fork-source.ts";
 import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
-import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "../sql/fork-target.ts";
-import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
+import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
+import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import { resealMcpCredentials } from "./mcp-fork-credentials.ts";
 import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data-rpc.ts";
 

@@ -18,16 +18,16 @@ import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { SessionScriptSource } from "../../models/scripted/script-source.ts";
 import { tenantModels, type TenantProviderGrant } from "../../models/tenant-models.ts";
-import { DueWork, type RecordedWork } from "../due-work.ts";
-import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../idempotency.ts";
-import { RpcError } from "../rpc-errors.ts";
-import { SessionRuntime } from "../session-runtime.ts";
+import { DueWork, type RecordedWork } from "./due-work/due-work.ts";
+import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../rpc/idempotency.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
+import { SessionRuntime } from "./session-runtime.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
-import { SESSION_MIGRATIONS } from "../sql/session-migrations.ts";
-import { SqlSessionStorage } from "../sql/sql-session-storage.ts";
-import type { DeferredRegistrar } from "./deferred-registrations.ts";
-import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./session-forwards.ts";
-import type { SettlementForwarder } from "./settlement-outbox.ts";
+import { SESSION_MIGRATIONS } from "./storage/session-migrations.ts";
+import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
+import type { DeferredRegistrar } from "./due-work/deferred-registrations.ts";
+import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./due-work/session-forwards.ts";
+import type { SettlementForwarder } from "./due-work/settlement-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
 import type { McpToolSettings } from "../../tools/registry.ts";
 
@@ -243,7 +243,7 @@ export abstract class SessionHost extends DurableObject<Env> {
 
   /**
    * The tenant's usage totals: a commit that wrote usage-ledger rows starts a forward a moment
-   * after it (usage-outbox.ts); a row committed with a settlement rides on that settlement's
+   * after it (due-work/usage-outbox.ts); a row committed with a settlement rides on that settlement's
    * forward (one tenant call per turn, not two: forwardAfterCommit). A forward that
    * fails or dies with the object is repeated (the alarm retries it; the settlement outbox and
    * every open operation arm it anyway), and the tenant applies each row once.

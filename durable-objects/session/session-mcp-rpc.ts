@@ -9,7 +9,7 @@ import type { McpSettings } from "../../tools/mcp-connection.ts";
 import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpCredentialContext, mcpServer, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
-import { asResult, invalidInput, parseWire, RpcError } from "../rpc-errors.ts";
+import { asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { SessionToolsRpc } from "./session-tools-rpc.ts";
 
 /**

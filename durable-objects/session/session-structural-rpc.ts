@@ -2,7 +2,7 @@ import type { CompactionRequest, NavigationRequest } from "../../harness/runtime
 import type { RpcResult } from "../../schema/errors.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
-import { parseWire, unwrapLane, asResult } from "../rpc-errors.ts";
+import { parseWire, unwrapLane, asResult } from "../rpc/rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
 import type { ConvenienceOutcome } from "./session-lane-rpc.ts";

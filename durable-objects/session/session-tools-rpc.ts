@@ -5,7 +5,7 @@ import type { Wire } from "../../schema/wire.ts";
 import { mcpServerSummary, mcpServersPrefix, mcpToolIndex, mcpToolView } from "../../tools/mcp-definitions.ts";
 import { toolDefinition, toolDefinitionsPrefix, toolView } from "../../tools/definitions.ts";
 import { ownToolNames } from "../../tools/registry.ts";
-import { asResult, parseWire, RpcError, unwrapLane } from "../rpc-errors.ts";
+import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import { SessionLaneRpc } from "./session-lane-rpc.ts";
 import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-definition-input.ts";
 

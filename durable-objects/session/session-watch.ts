@@ -5,8 +5,8 @@ import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema } from "../../schema/watch.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asResult, expectedError, RpcError } from "../rpc-errors.ts";
-import { close, WatchHub, watchTags, type WatchTarget } from "../watch-hub.ts";
+import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
+import { close, WatchHub, watchTags, type WatchTarget } from "./watch/watch-hub.ts";
 import { SessionStructuralRpc } from "./session-structural-rpc.ts";
 
 /**
@@ -18,7 +18,7 @@ export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId
 /**
  * Lane and session watch streams over hibernatable WebSockets (spec/API.md "Watch protocol",
  * ARCHITECTURE D13, D14.13): the upgrade forwarded by the front worker, client messages, close and
- * error. The fan-out and the event counter live in watch-hub.ts.
+ * error. The fan-out and the event counter live in watch/watch-hub.ts.
  */
 export abstract class SessionWatch extends SessionStructuralRpc {
   private readonly hub: WatchHub;

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { HarnessSettingsSchema, type HarnessSettings } from "../../schema/settings.ts";
-import { invalidInput } from "../rpc-errors.ts";
+import { invalidInput } from "../rpc/rpc-errors.ts";
 
 /**
  * Settings merged from a patch must still be settings: a patch is valid on its own, but a header

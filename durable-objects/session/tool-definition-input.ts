@@ -4,7 +4,7 @@ import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import { sealSecret, secretBoxKey, secretHint } from "../../secrets/secret-box.ts";
 import { BUILTIN_TOOL_NAMES, builtinTool } from "../../tools/builtin/index.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
-import { invalidInput, RpcError } from "../rpc-errors.ts";
+import { invalidInput, RpcError } from "../rpc/rpc-errors.ts";
 
 // A tool definition as a client sends it, turned into what the session stores (ARCHITECTURE D11):
 // the checks the edge cannot make (a builtin name exists, the parameters compile, the URL is

@@ -1,11 +1,11 @@
 import type { Usage } from "../../schema/usage.ts";
-import type { ForwardedUsage } from "../session/usage-outbox.ts";
+import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
 
 type Mark = { epoch: number; seq: number };
 
 /**
  * The tenant's high-water mark of each session's usage ledger (issue 30 item 6c): sessions forward
- * their ledger rows at least once (session/usage-outbox.ts), and a row is added to the totals only
+ * their ledger rows at least once (session/due-work/usage-outbox.ts), and a row is added to the totals only
  * if its seq is past the mark of its session, which then moves, in the caller's transaction. The
  * mark belongs to one incarnation of the session id (`epoch`, its `createdAt`): a session created
  * again under a deleted one's id starts a new ledger and replaces the mark, and a forward of an

@@ -3,12 +3,12 @@ import type { Usage } from "../../schema/usage.ts";
 import type { CreatedWebhook, PatchWebhook, WebhookDelivery, WebhookEndpoint, WebhookEventType } from "../../schema/webhooks.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
-import { asResult } from "../rpc-errors.ts";
-import type { SettledOperation } from "../session/settlement-outbox.ts";
-import type { ForwardedUsage } from "../session/usage-outbox.ts";
-import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "../webhook-events.ts";
-import type { Page } from "../time-cursor.ts";
-import { newWebhookSecret, sealWebhookSecret } from "../webhook-delivery.ts";
+import { asResult } from "../rpc/rpc-errors.ts";
+import type { SettledOperation } from "../session/due-work/settlement-outbox.ts";
+import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
+import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "./webhooks/webhook-events.ts";
+import type { Page } from "./time-cursor.ts";
+import { newWebhookSecret, sealWebhookSecret } from "./webhooks/webhook-delivery.ts";
 import { SessionUsageMarks } from "./session-usage-marks.ts";
 import { randomToken, TenantHost } from "./tenant-host.ts";
 
@@ -22,7 +22,7 @@ export abstract class TenantActivityRpc extends TenantHost {
    * their commit, repeated after a crash): their open-operation slots are freed (with the worker's
    * reservation the session took over, if any) and one webhook delivery per subscribed endpoint is
    * enqueued. Idempotent: a release is, and an event id is derived from session and operation and
-   * remembered longer than a forward may be repeated (webhook-event-ids.ts), so a repeated forward
+   * remembered longer than a forward may be repeated (webhooks/webhook-event-ids.ts), so a repeated forward
    * enqueues nothing twice. `usage`: the session's usage-ledger rows it has not seen acknowledged,
    * added to the totals in the same transaction, each once (session-usage-marks.ts), so the totals
    * stay exact across failed and repeated forwards.
@@ -48,7 +48,7 @@ export abstract class TenantActivityRpc extends TenantHost {
   /**
    * A session's suspended runs, forwarded after the suspending commit with their DeferredIndex
    * registration (repeated after a crash): one `operation.suspended` delivery per subscribed
-   * endpoint, idempotent by event id (webhook-event-ids.ts).
+   * endpoint, idempotent by event id (webhooks/webhook-event-ids.ts).
    */
   async operationsSuspended(sessionId: string, runs: SuspendedRun[]): Promise<void> {
     if (!this.schema.exists) return;
@@ -72,7 +72,7 @@ export abstract class TenantActivityRpc extends TenantHost {
     return this.schema.exists ? this.operations().usage() : zeroUsage();
   }
 
-  // Webhooks (tenant-webhooks.ts, webhook-delivery.ts).
+  // Webhooks (webhooks/tenant-webhooks.ts, webhooks/webhook-delivery.ts).
 
   /** Registers an endpoint; its signing secret is answered this once and stored only sealed. */
   async createWebhook(url: string, events: WebhookEventType[]): Promise<Wire<RpcResult<CreatedWebhook>>> {
@@ -94,7 +94,7 @@ export abstract class TenantActivityRpc extends TenantHost {
     });
   }
 
-  /** Changes an endpoint's subscriptions, or enables or disables it (tenant-webhooks.ts `patch`). */
+  /** Changes an endpoint's subscriptions, or enables or disables it (webhooks/tenant-webhooks.ts `patch`). */
   async patchWebhook(endpointId: string, patch: PatchWebhook): Promise<Wire<RpcResult<WebhookEndpoint>>> {
     return asResult(() => {
       this.requireTenant();

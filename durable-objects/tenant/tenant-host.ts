@@ -1,14 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
-import { RpcError } from "../rpc-errors.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
-import { TENANT_MIGRATIONS } from "../sql/tenant-migrations.ts";
-import { TenantKeys } from "../tenant-keys.ts";
-import { TenantOperations } from "../tenant-operations.ts";
+import { TENANT_MIGRATIONS } from "./tenant-migrations.ts";
+import { TenantKeys } from "./tenant-keys.ts";
+import { TenantOperations } from "./tenant-operations.ts";
 import { PendingReservations } from "./pending-reservations.ts";
-import { TenantWatches } from "../tenant-watches.ts";
-import { TenantWebhooks } from "../tenant-webhooks.ts";
-import { WebhookEventIds } from "./webhook-event-ids.ts";
-import { deliverDue } from "../webhook-delivery.ts";
+import { TenantWatches } from "./tenant-watches.ts";
+import { TenantWebhooks } from "./webhooks/tenant-webhooks.ts";
+import { WebhookEventIds } from "./webhooks/webhook-event-ids.ts";
+import { deliverDue } from "./webhooks/webhook-delivery.ts";
 
 export interface TenantInfo {
   id: string;

@@ -1,9 +1,9 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { LAST_USED_GRANULARITY_MS } from "../../durable-objects/tenant-keys.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { LAST_USED_GRANULARITY_MS } from "../../durable-objects/tenant/tenant-keys.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 import { expectError, objectOf } from "./session-helpers.ts";
 

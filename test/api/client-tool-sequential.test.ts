@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
 import { execution, laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { laneConfigCatalog, assertKnownConfiguration, newLaneModel } from "../../durable-objects/session/lane-config-check.ts";
-import { RpcError } from "../../durable-objects/rpc-errors.ts";
+import { RpcError } from "../../durable-objects/rpc/rpc-errors.ts";
 import type { LaneExecutionInfo, LaneInfo } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
 import { execution, laneSetup } from "./lane-helpers.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { laneConfigCatalog, newLaneModel } from "../../durable-objects/session/lane-config-check.ts";
-import { RpcError } from "../../durable-objects/rpc-errors.ts";
+import { RpcError } from "../../durable-objects/rpc/rpc-errors.ts";
 import { createModelRegistry, modelCatalog } from "../../models/registry.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";

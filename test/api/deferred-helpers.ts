@@ -1,8 +1,8 @@
 import { createExecutionContext, createScheduledController, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import type { DeferredIndex } from "../../durable-objects/deferred-index.ts";
-import { shardOf } from "../../durable-objects/session/deferred-registrations.ts";
+import type { DeferredIndex } from "../../durable-objects/deferred-index/deferred-index.ts";
+import { shardOf } from "../../durable-objects/session/due-work/deferred-registrations.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import worker from "../../worker/index.ts";
 import { call } from "./helpers.ts";

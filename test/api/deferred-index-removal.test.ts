@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { DeferredIndex } from "../../durable-objects/deferred-index.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { FORWARD_SAFETY_NET_MS } from "../../durable-objects/session/settlement-outbox.ts";
+import type { DeferredIndex } from "../../durable-objects/deferred-index/deferred-index.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { FORWARD_SAFETY_NET_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
 import { call } from "./helpers.ts";
 import { indexed, suspendedRun } from "./deferred-helpers.ts";
 import { objectOf } from "./session-helpers.ts";

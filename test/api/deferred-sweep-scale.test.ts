@@ -1,8 +1,8 @@
 import { createExecutionContext, createScheduledController, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { DEFERRED_INDEX_SHARDS, shardName } from "../../durable-objects/session/deferred-registrations.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { DEFERRED_INDEX_SHARDS, shardName } from "../../durable-objects/session/due-work/deferred-registrations.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import { SWEEP_PER_SHARD, type SweepMetrics } from "../../worker/deferred-sweep.ts";
 import worker from "../../worker/index.ts";

@@ -1,8 +1,8 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { shardOf } from "../../durable-objects/session/deferred-registrations.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { shardOf } from "../../durable-objects/session/due-work/deferred-registrations.ts";
 import { call } from "./helpers.ts";
 import { receivedAtLeast, receiver, register } from "./webhooks-helpers.ts";
 import { laneSetup, untilAt, useScript } from "./lane-helpers.ts";

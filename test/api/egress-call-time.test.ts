@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { toolDefinition } from "../../tools/definitions.ts";
 import { mcpServer } from "../../tools/mcp-definitions.ts";
 import { call } from "./helpers.ts";

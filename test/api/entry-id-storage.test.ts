@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { call } from "./helpers.ts";
 import { objectOf, scriptedLane, tenantWithSession, user } from "./session-helpers.ts";
 

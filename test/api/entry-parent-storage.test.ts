@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 import { call } from "./helpers.ts";
 import { objectOf, tenantWithSession, user, readTexts } from "./session-helpers.ts";
 

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { env } from "cloudflare:workers";
 import { value } from "../../harness/session/addresses.ts";
 import { openSecret, secretBoxKey } from "../../secrets/secret-box.ts";

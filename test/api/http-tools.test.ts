@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { toolDefinition } from "../../tools/definitions.ts";
 import { MAX_HTTP_TOOL_RESPONSE_BYTES } from "../../tools/http-tool.ts";
 import { laneSetup, useScript } from "./lane-helpers.ts";

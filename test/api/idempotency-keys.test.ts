@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sha256Hex, type TenantObject } from "../../durable-objects/tenant-object.ts";
+import { sha256Hex, type TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 import { expectError, tenantWithSession } from "./session-helpers.ts";

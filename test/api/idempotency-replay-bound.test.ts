@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { IDEMPOTENCY_REPLAY_MAX_BYTES, IdempotencyStore } from "../../durable-objects/idempotency.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { IDEMPOTENCY_REPLAY_MAX_BYTES, IdempotencyStore } from "../../durable-objects/rpc/idempotency.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { LaneExecutionInfo } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
 import { laneSetup, useScript } from "./lane-helpers.ts";

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { LaneInfo } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
 import { execution } from "./lane-helpers.ts";

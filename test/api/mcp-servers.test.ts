@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { MAX_SESSION_MCP_SERVERS, MCP_DISCOVERY_TTL_MS, type McpServerSummary, type McpServerView } from "../../schema/mcp.ts";
 import type { ToolDefinitionView } from "../../schema/tools.ts";
 import { mcpServer } from "../../tools/mcp-definitions.ts";

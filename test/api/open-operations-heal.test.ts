@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { HEAL_INTERVAL_MS, LISTED_OPEN_OPERATIONS } from "../../durable-objects/tenant-operations.ts";
+import { HEAL_INTERVAL_MS, LISTED_OPEN_OPERATIONS } from "../../durable-objects/tenant/tenant-operations.ts";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 

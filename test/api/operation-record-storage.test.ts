@@ -1,12 +1,12 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
-import { storedId } from "../../durable-objects/sql/stored-ids.ts";
+import { storedId } from "../../durable-objects/session/storage/stored-ids.ts";
 
 // A settled operation's record (QUALITY P3): kept once, in the compact form, in the session's
 // `op_results` table, and answered by every API exactly as before; a record an earlier build stored

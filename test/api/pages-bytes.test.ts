@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { list, value } from "../../harness/session/addresses.ts";
 import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
 import { call } from "./helpers.ts";

@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { sha256Hex } from "../../durable-objects/tenant-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";
 

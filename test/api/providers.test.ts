@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 

@@ -1,7 +1,7 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { asResult } from "../../durable-objects/rpc-errors.ts";
+import { asResult } from "../../durable-objects/rpc/rpc-errors.ts";
 import { secretBoxKey } from "../../secrets/secret-box.ts";
 import { fromWire } from "../../schema/wire.ts";
 import { createApp } from "../../worker/app.ts";

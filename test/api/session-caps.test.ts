@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { SessionMutation } from "../../harness/session/mutation.ts";
 import { branchTip } from "../../harness/session/builtin-addresses.ts";
 import { setValue } from "../../harness/session/writes.ts";

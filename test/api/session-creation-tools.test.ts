@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { MAX_SESSION_TOOLS } from "../../schema/tools.ts";
 import { call, newTenant } from "./helpers.ts";
 import { useScript } from "./lane-helpers.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { toWire } from "../../schema/wire.ts";
 import { unwrap } from "../helpers/sessions.ts";
 import { call, newTenant } from "./helpers.ts";

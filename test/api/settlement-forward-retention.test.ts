@@ -1,10 +1,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { OUTBOX_MAX_AGE_MS } from "../../durable-objects/session/settlement-outbox.ts";
-import { EVENT_ID_RETENTION_MS } from "../../durable-objects/tenant/webhook-event-ids.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { OUTBOX_MAX_AGE_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
+import { EVENT_ID_RETENTION_MS } from "../../durable-objects/tenant/webhooks/webhook-event-ids.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { objectOf } from "./session-helpers.ts";
 import { call } from "./helpers.ts";
 import { deliveredPrompt, deliveries, failedForward, outboxRows, settleMany } from "./webhooks-helpers.ts";

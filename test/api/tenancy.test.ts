@@ -1,6 +1,6 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { sha256Hex, type TenantObject } from "../../durable-objects/tenant-object.ts";
+import { sha256Hex, type TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 
 // Tenancy and security (ARCHITECTURE D2, D17; QUALITY R4) through the real Hono app.

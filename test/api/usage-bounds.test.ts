@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { MAX_USAGE_COST, MAX_USAGE_TOKENS, type Usage } from "../../schema/usage.ts";
 import { call, newTenant } from "./helpers.ts";
 import { expectError, tenantWithSession, user } from "./session-helpers.ts";

@@ -1,11 +1,11 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { addUsage } from "../../harness/session/usage.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { call } from "./helpers.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { execution, laneSetup, untilAt, useScript } from "./lane-helpers.ts";
 import { activate, ARGS_SCHEMA, prompt, putTool } from "./tool-api-helpers.ts";
 import { objectOf } from "./session-helpers.ts";

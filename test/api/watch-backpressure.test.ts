@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { readAttachment } from "../../durable-objects/watch-flow.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import { readAttachment } from "../../durable-objects/session/watch/watch-flow.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_UNACKED_WINDOW_BYTES } from "../../schema/watch.ts";
 import { connect, expectSnapshot, fillLane, isRunEnd, prompt, settled, watchSetup, type Client } from "./watch-helpers.ts";

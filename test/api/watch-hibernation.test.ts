@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { readAttachment } from "../../durable-objects/watch-flow.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { readAttachment } from "../../durable-objects/session/watch/watch-flow.ts";
 import type { SessionSnapshot } from "../../schema/watch.ts";
 import { unwrap } from "../helpers/sessions.ts";
 import { connect, events, expectSnapshot, fold, isRunEnd, prompt, settled, strictlyIncreasing, watchSetup } from "./watch-helpers.ts";

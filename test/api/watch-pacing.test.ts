@@ -1,13 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { LIVE_UPDATE_MAX_INTERVAL_MS, liveUpdateIntervalFor } from "../../durable-objects/watch-pacing.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { LIVE_UPDATE_MAX_INTERVAL_MS, liveUpdateIntervalFor } from "../../durable-objects/session/watch/watch-pacing.ts";
 import { WIRE_UPDATE_INTERVAL_MS } from "../../harness/execution/frames-throttle.ts";
 import { connect, expectSnapshot, watchSetup } from "./watch-helpers.ts";
 
-// A lane's live updates are paced by its audience (durable-objects/watch-pacing.ts): every update is
-// one send per watcher, so a large audience gets fewer, larger updates (the engine side of the
-// pacing is tested in test/runtime/watch-deltas.test.ts).
+// A lane's live updates are paced by its audience (durable-objects/session/watch/watch-pacing.ts):
+// every update is one send per watcher, so a large audience gets fewer, larger updates (the engine
+// side of the pacing is tested in test/runtime/watch-deltas.test.ts).
 
 describe("live update pacing", { timeout: 60_000 }, () => {
   it("keeps the wire throttle for small audiences, then stays within the send budget, capped at a second", () => {

@@ -1,8 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
-import { RETRY_WINDOW_MS } from "../../durable-objects/webhook-schedule.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { RETRY_WINDOW_MS } from "../../durable-objects/tenant/webhooks/webhook-schedule.ts";
 import type { WebhookEvent } from "../../schema/webhooks.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";

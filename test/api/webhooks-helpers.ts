@@ -1,10 +1,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, inject } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { FORWARD_RETRY_MS } from "../../durable-objects/session/settlement-outbox.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { FORWARD_RETRY_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { CreatedWebhook, WebhookDelivery, WebhookEndpoint } from "../../schema/webhooks.ts";
 import type { ReceivedDelivery } from "../node/webhook-receiver-setup.ts";
 import { call } from "./helpers.ts";

@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
 import { deliveredPrompt, failedForward, deliveries, eventually, outboxRows, receivedAtLeast, settledPrompt } from "./webhooks-helpers.ts";

@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { TENANT_MIGRATIONS } from "../../durable-objects/sql/tenant-migrations.ts";
-import type { TenantObject } from "../../durable-objects/tenant-object.ts";
+import { TENANT_MIGRATIONS } from "../../durable-objects/tenant/tenant-migrations.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { MAX_WEBHOOK_ENDPOINTS, MAX_WEBHOOKS_PER_HOST, type WebhookEndpoint } from "../../schema/webhooks.ts";
 import { rerunMigration } from "../helpers/storage.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createClient, isApiError } from "../../client/index.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import { newTenant } from "../api/helpers.ts";
 import { objectOf } from "../api/session-helpers.ts";

@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { migrate, type Migration } from "../../durable-objects/sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import { uuidv7Ids } from "../../harness/session/ids.ts";
 import type { NewUsageRow } from "../../harness/session/storage.ts";
 import type { NewEntry } from "../../schema/entries.ts";

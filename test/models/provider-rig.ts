@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import type { FetchFunction } from "@earendil-works/pi-ai";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { WakeScheduler } from "../../harness/runtime/core.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { ModelsDeployment } from "../../models/deployment.ts";

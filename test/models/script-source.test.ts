@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { isRetryableAssistantError } from "@earendil-works/pi-ai/utils/retry";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import {
   appendScriptSteps,

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { appendScriptSteps, SessionScriptSource } from "../../models/scripted/script-source.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import type { Context, SimpleStreamOptions } from "@earendil-works/pi-ai";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
 import type { ToolsPort } from "../../harness/execution/tools.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
@@ -13,7 +13,7 @@ import type { CompactionEntry, Entry } from "../../schema/entries.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession } from "../helpers/sessions.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import type { UsageRow } from "../../schema/usage.ts";
 import { ECHO } from "./helpers.ts";
 

@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { LaneExecutionInfo } from "../../schema/lane.ts";
@@ -8,7 +8,7 @@ import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";
 import { never, objectInvariants, shapeOf, stepsTaken, until } from "./invariants.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 
 // The same crash matrix through the real hosting (ARCHITECTURE D7): acceptOperation starts the
 // pass in the object, abortAllDurableObjects() kills it, and the fresh object's alarm (re-armed

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import type { DurableLaneState } from "../../harness/runtime/types.ts";
 import { list, value } from "../../harness/session/addresses.ts";
 import { branchTip, laneState, operationState, pendingEntry } from "../../harness/session/builtin-addresses.ts";

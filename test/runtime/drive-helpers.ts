@@ -1,5 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { WakeScheduler } from "../../harness/runtime/core.ts";
 import type { Result } from "../../harness/runtime/errors.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";

@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";

@@ -1,10 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, unwrap } from "../helpers/sessions.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 
 // Engine hardening, hosting: each test reproduces one defect found in review.
 

@@ -5,7 +5,7 @@ import type { ScriptStep } from "../../models/scripted/steps.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { Session } from "../../harness/session/session.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { value } from "../../harness/session/addresses.ts";
 import type { WakeScheduler } from "../../harness/runtime/core.ts";
 import type { ToolsPort } from "../../harness/execution/tools.ts";

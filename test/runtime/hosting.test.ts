@@ -1,10 +1,10 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, failureCode, sessionStub, unwrap } from "../helpers/sessions.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 
 // Hosting in the SessionObject (ARCHITECTURE D7): acceptance starts the pass at once, the due-work
 // table arms the one alarm, and the alarm resumes whatever a dead object left open.

@@ -1,9 +1,9 @@
 import { readOperation, readResult } from "../../harness/runtime/operation-codec.ts";
 import { openOperations } from "../../harness/runtime/restore.ts";
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { HookName } from "../../harness/execution/hooks.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import type { Result } from "../../harness/runtime/errors.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";
 import type { ToolsPort } from "../../harness/execution/tools.ts";

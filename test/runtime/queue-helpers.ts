@@ -1,5 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";
 import { createModelRegistry } from "../../models/registry.ts";
 import { SessionScriptSource } from "../../models/scripted/script-source.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import { createSession } from "../helpers/sessions.ts";

@@ -10,7 +10,7 @@ import {
   UnknownTarget,
 } from "../../harness/session/errors.ts";
 import type { Session } from "../../harness/session/session.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { assistantMessage, userMessage } from "../helpers/messages.ts";
 import { createSession } from "../helpers/sessions.ts";
 

@@ -2,7 +2,7 @@ import { abortAllDurableObjects, evictDurableObject, runInDurableObject } from "
 import { describe, expect, it } from "vitest";
 import { list, value } from "../../harness/session/addresses.ts";
 import { insertUsage } from "../../harness/session/writes.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { assistantMessage, userMessage } from "../helpers/messages.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";

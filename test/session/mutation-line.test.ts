@@ -5,7 +5,7 @@ import { MutationMisuse, SessionClosed, StorageCorruption } from "../../harness/
 import { MutationLine } from "../../harness/session/mutation-line.ts";
 import type { Session } from "../../harness/session/session.ts";
 import { insertEntry, setValue } from "../../harness/session/writes.ts";
-import type { SessionObject } from "../../durable-objects/session-object.ts";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { userMessage } from "../helpers/messages.ts";
 

@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
-import { idText, storedId } from "../../durable-objects/sql/stored-ids.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
+import { idText, storedId } from "../../durable-objects/session/storage/stored-ids.ts";
 import { operationResult } from "../../harness/session/builtin-addresses.ts";
 import { insertEntry, insertUsage, setValue } from "../../harness/session/writes.ts";
 import { assistantMessage, customEntry, messageEntry, newId, objectStub, rerunMigration, uniqueObjectName, usageRow } from "../helpers/storage.ts";

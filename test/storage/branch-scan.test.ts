@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import type { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import type { StorageBranchScan } from "../../harness/session/storage.ts";
 import { insertEntry } from "../../harness/session/writes.ts";
 import type { Entry, NewEntry } from "../../schema/entries.ts";

@@ -1,10 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { DueWork, SAFETY_NET_MS, type AlarmHost } from "../../durable-objects/due-work.ts";
-import { FORWARD_BATCH } from "../../durable-objects/session/settlement-outbox.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { DueWork, SAFETY_NET_MS, type AlarmHost } from "../../durable-objects/session/due-work/due-work.ts";
+import { FORWARD_BATCH } from "../../durable-objects/session/due-work/settlement-outbox.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
 import { newId, objectStub, uniqueObjectName } from "../helpers/storage.ts";
 
 // The session's one alarm is only moved earlier, never later and never deleted in passing: moving

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { restoreEntryPayload, restoreEntryPayloadText, storedEntryPayload } from "../../durable-objects/sql/entry-codec.ts";
+import { restoreEntryPayload, restoreEntryPayloadText, storedEntryPayload } from "../../durable-objects/session/storage/entry-codec.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import type { NewEntry } from "../../schema/entries.ts";
 import type { Usage } from "../../schema/usage.ts";

@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import { insertUsage } from "../../harness/session/writes.ts";
 import { objectStub, uniqueObjectName, usageOf, usageRow } from "../helpers/storage.ts";
 

@@ -2,8 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LazySchema } from "../../durable-objects/sql/lazy-schema.ts";
 import { MigrationHistoryMismatch, migrate, type Migration } from "../../durable-objects/sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import { objectStub, uniqueObjectName } from "../helpers/storage.ts";
 
 // A SessionObject holds a schema only once a session was created in it (sql/lazy-schema.ts); then

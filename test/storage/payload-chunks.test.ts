@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CHUNK_BYTES, INLINE_LIMIT, PAYLOAD_LIMIT } from "../../durable-objects/sql/payload-codec.ts";
+import { CHUNK_BYTES, INLINE_LIMIT, PAYLOAD_LIMIT } from "../../durable-objects/session/storage/payload-codec.ts";
 import { list, value } from "../../harness/session/addresses.ts";
 import { PayloadTooLarge } from "../../harness/session/errors.ts";
 import type { Write } from "../../harness/session/storage.ts";

@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { DueWork } from "../../durable-objects/due-work.ts";
+import { DueWork } from "../../durable-objects/session/due-work/due-work.ts";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
-import { SESSION_MIGRATIONS } from "../../durable-objects/sql/session-migrations.ts";
-import { idText } from "../../durable-objects/sql/stored-ids.ts";
+import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
+import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 import { newId, objectStub, rerunMigration, uniqueObjectName } from "../helpers/storage.ts";
 
 // The host's schedule rows (due_work, settlement_outbox) key canonical UUID operation ids by their

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { SqlSessionStorage } from "../../durable-objects/sql/sql-session-storage.ts";
+import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import { list, value } from "../../harness/session/addresses.ts";
 import type { Write } from "../../harness/session/storage.ts";
 import { addUsage, zeroUsage } from "../../harness/session/usage.ts";

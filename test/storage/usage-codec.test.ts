@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fullUsage, sparseUsage, USAGE_EXPANSION_BYTES } from "../../durable-objects/sql/usage-codec.ts";
+import { fullUsage, sparseUsage, USAGE_EXPANSION_BYTES } from "../../durable-objects/session/storage/usage-codec.ts";
 import { zeroUsage } from "../../harness/session/usage.ts";
 import type { Usage } from "../../schema/usage.ts";
 

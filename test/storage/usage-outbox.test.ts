@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { FORWARD_RETRY_MS } from "../../durable-objects/session/settlement-outbox.ts";
-import { UsageOutbox } from "../../durable-objects/session/usage-outbox.ts";
+import { FORWARD_RETRY_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
+import { UsageOutbox } from "../../durable-objects/session/due-work/usage-outbox.ts";
 import { insertUsage } from "../../harness/session/writes.ts";
 import { usageOf, usageRow, withStorage } from "../helpers/storage.ts";
 

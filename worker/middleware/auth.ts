@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import { sha256Hex, type Authorization } from "../../durable-objects/tenant-object.ts";
+import { sha256Hex, type Authorization } from "../../durable-objects/tenant/tenant-object.ts";
 import { tenantStub, type AppContext, type AppEnv, type Caller, type PresentedKey } from "../env.ts";
 import { adminTokenProblem } from "../admin-token.ts";
 import { fail } from "../http-error.ts";

@@ -10,7 +10,7 @@ import {
   WebhookEndpointSchema,
   WebhookIdSchema,
 } from "../../schema/webhooks.ts";
-import { DISABLE_AFTER_FAILED_ATTEMPTS, DISABLE_AFTER_FAILING_MS } from "../../durable-objects/webhook-schedule.ts";
+import { DISABLE_AFTER_FAILED_ATTEMPTS, DISABLE_AFTER_FAILING_MS } from "../../durable-objects/tenant/webhooks/webhook-schedule.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
 
 // Webhook routes: worker/routes/webhooks.ts (docs/webhooks.md).

@@ -2,7 +2,7 @@ import { MAX_SESSION_TOOLS, ToolDefinitionInputSchema, ToolDefinitionsObjectSche
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
-import { IDEMPOTENCY_REPLAY_MAX_BYTES } from "../../durable-objects/idempotency.ts";
+import { IDEMPOTENCY_REPLAY_MAX_BYTES } from "../../durable-objects/rpc/idempotency.ts";
 import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
 import { CATALOG } from "./catalog.ts";
 import { TAGS, type Auth, type CatalogRoute, type Method } from "./catalog-types.ts";

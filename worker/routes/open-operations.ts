@@ -1,4 +1,4 @@
-import type { OpenOperation, Reservation } from "../../durable-objects/tenant-operations.ts";
+import type { OpenOperation, Reservation } from "../../durable-objects/tenant/tenant-operations.ts";
 import { IdSchema } from "../../schema/api.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { LaneNameSchema } from "../../schema/lane-api.ts";

@@ -3,7 +3,7 @@ import { CreateSessionSchema, SessionListQuerySchema } from "../../schema/api.ts
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
 import { toWire } from "../../schema/wire.ts";
-import { sha256Hex } from "../../durable-objects/tenant-object.ts";
+import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";

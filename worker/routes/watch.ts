@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
 import * as v from "valibot";
 import { WATCH_HEADERS } from "../../durable-objects/session/session-watch.ts";
-import type { WatchTarget } from "../../durable-objects/watch-hub.ts";
+import type { WatchTarget } from "../../durable-objects/session/watch/watch-hub.ts";
 import { IdSchema } from "../../schema/api.ts";
 import { ApiErrorSchema } from "../../schema/errors.ts";
 import { sessionStub, type AppContext, type AppEnv } from "../env.ts";

@@ -1,0 +1,104 @@
+import { DurableObject } from "cloudflare:workers";
+import { LazySchema } from "../sql/lazy-schema.ts";
+import { DEFERRED_INDEX_MIGRATIONS } from "./deferred-index-migrations.ts";
+
+/** A suspended run as its session registers it: where it lives and when it may be polled. */
+export interface DeferredRegistration {
+  /** The session object's name (`${tenantId}:${sessionId}`, ARCHITECTURE D2). */
+  session: string;
+  lane: string;
+  operationId: string;
+  dueAt: number;
+}
+
+/** A due run handed to one sweep, with the lease it holds until the sweep reports back. */
+export interface LeasedRun extends DeferredRegistration {
+  leasedUntil: number;
+}
+
+/** What the sweep learned by asking a run's session. */
+export type SweepReport =
+  | { operationId: string; leasedUntil: number; outcome: "resumed" | "expired" }
+  | { operationId: string; outcome: "gone" };
+
+/** A swept run is looked at again after this long unless it registers again sooner (it suspends again). */
+export const RECHECK_MS = 15 * 60_000;
+
+type Row = { operation_id: string; session: string; lane: string; due_at: number };
+
+/**
+ * A shard of the registry of suspended (deferred) runs that the minute cron resumes (ARCHITECTURE
+ * D8). Sessions register a run when it suspends (idempotent: a repeated registration moves its due
+ * time); the sweep takes due rows oldest first under a lease, asks each run's session, and reports
+ * back; a run that settles (or is aborted) is unregistered by its session's forward of that
+ * settlement. The index never calls out and never awaits between a read and its write: every method
+ * is one synchronous SQL turn. Stale rows (a removal still on its way, a session deleted, a run
+ * resumed by a client) are tolerated: the session answers "gone" and the row is dropped.
+ */
+export class DeferredIndex extends DurableObject<Env> {
+  private readonly schema: LazySchema;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.schema = new LazySchema(ctx.storage, DEFERRED_INDEX_MIGRATIONS);
+  }
+
+  async register(runs: DeferredRegistration[]): Promise<void> {
+    if (runs.length === 0) return;
+    this.schema.create();
+    for (const run of runs) {
+      this.ctx.storage.sql.exec(
+        `INSERT INTO suspended_runs (operation_id, session, lane, due_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (operation_id) DO UPDATE SET session = excluded.session, lane = excluded.lane, due_at = excluded.due_at`,
+        run.operationId,
+        run.session,
+        run.lane,
+        run.dueAt,
+      );
+    }
+  }
+
+  /** Runs that settled or were aborted (ARCHITECTURE D8: they leave with their settlement); idempotent. */
+  async unregister(operationIds: string[]): Promise<void> {
+    if (!this.schema.exists) return;
+    for (const operationId of operationIds) this.ctx.storage.sql.exec("DELETE FROM suspended_runs WHERE operation_id = ?", operationId);
+  }
+
+  /**
+   * Up to `limit` due runs, oldest due first, each leased (its due time moved to the lease's end)
+   * so that an overlapping sweep does not take it too. Counts for the sweep's log line.
+   */
+  async takeDue(now: number, limit: number, leaseMs: number): Promise<{ runs: LeasedRun[]; suspended: number; due: number }> {
+    if (!this.schema.exists) return { runs: [], suspended: 0, due: 0 };
+    const sql = this.ctx.storage.sql;
+    const rows = sql.exec<Row>("SELECT operation_id, session, lane, due_at FROM suspended_runs WHERE due_at <= ? ORDER BY due_at, operation_id LIMIT ?", now, limit).toArray();
+    const counts = sql.exec<{ suspended: number; due: number }>("SELECT COUNT(*) AS suspended, COALESCE(SUM(due_at <= ?), 0) AS due FROM suspended_runs", now).one();
+    const leasedUntil = now + leaseMs;
+    for (const row of rows) sql.exec("UPDATE suspended_runs SET due_at = ? WHERE operation_id = ?", leasedUntil, row.operation_id);
+    return {
+      runs: rows.map((row) => ({ operationId: row.operation_id, session: row.session, lane: row.lane, dueAt: row.due_at, leasedUntil })),
+      suspended: counts.suspended,
+      due: counts.due,
+    };
+  }
+
+  /**
+   * The sweep's findings. A run that re-registered meanwhile (it suspended again: its due time is
+   * no longer the lease) keeps its new registration; otherwise a resumed run is looked at again
+   * after RECHECK_MS and a gone one is dropped.
+   */
+  async report(reports: SweepReport[], now: number): Promise<void> {
+    if (!this.schema.exists) return;
+    const sql = this.ctx.storage.sql;
+    for (const report of reports) {
+      if (report.outcome === "gone") sql.exec("DELETE FROM suspended_runs WHERE operation_id = ?", report.operationId);
+      else sql.exec("UPDATE suspended_runs SET due_at = ? WHERE operation_id = ? AND due_at = ?", now + RECHECK_MS, report.operationId, report.leasedUntil);
+    }
+  }
+
+  /** How many runs the shard holds (tests and operators). */
+  async size(): Promise<number> {
+    if (!this.schema.exists) return 0;
+    return this.ctx.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM suspended_runs").one().n;
+  }
+}

@@ -1,0 +1,316 @@
+import type { Entry, EntryStructure } from "../../../schema/entries.ts";
+import type { SessionStats, UsageRow } from "../../../schema/usage.ts";
+import type { Value, ValueList } from "../../../harness/session/addresses.ts";
+import { StorageClosed, StorageCorruption } from "../../../harness/session/errors.ts";
+import {
+  clampLimit,
+  type CommitResult,
+  type EntryScan,
+  type ListElement,
+  type ListReadOptions,
+  type SessionMetadata,
+  type Storage,
+  type StorageBranchScan,
+  type StoredValue,
+  type UsageScan,
+  type Write,
+} from "../../../harness/session/storage.ts";
+import { zeroUsage } from "../../../harness/session/usage.ts";
+import { fullUsage, sparseUsage } from "./usage-codec.ts";
+import { walkBranch } from "./branch-walk.ts";
+import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
+import { readPayload } from "./payload-codec.ts";
+import { RESULTS_NAMESPACE, readResultRow, scanResultRows, type StoredRow } from "./results-table.ts";
+import {
+  ENTRY_COLUMNS,
+  USAGE_COLUMNS,
+  decodeEntry,
+  rareTypeClauses,
+  decodeUsage,
+  type EntryRow,
+  type UsageTableRow,
+} from "./rows.ts";
+import { chunked, placeholders, type SqlHost } from "../../sql/sql-host.ts";
+import { storedId } from "./stored-ids.ts";
+
+export const STORAGE_VERSION = 1;
+
+type MetaRow = {
+  session_id: string;
+  tenant_id: string;
+  created_at: number;
+  storage_version: number;
+  parent_session_id: string | null;
+  usage: string;
+};
+
+type CountersRow = { next_seq: number; message_count: number };
+
+
+export interface CreateSessionMetadata {
+  id: string;
+  tenantId: string;
+  createdAt: number;
+  parentSessionId?: string;
+  /** A fork keeps source seqs; the destination continues after the source's high-water mark. */
+  nextSeq?: number;
+}
+
+/**
+ * The session Storage port over Durable Object SQLite (ARCHITECTURE D5). Every commit is one
+ * `transactionSync`: all-or-none, one strictly increasing seq per write, stats maintained in the
+ * same transaction. Counters are cached in memory and only replaced after a commit succeeded.
+ */
+export class SqlSessionStorage implements Storage {
+  private closed = false;
+
+  private constructor(
+    private readonly host: SqlHost,
+    readonly metadata: SessionMetadata,
+    readonly tenantId: string,
+    private counters: Counters,
+    private readonly clock: () => number,
+  ) {}
+
+  /** The session stored in this object, or undefined when none was created. */
+  static open(host: SqlHost, clock: () => number = Date.now): SqlSessionStorage | undefined {
+    const row = host.sql.exec<MetaRow>("SELECT * FROM meta WHERE singleton = 1").toArray()[0];
+    if (!row) return undefined;
+    const metadata: SessionMetadata = {
+      id: row.session_id,
+      createdAt: row.created_at,
+      storageVersion: row.storage_version,
+      ...(row.parent_session_id !== null && { parentSessionId: row.parent_session_id }),
+    };
+    const seq = host.sql.exec<CountersRow>("SELECT next_seq, message_count FROM counters WHERE singleton = 1").toArray()[0];
+    if (!seq) throw new StorageCorruption("The session has metadata but no counters");
+    const counters = { nextSeq: seq.next_seq, messageCount: seq.message_count, usage: fullUsage(JSON.parse(row.usage)) };
+    return new SqlSessionStorage(host, metadata, row.tenant_id, counters, clock);
+  }
+
+  /** Writes only the metadata row: no branch, no lane (WP06: no implicit main). */
+  static create(host: SqlHost, init: CreateSessionMetadata, clock: () => number = Date.now): SqlSessionStorage {
+    if (SqlSessionStorage.open(host, clock)) throw new StorageCorruption("A session already exists in this object");
+    host.sql.exec(
+      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id, usage)
+       VALUES (1, ?, ?, ?, ?, ?, ?)`,
+      init.id,
+      init.tenantId,
+      init.createdAt,
+      STORAGE_VERSION,
+      init.parentSessionId ?? null,
+      JSON.stringify(sparseUsage(zeroUsage())),
+    );
+    host.sql.exec("INSERT INTO counters (singleton, next_seq, message_count) VALUES (1, ?, 0)", init.nextSeq ?? 1);
+    const opened = SqlSessionStorage.open(host, clock);
+    if (!opened) throw new StorageCorruption("Session metadata was not stored");
+    return opened;
+  }
+
+  commit(writes: readonly Write[]): CommitResult {
+    this.assertOpen();
+    // Encode and size-check every payload first: a refused payload writes nothing (R7).
+    const timestamp = this.clock();
+    const prepared = writes.map((write) => ({ write, payload: encodePayloadOf(write, timestamp) }));
+    const next = this.host.transactionSync(() => {
+      const counters = { ...this.counters };
+      const seqs: number[] = [];
+      for (const { write, payload } of prepared) {
+        const seq = counters.nextSeq++;
+        seqs.push(seq);
+        applyWrite(this.host, write, payload, seq, timestamp, counters);
+      }
+      // Each commit rewrites only the small counters row; the usage totals (the largest column of
+      // the session's metadata) change with ledger rows alone (QUALITY P3).
+      if (seqs.length > 0) {
+        const countChanged = counters.messageCount !== this.counters.messageCount;
+        this.host.sql.exec(
+          `UPDATE counters SET next_seq = ?${countChanged ? ", message_count = ?" : ""} WHERE singleton = 1`,
+          counters.nextSeq,
+          ...(countChanged ? [counters.messageCount] : []),
+        );
+      }
+      if (counters.usage !== this.counters.usage) {
+        // Sparse like the ledger rows (usage-codec.ts): most totals carry several zeros.
+        this.host.sql.exec("UPDATE meta SET usage = ? WHERE singleton = 1", JSON.stringify(sparseUsage(counters.usage)));
+      }
+      return { counters, seqs };
+    });
+    this.counters = next.counters;
+    return {
+      firstSeq: next.seqs[0] ?? next.counters.nextSeq,
+      seqs: next.seqs,
+      timestamp,
+      stats: this.statsOf(next.counters),
+    };
+  }
+
+  getEntries(ids: readonly string[]): Map<string, Entry> {
+    this.assertOpen();
+    const found = new Map<string, Entry>();
+    for (const batch of chunked([...new Set(ids)])) {
+      const rows = this.host.sql
+        .exec<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE id IN (${placeholders(batch.length)})`, ...batch.map(storedId))
+        .toArray();
+      for (const row of rows) found.set(row.id, decodeEntry(this.host, row));
+    }
+    return found;
+  }
+
+  getValue<T>(address: Value<T>): StoredValue<T> | undefined {
+    this.assertOpen();
+    const row =
+      address.namespace === RESULTS_NAMESPACE
+        ? readResultRow(this.host, address.key)
+        : this.host.sql
+            .exec<{ seq: number; chunks: number; value: string | null }>(
+              "SELECT seq, chunks, value FROM vals WHERE namespace = ? AND key = ?",
+              address.namespace,
+              address.key,
+            )
+            .toArray()[0];
+    if (!row) return undefined;
+    return { address, seq: row.seq, value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T };
+  }
+
+  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
+    this.assertOpen();
+    const rows = prefix.namespace === RESULTS_NAMESPACE ? scanResultRows(this.host, prefix.key) : this.scanValueRows(prefix.namespace, prefix.key);
+    return rows.map((row) => ({
+      address: { kind: "value", namespace: prefix.namespace, key: row.key },
+      seq: row.seq,
+      value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T,
+    }));
+  }
+
+  private scanValueRows(namespace: string, prefix: string): StoredRow[] {
+    // Keys sharing a prefix are contiguous in SQLite's binary (UTF-8) order: start at the prefix and
+    // stop at the first key that does not share it.
+    const rows: StoredRow[] = [];
+    const cursor = this.host.sql.exec<StoredRow>("SELECT key, seq, chunks, value FROM vals WHERE namespace = ? AND key >= ? ORDER BY key", namespace, prefix);
+    for (const row of cursor) {
+      if (!row.key.startsWith(prefix)) break;
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  readList<T>(address: ValueList<T>, options: ListReadOptions = {}): ListElement<T>[] {
+    this.assertOpen();
+    const limit = clampLimit(options.limit);
+    const descending = options.order === "desc";
+    const cursor = options.cursor?.seq ?? (descending ? Number.MAX_SAFE_INTEGER : 0);
+    const rows = this.host.sql
+      .exec<{ seq: number; chunks: number; value: string | null }>(
+        `SELECT seq, chunks, value FROM list_items WHERE namespace = ? AND key = ? AND seq ${descending ? "<" : ">"} ?
+         ORDER BY seq ${descending ? "DESC" : "ASC"} LIMIT ?`,
+        address.namespace,
+        address.key,
+        cursor,
+        limit,
+      )
+      .toArray();
+    return rows.map((row) => ({ seq: row.seq, value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T }));
+  }
+
+  scanBranch(scan: StorageBranchScan): Entry[] {
+    const structure = this.scanBranchStructure(scan);
+    const entries = this.getEntriesBySeq(structure.map((entry) => entry.seq));
+    return structure.map((entry) => {
+      const full = entries.get(entry.seq);
+      if (!full) throw new StorageCorruption(`Entry ${entry.id} vanished during a scan`);
+      return full;
+    });
+  }
+
+  scanBranchStructure(scan: StorageBranchScan): EntryStructure[] {
+    this.assertOpen();
+    if (scan.limit !== undefined) assertLimit(scan.limit);
+    return walkBranch(this.host, scan);
+  }
+
+  scanEntries(scan: EntryScan = {}): Entry[] {
+    this.assertOpen();
+    const { where, bindings } = conditions([
+      ["type = ?", scan.type],
+      ["custom_type = ?", scan.customType],
+      ["seq >= ?", scan.fromSeq],
+      ["seq <= ?", scan.toSeq],
+    ], rareTypeClauses(scan.type));
+    const rows = this.host.sql
+      .exec<EntryRow>(
+        `SELECT ${ENTRY_COLUMNS} FROM entries ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
+        ...bindings,
+      )
+      .toArray();
+    return rows.map((row) => decodeEntry(this.host, row));
+  }
+
+  scanUsage(scan: UsageScan = {}): UsageRow[] {
+    this.assertOpen();
+    const { where, bindings } = conditions([
+      ["seq >= ?", scan.fromSeq],
+      ["seq <= ?", scan.toSeq],
+    ]);
+    const rows = this.host.sql
+      .exec<UsageTableRow>(
+        `SELECT ${USAGE_COLUMNS} FROM usage ${where} ORDER BY seq ${scan.order === "desc" ? "DESC" : "ASC"}${limitClause(scan.limit, bindings)}`,
+        ...bindings,
+      )
+      .toArray();
+    return rows.map(decodeUsage);
+  }
+
+  getStats(): SessionStats {
+    this.assertOpen();
+    return this.statsOf(this.counters);
+  }
+
+  /** The seq the next write will get: a fork's destination continues from here. */
+  get nextSeq(): number {
+    return this.counters.nextSeq;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private getEntriesBySeq(seqs: readonly number[]): Map<number, Entry> {
+    const found = new Map<number, Entry>();
+    for (const batch of chunked(seqs)) {
+      const rows = this.host.sql
+        .exec<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq IN (${placeholders(batch.length)})`, ...batch)
+        .toArray();
+      for (const row of rows) found.set(row.seq, decodeEntry(this.host, row));
+    }
+    return found;
+  }
+
+  private statsOf(counters: Counters): SessionStats {
+    return { messageCount: counters.messageCount, usage: structuredClone(counters.usage) };
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StorageClosed();
+  }
+}
+
+function conditions(candidates: [string, string | number | undefined][], literal: readonly string[] = []): { where: string; bindings: (string | number)[] } {
+  const present = candidates.filter((candidate): candidate is [string, string | number] => candidate[1] !== undefined);
+  const clauses = [...present.map(([clause]) => clause), ...literal];
+  return {
+    where: clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : "",
+    bindings: present.map(([, binding]) => binding),
+  };
+}
+
+function assertLimit(limit: number): void {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive safe integer");
+}
+
+function limitClause(limit: number | undefined, bindings: (string | number)[]): string {
+  if (limit === undefined) return "";
+  assertLimit(limit);
+  bindings.push(limit);
+  return " LIMIT ?";
+}

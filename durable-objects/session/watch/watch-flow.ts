@@ -1,0 +1,144 @@
+import { WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_MESSAGES_PER_SECOND, WATCH_UNACKED_WINDOW_BYTES } from "../../../schema/watch.ts";
+
+/** What a watch socket follows: one lane's stream, or the session-wide stream. */
+export type WatchTarget = { kind: "lane"; lane: string } | { kind: "session" };
+
+/**
+ * Per-socket state, kept with the socket through hibernation (ids and counters, far below the
+ * 2 KiB the platform documents). `ready` turns true once the first snapshot was sent: a socket
+ * found unready after a restart never got its baseline and is closed so that its client
+ * reconnects. `sent` and `acked` are the flow-control byte counters (schema/watch.ts): they must
+ * survive hibernation, or a paused reader could get a fresh window after every idle period.
+ */
+export interface WatchAttachment {
+  v: 2;
+  target: WatchTarget;
+  keyId: string;
+  ready: boolean;
+  openedAt: number;
+  sent: number;
+  acked: number;
+  /** The client asked for `batch` frames (`?batch=true`); absent in attachments of older sockets. */
+  batch?: true;
+}
+
+export type SendVerdict = "send" | "slow" | "expired";
+export type AckVerdict = "ok" | "beyond_sent";
+
+/**
+ * The flow control of one socket: byte counters mirrored into its attachment, its age, and the
+ * rate of its client messages. The message bucket lives in memory only: the object hibernates
+ * only after about 10 s without events, and the bucket refills completely in that time, so a
+ * restart never grants more than a bucket that would have refilled anyway.
+ */
+export class WatchFlow {
+  private tokens = WATCH_MESSAGE_BURST;
+  private refilledAt: number;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly state: WatchAttachment,
+    now: number,
+  ) {
+    this.refilledAt = now;
+  }
+
+  /** A new socket: writes its first attachment. */
+  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, batch = false): WatchFlow {
+    const flow = new WatchFlow(ws, { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }) }, now);
+    flow.persist();
+    return flow;
+  }
+
+  /** A socket of an earlier instance (or accepted elsewhere in this one), from its attachment. */
+  static restore(ws: WebSocket, now: number): WatchFlow | undefined {
+    const attachment = readAttachment(ws);
+    return attachment ? new WatchFlow(ws, attachment, now) : undefined;
+  }
+
+  get target(): WatchTarget {
+    return this.state.target;
+  }
+
+  get keyId(): string {
+    return this.state.keyId;
+  }
+
+  get ready(): boolean {
+    return this.state.ready;
+  }
+
+  /** Whether several events due at once go out as one `batch` frame. */
+  get batch(): boolean {
+    return this.state.batch === true;
+  }
+
+  markReady(): void {
+    this.state.ready = true;
+    this.persist();
+  }
+
+  /** Whether the next message of `bytes` may go out; "slow" and "expired" close the socket instead. */
+  beforeSend(now: number): SendVerdict {
+    if (now - this.state.openedAt > WATCH_MAX_SOCKET_AGE_MS) return "expired";
+    // Checked before the send: a socket holds at most the window plus one message.
+    if (this.state.sent - this.state.acked > WATCH_UNACKED_WINDOW_BYTES) return "slow";
+    return "send";
+  }
+
+  sent(bytes: number): void {
+    this.state.sent += bytes;
+    this.persist();
+  }
+
+  /** An acknowledgement: monotone (a smaller one changes nothing) and never beyond what was sent. */
+  acknowledge(bytes: number): AckVerdict {
+    if (bytes > this.state.sent) return "beyond_sent";
+    if (bytes <= this.state.acked) return "ok";
+    this.state.acked = bytes;
+    this.persist();
+    return "ok";
+  }
+
+  /** Takes one client message from the bucket; false when the socket exceeds its message rate. */
+  admitMessage(now: number): boolean {
+    const refill = ((now - this.refilledAt) / 1000) * WATCH_MESSAGES_PER_SECOND;
+    this.tokens = Math.min(WATCH_MESSAGE_BURST, this.tokens + refill);
+    this.refilledAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  /** An in-memory write kept with the socket (no storage): cheap enough for every send. */
+  private persist(): void {
+    this.ws.serializeAttachment(this.state);
+  }
+}
+
+export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
+  let value: unknown;
+  try {
+    value = ws.deserializeAttachment();
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null || !("v" in value) || value.v !== 2) return undefined;
+  if (!("target" in value) || !("ready" in value) || !("keyId" in value)) return undefined;
+  if (!("openedAt" in value) || !("sent" in value) || !("acked" in value)) return undefined;
+  const { ready, keyId, openedAt, sent, acked } = value;
+  if (typeof ready !== "boolean" || typeof keyId !== "string") return undefined;
+  if (!isCount(openedAt) || !isCount(sent) || !isCount(acked)) return undefined;
+  const target = readTarget(value.target);
+  const batch = "batch" in value && value.batch === true;
+  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }) };
+}
+
+function readTarget(target: unknown): WatchTarget | undefined {
+  if (typeof target !== "object" || target === null || !("kind" in target)) return undefined;
+  if (target.kind === "session") return { kind: "session" };
+  if (target.kind === "lane" && "lane" in target && typeof target.lane === "string") return { kind: "lane", lane: target.lane };
+  return undefined;
+}
+
+const isCount = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;

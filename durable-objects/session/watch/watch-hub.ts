@@ -1,0 +1,372 @@
+import type { AgentHarness } from "../../../harness/runtime/harness.ts";
+import type { EventFeed } from "../../../harness/runtime/watch.ts";
+import type { SessionMutator } from "../../../harness/session/mutation.ts";
+import type { HarnessEvent } from "../../../schema/lane.ts";
+import { utf8Length } from "../../../schema/utf8.ts";
+import { inLaneStream, inSessionStream, WATCH_CLOSE, WATCH_UNACKED_WINDOW_BYTES, type WatchCloseCode } from "../../../schema/watch.ts";
+import { WatchFlow, type WatchTarget } from "./watch-flow.ts";
+import { liveUpdateIntervalFor } from "./watch-pacing.ts";
+
+export type { WatchTarget } from "./watch-flow.ts";
+
+/** Tags let the platform list a lane's sockets (`lane:<name>`) or the session watchers. */
+export const watchTags = (target: WatchTarget): string[] => (target.kind === "lane" ? ["watch", `lane:${target.lane}`] : ["watch", "session"]);
+
+/** Seqs are reserved in blocks: one storage write per block (and per wake), never one per event. */
+export const SEQ_BLOCK = 1024;
+const SEQ_KEY = "watch.seq.reserved";
+
+/**
+ * The WebSocket hub of one SessionObject (ARCHITECTURE D13): which sockets watch what, the
+ * per-session event counter, and the fan-out of the harness's event feed.
+ *
+ * Seq source: an in-memory counter over every event of the feed (whatever stream carries it),
+ * with a high-water mark reserved in the object's KV storage a block ahead. A restarted object
+ * (hibernation wake, eviction, deploy) continues from the reserved mark, so seqs never repeat and
+ * keep increasing for sockets that survived; the jump is not a loss (the server never drops an
+ * event from a live socket; it closes the socket instead).
+ *
+ * Hibernation: the in-memory registry and feed are gone after a restart. They are rebuilt from
+ * `ctx.getWebSockets()` and the attachments when the next harness is created (any RPC, alarm or
+ * socket message that needs it), before that harness can emit an event.
+ */
+export class WatchHub {
+  private feed: { harness: AgentHarness; feed: EventFeed } | undefined;
+  /** Registry of sockets past their first snapshot; undefined until loaded in this instance. */
+  private watchers: { lanes: Map<string, Set<WebSocket>>; session: Set<WebSocket> } | undefined;
+  /** Flow control of every socket this instance touched (restored from attachments on first use). */
+  private readonly flows = new Map<WebSocket, WatchFlow>();
+  /** Accepted in this instance, first snapshot not yet sent. */
+  private readonly joining = new Set<WebSocket>();
+  /** At most one resnapshot in flight per socket; requests meanwhile are answered by that one. */
+  private readonly resnapshotting = new Set<WebSocket>();
+  /** REST snapshot reads waiting for their boundary (failed when the feed is left). */
+  private readonly reads = new Set<(error: Error) => void>();
+  private seq = 0;
+  private reserved = 0;
+  /**
+   * Events numbered but not sent yet. The feed delivers a batch one event per microtask; sending
+   * on a zero-delay timer instead lets every event bound in the same task leave together, as one
+   * `batch` frame on the sockets that asked for it (each send costs per frame, at both ends).
+   */
+  private outbox: { seq: number; event: HarnessEvent }[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * A new harness exists: follow its feed (hosts call this before anyone else uses it). Every
+   * event is numbered from the first one, watched or not, so a REST snapshot's seq and a socket's
+   * event seqs always come from the same count.
+   */
+  attach(harness: AgentHarness): void {
+    if (this.feed?.harness === harness) return;
+    this.unfollow();
+    this.follow(harness);
+  }
+
+  /** Before accepting a socket: follow `harness` (loading the registry of surviving sockets first). */
+  prepare(harness: AgentHarness): void {
+    this.follow(harness);
+  }
+
+  /**
+   * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
+   * on the line and sends it at its place in the feed; events follow from there.
+   */
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, batch = false): void {
+    const flow = WatchFlow.open(ws, target, keyId, this.now(), batch);
+    this.flows.set(ws, flow);
+    this.joining.add(ws);
+    this.capture(ws, target, harness, () => {
+      this.joining.delete(ws);
+      flow.markReady();
+      this.add(ws, target);
+    });
+  }
+
+  /** A client's resnapshot request: a fresh snapshot after which events continue from its seq. */
+  resnapshot(ws: WebSocket, harness: AgentHarness): void {
+    const flow = this.flow(ws);
+    if (!flow?.ready) return;
+    if (this.resnapshotting.has(ws) || this.joining.has(ws)) return;
+    this.resnapshotting.add(ws);
+    this.capture(ws, flow.target, harness, () => this.resnapshotting.delete(ws));
+  }
+
+  /**
+   * A client message is about to be handled: false (and the socket closed) when the socket exceeds
+   * its message rate (1008) or its state is unknown (1011).
+   */
+  admit(ws: WebSocket): boolean {
+    const flow = this.flow(ws);
+    if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    else if (flow.admitMessage(this.now())) return true;
+    else this.drop(ws, WATCH_CLOSE.policy, "Too many messages: rate limited");
+    return false;
+  }
+
+  /** `{"type":"ack","bytes":n}`: needs no harness, so an acknowledgement never opens the session. */
+  acknowledge(ws: WebSocket, bytes: number): void {
+    const flow = this.flow(ws);
+    if (!flow) return this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    if (flow.acknowledge(bytes) === "beyond_sent") this.drop(ws, WATCH_CLOSE.policy, "Acknowledged more bytes than were sent");
+  }
+
+  /** The spacing of a lane's live updates, widened as its audience grows (watch-pacing.ts). */
+  liveUpdateIntervalMs(lane: string): number {
+    return liveUpdateIntervalFor(this.watchers?.lanes.get(lane)?.size ?? 0);
+  }
+
+  /** Closes (1008) every socket opened with `keyId`, for a revoked key; returns how many. */
+  closeKey(keyId: string): number {
+    let closed = 0;
+    for (const ws of this.ctx.getWebSockets("watch")) {
+      if (this.flow(ws)?.keyId !== keyId) continue;
+      this.drop(ws, WATCH_CLOSE.policy, "The API key was revoked");
+      closed++;
+    }
+    return closed;
+  }
+
+  /**
+   * A snapshot with its place in the event counter, for REST readers (`GET …/snapshot`): events
+   * with larger seqs are exactly the ones bound after it.
+   */
+  snapshot<T>(harness: AgentHarness, read: (m: SessionMutator) => T): Promise<{ seq: number; snapshot: T }> {
+    const feed = this.follow(harness);
+    return new Promise((resolve, reject) => {
+      const abandon = (error: Error) => reject(error);
+      this.reads.add(abandon);
+      const atBoundary = (snapshot: T) => {
+        this.reads.delete(abandon);
+        resolve({ seq: this.seq, snapshot });
+      };
+      feed.capture(read, atBoundary).catch((error: unknown) => {
+        this.reads.delete(abandon);
+        reject(error);
+      });
+    });
+  }
+
+  /** The socket is gone (closed, errored or dropped). */
+  forget(ws: WebSocket): void {
+    this.flows.delete(ws);
+    this.joining.delete(ws);
+    this.resnapshotting.delete(ws);
+    if (!this.watchers) return;
+    this.watchers.session.delete(ws);
+    for (const [lane, sockets] of this.watchers.lanes) {
+      if (sockets.delete(ws) && sockets.size === 0) this.watchers.lanes.delete(lane);
+    }
+  }
+
+  private drop(ws: WebSocket, code: WatchCloseCode, reason: string): void {
+    this.forget(ws);
+    close(ws, code, reason);
+  }
+
+  private flow(ws: WebSocket): WatchFlow | undefined {
+    let flow = this.flows.get(ws);
+    if (!flow) {
+      flow = WatchFlow.restore(ws, this.now());
+      if (flow) this.flows.set(ws, flow);
+    }
+    return flow;
+  }
+
+  private capture(ws: WebSocket, target: WatchTarget, harness: AgentHarness, sent: () => void): void {
+    const feed = this.follow(harness);
+    const read = (m: SessionMutator) => {
+      if (target.kind === "session") return harness.captureSessionSnapshot(m);
+      const lane = harness.getLane(target.lane);
+      if (!lane) throw new Error(`Lane "${target.lane}" does not exist`);
+      return lane.captureSnapshot(m);
+    };
+    const atBoundary = (snapshot: ReturnType<typeof read>) => {
+      // Watchers get every event numbered before the snapshot first, so frames stay in seq order.
+      this.flush();
+      if (!isOpen(ws)) return this.forget(ws);
+      if (!this.send(ws, outgoing({ type: "snapshot", seq: this.seq, snapshot }))) return;
+      sent();
+    };
+    feed.capture(read, atBoundary).catch((error: unknown) => {
+      this.drop(ws, WATCH_CLOSE.internal, `Snapshot failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  /** The feed of `harness`, opened (with the registry and counter loaded) on first need. */
+  private follow(harness: AgentHarness): EventFeed {
+    if (this.feed?.harness === harness) return this.feed.feed;
+    this.unfollow();
+    this.load();
+    const feed = harness.openFeed((event) => this.publish(event));
+    this.feed = { harness, feed };
+    return feed;
+  }
+
+  /** Leaves a replaced harness's feed; captures still waiting for their place there never get it. */
+  private unfollow(): void {
+    if (!this.feed) return;
+    this.flush();
+    this.feed.feed.close();
+    this.feed = undefined;
+    this.resnapshotting.clear();
+    for (const ws of this.joining) this.drop(ws, WATCH_CLOSE.restart, "The session restarted; reconnect");
+    this.joining.clear();
+    for (const abandon of this.reads) abandon(new Error("The session restarted during the snapshot"));
+    this.reads.clear();
+  }
+
+  private load(): void {
+    if (this.watchers) return;
+    this.watchers = { lanes: new Map(), session: new Set() };
+    const stored: unknown = this.ctx.storage.kv.get(SEQ_KEY);
+    this.reserved = typeof stored === "number" && Number.isSafeInteger(stored) && stored > 0 ? stored : 0;
+    // The first numbered event reserves the next block; an instance that numbers none writes nothing.
+    this.seq = this.reserved;
+    for (const ws of this.ctx.getWebSockets("watch")) {
+      if (this.joining.has(ws) || !isOpen(ws)) continue;
+      const flow = this.flow(ws);
+      if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+      else if (!flow.ready) this.drop(ws, WATCH_CLOSE.restart, "Restarted before the snapshot; reconnect");
+      else this.add(ws, flow.target);
+    }
+  }
+
+  private add(ws: WebSocket, target: WatchTarget): void {
+    const watchers = this.watchers;
+    if (!watchers) return;
+    if (target.kind === "session") {
+      watchers.session.add(ws);
+      return;
+    }
+    const sockets = watchers.lanes.get(target.lane) ?? new Set<WebSocket>();
+    sockets.add(ws);
+    watchers.lanes.set(target.lane, sockets);
+  }
+
+  /** Numbers every event of the feed; it goes out with the next flush. */
+  private publish(event: HarnessEvent): void {
+    const seq = this.next();
+    const watchers = this.watchers;
+    // Nobody watching: nothing to serialize or send (the seq is still taken).
+    if (!watchers || (watchers.session.size === 0 && watchers.lanes.size === 0)) return;
+    this.outbox.push({ seq, event });
+    this.flushTimer ??= setTimeout(() => this.flush(), 0);
+  }
+
+  /**
+   * Sends the pending events to the sockets whose stream carries them, in seq order: one frame per
+   * event, or one `batch` frame holding them all for a socket that asked for batches. Each event is
+   * serialized once, and each stream's batch once, whatever the number of sockets.
+   */
+  private flush(): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const pending = this.outbox;
+    this.outbox = [];
+    const watchers = this.watchers;
+    if (!watchers || pending.length === 0) return;
+    const messages = new Map<number, Outgoing>();
+    const messageOf = ({ seq, event }: { seq: number; event: HarnessEvent }): Outgoing => {
+      let message = messages.get(seq);
+      if (!message) messages.set(seq, (message = outgoing({ type: "event", seq, event })));
+      return message;
+    };
+    const deliver = (sockets: Set<WebSocket>, carried: { seq: number; event: HarnessEvent }[]) => {
+      if (carried.length === 0 || sockets.size === 0) return;
+      const frames = carried.map(messageOf);
+      let batch: Outgoing | undefined;
+      for (const ws of sockets) {
+        if (frames.length > 1 && this.flow(ws)?.batch) this.send(ws, (batch ??= batchOf(frames)));
+        else for (const frame of frames) if (!this.send(ws, frame)) break;
+      }
+    };
+    deliver(watchers.session, pending.filter(({ event }) => inSessionStream(event)));
+    for (const [lane, sockets] of watchers.lanes) deliver(sockets, pending.filter(({ event }) => inLaneStream(event, lane)));
+  }
+
+  private next(): number {
+    this.seq++;
+    if (this.seq >= this.reserved) this.reserve();
+    return this.seq;
+  }
+
+  private reserve(): void {
+    this.reserved = this.seq + SEQ_BLOCK;
+    try {
+      this.ctx.storage.kv.put(SEQ_KEY, this.reserved);
+    } catch {
+      // Storage refused (a faulted or deleted session): seqs stay monotonic within this instance.
+    }
+  }
+
+  /** Sends, or drops a socket that is closed, broken, too old or too far behind. */
+  private send(ws: WebSocket, message: Outgoing): boolean {
+    const flow = this.flow(ws);
+    if (!isOpen(ws) || !flow) {
+      this.forget(ws);
+      return false;
+    }
+    const verdict = flow.beforeSend(this.now());
+    if (verdict === "slow") {
+      this.drop(ws, WATCH_CLOSE.slowConsumer, `Slow consumer: more than ${WATCH_UNACKED_WINDOW_BYTES} bytes unacknowledged`);
+      return false;
+    }
+    if (verdict === "expired") {
+      this.drop(ws, WATCH_CLOSE.maxAge, "The socket reached its maximum age; reconnect");
+      return false;
+    }
+    try {
+      ws.send(message.text);
+    } catch (error) {
+      this.drop(ws, WATCH_CLOSE.internal, `Send failed: ${error instanceof Error ? error.message : String(error)}`);
+      return false;
+    }
+    flow.sent(message.bytes);
+    return true;
+  }
+}
+
+/** A server message and its UTF-8 size (what flow control counts), measured once for every socket. */
+interface Outgoing {
+  text: string;
+  bytes: number;
+}
+
+function outgoing(message: object): Outgoing {
+  const text = JSON.stringify(message);
+  return { text, bytes: utf8Length(text) };
+}
+
+/** `{"type":"batch","messages":[…]}` around messages already serialized (their text is reused). */
+function batchOf(messages: Outgoing[]): Outgoing {
+  const head = '{"type":"batch","messages":[';
+  const text = `${head}${messages.map((message) => message.text).join(",")}]}`;
+  const bytes = head.length + 2 + (messages.length - 1) + messages.reduce((sum, message) => sum + message.bytes, 0);
+  return { text, bytes };
+}
+
+function isOpen(ws: WebSocket): boolean {
+  return ws.readyState === WebSocket.READY_STATE_OPEN;
+}
+
+/** Closes once, never throws; reasons are cut to the protocol's 123 bytes. */
+export function close(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, truncateUtf8(reason, 123));
+  } catch {
+    // Already closing or closed.
+  }
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  if (utf8Length(text) <= maxBytes) return text;
+  let out = text;
+  while (utf8Length(out) > maxBytes) out = out.slice(0, -1);
+  return out;
+}

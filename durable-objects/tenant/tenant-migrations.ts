@@ -1,0 +1,222 @@
+import type { Migration } from "../sql/migrations.ts";
+import { IDEMPOTENCY_STATEMENTS } from "../rpc/idempotency-table.ts";
+
+// Append-only (D5): the TenantObject's tables.
+export const TENANT_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "tenant_store",
+    statements: [
+      `CREATE TABLE tenant (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        tenant_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      // Only SHA-256 hashes of keys are stored; the key itself is shown once (D17).
+      `CREATE TABLE api_keys (
+        key_id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      )`,
+      `CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX sessions_by_time ON sessions (created_at, session_id)",
+    ],
+  },
+  {
+    version: 2,
+    name: "idempotency",
+    statements: IDEMPOTENCY_STATEMENTS,
+  },
+  {
+    version: 3,
+    name: "quotas",
+    statements: [
+      // Per-tenant quotas (null: the service default) and the current one-minute request window.
+      "ALTER TABLE tenant ADD COLUMN requests_per_minute INTEGER",
+      `CREATE TABLE request_window (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        window_start INTEGER NOT NULL,
+        count INTEGER NOT NULL
+      )`,
+    ],
+  },
+  {
+    version: 4,
+    name: "open_operations_and_usage",
+    statements: [
+      // The tenant's concurrent open operations quota (null: the service default).
+      "ALTER TABLE tenant ADD COLUMN max_open_operations INTEGER",
+      // A row per open operation: keyed by a reservation id until bound to the operation id.
+      `CREATE TABLE open_operations (
+        operation_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        lane TEXT NOT NULL,
+        reserved_at INTEGER NOT NULL,
+        bound INTEGER NOT NULL DEFAULT 0
+      )`,
+      // Releases that arrived before their bind (the operation settled first); pruned after minutes.
+      `CREATE TABLE released_operations (
+        operation_id TEXT PRIMARY KEY,
+        released_at INTEGER NOT NULL
+      )`,
+      `CREATE TABLE usage_totals (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        totals TEXT NOT NULL
+      )`,
+    ],
+  },
+  {
+    version: 5,
+    name: "listing_index_and_directory",
+    statements: [
+      // What a session listing shows, kept here so that a listing touches this object only.
+      "ALTER TABLE sessions ADD COLUMN name TEXT",
+      // Recorded at most once a minute per key, inside the call that already counts the request.
+      "ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER",
+      "CREATE INDEX api_keys_by_time ON api_keys (created_at, key_id)",
+      // Only the directory object (named "admin:directory") fills this: the admin's tenant list.
+      `CREATE TABLE tenant_directory (
+        tenant_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX tenant_directory_by_time ON tenant_directory (created_at, tenant_id)",
+      // When a refused reservation last asked sessions about their operations (healing is rare).
+      `CREATE TABLE operation_heal (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        last_heal_at INTEGER NOT NULL
+      )`,
+    ],
+  },
+  {
+    version: 6,
+    name: "watch_registrations",
+    statements: [
+      // Where each key has watch sockets open, so revoking it can close them (tenant-watches.ts).
+      `CREATE TABLE watch_registrations (
+        key_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        registered_at INTEGER NOT NULL,
+        PRIMARY KEY (key_id, session_id)
+      )`,
+      "CREATE INDEX watch_registrations_by_time ON watch_registrations (registered_at)",
+    ],
+  },
+  {
+    version: 7,
+    name: "provider_keys",
+    statements: [
+      // The tenant's own provider keys, sealed (secrets/secret-box.ts), never stored in plain text;
+      // the hint (last four characters) is what listings show.
+      `CREATE TABLE provider_keys (
+        provider TEXT PRIMARY KEY,
+        sealed TEXT NOT NULL,
+        key_hint TEXT NOT NULL,
+        base_url TEXT,
+        updated_at INTEGER NOT NULL
+      )`,
+      // Whether the tenant may use the deployment's provider keys (null: the default, allowed).
+      "ALTER TABLE tenant ADD COLUMN deployment_keys INTEGER",
+    ],
+  },
+  {
+    version: 8,
+    name: "default_model",
+    statements: [
+      // The tenant's default model of new lanes, `{ provider, modelId }` as JSON (null: none).
+      "ALTER TABLE tenant ADD COLUMN default_model TEXT",
+    ],
+  },
+  {
+    version: 9,
+    name: "webhooks",
+    statements: [
+      // The tenant's webhook endpoints (webhooks/tenant-webhooks.ts); the signing secret only sealed.
+      `CREATE TABLE webhook_endpoints (
+        endpoint_id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        sealed_secret TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      "CREATE INDEX webhook_endpoints_by_time ON webhook_endpoints (created_at, endpoint_id)",
+      // The durable outbox and delivery log: one row per endpoint and event, keyed so that a
+      // repeated forward of the same event enqueues nothing twice.
+      `CREATE TABLE webhook_deliveries (
+        endpoint_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_status_code INTEGER,
+        last_error TEXT,
+        next_attempt_at INTEGER,
+        created_at INTEGER NOT NULL,
+        first_attempt_at INTEGER,
+        last_attempt_at INTEGER,
+        delivered_at INTEGER,
+        PRIMARY KEY (endpoint_id, event_id)
+      )`,
+      "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)",
+      "CREATE INDEX webhook_deliveries_by_time ON webhook_deliveries (endpoint_id, created_at, event_id)",
+    ],
+  },
+  {
+    version: 10,
+    name: "reservations_in_memory",
+    statements: [
+      // Reservations of accepts in flight are held in memory now and written only when bound
+      // (tenant/pending-reservations.ts); unbound rows of earlier builds are dropped once, as a
+      // restart forgets the accepts in flight (their binds then find nothing to bind).
+      "DELETE FROM open_operations WHERE bound = 0",
+    ],
+  },
+  {
+    version: 11,
+    name: "webhook_endpoint_health",
+    statements: [
+      // An endpoint's run of failed attempts since its last success (webhooks/webhook-endpoints.ts), and
+      // whether (and why) it is disabled: past the limits of webhooks/webhook-schedule.ts it is sent nothing.
+      "ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE webhook_endpoints ADD COLUMN failing_since INTEGER",
+      "ALTER TABLE webhook_endpoints ADD COLUMN disabled_at INTEGER",
+      "ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT",
+      // The alarm reads each endpoint's due deliveries on their own (one endpoint is sent one at a time).
+      "CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, status, next_attempt_at)",
+    ],
+  },
+  {
+    version: 12,
+    name: "webhook_event_ids",
+    statements: [
+      // Ids of the webhook events enqueued, kept longer than a session may repeat a forward
+      // (webhooks/webhook-event-ids.ts), so a repeat never enqueues an event twice once its
+      // delivery left the log.
+      `CREATE TABLE webhook_event_ids (
+        event_id TEXT PRIMARY KEY,
+        enqueued_at INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+      "CREATE INDEX webhook_event_ids_by_time ON webhook_event_ids (enqueued_at)",
+    ],
+  },
+  {
+    version: 13,
+    name: "session_usage_marks",
+    statements: [
+      // Per session, the seq of the last usage-ledger row added to the totals
+      // (tenant/session-usage-marks.ts): sessions forward rows at least once, each is added once.
+      `CREATE TABLE session_usage_marks (
+        session_id TEXT PRIMARY KEY,
+        epoch INTEGER NOT NULL,
+        seq INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+    ],
+  },
+];

@@ -1,0 +1,174 @@
+import * as v from "valibot";
+import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
+import { UsageSchema, UsageTotalsSchema, type Usage } from "../../schema/usage.ts";
+import type { PendingReservations } from "./pending-reservations.ts";
+
+/** Concurrent open operations a tenant may have when no quota of its own is set. */
+export const DEFAULT_MAX_OPEN_OPERATIONS = 50;
+
+/**
+ * An unbound reservation (its accept is still in flight) expires after this long. Longer than the
+ * 60 s the prompt convenience may wait inside its accept call, so a slow accept keeps its slot.
+ */
+export const UNBOUND_RESERVATION_MS = 90_000;
+
+/** A release that arrived before its bind is remembered this long. */
+const RELEASED_TTL_MS = 10 * 60_000;
+
+/**
+ * Healing lost releases is bounded and rare: a refusal lists at most this many operations (the
+ * oldest, the likeliest to have lost their release) for the caller to check with their sessions,
+ * and only when no refusal listed any in the last HEAL_INTERVAL_MS. Other refusals list none, so a
+ * tenant at its quota costs one call to this object per attempt, not a fan-out to its sessions.
+ */
+export const LISTED_OPEN_OPERATIONS = 10;
+export const HEAL_INTERVAL_MS = 30_000;
+
+export interface OpenOperation {
+  sessionId: string;
+  lane: string;
+  operationId: string;
+}
+
+export type Reservation = { ok: true; reservationId: string } | { ok: false; openOperations: OpenOperation[] };
+
+type OpenRow = { operation_id: string; session_id: string; lane: string };
+
+/**
+ * The TenantObject's open-operations ledger (ARCHITECTURE D2 quotas) and usage totals. Every
+ * method is one synchronous SQL turn: no await between a read and the write that depends on it
+ * (D5), so two concurrent reservations cannot both take the last slot.
+ *
+ * A reservation is held in memory (PendingReservations) until the worker binds it to the accepted
+ * operation's id, which writes its row; the session object releases by operation id when the
+ * operation settles, or frees the reservation it took over. Either order of bind
+ * and release works (a release that finds no row leaves a short-lived tombstone the bind honours).
+ * Lost releases (a crash, a dropped fire-and-forget call) are healed by the worker, which asks the
+ * listed sessions whether their operations are still current when a reservation is refused (at
+ * most LISTED_OPEN_OPERATIONS sessions, at most once per HEAL_INTERVAL_MS).
+ */
+export class TenantOperations {
+  constructor(
+    private readonly sql: SqlStorage,
+    /** Reservations of accepts in flight, held in the object's memory (pending-reservations.ts). */
+    private readonly pending: PendingReservations,
+  ) {}
+
+  /** Writes nothing when it grants a slot: the reservation stays in memory until it is bound. */
+  reserve(sessionId: string, lane: string, max: number, now: number): Reservation {
+    this.pending.expire(now - UNBOUND_RESERVATION_MS);
+    if (this.count() >= max) {
+      if (!this.healDue(now)) return { ok: false, openOperations: [] };
+      const rows = this.sql
+        .exec<OpenRow>("SELECT operation_id, session_id, lane FROM open_operations WHERE bound = 1 ORDER BY reserved_at LIMIT ?", LISTED_OPEN_OPERATIONS)
+        .toArray();
+      return { ok: false, openOperations: rows.map((row) => ({ sessionId: row.session_id, lane: row.lane, operationId: row.operation_id })) };
+    }
+    const reservationId = `rsv_${crypto.randomUUID()}`;
+    this.pending.add(reservationId, { sessionId, lane, reservedAt: now });
+    return { ok: true, reservationId };
+  }
+
+  /** Slots taken: bound operations (rows) and accepts in flight (memory). */
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n + this.pending.size;
+  }
+
+  /** Re-keys a reservation by its operation id; an operation already released frees the slot instead. */
+  bind(reservationId: string, operationId: string, now: number): void {
+    this.pruneReleased(now);
+    const released = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM released_operations WHERE operation_id = ?", operationId).one().n > 0;
+    const pending = this.pending.take(reservationId);
+    if (released) {
+      this.sql.exec("DELETE FROM released_operations WHERE operation_id = ?", operationId);
+      return;
+    }
+    // A reservation forgotten by a restart (or expired) has nothing left to bind.
+    if (!pending) return;
+    this.sql.exec(
+      "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 1) ON CONFLICT (operation_id) DO NOTHING",
+      operationId,
+      pending.sessionId,
+      pending.lane,
+      pending.reservedAt,
+    );
+  }
+
+  /** Frees the slot of an operation id or a reservation id; idempotent. */
+  release(id: string, now: number): void {
+    if (this.pending.take(id)) return;
+    this.pruneReleased(now);
+    const removed = this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", id).toArray().length;
+    if (removed === 0 && !id.startsWith("rsv_")) {
+      this.sql.exec("INSERT INTO released_operations (operation_id, released_at) VALUES (?, ?) ON CONFLICT (operation_id) DO NOTHING", id, now);
+    }
+  }
+
+  /**
+   * A settled operation's slot: held by its reservation when the session took the reservation over
+   * and nobody bound it (freed without a tombstone, since no bind can follow a settled hand-over),
+   * otherwise by its operation id (`release`).
+   */
+  releaseSettled(operationId: string, reservationId: string | undefined, now: number): void {
+    // A pending reservation is freed by `forgetPending` once the caller's transaction committed.
+    if (reservationId !== undefined && this.pending.has(reservationId)) return;
+    this.release(operationId, now);
+  }
+
+  /** After the transaction that released them committed: their pending reservations are freed. */
+  forgetPending(reservationIds: readonly (string | undefined)[]): void {
+    for (const id of reservationIds) if (id !== undefined) this.pending.take(id);
+  }
+
+  /**
+   * Adds one ledger row's usage to the tenant's totals. A usage that is not one request's bounded
+   * usage is skipped, and so is any addition when the stored totals do not parse or the sum would
+   * not be finite: the totals are never reset, whatever arrives.
+   */
+  addUsage(usage: unknown): Usage | undefined {
+    const parsed = v.safeParse(UsageSchema, usage);
+    const current = this.storedUsage();
+    if (!parsed.success || current === undefined) return current;
+    const next = addUsage(current, parsed.output);
+    if (!v.is(UsageTotalsSchema, next)) return current;
+    this.sql.exec(
+      "INSERT INTO usage_totals (singleton, totals) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET totals = excluded.totals",
+      JSON.stringify(next),
+    );
+    return next;
+  }
+
+  /** The totals; stored totals that do not parse (written by an older version) read as zero and stay stored. */
+  usage(): Usage {
+    return this.storedUsage() ?? zeroUsage();
+  }
+
+  /** The stored totals, zero when none are stored yet, undefined when what is stored does not parse. */
+  private storedUsage(): Usage | undefined {
+    const row = this.sql.exec<{ totals: string }>("SELECT totals FROM usage_totals WHERE singleton = 1").toArray()[0];
+    if (!row) return zeroUsage();
+    let stored: unknown;
+    try {
+      stored = JSON.parse(row.totals);
+    } catch {
+      return undefined;
+    }
+    const parsed = v.safeParse(UsageTotalsSchema, stored);
+    return parsed.success ? parsed.output : undefined;
+  }
+
+  /** Whether a refusal may list operations for healing now; if so, the time is recorded. */
+  private healDue(now: number): boolean {
+    const last = this.sql.exec<{ last_heal_at: number }>("SELECT last_heal_at FROM operation_heal WHERE singleton = 1").toArray()[0]?.last_heal_at;
+    if (last !== undefined && now - last < HEAL_INTERVAL_MS) return false;
+    this.sql.exec(
+      "INSERT INTO operation_heal (singleton, last_heal_at) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET last_heal_at = excluded.last_heal_at",
+      now,
+    );
+    return true;
+  }
+
+  private pruneReleased(now: number): void {
+    this.sql.exec("DELETE FROM released_operations WHERE released_at < ?", now - RELEASED_TTL_MS);
+  }
+}
