@@ -1,6 +1,6 @@
 import type { LaneSnapshot, RunningToolRow, SnapshotOperation, ToolResultView } from "../../schema/lane.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
-import { reduceFrames } from "../execution/frames.ts";
+import { reduceFrames } from "../execution/frame-reducer.ts";
 import { operationToolArgs, pendingEntry, pendingToolOutput } from "../session/builtin-addresses.ts";
 import { storedHandle } from "./deferred-handle.ts";
 import { readResult } from "./operation-codec.ts";

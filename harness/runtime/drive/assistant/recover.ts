@@ -1,7 +1,8 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { SessionReader } from "../../../session/mutation.ts";
 import type { ListElement } from "../../../session/storage.ts";
-import { reduceFrames, type AssistantFrame } from "../../../execution/frames.ts";
+import { reduceFrames } from "../../../execution/frame-reducer.ts";
+import type { AssistantFrame } from "../../../execution/frames.ts";
 import { pendingAssistantFrames } from "../../../session/builtin-addresses.ts";
 import { zeroUsage } from "../../../session/usage.ts";
 import type { AssistantMessage } from "../../../../schema/messages.ts";
