@@ -16,7 +16,7 @@ import { createBenchSession } from "./seed.ts";
 //   simulated  the engine's FrameCoalescer (the only thing that decides when a frame is written)
 //              fed the events of a 20,000-token text reply, one token per delta, 5 ms apart on a
 //              simulated clock: 100 s of stream in a few milliseconds. Every frame it returns is
-//              one durable write (assistant-stream.ts appends each to the frame list).
+//              one durable write (drive/assistant/stream.ts appends each to the frame list).
 //   engine     a real, shorter stream through the whole engine: `scripted/script` plays a text step
 //              of ENGINE_TOKENS words with chunkMs 5 (one word per delta, ~200 tokens/s on real
 //              timers), and the Storage decorator logs every append to pi.pending.assistant_frame.

@@ -1,6 +1,4 @@
-import type { JsonValue as PiJsonValue } from "@earendil-works/pi-ai";
 import { ToolCallArgumentsStream } from "@earendil-works/pi-ai/utils/streaming-json";
-import type { JsonObject, JsonValue } from "../../schema/json.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
 import type {
   AssistantFrame,
@@ -10,6 +8,7 @@ import type {
   ThinkingBlockEnd,
   ToolCallBlockEnd,
 } from "./frames.ts";
+import { toJsonObject } from "./pi-json.ts";
 
 type Content = AssistantMessage["content"][number];
 
@@ -106,19 +105,4 @@ function toContent(state: BlockState): Content {
       return { type: "toolCall", id: state.id, name: state.name, arguments: toJsonObject(partial) };
     }
   }
-}
-
-/** A deep, mutable copy of a pi-ai JSON object (whose arrays are readonly) as a schema JSON object. */
-export function toJsonObject(value: { readonly [key: string]: PiJsonValue }): JsonObject {
-  const out: JsonObject = {};
-  for (const [key, item] of Object.entries(value)) out[key] = toJsonValue(item);
-  return out;
-}
-function toJsonValue(value: PiJsonValue): JsonValue {
-  if (value === null || typeof value !== "object") return value;
-  if (isArray(value)) return value.map(toJsonValue);
-  return toJsonObject(value);
-}
-function isArray(value: PiJsonValue): value is readonly PiJsonValue[] {
-  return Array.isArray(value);
 }

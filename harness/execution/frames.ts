@@ -5,7 +5,7 @@ import type {
 } from "@earendil-works/pi-ai";
 import type { JsonObject } from "../../schema/json.ts";
 import type { Usage } from "../../schema/usage.ts";
-import { toJsonObject } from "./frame-reducer.ts";
+import { toJsonObject } from "./pi-json.ts";
 import { type Clock, systemClock } from "./frames-throttle.ts";
 
 // Streaming persistence (ARCHITECTURE D10, reference §7.1 "Frames"). A response's progress is persisted as a list
@@ -14,7 +14,6 @@ import { type Clock, systemClock } from "./frames-throttle.ts";
 // when a frame is due: the start immediately, then at most one per 250 ms or per 8 KB of new content. The wire
 // throttle for live updates is in frames-throttle.ts. Runtime-neutral: no timers, no platform imports.
 
-export { reduceFrames, toJsonObject } from "./frame-reducer.ts";
 export { type Clock, UpdateThrottle, WIRE_UPDATE_INTERVAL_MS } from "./frames-throttle.ts";
 
 export const FRAME_INTERVAL_MS = 250;

@@ -1,7 +1,7 @@
 import type { AssistantMessage as ProviderAssistant, AssistantMessageEvent } from "@earendil-works/pi-ai";
 import type { AssistantMessage } from "../../schema/messages.ts";
 import type { DeltaBlock, MessageDelta } from "../../schema/message-delta.ts";
-import { toJsonObject } from "./frame-reducer.ts";
+import { toJsonObject } from "./pi-json.ts";
 
 type Sent =
   | { t: "text" | "thinking"; text: string; signature?: string; redacted?: boolean; replaced: boolean }

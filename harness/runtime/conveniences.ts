@@ -1,11 +1,23 @@
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import type { AgentMessage, DeferredHandle } from "../../schema/messages.ts";
+import type { AbortRequestResult, OperationAdmission } from "../../schema/lane-answers.ts";
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "./acceptance.ts";
 import { err, ok, type Result } from "./errors.ts";
-import type { AgentLane } from "./lane.ts";
+import type { LaneProjection } from "./lane-state.ts";
+import type { DriveOptions, DriveOutcome } from "./types.ts";
 
 // The conveniences of reference §3.9 are exactly these compositions of the lane's primitives: the
 // same writes and events as a caller issuing the primitives itself (tested), no other scheduling.
+
+/** The lane primitives the conveniences compose; AgentLane has them (named here so this module does not import the lane). */
+export interface LanePrimitives {
+  readonly name: string;
+  readonly state: LaneProjection;
+  accept(request: OperationRequest): Promise<Result<OperationAdmission>>;
+  drive(options: DriveOptions): Promise<Result<DriveOutcome>>;
+  requestAbort(operationId: string): Promise<Result<AbortRequestResult>>;
+  nextToolResult(): Promise<void>;
+}
 
 /** A run that deferred: convenience-only, never stored. */
 export interface SuspendedRun {
@@ -22,7 +34,7 @@ export interface AbortResult {
 }
 
 /** prompt / skill / promptFromTemplate = accept, then drive({waitForRetry: true}). */
-export async function acceptAndDrive(lane: AgentLane, request: OperationRequest): Promise<Result<OperationResultRecord | SuspendedRun>> {
+export async function acceptAndDrive(lane: LanePrimitives, request: OperationRequest): Promise<Result<OperationResultRecord | SuspendedRun>> {
   const admitted = await lane.accept(request);
   if (!admitted.ok) return admitted;
   return driveToResult(lane, admitted.value.operationId);
@@ -38,7 +50,7 @@ export interface StructuralOutcome {
  * navigate = accept(navigation) + drive, then — unless it was aborted — the continuation run B:
  * an empty-prompt acceptance, valid only when eligible non-write input is queued (§3.1, §3.9).
  */
-export async function navigateAndContinue(lane: AgentLane, request: NavigationRequest): Promise<Result<StructuralOutcome>> {
+export async function navigateAndContinue(lane: LanePrimitives, request: NavigationRequest): Promise<Result<StructuralOutcome>> {
   const done = await structuralThenContinue(lane, request);
   return done.ok ? ok({ navigation: done.value.record, ...(done.value.run && { run: done.value.run }) }) : done;
 }
@@ -50,13 +62,13 @@ export interface CompactionOutcome {
 }
 
 /** compact = accept(compaction) + drive, then the continuation run B exactly as navigate does. */
-export async function compactAndContinue(lane: AgentLane, request: CompactionRequest): Promise<Result<CompactionOutcome>> {
+export async function compactAndContinue(lane: LanePrimitives, request: CompactionRequest): Promise<Result<CompactionOutcome>> {
   const done = await structuralThenContinue(lane, request);
   return done.ok ? ok({ compaction: done.value.record, ...(done.value.run && { run: done.value.run }) }) : done;
 }
 
 async function structuralThenContinue(
-  lane: AgentLane,
+  lane: LanePrimitives,
   request: NavigationRequest | CompactionRequest,
 ): Promise<Result<{ record: OperationResultRecord; run?: OperationResultRecord | SuspendedRun }>> {
   const admitted = await lane.accept(request);
@@ -73,14 +85,14 @@ async function structuralThenContinue(
 }
 
 /** resume = inspect the current id, then drive it with one deferred poll permit. */
-export async function resumeCurrent(lane: AgentLane): Promise<Result<OperationResultRecord | SuspendedRun>> {
+export async function resumeCurrent(lane: LanePrimitives): Promise<Result<OperationResultRecord | SuspendedRun>> {
   const current = lane.state.operation;
   if (!current) return err({ code: "NothingToResume", lane: lane.name });
   return driveToResult(lane, current.meta.operationId, true);
 }
 
 /** abort = inspect the current id, requestAbort it, then drive it to observe reconciliation. */
-export async function abortCurrent(lane: AgentLane): Promise<Result<AbortResult>> {
+export async function abortCurrent(lane: LanePrimitives): Promise<Result<AbortResult>> {
   const current = lane.state.operation;
   if (!current) return err({ code: "NoActiveOperation", lane: lane.name });
   const operationId = current.meta.operationId;
@@ -91,7 +103,7 @@ export async function abortCurrent(lane: AgentLane): Promise<Result<AbortResult>
   return ok({ operationId, steer: requested.value.steer, followUp: requested.value.followUp, ...(record && { record }) });
 }
 
-async function driveToResult(lane: AgentLane, operationId: string, pollDeferred = false): Promise<Result<OperationResultRecord | SuspendedRun>> {
+async function driveToResult(lane: LanePrimitives, operationId: string, pollDeferred = false): Promise<Result<OperationResultRecord | SuspendedRun>> {
   for (;;) {
     const driven = await lane.drive({ operationId, waitForRetry: true, ...(pollDeferred && { pollDeferred }) });
     if (!driven.ok) return driven;

@@ -33,19 +33,14 @@ import { runLaneCommand, type Planner } from "./lane-command.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
-import type { DriveOutcome } from "./types.ts";
+import type { DriveOptions, DriveOutcome } from "./types.ts";
+export type { DriveOptions } from "./types.ts";
 import { ContextCache } from "./context-cache.ts";
 import { storedHandle } from "./deferred-handle.ts";
 import { planSubmitToolResult } from "./tool-results.ts";
 import { LiveResponse } from "./live-response.ts";
 import { captureSnapshot } from "./snapshot.ts";
 import { openWatch, type WatchHandle } from "./watch.ts";
-
-export interface DriveOptions {
-  operationId: string;
-  waitForRetry?: boolean;
-  pollDeferred?: boolean;
-}
 
 /** The caller's invocation authority: aborting it stops only this caller's wait (§2.6). */
 export interface CallContext {

@@ -1,7 +1,7 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
-import { pendingCopy } from "./drive/settle-response.ts";
+import { pendingCopy } from "./drive/assistant/response.ts";
 
 /**
  * The response a lane's live pass is streaming (snapshot precedence, reference §5.3): the

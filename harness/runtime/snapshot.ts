@@ -1,12 +1,12 @@
 import type { LaneSnapshot, RunningToolRow, SnapshotOperation, ToolResultView } from "../../schema/lane.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
-import { reduceFrames } from "../execution/frames.ts";
+import { reduceFrames } from "../execution/frame-reducer.ts";
 import { operationToolArgs, pendingEntry, pendingToolOutput } from "../session/builtin-addresses.ts";
 import { storedHandle } from "./deferred-handle.ts";
 import { readResult } from "./operation-codec.ts";
 import type { SessionMutator } from "../session/mutation.ts";
-import { committedFrames } from "./drive/recover-assistant.ts";
-import { readCheckpoint } from "./drive/tool-checkpoint.ts";
+import { committedFrames } from "./drive/assistant/recover.ts";
+import { readCheckpoint } from "./drive/tools/checkpoint.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { readTranscriptTail } from "./transcript-tail.ts";
 import type { ToolBatch } from "./types.ts";

@@ -178,6 +178,13 @@ export interface DurableLaneState {
   inbox: InboxItem[];
 }
 
+/** What a caller of drive(id) asks (reference §4.1). */
+export interface DriveOptions {
+  operationId: string;
+  waitForRetry?: boolean;
+  pollDeferred?: boolean;
+}
+
 export type DriveOutcome =
   | { kind: "settled"; outcome: OperationResultRecord }
   | { kind: "waiting"; operationId: string; reason: "retry"; notBefore: number }

@@ -3,8 +3,10 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import { branchTip } from "./builtin-addresses.ts";
 import { InvalidBranch, InvalidMessage, UnknownBranch } from "./errors.ts";
-import type { BranchOrder } from "./storage.ts";
-import type { Session } from "./session.ts";
+import type { Value } from "./addresses.ts";
+import type { IdGenerator } from "./ids.ts";
+import type { MutationCallback } from "./mutation.ts";
+import type { BranchOrder, StorageBranchScan, StoredValue } from "./storage.ts";
 import { insertEntry, setValue } from "./writes.ts";
 
 /** A scan along a branch; `start` defaults to the receiver's tip (reference §1.6). */
@@ -32,13 +34,21 @@ export function assertStorableMessage(message: AgentMessage): void {
   if (message.role === "assistant" && message.stopReason === "pending") throw new InvalidMessage("pending_assistant");
 }
 
+/** What a Branch reads and writes through; the Session has it (named here so this module does not import the session). */
+export interface BranchSession {
+  readonly idGenerator: IdGenerator;
+  getValue<T>(address: Value<T>): StoredValue<T> | undefined;
+  scanBranch(scan: StorageBranchScan): Entry[];
+  mutate<T>(callback: MutationCallback<T>): Promise<T>;
+}
+
 /**
  * A data-only capability over one named path (reference §2.2): a movable tip and nothing else. A
  * raw append always parents the new entry to the current tip and moves the tip in the same commit.
  */
 export class Branch {
   constructor(
-    private readonly session: Session,
+    private readonly session: BranchSession,
     readonly name: string,
   ) {}
 

@@ -34,6 +34,9 @@ export interface SessionMutation extends SessionMutator {
   end(): void;
 }
 
+/** A synchronous mutation callback (ARCHITECTURE D4): it may not return a promise. */
+export type MutationCallback<T> = (mutator: SessionMutator) => T extends PromiseLike<unknown> ? never : T;
+
 export type CommitObserver = (writes: readonly Write[], error: unknown) => void;
 
 /** One mutation capability over the storage; created only while the line is held. */

@@ -6,7 +6,7 @@ import { branchTip, entryLabel, sessionName } from "./builtin-addresses.ts";
 import { BranchExists, PayloadTooLarge, SessionClosed, UnknownTarget, MutationMisuse } from "./errors.ts";
 import { uuidv7Ids, type IdGenerator } from "./ids.ts";
 import { MutationLine } from "./mutation-line.ts";
-import { MutationScope, type SessionMutation, type SessionMutator, type SessionReader } from "./mutation.ts";
+import { MutationScope, type MutationCallback, type SessionMutation, type SessionReader } from "./mutation.ts";
 import type {
   CommitResult,
   ListElement,
@@ -28,8 +28,7 @@ export interface EntryQuery {
   cursor?: { seq: number };
 }
 
-/** A synchronous mutation callback (ARCHITECTURE D4): it may not return a promise. */
-export type MutationCallback<T> = (mutator: SessionMutator) => T extends PromiseLike<unknown> ? never : T;
+export type { MutationCallback } from "./mutation.ts";
 
 export interface SessionOptions {
   ids?: IdGenerator;

@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { type AssistantFrame, reduceFrames, UpdateThrottle } from "../../harness/execution/frames.ts";
+import { reduceFrames } from "../../harness/execution/frame-reducer.ts";
+import { type AssistantFrame, UpdateThrottle } from "../../harness/execution/frames.ts";
 import { AssistantMessageSchema } from "../../schema/messages.ts";
 import { Stream } from "./frames-stream.ts";
 

@@ -1,6 +1,6 @@
 import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { describe, expect, it } from "vitest";
-import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/recover-assistant.ts";
+import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/assistant/recover.ts";
 import { pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
 import { briefs, kinds, messageOf, ofType, settledRecord, sleep, transcript, unwrap, withDriveRig, type DriveRig } from "./drive-helpers.ts";
 import { leftoverOperationValues } from "./helpers.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/recover-assistant.ts";
+import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/assistant/recover.ts";
 import type { OperationState, StateAt } from "../../harness/runtime/types.ts";
 import { pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
 import type { Entry } from "../../schema/entries.ts";

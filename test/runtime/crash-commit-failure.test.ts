@@ -2,7 +2,7 @@ import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-session-storage.ts";
-import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/recover-assistant.ts";
+import { UNKNOWN_OUTCOME_MESSAGE } from "../../harness/runtime/drive/assistant/recover.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { OperationState } from "../../harness/runtime/types.ts";
 import { Session } from "../../harness/session/session.ts";

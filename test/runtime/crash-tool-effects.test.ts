@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { INTERRUPTED_TOOL_MESSAGE } from "../../harness/runtime/drive/tools.ts";
+import { INTERRUPTED_TOOL_MESSAGE } from "../../harness/runtime/drive/tools/batch.ts";
 import type { StateAt, OperationState } from "../../harness/runtime/types.ts";
 import { crashAt, never, settledRecord } from "./invariants.ts";
 import { executionsOf, testTools, text } from "./tool-helpers.ts";

@@ -1,14 +1,14 @@
 import type { OperationState } from "../types.ts";
-import { boundary } from "./checkpoint.ts";
-import { deferredSuspended, recoverPoll } from "./deferred.ts";
-import { generate } from "./generation.ts";
-import { commitNavigation } from "./navigation.ts";
+import { boundary } from "./run/checkpoint.ts";
+import { deferredSuspended, recoverPoll } from "./deferred/poll.ts";
+import { generate } from "./assistant/generation.ts";
+import { commitNavigation } from "./navigation/commit.ts";
 import type { Pass, Step } from "./pass.ts";
-import { recoverAssistant } from "./recover-assistant.ts";
-import { retryWait } from "./retry-wait.ts";
-import { startRun } from "./start.ts";
-import { decideSummary, recoverSummary, summaryReady, summaryRetryWait } from "./summary.ts";
-import { runToolBatch } from "./tools.ts";
+import { recoverAssistant } from "./assistant/recover.ts";
+import { retryWait } from "./assistant/retry-wait.ts";
+import { startRun } from "./run/start.ts";
+import { decideSummary, recoverSummary, summaryReady, summaryRetryWait } from "./summary/task.ts";
+import { runToolBatch } from "./tools/batch.ts";
 
 /** Ordinary dispatch: the single visible switch over the 13 leaves (reference §4.1). */
 export function dispatch(pass: Pass, state: OperationState): Promise<Step> {

@@ -1,12 +1,12 @@
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import type { OperationState } from "../types.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { syntheticResponse } from "./recover-assistant.ts";
-import { settleResponse } from "./settle-response.ts";
-import { segmentEnd } from "./summary-boundary.ts";
-import { cancelDeferredRun } from "./deferred.ts";
-import { runToolBatch } from "./tools.ts";
-import { settleOperation } from "./transition.ts";
+import type { Pass, Step } from "./pass.ts";
+import { syntheticResponse } from "./assistant/recover.ts";
+import { settleResponse } from "./assistant/settle-response.ts";
+import { segmentEnd } from "./summary/boundary.ts";
+import { cancelDeferredRun } from "./deferred/poll.ts";
+import { runToolBatch } from "./tools/batch.ts";
+import { settled, settleOperation } from "./transition.ts";
 
 /**
  * Cancellation reconciliation (reference §4.5): runs before any ordinary dispatch once control is
@@ -42,6 +42,5 @@ export async function reconcile(pass: Pass, state: OperationState): Promise<Step
 }
 
 async function terminalAborted(pass: Pass, events: HarnessEvent[] = []): Promise<Step> {
-  const step = await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted", events: () => events }));
-  return typeof step === "string" ? CONTINUE : step;
+  return settled(await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted", events: () => events })));
 }

@@ -62,6 +62,11 @@ export async function settleOperation(pass: Pass, planner: TransitionPlanner): P
   return result;
 }
 
+/** A transition result as a loop step: diverted or returned transitions just continue the loop. */
+export function settled(result: Step | "cancel_requested" | "returned"): Step {
+  return typeof result === "string" ? CONTINUE : result;
+}
+
 async function transition(pass: Pass, planner: TransitionPlanner, underCancel: boolean): Promise<Step | "cancel_requested" | "returned"> {
   const { core, lane } = pass;
   return runLaneCommand<Step | "cancel_requested" | "returned">(core, lane, (m, state) => {

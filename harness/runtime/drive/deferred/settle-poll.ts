@@ -1,13 +1,13 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
-import { followerId } from "../../session/ids.ts";
-import type { StateAt, ToolCallState } from "../types.ts";
-import { pollTurnId, suspension, validHandle } from "./deferred.ts";
-import type { Pass, Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { settledResponse, storedAssistant } from "./settle-response.ts";
-import { settleOperation, type TransitionPlan } from "./transition.ts";
+import type { HarnessEvent } from "../../../../schema/lane.ts";
+import type { AssistantMessage, ToolResultMessage } from "../../../../schema/messages.ts";
+import { followerId } from "../../../session/ids.ts";
+import type { StateAt, ToolCallState } from "../../types.ts";
+import { pollTurnId, suspension, validHandle } from "./suspension.ts";
+import type { Pass, Step } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { settledResponse, storedAssistant } from "../assistant/response.ts";
+import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 /**
  * Settles one deferred poll (reference §3.4 `deferred.effect_pending`): one transaction commits

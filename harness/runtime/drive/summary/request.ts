@@ -1,8 +1,8 @@
 import type { AssistantMessage as ProviderAssistant, Context, SimpleStreamOptions } from "@earendil-works/pi-ai";
-import type { ProviderModel } from "../../execution/models.ts";
-import type { SummaryContext } from "../types.ts";
-import type { Pass } from "./pass.ts";
-import { toSimpleOptions } from "./request.ts";
+import type { ProviderModel } from "../../../execution/models.ts";
+import type { SummaryContext } from "../../types.ts";
+import type { Pass } from "../pass.ts";
+import { toSimpleOptions } from "../assistant/request.ts";
 
 /**
  * One nested structural request's options (reference §6.3): `before_request` with step

@@ -1,36 +1,24 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
 import { isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai/utils/overflow";
-import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../execution/provider-failure.ts";
-import { providerRefusalOf } from "../../execution/provider-refusal.ts";
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
-import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
-import { branchTip, operationPreparation, pendingAssistantFrames } from "../../session/builtin-addresses.ts";
-import { followerId } from "../../session/ids.ts";
-import { zeroUsage } from "../../session/usage.ts";
-import { deleteList, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
-import { notBeforeOf, retryDelay } from "../settings.ts";
-import type { OperationState, StateAt, ToolCallState } from "../types.ts";
-import type { Write } from "../../session/storage.ts";
-import type { LaneProjection } from "../lane-state.ts";
-import type { Committed } from "../lane-command.ts";
-import type { SessionMutator } from "../../session/mutation.ts";
-import { decideOnLine } from "./checkpoint.ts";
-import type { Pass, Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { thresholdPossibleAfter } from "./threshold.ts";
-import { suspension, validHandle } from "./deferred.ts";
-import { settleOperation, type TransitionPlan } from "./transition.ts";
-
-/** pi-ai's response, as the entry stores it (loose schema type: unknown provider fields survive), its error text bounded. */
-export function storedAssistant(message: ProviderAssistant): AssistantMessage {
-  return { ...message, ...(message.errorMessage !== undefined && { errorMessage: boundedErrorText(message.errorMessage) }) };
-}
-
-/** A frozen copy of the provider's live partial as a pending assistant (for an event or a snapshot). */
-export function pendingCopy(partial: ProviderAssistant): AssistantMessage {
-  return structuredClone({ ...storedAssistant(partial), stopReason: "pending" as const });
-}
+import { isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../../execution/provider-failure.ts";
+import { providerRefusalOf } from "../../../execution/provider-refusal.ts";
+import type { HarnessEvent } from "../../../../schema/lane.ts";
+import type { AssistantMessage, ToolResultMessage } from "../../../../schema/messages.ts";
+import { findCut, pathContext, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../../compaction/preparation.ts";
+import { operationPreparation } from "../../../session/builtin-addresses.ts";
+import { followerId } from "../../../session/ids.ts";
+import { setValue } from "../../../session/writes.ts";
+import { notBeforeOf, retryDelay } from "../../settings.ts";
+import type { OperationState, StateAt, ToolCallState } from "../../types.ts";
+import type { Write } from "../../../session/storage.ts";
+import type { LaneProjection } from "../../lane-state.ts";
+import { decideOnLine } from "../run/checkpoint.ts";
+import type { Pass, Step } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { thresholdPossibleAfter } from "../run/threshold.ts";
+import { suspension, validHandle } from "../deferred/suspension.ts";
+import { settledResponse, storedAssistant } from "./response.ts";
+import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 /**
  * Settles one assistant attempt (reference §3.5): one transaction commits the response entry, its
@@ -147,7 +135,7 @@ export async function settleResponse(
       return finish(writes, patch, atBoundary, { code: "assistant_error", message: "The response asked for tools but contained no tool call" }, (done) => [...baseEvents(done), ...retryEnd(false), turnEnd]);
     }
     // 6. A final answer: the run may finish at the boundary, decided in this same commit when it
-    //    needs no off-line work (checkpoint.ts decideOnLine).
+    //    needs no off-line work (run/checkpoint.ts decideOnLine).
     return withBoundaryDecision(pass, { ...laneState, tipId: R }, atBoundary, {
       kind: "commit",
       writes,
@@ -158,42 +146,6 @@ export async function settleResponse(
   });
   if (step === "returned") throw new Error("Response settlement always commits");
   return step;
-}
-
-/**
- * What every settled response commits and tells (an assistant attempt or a deferred poll, §3.5):
- * the entry, its usage row under the reserved id, the tip, the frame-list delete (a reply that
- * settled within its first frame window stored none); then `message_end` (in the settlement's own
- * batch, §5.3: a live stream's partial stays the snapshot's streaming message until this commit,
- * and a recovered settlement ends the partial a watcher may hold from committed frames, §5.4),
- * `entry_added` and `usage`.
- */
-export function settledResponse(
-  pass: Pass,
-  m: Pick<SessionMutator, "readList">,
-  settled: { responseEntryId: string; usageId: string; parentId: string | null; message: AssistantMessage },
-  options: { recovery: boolean; framed: boolean },
-): { writes: Write[]; events: (done: Committed | undefined) => HarnessEvent[] } {
-  const lane = pass.lane.name;
-  const runId = pass.operationId;
-  const { responseEntryId: R, message } = settled;
-  const frames = pendingAssistantFrames(runId, R);
-  const writes: Write[] = [
-    insertEntry({ id: R, parentId: settled.parentId, type: "message", message }),
-    insertUsage({ id: settled.usageId, usage: message.usage, entryId: R, adjustment: false }),
-    setValue(branchTip(lane), R),
-    ...(options.framed ? [deleteList(frames)] : []),
-  ];
-  const streamed = pass.lane.takeStreaming() !== undefined;
-  const restoredPartial = options.recovery && m.readList(frames, { limit: 1 }).length > 0;
-  const events = (done: Committed | undefined): HarnessEvent[] => [
-    ...(streamed || restoredPartial ? [{ type: "message_end", lane, runId, message, entryId: R } satisfies HarnessEvent] : []),
-    ...(done?.entries ?? [])
-      .filter((entry) => entry.id === R)
-      .map((entry): HarnessEvent => ({ type: "entry_added", lane, entry, ...(options.recovery && { recovery: true as const }) })),
-    ...(done?.usage ?? []).map((row): HarnessEvent => ({ type: "usage", lane, row, totals: done?.commit.stats.usage ?? zeroUsage() })),
-  ];
-  return { writes, events };
 }
 
 /**

@@ -1,10 +1,10 @@
-import type { StateAt } from "../types.ts";
-import { streamAssistant } from "./assistant-stream.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
+import type { StateAt } from "../../types.ts";
+import { streamAssistant } from "./stream.ts";
+import { CONTINUE, type Pass, type Step } from "../pass.ts";
 import { prepareAssistantRequest } from "./request.ts";
-import { scopeOf } from "./scope.ts";
+import { scopeOf } from "../scope.ts";
 import { settleResponse } from "./settle-response.ts";
-import { continueOperation } from "./transition.ts";
+import { continueOperation, settled } from "../transition.ts";
 
 /**
  * `assistant.ready` (reference §3.4): prepare → commit the request intent under fresh response and
@@ -45,9 +45,4 @@ export async function generate(pass: Pass, state: StateAt<"assistant.ready">): P
   if (intent !== CONTINUE) return settled(intent);
   const { response, framed } = await streamAssistant(pass, model, context, options, responseEntryId);
   return settleResponse(pass, response, { recovery: false, framed });
-}
-
-/** A transition result as a loop step: diverted or returned transitions just continue the loop. */
-export function settled(result: Step | "cancel_requested" | "returned"): Step {
-  return typeof result === "string" ? CONTINUE : result;
 }

@@ -1,17 +1,17 @@
-import type { HarnessEvent, ToolResultView } from "../../../schema/lane.ts";
-import type { JsonObject } from "../../../schema/json.ts";
-import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../schema/messages.ts";
-import type { ToolOutput, ToolProgress } from "../../execution/tools.ts";
-import { operationToolMemoPrefix, pendingEntry, pendingToolOutput } from "../../session/builtin-addresses.ts";
-import type { SessionMutator } from "../../session/mutation.ts";
-import type { Write } from "../../session/storage.ts";
-import { deleteValue, setValue } from "../../session/writes.ts";
-import type { Committed } from "../lane-command.ts";
-import type { OperationState, ToolBatch, ToolCallState } from "../types.ts";
-import type { Pass } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { readCheckpoint } from "./tool-checkpoint.ts";
-import { settleOperation, type TransitionPlan } from "./transition.ts";
+import type { HarnessEvent, ToolResultView } from "../../../../schema/lane.ts";
+import type { JsonObject } from "../../../../schema/json.ts";
+import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../../schema/messages.ts";
+import type { ToolOutput, ToolProgress } from "../../../execution/tools.ts";
+import { operationToolMemoPrefix, pendingEntry, pendingToolOutput } from "../../../session/builtin-addresses.ts";
+import type { SessionMutator } from "../../../session/mutation.ts";
+import type { Write } from "../../../session/storage.ts";
+import { deleteValue, setValue } from "../../../session/writes.ts";
+import type { Committed } from "../../lane-command.ts";
+import type { OperationState, ToolBatch, ToolCallState } from "../../types.ts";
+import type { Pass } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { readCheckpoint } from "./checkpoint.ts";
+import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 // What every part of the tools leaf shares (reference §4.8): the call a batch entry stands for,
 // the canonical result message, and the staging commit that makes a call `outcome_ready`.

@@ -1,9 +1,8 @@
-import { branchTip, entryLabel } from "../../session/builtin-addresses.ts";
-import { setValue } from "../../session/writes.ts";
-import type { StateAt } from "../types.ts";
-import { settled } from "./generation.ts";
-import type { Pass, Step } from "./pass.ts";
-import { continueOperation } from "./transition.ts";
+import { branchTip, entryLabel } from "../../../session/builtin-addresses.ts";
+import { setValue } from "../../../session/writes.ts";
+import type { StateAt } from "../../types.ts";
+import type { Pass, Step } from "../pass.ts";
+import { continueOperation, settled } from "../transition.ts";
 
 /**
  * `navigation.ready_to_commit` → terminal completed (reference §3.4): one commit moves the tip to

@@ -1,53 +1,21 @@
-import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import type { HarnessEvent, ModelIdentity } from "../../../schema/lane.ts";
-import type { DeferredHandle } from "../../../schema/messages.ts";
-import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
-import { deleteList } from "../../session/writes.ts";
-import { storedHandle } from "../deferred-handle.ts";
-import type { DeferredScope, OperationScope, StateAt } from "../types.ts";
-import { streamAssistant } from "./assistant-stream.ts";
-import { settled } from "./generation.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { syntheticResponse } from "./recover-assistant.ts";
-import { toSimpleOptions } from "./request.ts";
-import { scopeOf } from "./scope.ts";
+import type { DeferredHandle } from "../../../../schema/messages.ts";
+import { pendingAssistantFrames } from "../../../session/builtin-addresses.ts";
+import { deleteList } from "../../../session/writes.ts";
+import { storedHandle } from "../../deferred-handle.ts";
+import type { DeferredScope, StateAt } from "../../types.ts";
+import { streamAssistant } from "../assistant/stream.ts";
+import { CONTINUE, type Pass, type Step } from "../pass.ts";
+import { syntheticResponse } from "../assistant/recover.ts";
+import { toSimpleOptions } from "../assistant/request.ts";
+import { scopeOf } from "../scope.ts";
 import { settlePoll } from "./settle-poll.ts";
-import { continueOperation, settleOperation } from "./transition.ts";
+import { pollTurnId } from "./suspension.ts";
+import { continueOperation, settled, settleOperation } from "../transition.ts";
 
 // Deferred (provider-async) responses (reference §3.11, §4.5–4.6 deferred rows): a settled
 // assistant with `stopReason: "deferred"` holds a handle; the run rests at `deferred.suspended`
 // until a pass with a poll permit fetches it (`deferred.effect_pending`), one poll per permit.
 // Wake-ups are the host's (D14.9): the pass without a permit answers `waiting{deferred}`.
-
-/** The handle a deferred response carries, when it is one this run can poll (§3.5 item 3). */
-export function validHandle(response: ProviderAssistant, model: ModelIdentity): DeferredHandle | undefined {
-  const handle = response.deferred;
-  if (!handle || handle.id.length === 0) return undefined;
-  if (handle.provider !== model.provider || handle.modelId !== model.modelId || handle.api !== response.api) return undefined;
-  return handle;
-}
-
-/** The suspended leaf a settlement commits, and its `run_suspend` event. */
-export function suspension(
-  pass: Pass,
-  scope: OperationScope,
-  deferred: Omit<DeferredScope, "sourceEntryId">,
-  sourceEntryId: string,
-  handle: DeferredHandle,
-): { state: StateAt<"deferred.suspended">; event: HarnessEvent; afterCommit: () => void } {
-  return {
-    state: { ...scope, at: "deferred.suspended", ...deferred, sourceEntryId },
-    event: { type: "run_suspend", lane: pass.lane.name, runId: pass.operationId, reason: "deferred", deferred: handle, poll: deferred.poll },
-    // Nothing is due in the object until a permit arrives (a resume, or the host's sweep from
-    // `pollAfterMs` on): no alarm for it.
-    afterCommit: () => {
-      const { wake } = pass.core;
-      const pollAt = pass.core.clock() + (handle.pollAfterMs ?? 0);
-      if (wake.suspended) wake.suspended(pass.lane.name, pass.operationId, pollAt);
-      else wake.parked?.(pass.lane.name, pass.operationId);
-    },
-  };
-}
 
 /** The handle of a suspended run: its source entry (the assistant that deferred) holds it. */
 export function handleOf(pass: Pass, state: DeferredScope): { handle: DeferredHandle; storedAt: number } {
@@ -148,11 +116,6 @@ async function poll(
   return settlePoll(pass, response, { recovery: false, framed });
 }
 
-/** A poll's turn id (§3.5 item 5): the generation's step and the poll number. */
-export function pollTurnId(stepId: string, poll: number): string {
-  return `${stepId}:poll:${poll}`;
-}
-
 /**
  * Cancellation of a deferred run (§4.5): the provider is asked, best effort, to drop the work
  * (with the drive's close-only signal: an abort must not cut its own cancellation), then a poll in
@@ -167,8 +130,7 @@ export async function cancelDeferredRun(pass: Pass, state: StateAt<"deferred.sus
   if (state.at === "deferred.effect_pending") {
     return settlePoll(pass, syntheticResponse(core, pass.operationId, state, "aborted"), { recovery: true, framed: true });
   }
-  const step = await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted" }));
-  return typeof step === "string" ? CONTINUE : step;
+  return settled(await settleOperation(pass, () => ({ kind: "finish", writes: [], status: "aborted" })));
 }
 
 /** Best effort, with the drive's close-only signal: an abort must not cut its own cancellation. */

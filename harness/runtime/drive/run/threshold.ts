@@ -1,9 +1,9 @@
-import type { AssistantMessage } from "../../../schema/messages.ts";
-import type { Entry } from "../../../schema/entries.ts";
-import { findCut, pathContext, pathTokens, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
-import { shouldCompact, usageTokens } from "../../compaction/tokens.ts";
-import type { OperationScope } from "../types.ts";
-import type { Pass } from "./pass.ts";
+import type { AssistantMessage } from "../../../../schema/messages.ts";
+import type { Entry } from "../../../../schema/entries.ts";
+import { findCut, pathContext, pathTokens, preparationAt, storedPreparation, type StoredCompactionPreparation } from "../../../compaction/preparation.ts";
+import { shouldCompact, usageTokens } from "../../../compaction/tokens.ts";
+import type { OperationScope } from "../../types.ts";
+import type { Pass } from "../pass.ts";
 
 // The threshold probe of the boundary planner (reference §3.6 step 1, §6.1): off the line, over
 // the compaction-bounded path, does the context leave less than the reserve free in the lane's

@@ -1,15 +1,15 @@
 import type { AssistantMessage as ProviderAssistant, AssistantMessageEventStream, Context, Model, Api, SimpleStreamOptions } from "@earendil-works/pi-ai";
-import { AbortRequested } from "../../execution/effect-gate.ts";
-import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../execution/frames.ts";
-import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
-import { appendList } from "../../session/writes.ts";
-import { MessageDeltas } from "../../execution/message-deltas.ts";
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { MessageDelta } from "../../../schema/message-delta.ts";
-import { ProgressWriter } from "./progress.ts";
-import type { JsonValue } from "../../../schema/json.ts";
-import { pendingCopy, storedAssistant } from "./settle-response.ts";
-import type { Pass } from "./pass.ts";
+import { AbortRequested } from "../../../execution/effect-gate.ts";
+import { FrameCoalescer, UpdateThrottle, type AssistantFrame } from "../../../execution/frames.ts";
+import { pendingAssistantFrames } from "../../../session/builtin-addresses.ts";
+import { appendList } from "../../../session/writes.ts";
+import { MessageDeltas } from "../../../execution/message-deltas.ts";
+import type { HarnessEvent } from "../../../../schema/lane.ts";
+import type { MessageDelta } from "../../../../schema/message-delta.ts";
+import { ProgressWriter } from "../progress.ts";
+import type { JsonValue } from "../../../../schema/json.ts";
+import { pendingCopy, storedAssistant } from "./response.ts";
+import type { Pass } from "../pass.ts";
 
 /**
  * The assistant effect (reference §7.1 execution block): one gated `streamSimple`, progress frames

@@ -1,11 +1,11 @@
-import type { AssistantMessage } from "../../../schema/messages.ts";
-import { clientToolResult, operationToolArgs, pendingToolOutput } from "../../session/builtin-addresses.ts";
-import { deleteValue } from "../../session/writes.ts";
-import type { ToolBatch, ToolCallState } from "../types.ts";
-import { CONTINUE, type Pass } from "./pass.ts";
-import { eventBase, interruptionOutput, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
-import { executeCall } from "./tool-execution.ts";
-import { continueOperation } from "./transition.ts";
+import type { AssistantMessage } from "../../../../schema/messages.ts";
+import { clientToolResult, operationToolArgs, pendingToolOutput } from "../../../session/builtin-addresses.ts";
+import { deleteValue } from "../../../session/writes.ts";
+import type { ToolBatch, ToolCallState } from "../../types.ts";
+import { CONTINUE, type Pass } from "../pass.ts";
+import { eventBase, interruptionOutput, liveBatch, stageOutcome, toolCallAt } from "./calls.ts";
+import { executeCall } from "./execution.ts";
+import { continueOperation } from "../transition.ts";
 
 type PendingCall = Extract<ToolCallState, { status: "effect_pending" }>;
 

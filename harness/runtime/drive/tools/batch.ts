@@ -1,15 +1,15 @@
-import type { AssistantMessage } from "../../../schema/messages.ts";
-import type { ToolBatch, ToolCallState } from "../types.ts";
-import { CONTINUE, currentOperation, type Pass, type Step } from "./pass.ts";
-import { assistantOf, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
-import { clearCall, commitIntent } from "./tool-clearance.ts";
-import { parkForClients, settleClientCalls } from "./tool-client.ts";
-import { executeCall } from "./tool-execution.ts";
-import { placeSettledPrefix } from "./tool-placement.ts";
-import { recoverCall } from "./tool-recovery.ts";
-import type { StateAt } from "../types.ts";
+import type { AssistantMessage } from "../../../../schema/messages.ts";
+import type { ToolBatch, ToolCallState } from "../../types.ts";
+import { CONTINUE, currentOperation, type Pass, type Step } from "../pass.ts";
+import { assistantOf, liveBatch, stageOutcome, toolCallAt } from "./calls.ts";
+import { clearCall, commitIntent } from "./clearance.ts";
+import { parkForClients, settleClientCalls } from "./client.ts";
+import { executeCall } from "./execution.ts";
+import { placeSettledPrefix } from "./placement.ts";
+import { recoverCall } from "./recovery.ts";
+import type { StateAt } from "../../types.ts";
 
-export { INTERRUPTED_TOOL_MESSAGE } from "./tool-calls.ts";
+export { INTERRUPTED_TOOL_MESSAGE } from "./calls.ts";
 
 /**
  * The `tools` leaf (reference §4.8, ARCHITECTURE D11). Each call goes planned → effect_pending →

@@ -1,6 +1,6 @@
-import { isJsonObject, type JsonObject, type JsonValue } from "../../../schema/json.ts";
-import { isUsage } from "../../../schema/usage.ts";
-import type { ToolContent, ToolProgress } from "../../execution/tools.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../../../../schema/json.ts";
+import { isUsage } from "../../../../schema/usage.ts";
+import type { ToolContent, ToolProgress } from "../../../execution/tools.ts";
 
 // A call's progress checkpoint (reference §4.8): what `onUpdate(…, { checkpoint: true })` stores
 // in `pi.pending.tool_output`, and what a restored call shows its watchers and is interrupted with.

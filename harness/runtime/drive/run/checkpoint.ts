@@ -1,22 +1,21 @@
-import type { NewEntry } from "../../../schema/entries.ts";
-import type { HarnessEvent, LaneQueuedItem } from "../../../schema/lane.ts";
-import { projects } from "../../execution/context.ts";
-import type { StoredCompactionPreparation } from "../../compaction/preparation.ts";
-import { branchTip, operationPreparation, pendingEntry } from "../../session/builtin-addresses.ts";
-import type { Write } from "../../session/storage.ts";
-import { deleteValue, insertEntry, setValue } from "../../session/writes.ts";
-import { placementEvents, queueUpdate } from "../acceptance.ts";
-import type { HarnessCore } from "../core.ts";
-import { selectEligible } from "../inbox.ts";
-import type { Committed } from "../lane-command.ts";
-import { entryOfQueued, queueView, type LaneProjection } from "../lane-state.ts";
-import type { OperationScope, OperationState, StateAt, SummaryTask } from "../types.ts";
-import { settled } from "./generation.ts";
-import type { Pass, Step } from "./pass.ts";
-import { contextMessages } from "./request.ts";
-import { generationContext, scopeOf } from "./scope.ts";
+import type { NewEntry } from "../../../../schema/entries.ts";
+import type { HarnessEvent, LaneQueuedItem } from "../../../../schema/lane.ts";
+import { projects } from "../../../execution/context.ts";
+import type { StoredCompactionPreparation } from "../../../compaction/preparation.ts";
+import { branchTip, operationPreparation, pendingEntry } from "../../../session/builtin-addresses.ts";
+import type { Write } from "../../../session/storage.ts";
+import { deleteValue, insertEntry, setValue } from "../../../session/writes.ts";
+import { placementEvents, queueUpdate } from "../../acceptance.ts";
+import type { HarnessCore } from "../../core.ts";
+import { selectEligible } from "../../inbox.ts";
+import type { Committed } from "../../lane-command.ts";
+import { entryOfQueued, queueView, type LaneProjection } from "../../lane-state.ts";
+import type { OperationScope, OperationState, StateAt, SummaryTask } from "../../types.ts";
+import type { Pass, Step } from "../pass.ts";
+import { contextMessages } from "../assistant/request.ts";
+import { generationContext, scopeOf } from "../scope.ts";
 import { probeThreshold, type ThresholdCandidate } from "./threshold.ts";
-import { continueOperation, type LanePatch, type TransitionPlan } from "./transition.ts";
+import { continueOperation, settled, type LanePatch, type TransitionPlan } from "../transition.ts";
 
 /**
  * The boundary planner (reference §3.6): one decision, at most one commit, never back into

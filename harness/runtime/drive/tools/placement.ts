@@ -1,17 +1,17 @@
-import type { Entry } from "../../../schema/entries.ts";
-import type { HarnessEvent, LaneConfiguration } from "../../../schema/lane.ts";
-import type { AssistantMessage, ToolResultMessage } from "../../../schema/messages.ts";
-import { zeroUsage } from "../../session/usage.ts";
-import { branchTip, laneConfig, operationToolArgsPrefix, pendingEntry } from "../../session/builtin-addresses.ts";
-import type { Write } from "../../session/storage.ts";
-import { deleteValue, insertEntry, insertUsage, setValue } from "../../session/writes.ts";
-import { placementEvents } from "../acceptance.ts";
-import type { Committed } from "../lane-command.ts";
-import type { ToolBatch, ToolCallState } from "../types.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { liveBatch } from "./tool-calls.ts";
-import { settleOperation, type LanePatch } from "./transition.ts";
+import type { Entry } from "../../../../schema/entries.ts";
+import type { HarnessEvent, LaneConfiguration } from "../../../../schema/lane.ts";
+import type { AssistantMessage, ToolResultMessage } from "../../../../schema/messages.ts";
+import { zeroUsage } from "../../../session/usage.ts";
+import { branchTip, laneConfig, operationToolArgsPrefix, pendingEntry } from "../../../session/builtin-addresses.ts";
+import type { Write } from "../../../session/storage.ts";
+import { deleteValue, insertEntry, insertUsage, setValue } from "../../../session/writes.ts";
+import { placementEvents } from "../../acceptance.ts";
+import type { Committed } from "../../lane-command.ts";
+import type { ToolBatch, ToolCallState } from "../../types.ts";
+import { CONTINUE, type Pass, type Step } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { liveBatch } from "./calls.ts";
+import { settleOperation, type LanePatch } from "../transition.ts";
 
 /**
  * Materialization (reference §4.8): one transaction places the contiguous `outcome_ready` prefix

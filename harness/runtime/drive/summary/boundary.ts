@@ -1,20 +1,20 @@
-import type { NewEntry } from "../../../schema/entries.ts";
-import type { JsonValue } from "../../../schema/json.ts";
-import type { HarnessEvent, OperationError, OperationStatus } from "../../../schema/lane.ts";
-import type { AgentMessage } from "../../../schema/messages.ts";
-import type { Usage } from "../../../schema/usage.ts";
-import { branchTip, entryLabel } from "../../session/builtin-addresses.ts";
-import { PAYLOAD_LIMIT_BYTES, type Write } from "../../session/storage.ts";
-import { utf8Length } from "../../../schema/utf8.ts";
-import { zeroUsage } from "../../session/usage.ts";
-import { insertEntry, setValue } from "../../session/writes.ts";
-import type { Committed } from "../lane-command.ts";
-import type { LaneProjection } from "../lane-state.ts";
-import type { CheckpointData, OperationState, SummaryTask } from "../types.ts";
-import { decideOnLine } from "./checkpoint.ts";
-import type { Pass } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import type { TransitionPlan } from "./transition.ts";
+import type { NewEntry } from "../../../../schema/entries.ts";
+import type { JsonValue } from "../../../../schema/json.ts";
+import type { HarnessEvent, OperationError, OperationStatus } from "../../../../schema/lane.ts";
+import type { AgentMessage } from "../../../../schema/messages.ts";
+import type { Usage } from "../../../../schema/usage.ts";
+import { branchTip, entryLabel } from "../../../session/builtin-addresses.ts";
+import { PAYLOAD_LIMIT_BYTES, type Write } from "../../../session/storage.ts";
+import { utf8Length } from "../../../../schema/utf8.ts";
+import { zeroUsage } from "../../../session/usage.ts";
+import { insertEntry, setValue } from "../../../session/writes.ts";
+import type { Committed } from "../../lane-command.ts";
+import type { LaneProjection } from "../../lane-state.ts";
+import type { CheckpointData, OperationState, SummaryTask } from "../../types.ts";
+import { decideOnLine } from "../run/checkpoint.ts";
+import type { Pass } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import type { TransitionPlan } from "../transition.ts";
 
 /** A structural summary's result, whoever produced it (the model, or `before_compaction` / `before_navigation`). */
 export type SummaryResult =

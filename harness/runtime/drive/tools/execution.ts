@@ -1,17 +1,17 @@
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { JsonObject, JsonValue } from "../../../schema/json.ts";
-import type { ToolCall } from "../../../schema/messages.ts";
-import { AbortRequested } from "../../execution/effect-gate.ts";
-import { errorMessage } from "../../execution/errors.ts";
-import { validMemoName, type ExecutableTool, type ToolInvocation, type ToolOutput, type ToolProgress } from "../../execution/tools.ts";
-import { operationToolMemo, pendingToolOutput } from "../../session/builtin-addresses.ts";
-import type { SessionMutator } from "../../session/mutation.ts";
-import { deleteValue, setValue } from "../../session/writes.ts";
-import type { OperationState, ToolBatch } from "../types.ts";
-import type { Pass } from "./pass.ts";
-import { ProgressWriter } from "./progress.ts";
-import { errorOutput, eventBase, liveBatch, resultView, stageOutcome } from "./tool-calls.ts";
-import { checkpointValue } from "./tool-checkpoint.ts";
+import type { HarnessEvent } from "../../../../schema/lane.ts";
+import type { JsonObject, JsonValue } from "../../../../schema/json.ts";
+import type { ToolCall } from "../../../../schema/messages.ts";
+import { AbortRequested } from "../../../execution/effect-gate.ts";
+import { errorMessage } from "../../../execution/errors.ts";
+import { validMemoName, type ExecutableTool, type ToolInvocation, type ToolOutput, type ToolProgress } from "../../../execution/tools.ts";
+import { operationToolMemo, pendingToolOutput } from "../../../session/builtin-addresses.ts";
+import type { SessionMutator } from "../../../session/mutation.ts";
+import { deleteValue, setValue } from "../../../session/writes.ts";
+import type { OperationState, ToolBatch } from "../../types.ts";
+import type { Pass } from "../pass.ts";
+import { ProgressWriter } from "../progress.ts";
+import { errorOutput, eventBase, liveBatch, resultView, stageOutcome } from "./calls.ts";
+import { checkpointValue } from "./checkpoint.ts";
 
 /** One admitted call: where it stands in its batch and what it runs with. */
 export interface InFlightCall {

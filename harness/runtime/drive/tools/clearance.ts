@@ -1,15 +1,15 @@
-import type { JsonObject } from "../../../schema/json.ts";
-import type { ToolCall } from "../../../schema/messages.ts";
-import { argumentsProblem } from "../../execution/tool-arguments.ts";
-import type { ResolvedTool } from "../../execution/tools.ts";
-import { errorMessage } from "../../execution/errors.ts";
-import { operationToolArgs } from "../../session/builtin-addresses.ts";
-import { setValue } from "../../session/writes.ts";
-import type { ToolBatch, ToolCallState } from "../types.ts";
-import { CONTINUE, type Pass } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { errorOutput, eventBase, liveBatch, type StagedOutcome } from "./tool-calls.ts";
-import { continueOperation } from "./transition.ts";
+import type { JsonObject } from "../../../../schema/json.ts";
+import type { ToolCall } from "../../../../schema/messages.ts";
+import { argumentsProblem } from "../../../execution/tool-arguments.ts";
+import type { ResolvedTool } from "../../../execution/tools.ts";
+import { errorMessage } from "../../../execution/errors.ts";
+import { operationToolArgs } from "../../../session/builtin-addresses.ts";
+import { setValue } from "../../../session/writes.ts";
+import type { ToolBatch, ToolCallState } from "../../types.ts";
+import { CONTINUE, type Pass } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { errorOutput, eventBase, liveBatch, type StagedOutcome } from "./calls.ts";
+import { continueOperation } from "../transition.ts";
 
 export type Clearance = { kind: "synthetic"; outcome: StagedOutcome } | { kind: "cleared"; tool: ResolvedTool; args: JsonObject };
 

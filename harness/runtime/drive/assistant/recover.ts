@@ -1,13 +1,14 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import type { SessionReader } from "../../session/mutation.ts";
-import type { ListElement } from "../../session/storage.ts";
-import { reduceFrames, type AssistantFrame } from "../../execution/frames.ts";
-import { pendingAssistantFrames } from "../../session/builtin-addresses.ts";
-import { zeroUsage } from "../../session/usage.ts";
-import type { AssistantMessage } from "../../../schema/messages.ts";
-import type { HarnessCore } from "../core.ts";
-import type { StateAt } from "../types.ts";
-import type { Pass, Step } from "./pass.ts";
+import type { SessionReader } from "../../../session/mutation.ts";
+import type { ListElement } from "../../../session/storage.ts";
+import { reduceFrames } from "../../../execution/frame-reducer.ts";
+import type { AssistantFrame } from "../../../execution/frames.ts";
+import { pendingAssistantFrames } from "../../../session/builtin-addresses.ts";
+import { zeroUsage } from "../../../session/usage.ts";
+import type { AssistantMessage } from "../../../../schema/messages.ts";
+import type { HarnessCore } from "../../core.ts";
+import type { StateAt } from "../../types.ts";
+import type { Pass, Step } from "../pass.ts";
 import { settleResponse } from "./settle-response.ts";
 
 export const UNKNOWN_OUTCOME_MESSAGE =

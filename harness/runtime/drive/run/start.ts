@@ -1,15 +1,15 @@
-import type { NewEntry } from "../../../schema/entries.ts";
-import type { AgentMessage } from "../../../schema/messages.ts";
-import { branchTip } from "../../session/builtin-addresses.ts";
-import { insertEntry, setValue } from "../../session/writes.ts";
-import { placementEvents } from "../acceptance.ts";
-import { invalidReason } from "../messages.ts";
-import type { StateAt } from "../types.ts";
+import type { NewEntry } from "../../../../schema/entries.ts";
+import type { AgentMessage } from "../../../../schema/messages.ts";
+import { branchTip } from "../../../session/builtin-addresses.ts";
+import { insertEntry, setValue } from "../../../session/writes.ts";
+import { placementEvents } from "../../acceptance.ts";
+import { invalidReason } from "../../messages.ts";
+import type { StateAt } from "../../types.ts";
 import { decideOnLine } from "./checkpoint.ts";
 import { probeThreshold } from "./threshold.ts";
-import { generate, settled } from "./generation.ts";
-import { currentOperation, type Pass, type Step } from "./pass.ts";
-import { continueOperation, type TransitionPlan } from "./transition.ts";
+import { generate } from "../assistant/generation.ts";
+import { currentOperation, type Pass, type Step } from "../pass.ts";
+import { continueOperation, settled, type TransitionPlan } from "../transition.ts";
 
 /**
  * `starting` (reference §3.4): the gated `before_run` pipeline may inject messages; on the line

@@ -1,9 +1,8 @@
-import { gatedDelay } from "../../execution/effect-gate.ts";
-import type { StateAt } from "../types.ts";
-import { settled } from "./generation.ts";
-import type { Pass, Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { continueOperation } from "./transition.ts";
+import { gatedDelay } from "../../../execution/effect-gate.ts";
+import type { StateAt } from "../../types.ts";
+import type { Pass, Step } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { continueOperation, settled } from "../transition.ts";
 
 /**
  * `assistant.retry_wait` (reference §3.10): at or after `notBefore` commit `ready` at once; before

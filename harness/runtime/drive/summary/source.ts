@@ -1,14 +1,14 @@
-import type { Entry } from "../../../schema/entries.ts";
-import type { Usage } from "../../../schema/usage.ts";
-import { branchSummaryRequest, prepareBranch, type StoredBranchPreparation } from "../../compaction/branch-summary.ts";
-import { fileDetails, reconstructPreparation, type CompactionPreparation, type StoredCompactionPreparation } from "../../compaction/preparation.ts";
-import { combineSummaries, summaryRequests, type SummaryRequest, type SummaryRequestKind } from "../../compaction/summarizer.ts";
-import type { BranchPreparationView } from "../../execution/hooks.ts";
-import { operationPreparation } from "../../session/builtin-addresses.ts";
-import type { Session } from "../../session/session.ts";
-import type { OperationState, SummaryTask } from "../types.ts";
-import type { Pass } from "./pass.ts";
-import type { SummaryResult } from "./summary-boundary.ts";
+import type { Entry } from "../../../../schema/entries.ts";
+import type { Usage } from "../../../../schema/usage.ts";
+import { branchSummaryRequest, prepareBranch, type StoredBranchPreparation } from "../../../compaction/branch-summary.ts";
+import { fileDetails, reconstructPreparation, type CompactionPreparation, type StoredCompactionPreparation } from "../../../compaction/preparation.ts";
+import { combineSummaries, summaryRequests, type SummaryRequest, type SummaryRequestKind } from "../../../compaction/summarizer.ts";
+import type { BranchPreparationView } from "../../../execution/hooks.ts";
+import { operationPreparation } from "../../../session/builtin-addresses.ts";
+import type { Session } from "../../../session/session.ts";
+import type { OperationState, SummaryTask } from "../../types.ts";
+import type { Pass } from "../pass.ts";
+import type { SummaryResult } from "./boundary.ts";
 
 // What a summary task summarizes, read back from its stored preparation (reference §6.2, §6.5).
 // The algorithm follows from the boundary: `commit_navigation` summarizes the abandoned branch,

@@ -1,13 +1,13 @@
-import type { JsonObject } from "../../../schema/json.ts";
-import type { AssistantMessage } from "../../../schema/messages.ts";
-import type { ToolOutput } from "../../execution/tools.ts";
-import { clientToolResult, operationToolArgs } from "../../session/builtin-addresses.ts";
-import { deleteValue } from "../../session/writes.ts";
-import type { Step } from "./pass.ts";
-import { type Pass } from "./pass.ts";
-import { errorOutput, liveBatch, stageOutcome, toolCallAt } from "./tool-calls.ts";
-import { toolContent } from "./tool-checkpoint.ts";
-import { afterTool } from "./tool-execution.ts";
+import type { JsonObject } from "../../../../schema/json.ts";
+import type { AssistantMessage } from "../../../../schema/messages.ts";
+import type { ToolOutput } from "../../../execution/tools.ts";
+import { clientToolResult, operationToolArgs } from "../../../session/builtin-addresses.ts";
+import { deleteValue } from "../../../session/writes.ts";
+import type { Step } from "../pass.ts";
+import { type Pass } from "../pass.ts";
+import { errorOutput, liveBatch, stageOutcome, toolCallAt } from "./calls.ts";
+import { toolContent } from "./checkpoint.ts";
+import { afterTool } from "./execution.ts";
 
 // Client tools (ARCHITECTURE D11): the run waits in the tools leaf until the tenant's client posts
 // the call's result (stored on the line by the tool-results route, which then asks for a pass).

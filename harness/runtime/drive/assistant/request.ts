@@ -1,13 +1,13 @@
 import type { Context, SimpleStreamOptions, Tool, Transport } from "@earendil-works/pi-ai";
-import type { AgentMessage } from "../../../schema/messages.ts";
-import type { JsonValue } from "../../../schema/json.ts";
-import type { StreamOptions } from "../../../schema/settings.ts";
-import type { ThinkingLevel } from "../../../schema/lane.ts";
-import { projectEntries, toProviderMessages } from "../../execution/context.ts";
-import type { ProviderModel } from "../../execution/models.ts";
-import { requestMaxTokens, requestTemperature } from "../../execution/sampling.ts";
-import type { GenerationContext } from "../types.ts";
-import type { Pass } from "./pass.ts";
+import type { AgentMessage } from "../../../../schema/messages.ts";
+import type { JsonValue } from "../../../../schema/json.ts";
+import type { StreamOptions } from "../../../../schema/settings.ts";
+import type { ThinkingLevel } from "../../../../schema/lane.ts";
+import { projectEntries, toProviderMessages } from "../../../execution/context.ts";
+import type { ProviderModel } from "../../../execution/models.ts";
+import { requestMaxTokens, requestTemperature } from "../../../execution/sampling.ts";
+import type { GenerationContext } from "../../types.ts";
+import type { Pass } from "../pass.ts";
 
 /** The harness messages a request on this lane would see now: its bounded context path, projected (§6.4). */
 export function contextMessages(pass: Pass): AgentMessage[] {

@@ -1,27 +1,26 @@
 import type { AssistantMessage as ProviderAssistant } from "@earendil-works/pi-ai";
-import type { HarnessEvent } from "../../../schema/lane.ts";
-import type { Usage } from "../../../schema/usage.ts";
-import type { SummaryRequestKind } from "../../compaction/summarizer.ts";
-import type { ProviderModel } from "../../execution/models.ts";
-import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../execution/provider-failure.ts";
-import { providerRefusalOf } from "../../execution/provider-refusal.ts";
-import { addUsage } from "../../session/usage.ts";
-import { insertUsage } from "../../session/writes.ts";
-import type { Committed } from "../lane-command.ts";
-import { normalizeRetryPolicy, notBeforeOf, retryDelay } from "../settings.ts";
-import type { OperationState, StateAt, SummaryContext, SummaryTask } from "../types.ts";
-import { settled } from "./generation.ts";
-import { untilNotBefore } from "./retry-wait.ts";
-import { CONTINUE, type Pass, type Step } from "./pass.ts";
-import { scopeOf } from "./scope.ts";
-import { boundaryPlan, usageEvents, type SummaryOutcome, type SummaryResult, type SummarySettlement } from "./summary-boundary.ts";
-import { readBranchPreparation, readCompactionPreparation, summaryWork, type SummaryWork } from "./summary-source.ts";
-import { requestSummary, summaryRequestOptions, summaryText } from "./summary-request.ts";
-import { continueOperation, settleOperation, type TransitionPlan } from "./transition.ts";
+import type { HarnessEvent } from "../../../../schema/lane.ts";
+import type { Usage } from "../../../../schema/usage.ts";
+import type { SummaryRequestKind } from "../../../compaction/summarizer.ts";
+import type { ProviderModel } from "../../../execution/models.ts";
+import { boundedErrorText, isTransientFailure, providerFailureOf, providerUnavailable, retryDelayFor } from "../../../execution/provider-failure.ts";
+import { providerRefusalOf } from "../../../execution/provider-refusal.ts";
+import { addUsage } from "../../../session/usage.ts";
+import { insertUsage } from "../../../session/writes.ts";
+import type { Committed } from "../../lane-command.ts";
+import { normalizeRetryPolicy, notBeforeOf, retryDelay } from "../../settings.ts";
+import type { OperationState, StateAt, SummaryContext, SummaryTask } from "../../types.ts";
+import { untilNotBefore } from "../assistant/retry-wait.ts";
+import { CONTINUE, type Pass, type Step } from "../pass.ts";
+import { scopeOf } from "../scope.ts";
+import { boundaryPlan, usageEvents, type SummaryOutcome, type SummaryResult, type SummarySettlement } from "./boundary.ts";
+import { readBranchPreparation, readCompactionPreparation, summaryWork, type SummaryWork } from "./source.ts";
+import { requestSummary, summaryRequestOptions, summaryText } from "./request.ts";
+import { continueOperation, settled, settleOperation, type TransitionPlan } from "../transition.ts";
 
 // The summary leaves (reference §3.3–3.4, §4.6), one procedure per leaf, each straight-line:
 // prepare → commit intent → admit the effect → commit its settlement. How the outcome ends the
-// task is the boundary switch of summary-boundary.ts.
+// task is the boundary switch of boundary.ts.
 
 /**
  * `summary.deciding`: the gated `before_compaction` (or, for a summarized navigation,
@@ -179,7 +178,7 @@ function failure(
   if (transient && attempt < policy.maxAttempts) {
     return retryPlan(pass, current, settlement, retryDelayFor(failure, retryDelay(policy, attempt)), errorMessage, false);
   }
-  // A request the service would not send or follow fails as a run's does (settle-response.ts).
+  // A request the service would not send or follow fails as a run's does (assistant/settle-response.ts).
   const code = providerRefusalOf(response) ? "provider_error" : failure?.kind === "auth" ? "provider_auth" : "summary_error";
   const error = transient ? providerUnavailable(response.provider, failure, attempt, errorMessage) : { code, message: errorMessage };
   return boundaryPlan(pass, task, current, lane, { kind: "failed", error }, withRetryEnd(pass, task, settlement, attempt, false, errorMessage));
