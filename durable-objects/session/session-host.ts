@@ -77,7 +77,7 @@ export interface QueueInput {
  * The hosting half of the SessionObject (ARCHITECTURE D2, D7): migrations in a cheap constructor
  * (only for an object that holds a session: sql/lazy-schema.ts; a read of an unknown session
  * writes nothing, and `create` makes the schema), the Session and its harness opened lazily over
- * the object's SQLite storage, and the alarm that resumes due work. The RPC surface is layered on top (session-data-rpc.ts, session-lane-rpc.ts).
+ * the object's SQLite storage, and the alarm that resumes due work. The RPC surface is layered on top (session-data.ts, session-lanes.ts).
  * Tenant and session ids live in the object's own storage, never parsed from `ctx.id.name`
  * (absent in cold alarms, partykit#333).
  */
@@ -181,7 +181,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     return { http: reach, mcp: { ...reach, onStaleServer: (name) => this.mcpServerStale(name) } };
   }
 
-  /** A run used the tools of an MCP server whose cached tool list is past its TTL (session-mcp-rpc.ts refreshes it). */
+  /** A run used the tools of an MCP server whose cached tool list is past its TTL (session-mcp.ts refreshes it). */
   protected mcpServerStale(_name: string): void {}
 
   /**

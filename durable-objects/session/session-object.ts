@@ -11,7 +11,7 @@ export type {
 
 /**
  * One session per object, named `${tenantId}:${sessionId}` (ARCHITECTURE D2): a thin shell whose
- * layers are hosting (session/session-host.ts), session data RPC (session-data-rpc.ts) and lane
- * RPC (session-lane-rpc.ts). Expected failures come back as tagged values, never as throws.
+ * layers are hosting (session/session-host.ts), session data RPC (session-data.ts) and lane
+ * RPC (session-lanes.ts). Expected failures come back as tagged values, never as throws.
  */
 export class SessionObject extends SessionWatch {}

@@ -7,7 +7,7 @@ import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema }
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "./watch/watch-hub.ts";
-import { SessionStructuralRpc } from "./session-structural-rpc.ts";
+import { SessionStructuralRpc } from "./session-structural.ts";
 
 /**
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it

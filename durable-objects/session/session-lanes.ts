@@ -23,8 +23,8 @@ import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
 import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
 import { hasBranch, lanePage } from "./storage/branch-inventory.ts";
 import type { Page } from "./storage/json-pages.ts";
-import type { NamePageQuery } from "./session-data-rpc.ts";
-import { SessionForkRpc } from "./session-fork-rpc.ts";
+import type { NamePageQuery } from "./session-data.ts";
+import { SessionForkRpc } from "./session-fork.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput } from "./session-host.ts";
 
 /**

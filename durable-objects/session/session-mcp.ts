@@ -10,7 +10,7 @@ import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpCredentialContext, mcpServer, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
 import { asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
-import { SessionToolsRpc } from "./session-tools-rpc.ts";
+import { SessionToolsRpc } from "./session-tools.ts";
 
 /**
  * MCP servers of a session (spec/API.md `…/mcp-servers/{name}`, the mcp kind of ARCHITECTURE

@@ -49,7 +49,7 @@ const CLOSE_BOUND_MS = 5_000;
 export abstract class SessionDataRpc extends SessionHost {
   /** The branch and lane caps, checked before the engine creates either. */
   protected readonly slots = new CreationSlots(this.ctx.storage);
-  /** A fork's import runs in this object (session-fork-rpc.ts): creation of the same id is refused. */
+  /** A fork's import runs in this object (session-fork.ts): creation of the same id is refused. */
   protected importing = false;
 
   /**

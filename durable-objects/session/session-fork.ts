@@ -19,7 +19,7 @@ import { toolSecretContext, type StoredToolDefinition } from "../../tools/defini
 import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import { resealMcpCredentials } from "./mcp-fork-credentials.ts";
-import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data-rpc.ts";
+import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data.ts";
 
 export interface ForkInit {
   tenantId: string;

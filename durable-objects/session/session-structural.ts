@@ -5,8 +5,8 @@ import type { OperationResultRecord } from "../../schema/lane.ts";
 import { parseWire, unwrapLane, asResult } from "../rpc/rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
-import type { ConvenienceOutcome } from "./session-lane-rpc.ts";
-import { SessionMcpRpc } from "./session-mcp-rpc.ts";
+import type { ConvenienceOutcome } from "./session-lanes.ts";
+import { SessionMcpRpc } from "./session-mcp.ts";
 
 /** What the navigate convenience answers: the navigation, and the continuation run when one started. */
 export interface NavigateOutcome {

@@ -6,7 +6,7 @@ import { mcpServerSummary, mcpServersPrefix, mcpToolIndex, mcpToolView } from ".
 import { toolDefinition, toolDefinitionsPrefix, toolView } from "../../tools/definitions.ts";
 import { ownToolNames } from "../../tools/registry.ts";
 import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
-import { SessionLaneRpc } from "./session-lane-rpc.ts";
+import { SessionLaneRpc } from "./session-lanes.ts";
 import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-definition-input.ts";
 
 /**
