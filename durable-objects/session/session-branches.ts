@@ -19,10 +19,13 @@ export interface NamePageQuery {
   after?: string;
 }
 
+/** What this module reaches of the host (session-host.ts). */
+type BranchesHost = Pick<SessionHost, "ctx" | "session">;
+
 /** Branches and entries: branch creation under the cap, listings and scans, entries by id and by query. */
 export class SessionBranches {
   constructor(
-    private readonly host: SessionHost,
+    private readonly host: BranchesHost,
     /** The branch and lane caps, checked before the engine creates either. */
     private readonly slots: CreationSlots,
   ) {}

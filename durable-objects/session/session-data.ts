@@ -10,9 +10,12 @@ import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-
 import { listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "./storage/json-pages.ts";
 import type { SessionHost } from "./session-host.ts";
 
+/** What this module reaches of the host (session-host.ts). */
+type DataHost = Pick<SessionHost, "ctx" | "harness" | "openStorage" | "session">;
+
 /** Session data over RPC: usage, stats, name, labels, and the application's values and lists. */
 export class SessionData {
-  constructor(private readonly host: SessionHost) {}
+  constructor(private readonly host: DataHost) {}
 
   async scanUsage(scan: UsageScan = {}): Promise<Wire<RpcResult<UsageRow[]>>> {
     return asResult(() => this.host.openStorage().scanUsage(scan));

@@ -8,7 +8,7 @@ import { toolSecretContext, type StoredToolDefinition } from "../../tools/defini
 import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import { resealMcpCredentials } from "./mcp-fork-credentials.ts";
-import { CREATION_TOKEN_KEY, type SessionLifecycle, type SessionView } from "./session-lifecycle.ts";
+import type { SessionLifecycle, SessionView } from "./session-lifecycle.ts";
 import type { SessionHost } from "./session-host.ts";
 
 export interface ForkInit {
@@ -20,6 +20,9 @@ export interface ForkInit {
   creationToken?: string;
 }
 
+/** What this module reaches of the host (session-host.ts). */
+type ForkHost = Pick<SessionHost, "adopt" | "ctx" | "env" | "openStorage" | "schema">;
+
 /**
  * Forks (reference §1.11) between two objects of one tenant. The destination pulls: it asks the
  * source for a plan, then for pages of entries (and, for a whole tree, of application data), and
@@ -28,7 +31,7 @@ export interface ForkInit {
  */
 export class SessionFork {
   constructor(
-    private readonly host: SessionHost,
+    private readonly host: ForkHost,
     /** Answers the new session's view, as creation does. */
     private readonly lifecycle: SessionLifecycle,
   ) {}
@@ -54,21 +57,10 @@ export class SessionFork {
   /** Makes this object the fork of `init.sourceSessionId`; answers the new session. */
   async createFork(init: ForkInit): Promise<Wire<RpcResult<SessionView>>> {
     return asResult(async () => {
-      if (this.host.existingStorage()) {
-        const token = this.host.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
-        if (init.creationToken === undefined || token !== init.creationToken) {
-          throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
-        }
-        return this.lifecycle.sessionView();
-      }
-      if (this.host.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
-      this.host.importing = true;
-      try {
-        await this.importFrom(init);
-      } finally {
-        this.host.importing = false;
-      }
-      if (init.creationToken !== undefined) this.host.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
+      const repeated = this.lifecycle.repeatedCreation(init);
+      if (repeated) return repeated;
+      await this.lifecycle.whileImporting(() => this.importFrom(init));
+      this.lifecycle.rememberCreation(init.creationToken);
       const storage = SqlSessionStorage.open(this.host.ctx.storage);
       if (!storage) throw new Error("Invariant: a finished fork holds a session");
       this.host.adopt(storage);

@@ -10,16 +10,12 @@ import type { HarnessResources } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import type { SessionStats } from "../../schema/usage.ts";
-import { fromWire, type Wire } from "../../schema/wire.ts";
-import type { ModelsPort } from "../../harness/execution/models.ts";
-import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
-import { createModelRegistry } from "../../models/registry.ts";
-import { SessionScriptSource } from "../../models/scripted/script-source.ts";
-import { tenantModels, type TenantProviderGrant } from "../../models/tenant-models.ts";
+import { type Wire } from "../../schema/wire.ts";
 import { DueWork, type RecordedWork } from "./due-work/due-work.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../rpc/idempotency.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { SessionRuntime } from "./session-runtime.ts";
+import { TenantModelAccess } from "./tenant-model-access.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "./storage/session-migrations.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
@@ -105,8 +101,8 @@ export class SessionHost {
   private opened: OpenedSession | undefined;
   readonly dueWork: DueWork;
   readonly schema: LazySchema;
-  /** A fork's import runs in this object (session-fork.ts): creation of the same id is refused. */
-  importing = false;
+  /** The models the session's tenant may use, its credentials and defaults (tenant-model-access.ts). */
+  readonly models: TenantModelAccess;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
   /** A settlement forward is on its timer (forwardAfterCommit): later commits before it fires ride on it. */
@@ -120,6 +116,7 @@ export class SessionHost {
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current,
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
+    this.models = new TenantModelAccess(env, () => this.currentStorage()?.tenantId);
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
     const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.currentStorage() };
     this.forwarder = settlementForwarder(forwards);
@@ -207,7 +204,7 @@ export class SessionHost {
   }
 
   private runtimeFor(session: Session): SessionRuntime {
-    return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
+    return new SessionRuntime(session, this.dueWork, () => this.models.port(session), (harness) => {
       this.forwardUsage(harness);
       this.hooks.harnessCreated(harness);
     }, this.remoteToolSettings(), (lane) => this.hooks.liveUpdateIntervalMs(lane));
@@ -221,35 +218,6 @@ export class SessionHost {
   private remoteToolSettings(): { http: HttpToolSettings; mcp: McpToolSettings } {
     const reach = { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
     return { http: reach, mcp: { ...reach, onStaleServer: (name) => this.hooks.mcpServerStale(name) } };
-  }
-
-  /**
-   * The session's Models port: pi-ai's registry with the deployment's configuration, and each
-   * hosted request's credentials asked of the tenant's object when the request starts (never
-   * stored here: a key lives in memory for one request).
-   */
-  private sessionModels(session: Session): ModelsPort {
-    const deployment = modelsDeployment(this.env);
-    const registry = createModelRegistry({ scripted: deployment.scripted, secret: deployment.secret, scriptSource: () => new SessionScriptSource(session) });
-    return tenantModels(registry, { deployment, grant: (provider) => this.providerGrant(provider) });
-  }
-
-  private async providerGrant(provider: string): Promise<TenantProviderGrant> {
-    const tenantId = this.tenantId();
-    return tenantId === undefined ? { deploymentKeys: false } : this.env.TENANTS.getByName(tenantId).providerGrant(provider);
-  }
-
-  /**
-   * What the tenant holds for models now: the providers it can use (its keys, the deployment's
-   * when allowed, scripted) and its default model of new lanes.
-   */
-  async tenantModelSettings(): Promise<{ usableProviders: Set<string>; defaultModel: ModelIdentity | null }> {
-    const tenantId = this.tenantId();
-    const deployment = modelsDeployment(this.env);
-    const none = { keys: [], deploymentKeys: false, defaultModel: null };
-    const reply = tenantId === undefined ? undefined : fromWire(await this.env.TENANTS.getByName(tenantId).providerSettings());
-    const settings = reply?.ok ? reply.value : none;
-    return { usableProviders: usableProviders(deployment, settings), defaultModel: settings.defaultModel };
   }
 
   /**
@@ -289,10 +257,6 @@ export class SessionHost {
    */
   private forwardUsage(harness: AgentHarness): void {
     harness.events.on("usage", () => this.forwardAfterCommit("settled"));
-  }
-
-  private tenantId(): string | undefined {
-    return this.currentStorage()?.tenantId;
   }
 
   /** The hosted harness (engine tests reach it through `runInDurableObject`). */

@@ -16,13 +16,16 @@ import type { NamePageQuery } from "./session-branches.ts";
 import type { LaneConfigPatch, NewBranchEntry, QueueInput, SessionHost } from "./session-host.ts";
 import type { CreationSlots } from "./creation-slots.ts";
 
+/** What this module reaches of the host (session-host.ts). */
+type LanesHost = Pick<SessionHost, "ctx" | "env" | "harness" | "lane" | "models" | "session">;
+
 /** Lanes over RPC (reference §2.3–3.8): creation and configuration, the inbox, appends and snapshots. */
 export class SessionLanes {
   /** PUT …/lanes/{lane} creations in flight, one per name. */
   private readonly laneCreations = new LaneCreations<AgentLane>();
 
   constructor(
-    private readonly host: SessionHost,
+    private readonly host: LanesHost,
     /** The branch and lane caps, checked before the engine creates either. */
     private readonly slots: CreationSlots,
   ) {}
@@ -127,7 +130,7 @@ export class SessionLanes {
 
   /** Per check: the tenant's credentials and default change without this object knowing. */
   private async configContext(): Promise<{ catalog: LaneConfigCatalog; tenantDefault: ModelIdentity | null }> {
-    const tenant = await this.host.tenantModelSettings();
+    const tenant = await this.host.models.settings();
     const catalog = laneConfigCatalog({ scripted: this.host.env.SCRIPTED_MODELS === "on", usableProviders: tenant.usableProviders }, () => definedToolNames(this.host.session()));
     return { catalog, tenantDefault: tenant.defaultModel };
   }

@@ -24,14 +24,20 @@ export type SessionView = SessionWire;
 const EMBEDDED_PAGE = { limit: PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX };
 
 /** The object's KV key of the token of the request that created the session (see `SessionInit`). */
-export const CREATION_TOKEN_KEY = "creationToken";
+const CREATION_TOKEN_KEY = "creationToken";
 
 /** How long deletion waits for the harness to close before it closes storage regardless. */
 const CLOSE_BOUND_MS = 5_000;
 
+/** What this module reaches of the host (session-host.ts). */
+type LifecycleHost = Pick<SessionHost, "adopt" | "ctx" | "describe" | "dueWork" | "existingStorage" | "harness" | "release" | "schema" | "summary" | "toolDefinitionContext">;
+
 /** The session's life: creation (in one atomic step), its info and public view, and deletion. */
 export class SessionLifecycle {
-  constructor(private readonly host: SessionHost) {}
+  /** A fork's import runs in this object (session-fork.ts). */
+  private importing = false;
+
+  constructor(private readonly host: LifecycleHost) {}
 
   /**
    * Creates the session in one atomic step: the schema, the metadata, the name, the settings and
@@ -44,16 +50,8 @@ export class SessionLifecycle {
       // Checked and sealed before the existence check: from that read to the writes that depend
       // on it, nothing awaits, so no other request can slip in between.
       const tools = init.tools === undefined ? undefined : await this.initialTools(init.sessionId, parseWire(init.tools));
-      if (this.host.existingStorage()) {
-        const token = this.host.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
-        if (init.creationToken === undefined || token !== init.creationToken) {
-          throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
-        }
-        return this.sessionView();
-      }
-      // A fork importing into this object holds no metadata until its last step, so the check
-      // above cannot see it: its id is taken all the same.
-      if (this.host.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
+      const repeated = this.repeatedCreation(init);
+      if (repeated) return repeated;
       this.host.schema.create();
       const storage = SqlSessionStorage.create(this.host.ctx.storage, { id: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
       const writes = [
@@ -63,7 +61,7 @@ export class SessionLifecycle {
         ...(tools?.writes ?? []),
       ];
       if (writes.length > 0) storage.commit(writes);
-      if (init.creationToken !== undefined) this.host.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
+      this.rememberCreation(init.creationToken);
       this.host.adopt(storage);
       const view = await this.sessionView();
       return tools && Object.keys(tools.secrets).length > 0 ? { ...view, toolSecrets: tools.secrets } : view;
@@ -81,6 +79,40 @@ export class SessionLifecycle {
       if (secret !== undefined) secrets[name] = secret;
     }
     return { writes, secrets };
+  }
+
+  /**
+   * Creation and fork both start here, before anything is written: a repeat of the creating
+   * request (same `creationToken`) gets the session it created; any other creation of an existing
+   * session is `SessionExists`, and so is one while a fork imports into this object (a fork holds
+   * no metadata until its last step, so the existence check cannot see it: its id is taken all the
+   * same). Undefined: the id is free.
+   */
+  repeatedCreation(init: { sessionId: string; creationToken?: string }): Promise<SessionView> | undefined {
+    if (this.host.existingStorage()) {
+      const token = this.host.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
+      if (init.creationToken === undefined || token !== init.creationToken) {
+        throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
+      }
+      return this.sessionView();
+    }
+    if (this.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
+    return undefined;
+  }
+
+  /** Runs a fork's import: creations of this id are refused until it ends. */
+  async whileImporting(work: () => Promise<void>): Promise<void> {
+    this.importing = true;
+    try {
+      await work();
+    } finally {
+      this.importing = false;
+    }
+  }
+
+  /** Remembers which request created the session, so that its repeat finds it. */
+  rememberCreation(creationToken: string | undefined): void {
+    if (creationToken !== undefined) this.host.ctx.storage.kv.put(CREATION_TOKEN_KEY, creationToken);
   }
 
   async info(): Promise<Wire<RpcResult<SessionInfo>>> {

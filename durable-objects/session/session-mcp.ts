@@ -12,6 +12,9 @@ import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
 import { asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 
 import type { SessionHost } from "./session-host.ts";
+/** What this module reaches of the host (session-host.ts). */
+type McpHost = Pick<SessionHost, "env" | "harness" | "session">;
+
 /**
  * MCP servers of a session (spec/API.md `…/mcp-servers/{name}`, the mcp kind of ARCHITECTURE
  * D11): registered, listed, refreshed, removed. Discovery is network I/O, so it runs before the
@@ -23,7 +26,7 @@ export class SessionMcp {
   /** Servers being refreshed in the background (one at a time each). */
   private readonly refreshing = new Set<string>();
 
-  constructor(private readonly host: SessionHost) {}
+  constructor(private readonly host: McpHost) {}
 
   async listMcpServers(): Promise<Wire<RpcResult<McpServerView[]>>> {
     return asResult(() => {

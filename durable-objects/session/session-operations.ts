@@ -26,9 +26,12 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
 /** The abort convenience: requestAbort's answer plus the record when reconciliation settled in time. */
 export type { AbortOutcome };
 
+/** What this module reaches of the host (session-host.ts). */
+type OperationsHost = Pick<SessionHost, "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "takeOverReservation">;
+
 /** Operations over RPC (reference §3.1–3.9, §4.1, §4.4): accept, drive, resume, abort, and the waiting conveniences. */
 export class SessionOperations {
-  constructor(private readonly host: SessionHost) {}
+  constructor(private readonly host: OperationsHost) {}
 
   /** Admits an operation and starts its pass at once (no alarm latency on the hot path, D7). */
   async acceptOperation(name: string, request: Wire<OperationRequest>): Promise<Wire<RpcResult<OperationAdmission>>> {

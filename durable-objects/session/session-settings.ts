@@ -7,9 +7,12 @@ import { assertCanDefer } from "./deferred-check.ts";
 import { assertValidSettings } from "./settings-check.ts";
 import type { SessionHost } from "./session-host.ts";
 
+/** What this module reaches of the host (session-host.ts). */
+type SettingsHost = Pick<SessionHost, "harness">;
+
 /** The session's settings and resources (ARCHITECTURE D6): read, merged under a patch, set one resource at a time. */
 export class SessionSettings {
-  constructor(private readonly host: SessionHost) {}
+  constructor(private readonly host: SettingsHost) {}
 
   async settings(): Promise<Wire<RpcResult<HarnessSettings>>> {
     return asResult(async () => (await this.host.harness()).settings());

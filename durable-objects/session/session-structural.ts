@@ -21,6 +21,9 @@ export interface CompactOutcome {
   run?: ConvenienceOutcome<PromptAnswer>;
 }
 
+/** What this module reaches of the host (session-host.ts). */
+type StructuralHost = Pick<SessionHost, "lane" | "open" | "openStorage">;
+
 /**
  * Structural conveniences (reference §3.9): an operation A, then — when A was not aborted and the
  * lane holds eligible queued input (steer, follow-up, next-run) — the continuation run B, admitted
@@ -28,7 +31,7 @@ export interface CompactOutcome {
  */
 export class SessionStructural {
   constructor(
-    private readonly host: SessionHost,
+    private readonly host: StructuralHost,
     /** Waits on each operation as the prompt convenience does. */
     private readonly operations: SessionOperations,
   ) {}

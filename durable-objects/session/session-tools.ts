@@ -9,13 +9,16 @@ import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts"
 import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-definition-input.ts";
 
 import type { SessionHost } from "./session-host.ts";
+/** What this module reaches of the host (session-host.ts). */
+type ToolsHost = Pick<SessionHost, "harness" | "lane" | "session" | "toolDefinitionContext">;
+
 /**
  * Tool definitions as session data (ARCHITECTURE D11, spec/API.md `…/tools/{name}`): listed,
  * created or replaced, deleted. Everything is checked before anything is written; an http tool's
  * signing secret is generated on creation, answered once, and stored only sealed.
  */
 export class SessionTools {
-  constructor(private readonly host: SessionHost) {}
+  constructor(private readonly host: ToolsHost) {}
 
   /** The session's own definitions, then its MCP servers' tools (from their caches), and how each server fares. */
   async listTools(): Promise<Wire<RpcResult<ToolListing>>> {

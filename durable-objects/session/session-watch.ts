@@ -15,6 +15,9 @@ import type { SessionHost } from "./session-host.ts";
  */
 export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch" } as const;
 
+/** What this module reaches of the host (session-host.ts). */
+type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
+
 /**
  * Lane and session watch streams over hibernatable WebSockets (spec/API.md "Watch protocol",
  * ARCHITECTURE D13, D14.13): the upgrade forwarded by the front worker, client messages, close and
@@ -23,7 +26,7 @@ export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId
 export class SessionWatch {
   private readonly hub: WatchHub;
 
-  constructor(private readonly host: SessionHost) {
+  constructor(private readonly host: WatchHost) {
     // Cheap, no storage: answered by the runtime without waking the object.
     host.ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.hub = new WatchHub(host.ctx);
