@@ -20,6 +20,13 @@ module.exports = {
       to: { path: "^(worker|durable-objects|models|tools|harness|secrets|client|inspector)/" },
     },
     {
+      name: "secrets-import-nothing-of-ours",
+      severity: "error",
+      comment: "secrets/ is encryption at rest, imported by everyone; it depends on the platform's crypto only.",
+      from: { path: "^secrets/" },
+      to: { path: "^(worker|durable-objects|models|tools|harness|schema|client|inspector)/" },
+    },
+    {
       name: "harness-is-the-engine",
       severity: "error",
       comment: "harness/ imports nothing from the platform, the objects, the edge, providers or tool kinds.",

@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import { branchTipInventoryPrefix } from "../../harness/session/builtin-addresses.ts";
@@ -11,17 +10,12 @@ import type { HarnessResources } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import type { SessionStats } from "../../schema/usage.ts";
-import { fromWire, type Wire } from "../../schema/wire.ts";
-import type { ModelsPort } from "../../harness/execution/models.ts";
-import { WIRE_UPDATE_INTERVAL_MS } from "../../harness/execution/frames-throttle.ts";
-import { modelsDeployment, usableProviders } from "../../models/deployment.ts";
-import { createModelRegistry } from "../../models/registry.ts";
-import { SessionScriptSource } from "../../models/scripted/script-source.ts";
-import { tenantModels, type TenantProviderGrant } from "../../models/tenant-models.ts";
+import { type Wire } from "../../schema/wire.ts";
 import { DueWork, type RecordedWork } from "./due-work/due-work.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../rpc/idempotency.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { SessionRuntime } from "./session-runtime.ts";
+import { TenantModelAccess } from "./tenant-model-access.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { SESSION_MIGRATIONS } from "./storage/session-migrations.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
@@ -29,6 +23,7 @@ import type { DeferredRegistrar } from "./due-work/deferred-registrations.ts";
 import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./due-work/session-forwards.ts";
 import type { SettlementForwarder } from "./due-work/settlement-outbox.ts";
 import type { HttpToolSettings } from "../../tools/http-tool.ts";
+import type { ToolDefinitionContext } from "./tool-definition-input.ts";
 import type { McpToolSettings } from "../../tools/registry.ts";
 
 export interface SessionInit {
@@ -73,28 +68,55 @@ export interface QueueInput {
   images?: ImageContent[];
 }
 
+/** The open session: its storage, the Session over it and the runtime that hosts its harness. */
+export interface OpenedSession {
+  session: Session;
+  storage: SqlSessionStorage;
+  runtime: SessionRuntime;
+}
+
+/** What the host tells the object's other modules, once per hosted harness and per lane. */
+export interface SessionHostHooks {
+  /**
+   * Run once per hosted harness before any caller (RPC, alarm, WebSocket) gets it, so a
+   * subscription made here misses no event of that harness. Must not throw.
+   */
+  harnessCreated(harness: AgentHarness): void;
+  /** How far apart a lane's live updates go out (the watch widens it for large audiences). */
+  liveUpdateIntervalMs(lane: string): number;
+  /** A run used the tools of an MCP server whose cached tool list is past its TTL. */
+  mcpServerStale(name: string): void;
+}
+
 /**
- * The hosting half of the SessionObject (ARCHITECTURE D2, D7): migrations in a cheap constructor
+ * The host state of the SessionObject (ARCHITECTURE D2, D7): migrations in a cheap constructor
  * (only for an object that holds a session: sql/lazy-schema.ts; a read of an unknown session
- * writes nothing, and `create` makes the schema), the Session and its harness opened lazily over
- * the object's SQLite storage, and the alarm that resumes due work. The RPC surface is layered on top (session-data-rpc.ts, session-lane-rpc.ts).
+ * writes nothing, and creation makes the schema), the Session and its harness opened lazily over
+ * the object's SQLite storage, the due work with its outboxes, and the alarm that resumes it.
  * Tenant and session ids live in the object's own storage, never parsed from `ctx.id.name`
- * (absent in cold alarms, partykit#333).
+ * (absent in cold alarms, partykit#333). A plain class: the object composes it with its
+ * capability modules (session-object.ts).
  */
-export abstract class SessionHost extends DurableObject<Env> {
-  protected opened: { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } | undefined;
-  protected readonly dueWork: DueWork;
-  protected readonly schema: LazySchema;
+export class SessionHost {
+  private opened: OpenedSession | undefined;
+  readonly dueWork: DueWork;
+  readonly schema: LazySchema;
+  /** The models the session's tenant may use, its credentials and defaults (tenant-model-access.ts). */
+  readonly models: TenantModelAccess;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
   /** A settlement forward is on its timer (forwardAfterCommit): later commits before it fires ride on it. */
   private settlementForwardDue = false;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(
+    readonly ctx: DurableObjectState,
+    readonly env: Env,
+    private readonly hooks: SessionHostHooks,
+  ) {
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current,
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
+    this.models = new TenantModelAccess(env, () => this.currentStorage()?.tenantId);
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
     const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.currentStorage() };
     this.forwarder = settlementForwarder(forwards);
@@ -110,7 +132,7 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /** The stored session, or undefined when this object holds none (nothing is written to find out). */
-  protected existingStorage(): SqlSessionStorage | undefined {
+  existingStorage(): SqlSessionStorage | undefined {
     return this.schema.exists ? SqlSessionStorage.open(this.ctx.storage) : undefined;
   }
 
@@ -131,7 +153,7 @@ export abstract class SessionHost extends DurableObject<Env> {
    * Drives every due operation and forwards the settlement outbox; at-least-once delivery is
    * harmless (passes join, records answer, the tenant applies a repeated forward once).
    */
-  override async alarm(): Promise<void> {
+  async alarm(): Promise<void> {
     this.dueWork.alarmDelivered();
     if (!this.existingStorage()) return;
     // A failed forward postpones its rows and re-arms; it must not stop the due passes.
@@ -153,64 +175,49 @@ export abstract class SessionHost extends DurableObject<Env> {
     return this.open().session;
   }
 
-  protected openStorage(): SqlSessionStorage {
+  openStorage(): SqlSessionStorage {
     return this.open().storage;
   }
 
-  protected open(): { session: Session; storage: SqlSessionStorage; runtime: SessionRuntime } {
+  open(): OpenedSession {
     if (this.opened && !this.opened.session.closed && !this.opened.runtime.faulted) return this.opened;
     const storage = this.existingStorage();
     if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
     // A faulted (or closed) predecessor is retired before its successor restores: its line is
     // sealed, its gates closed and its admitted work signalled, so only one harness ever writes.
     this.opened?.runtime.retire();
+    return this.adopt(storage);
+  }
+
+  /** Opens a session just created (or forked) in this object's storage. */
+  adopt(storage: SqlSessionStorage): OpenedSession {
     const session = new Session(storage);
     this.opened = { session, storage, runtime: this.runtimeFor(session) };
     return this.opened;
   }
 
-  protected runtimeFor(session: Session): SessionRuntime {
-    return new SessionRuntime(session, this.dueWork, () => this.sessionModels(session), (harness) => {
+  /** Hands the open session over for deletion: the object holds none from here on. */
+  release(): OpenedSession | undefined {
+    const opened = this.opened;
+    this.opened = undefined;
+    return opened;
+  }
+
+  private runtimeFor(session: Session): SessionRuntime {
+    return new SessionRuntime(session, this.dueWork, () => this.models.port(session), (harness) => {
       this.forwardUsage(harness);
-      this.harnessCreated(harness);
-    }, this.remoteToolSettings(), (lane) => this.liveUpdateIntervalMs(lane));
+      this.hooks.harnessCreated(harness);
+    }, this.remoteToolSettings(), (lane) => this.hooks.liveUpdateIntervalMs(lane));
+  }
+
+  /** What a tool definition is checked and sealed with (creation and `PUT …/tools/{name}`). */
+  toolDefinitionContext(sessionId: string): ToolDefinitionContext {
+    return { sessionId, secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
   }
 
   private remoteToolSettings(): { http: HttpToolSettings; mcp: McpToolSettings } {
     const reach = { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
-    return { http: reach, mcp: { ...reach, onStaleServer: (name) => this.mcpServerStale(name) } };
-  }
-
-  /** A run used the tools of an MCP server whose cached tool list is past its TTL (session-mcp-rpc.ts refreshes it). */
-  protected mcpServerStale(_name: string): void {}
-
-  /**
-   * The session's Models port: pi-ai's registry with the deployment's configuration, and each
-   * hosted request's credentials asked of the tenant's object when the request starts (never
-   * stored here: a key lives in memory for one request).
-   */
-  private sessionModels(session: Session): ModelsPort {
-    const deployment = modelsDeployment(this.env);
-    const registry = createModelRegistry({ scripted: deployment.scripted, secret: deployment.secret, scriptSource: () => new SessionScriptSource(session) });
-    return tenantModels(registry, { deployment, grant: (provider) => this.providerGrant(provider) });
-  }
-
-  private async providerGrant(provider: string): Promise<TenantProviderGrant> {
-    const tenantId = this.tenantId();
-    return tenantId === undefined ? { deploymentKeys: false } : this.env.TENANTS.getByName(tenantId).providerGrant(provider);
-  }
-
-  /**
-   * What the tenant holds for models now: the providers it can use (its keys, the deployment's
-   * when allowed, scripted) and its default model of new lanes.
-   */
-  protected async tenantModelSettings(): Promise<{ usableProviders: Set<string>; defaultModel: ModelIdentity | null }> {
-    const tenantId = this.tenantId();
-    const deployment = modelsDeployment(this.env);
-    const none = { keys: [], deploymentKeys: false, defaultModel: null };
-    const reply = tenantId === undefined ? undefined : fromWire(await this.env.TENANTS.getByName(tenantId).providerSettings());
-    const settings = reply?.ok ? reply.value : none;
-    return { usableProviders: usableProviders(deployment, settings), defaultModel: settings.defaultModel };
+    return { http: reach, mcp: { ...reach, onStaleServer: (name) => this.hooks.mcpServerStale(name) } };
   }
 
   /**
@@ -237,7 +244,7 @@ export abstract class SessionHost extends DurableObject<Env> {
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
-  protected takeOverReservation(operationId: string, reservationId: string): void {
+  takeOverReservation(operationId: string, reservationId: string): void {
     this.dueWork.outbox.takeOver(operationId, reservationId);
   }
 
@@ -252,39 +259,24 @@ export abstract class SessionHost extends DurableObject<Env> {
     harness.events.on("usage", () => this.forwardAfterCommit("settled"));
   }
 
-  private tenantId(): string | undefined {
-    return this.currentStorage()?.tenantId;
-  }
-
-  /**
-   * A layer's hook, run once per hosted harness before any caller (RPC, alarm, WebSocket) gets
-   * it, so a subscription made here misses no event of that harness. Must not throw.
-   */
-  protected harnessCreated(_harness: AgentHarness): void {}
-
-  /** How far apart a lane's live updates go out; the watch layer widens it for large audiences. */
-  protected liveUpdateIntervalMs(_lane: string): number {
-    return WIRE_UPDATE_INTERVAL_MS;
-  }
-
   /** The hosted harness (engine tests reach it through `runInDurableObject`). */
   harness(): Promise<AgentHarness> {
     return this.open().runtime.harness();
   }
 
-  protected async lane(name: string): Promise<AgentLane> {
+  async lane(name: string): Promise<AgentLane> {
     const lane = (await this.harness()).getLane(name);
     if (!lane) throw new RpcError({ code: "UnknownLane", message: `Lane "${name}" does not exist` });
     return lane;
   }
 
   /** Every branch included: bounded by SESSION_LIMITS.branches (the REST API pages them instead). */
-  protected describe(): SessionInfo {
+  describe(): SessionInfo {
     return { ...this.summary(), branches: this.listBranches() };
   }
 
   /** The session's own fields, without its branches. */
-  protected summary(): Omit<SessionInfo, "branches"> {
+  summary(): Omit<SessionInfo, "branches"> {
     const { session, storage } = this.open();
     const { metadata } = session;
     return {
@@ -297,7 +289,7 @@ export abstract class SessionHost extends DurableObject<Env> {
     };
   }
 
-  protected listBranches(): BranchInfo[] {
+  listBranches(): BranchInfo[] {
     return this.session()
       .scanValues(branchTipInventoryPrefix())
       .map((tip) => ({ name: tip.address.key, tipId: tip.value }));

@@ -1,17 +1,171 @@
+import { DurableObject } from "cloudflare:workers";
+import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import type { BranchScan } from "../../harness/session/branch.ts";
+import type { EntryQuery } from "../../harness/session/session.ts";
+import type { ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
+import type { ForkOptions } from "../../schema/api-fork.ts";
+import type { JsonValue } from "../../schema/json.ts";
+import type { McpServerInput } from "../../schema/mcp.ts";
+import type { PromptTemplate, Skill } from "../../schema/settings.ts";
+import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
+import type { ClientToolResult, ToolDefinitionInput } from "../../schema/tools.ts";
+import type { Wire } from "../../schema/wire.ts";
+import type { IdempotencyReplay } from "../rpc/idempotency.ts";
+import { CreationSlots } from "./creation-slots.ts";
+import { SessionBranches, type NamePageQuery } from "./session-branches.ts";
+import { SessionData } from "./session-data.ts";
+import { SessionFork, type ForkInit } from "./session-fork.ts";
+import { SessionHost, type LaneConfigPatch, type NewBranchEntry, type QueueInput, type SessionInit } from "./session-host.ts";
+import { SessionLanes } from "./session-lanes.ts";
+import { SessionLifecycle } from "./session-lifecycle.ts";
+import { SessionMcp } from "./session-mcp.ts";
+import { SessionOperations } from "./session-operations.ts";
+import { SessionSettings } from "./session-settings.ts";
+import { SessionStructural } from "./session-structural.ts";
+import { SessionTools } from "./session-tools.ts";
 import { SessionWatch } from "./session-watch.ts";
+import type { ForkDataCursor, ForkEntryCursor, ForkPlan } from "./storage/fork-source.ts";
+import type { ListPageOptions } from "./storage/json-pages.ts";
 
-export type {
-  BranchInfo,
-  LaneConfigPatch,
-  NewBranchEntry,
-  QueueInput,
-  SessionInfo,
-  SessionInit,
-} from "./session-host.ts";
+export type { BranchInfo, LaneConfigPatch, NewBranchEntry, QueueInput, SessionInfo, SessionInit } from "./session-host.ts";
 
 /**
- * One session per object, named `${tenantId}:${sessionId}` (ARCHITECTURE D2): a thin shell whose
- * layers are hosting (session/session-host.ts), session data RPC (session-data-rpc.ts) and lane
- * RPC (session-lane-rpc.ts). Expected failures come back as tagged values, never as throws.
+ * One session per object, named `${tenantId}:${sessionId}` (ARCHITECTURE D2). The object owns
+ * nothing but its parts: the host (storage, the opened session and runtime, due work, outboxes:
+ * session-host.ts) and plain capability modules, each given what it uses. Below is the object's
+ * whole contract with the front worker, one line per method. Expected failures come back as
+ * tagged values (`RpcResult`), never as throws.
  */
-export class SessionObject extends SessionWatch {}
+export class SessionObject extends DurableObject<Env> {
+  private readonly host: SessionHost;
+  private readonly lifecycle: SessionLifecycle;
+  private readonly branchesAndEntries: SessionBranches;
+  private readonly data: SessionData;
+  private readonly fork: SessionFork;
+  private readonly laneCommands: SessionLanes;
+  private readonly operations: SessionOperations;
+  private readonly structural: SessionStructural;
+  private readonly sessionSettings: SessionSettings;
+  private readonly tools: SessionTools;
+  private readonly mcp: SessionMcp;
+  private readonly watch: SessionWatch;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // Cheap: no storage is read here beyond the schema check the host makes (D2).
+    this.host = new SessionHost(ctx, env, {
+      harnessCreated: (harness) => this.watch.harnessCreated(harness),
+      liveUpdateIntervalMs: (lane) => this.liveUpdateIntervalMs(lane),
+      mcpServerStale: (name) => this.mcp.refreshInBackground(name),
+    });
+    const slots = new CreationSlots(ctx.storage);
+    this.lifecycle = new SessionLifecycle(this.host);
+    this.branchesAndEntries = new SessionBranches(this.host, slots);
+    this.data = new SessionData(this.host);
+    this.fork = new SessionFork(this.host, this.lifecycle);
+    this.laneCommands = new SessionLanes(this.host, slots);
+    this.operations = new SessionOperations(this.host);
+    this.structural = new SessionStructural(this.host, this.operations);
+    this.sessionSettings = new SessionSettings(this.host);
+    this.tools = new SessionTools(this.host);
+    this.mcp = new SessionMcp(this.host);
+    this.watch = new SessionWatch(this.host);
+  }
+
+  // Hosting: the alarm drives due work; the idempotency store of the session's creating POSTs.
+  override alarm() { return this.host.alarm(); }
+  idempotencyClaim(key: string, requestHash: string) { return this.host.idempotencyClaim(key, requestHash); }
+  idempotencyComplete(key: string, requestHash: string, replay: IdempotencyReplay | null) { return this.host.idempotencyComplete(key, requestHash, replay); }
+
+  // Lifecycle (session-lifecycle.ts).
+  create(init: SessionInit) { return this.lifecycle.create(init); }
+  info() { return this.lifecycle.info(); }
+  view() { return this.lifecycle.view(); }
+  deleteSession() { return this.lifecycle.deleteSession(); }
+
+  // Fork (session-fork.ts): the destination pulls pages from the source.
+  createFork(init: ForkInit) { return this.fork.createFork(init); }
+  forkPlan(options: Wire<ForkOptions>) { return this.fork.forkPlan(options); }
+  forkEntries(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkEntryCursor>) { return this.fork.forkEntries(plan, cursor); }
+  forkData(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkDataCursor>) { return this.fork.forkData(plan, cursor); }
+
+  // Branches and entries (session-branches.ts).
+  createBranch(name: string, at: string | null) { return this.branchesAndEntries.createBranch(name, at); }
+  branches(query?: NamePageQuery) { return this.branchesAndEntries.branches(query); }
+  scanBranch(name: string, scan?: BranchScan) { return this.branchesAndEntries.scanBranch(name, scan); }
+  getEntry(id: string) { return this.branchesAndEntries.getEntry(id); }
+  findEntries(query?: EntryQuery) { return this.branchesAndEntries.findEntries(query); }
+  entriesJson(query: Omit<EntryQuery, "limit"> & { limit: number }) { return this.branchesAndEntries.entriesJson(query); }
+  branchEntriesJson(name: string, scan: Omit<BranchScan, "limit"> & { limit: number }) { return this.branchesAndEntries.branchEntriesJson(name, scan); }
+  entryJson(id: string) { return this.branchesAndEntries.entryJson(id); }
+
+  // Usage, name, labels, values and lists (session-data.ts).
+  scanUsage(scan?: UsageScan) { return this.data.scanUsage(scan); }
+  usageJson(scan: { fromSeq?: number; limit: number }) { return this.data.usageJson(scan); }
+  stats() { return this.data.stats(); }
+  setName(name: string | null) { return this.data.setName(name); }
+  getLabel(entryId: string) { return this.data.getLabel(entryId); }
+  setLabel(entryId: string, label: string | null) { return this.data.setLabel(entryId, label); }
+  getValue(namespace: string, key: string) { return this.data.getValue(namespace, key); }
+  valueJson(namespace: string, key: string) { return this.data.valueJson(namespace, key); }
+  setValue(namespace: string, key: string, next: Wire<JsonValue>) { return this.data.setValue(namespace, key, next); }
+  deleteValue(namespace: string, key: string) { return this.data.deleteValue(namespace, key); }
+  appendList(namespace: string, key: string, element: Wire<JsonValue>) { return this.data.appendList(namespace, key, element); }
+  readList(namespace: string, key: string, options?: ListReadOptions) { return this.data.readList(namespace, key, options); }
+  listJson(namespace: string, key: string, options: ListPageOptions & { limit: number }) { return this.data.listJson(namespace, key, options); }
+  deleteList(namespace: string, key: string) { return this.data.deleteList(namespace, key); }
+
+  // Settings and resources (session-settings.ts).
+  settings() { return this.sessionSettings.settings(); }
+  updateSettings(patch: Wire<HarnessSettingsPatch>) { return this.sessionSettings.updateSettings(patch); }
+  setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return this.sessionSettings.setResource(kind, name, body); }
+
+  // Lanes (session-lanes.ts).
+  acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>) { return this.laneCommands.acquireLane(name, createAt, configuration); }
+  lanes(query?: NamePageQuery) { return this.laneCommands.lanes(query); }
+  laneExecution(name: string) { return this.laneCommands.laneExecution(name); }
+  configureLane(name: string, patch: Wire<LaneConfigPatch>) { return this.laneCommands.configureLane(name, patch); }
+  enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>) { return this.laneCommands.enqueue(name, kind, input); }
+  cancelQueued(name: string, entryId: string) { return this.laneCommands.cancelQueued(name, entryId); }
+  appendToLane(name: string, body: Wire<NewBranchEntry>) { return this.laneCommands.appendToLane(name, body); }
+  appendToBranch(name: string, body: Wire<NewBranchEntry>) { return this.laneCommands.appendToBranch(name, body); }
+  laneSnapshot(name: string) { return this.laneCommands.laneSnapshot(name); }
+
+  // Operations (session-operations.ts) and the structural conveniences (session-structural.ts).
+  acceptOperation(name: string, request: Wire<OperationRequest>) { return this.operations.acceptOperation(name, request); }
+  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservationId?: string) { return this.operations.acceptAndAwait(name, request, waitMs, reservationId); }
+  operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
+  resumeOperation(name: string, operationId: string, waitMs?: number) { return this.operations.resumeOperation(name, operationId, waitMs); }
+  resumeCurrent(name: string, waitMs: number) { return this.operations.resumeCurrent(name, waitMs); }
+  abortOperation(name: string, operationId: string) { return this.operations.abortOperation(name, operationId); }
+  abortCurrent(name: string, waitMs: number) { return this.operations.abortCurrent(name, waitMs); }
+  sweepDeferred(name: string, operationId: string) { return this.operations.sweepDeferred(name, operationId); }
+  navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number) { return this.structural.navigateAndAwait(name, request, waitMs); }
+  compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number) { return this.structural.compactAndAwait(name, request, waitMs); }
+
+  // Tools (session-tools.ts) and MCP servers (session-mcp.ts).
+  listTools() { return this.tools.listTools(); }
+  putTool(name: string, input: Wire<ToolDefinitionInput>) { return this.tools.putTool(name, input); }
+  deleteTool(name: string) { return this.tools.deleteTool(name); }
+  submitToolResult(lane: string, operationId: string, toolCallId: string, result: Wire<ClientToolResult>) { return this.tools.submitToolResult(lane, operationId, toolCallId, result); }
+  listMcpServers() { return this.mcp.listMcpServers(); }
+  putMcpServer(name: string, input: Wire<McpServerInput>) { return this.mcp.putMcpServer(name, input); }
+  deleteMcpServer(name: string) { return this.mcp.deleteMcpServer(name); }
+  refreshMcpServer(name: string) { return this.mcp.refreshMcpServer(name); }
+
+  // Watch sockets (session-watch.ts): upgrades forwarded by the front worker, hibernatable handlers.
+  override fetch(request: Request) { return this.watch.fetch(request); }
+  laneSnapshotAt(name: string) { return this.watch.laneSnapshotAt(name); }
+  closeWatchesOfKey(keyId: string) { return this.watch.closeWatchesOfKey(keyId); }
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer) { return this.watch.webSocketMessage(ws, message); }
+  override webSocketClose(ws: WebSocket, code: number, reason: string) { return this.watch.webSocketClose(ws, code, reason); }
+  override webSocketError(ws: WebSocket) { return this.watch.webSocketError(ws); }
+
+  // In-process only (engine tests reach these through `runInDurableObject`).
+  session() { return this.host.session(); }
+  harness() { return this.host.harness(); }
+
+  private liveUpdateIntervalMs(lane: string): number {
+    return this.watch.liveUpdateIntervalMs(lane);
+  }
+}

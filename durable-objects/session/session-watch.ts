@@ -7,7 +7,7 @@ import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema }
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "./watch/watch-hub.ts";
-import { SessionStructuralRpc } from "./session-structural-rpc.ts";
+import type { SessionHost } from "./session-host.ts";
 
 /**
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
@@ -15,26 +15,30 @@ import { SessionStructuralRpc } from "./session-structural-rpc.ts";
  */
 export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch" } as const;
 
+/** What this module reaches of the host (session-host.ts). */
+type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
+
 /**
  * Lane and session watch streams over hibernatable WebSockets (spec/API.md "Watch protocol",
  * ARCHITECTURE D13, D14.13): the upgrade forwarded by the front worker, client messages, close and
  * error. The fan-out and the event counter live in watch/watch-hub.ts.
  */
-export abstract class SessionWatch extends SessionStructuralRpc {
+export class SessionWatch {
   private readonly hub: WatchHub;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(private readonly host: WatchHost) {
     // Cheap, no storage: answered by the runtime without waking the object.
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
-    this.hub = new WatchHub(ctx);
+    host.ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    this.hub = new WatchHub(host.ctx);
   }
 
-  protected override harnessCreated(harness: AgentHarness): void {
+  /** Every hosted harness feeds the sockets (the host calls this before any caller gets the harness). */
+  harnessCreated(harness: AgentHarness): void {
     this.hub.attach(harness);
   }
 
-  protected override liveUpdateIntervalMs(lane: string): number {
+  /** How far apart a lane's live updates go out: wider for large audiences (watch/watch-hub.ts). */
+  liveUpdateIntervalMs(lane: string): number {
     return this.hub.liveUpdateIntervalMs(lane);
   }
 
@@ -44,7 +48,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
    */
   async laneSnapshotAt(name: string): Promise<Wire<RpcResult<{ seq: number; snapshot: LaneSnapshot }>>> {
     return asResult(async () => {
-      const harness = await this.harness();
+      const harness = await this.host.harness();
       const lane = harness.getLane(name);
       if (!lane) throw new RpcError({ code: "UnknownLane", message: `Lane "${name}" does not exist` });
       return this.hub.snapshot(harness, (m) => lane.captureSnapshot(m));
@@ -52,7 +56,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
   }
 
   /** Only WebSocket upgrades forwarded by the front worker come here. */
-  override async fetch(request: Request): Promise<Response> {
+  async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return errorResponse({ code: "UpgradeRequired", message: "Expected a WebSocket upgrade" });
     }
@@ -61,7 +65,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
     if (!target || !keyId) return errorResponse({ code: "ValidationFailed", message: "Invalid watch target" });
     let harness: AgentHarness;
     try {
-      harness = await this.harness();
+      harness = await this.host.harness();
     } catch (error) {
       const tagged = expectedError(error);
       if (tagged) return errorResponse(tagged);
@@ -75,7 +79,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
     const pair = new WebSocketPair();
     const client = pair[0];
     const server = pair[1];
-    this.ctx.acceptWebSocket(server, watchTags(target));
+    this.host.ctx.acceptWebSocket(server, watchTags(target));
     this.hub.join(server, target, keyId, harness, request.headers.get(WATCH_HEADERS.batch) === "true");
     const refusal = await this.registerWatch(keyId);
     if (refusal) {
@@ -102,9 +106,9 @@ export abstract class SessionWatch extends SessionStructuralRpc {
    * the tenant does not know of is never handed out; a failed call refuses the upgrade (503).
    */
   private async registerWatch(keyId: string): Promise<ApiError | undefined> {
-    const { session, storage } = this.open();
+    const { session, storage } = this.host.open();
     try {
-      const { active } = await this.env.TENANTS.getByName(storage.tenantId).registerWatch(keyId, session.metadata.id);
+      const { active } = await this.host.env.TENANTS.getByName(storage.tenantId).registerWatch(keyId, session.metadata.id);
       return active ? undefined : { code: "Unauthenticated", message: "The API key was revoked" };
     } catch {
       return { code: "Overloaded", message: "The watch could not be registered; retry" };
@@ -115,7 +119,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
    * Client messages: `{"type":"resnapshot"}` and `{"type":"ack","bytes":n}` ("ping" is answered by
    * the runtime). Every message counts against the socket's rate before anything else is done.
    */
-  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     if (!this.hub.admit(ws)) return;
     if (typeof message !== "string") return this.refuse(ws, WATCH_CLOSE.binary, "Binary messages are not supported");
     if (message === "ping") return ws.send("pong");
@@ -132,7 +136,7 @@ export abstract class SessionWatch extends SessionStructuralRpc {
     if (parsed.type === "ack") return this.hub.acknowledge(ws, parsed.bytes);
     let harness: AgentHarness;
     try {
-      harness = await this.harness();
+      harness = await this.host.harness();
     } catch (error) {
       return this.refuse(ws, WATCH_CLOSE.internal, expectedError(error)?.message ?? "The session is unavailable");
     }
@@ -144,13 +148,13 @@ export abstract class SessionWatch extends SessionStructuralRpc {
     close(ws, code, reason);
   }
 
-  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+  async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
     this.hub.forget(ws);
     // Complete the closing handshake (clients otherwise see 1006); reserved codes have no peer.
     if (code !== 1005 && code !== 1006 && code !== 1015) close(ws, code, reason);
   }
 
-  override async webSocketError(ws: WebSocket): Promise<void> {
+  async webSocketError(ws: WebSocket): Promise<void> {
     this.hub.forget(ws);
   }
 }

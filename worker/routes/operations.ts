@@ -1,5 +1,5 @@
 import { Hono, type Context } from "hono";
-import type { ConvenienceOutcome } from "../../durable-objects/session/session-lane-rpc.ts";
+import type { ConvenienceOutcome } from "../../durable-objects/session/session-operations.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody } from "../../schema/lane-api.ts";

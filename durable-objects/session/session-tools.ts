@@ -6,19 +6,24 @@ import { mcpServerSummary, mcpServersPrefix, mcpToolIndex, mcpToolView } from ".
 import { toolDefinition, toolDefinitionsPrefix, toolView } from "../../tools/definitions.ts";
 import { ownToolNames } from "../../tools/registry.ts";
 import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
-import { SessionLaneRpc } from "./session-lane-rpc.ts";
 import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-definition-input.ts";
+
+import type { SessionHost } from "./session-host.ts";
+/** What this module reaches of the host (session-host.ts). */
+type ToolsHost = Pick<SessionHost, "harness" | "lane" | "session" | "toolDefinitionContext">;
 
 /**
  * Tool definitions as session data (ARCHITECTURE D11, spec/API.md `…/tools/{name}`): listed,
  * created or replaced, deleted. Everything is checked before anything is written; an http tool's
  * signing secret is generated on creation, answered once, and stored only sealed.
  */
-export abstract class SessionToolsRpc extends SessionLaneRpc {
+export class SessionTools {
+  constructor(private readonly host: ToolsHost) {}
+
   /** The session's own definitions, then its MCP servers' tools (from their caches), and how each server fares. */
   async listTools(): Promise<Wire<RpcResult<ToolListing>>> {
     return asResult(() => {
-      const session = this.session();
+      const session = this.host.session();
       const index = mcpToolIndex(session);
       const own = session.scanValues(toolDefinitionsPrefix()).map((stored) => toolView(stored.address.key, stored.value));
       const mcp = [...index].map(([name, binding]) => mcpToolView(name, binding));
@@ -30,11 +35,11 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
   async putTool(name: string, input: Wire<ToolDefinitionInput>): Promise<Wire<RpcResult<ToolDefinitionReply>>> {
     return asResult(async () => {
       const definition = parseWire(input);
-      const session = this.session();
+      const session = this.host.session();
       // Checked and sealed first: the read of the existing definition and the write that depends
       // on it then happen in one synchronous turn, with no await another request could slip into.
       const fresh = definition.kind === "http" ? newToolSecret() : undefined;
-      const candidate = await storedToolDefinition(name, definition, this.toolDefinitionContext(session.metadata.id), fresh, "");
+      const candidate = await storedToolDefinition(name, definition, this.host.toolDefinitionContext(session.metadata.id), fresh, "");
       const existing = session.getValue(toolDefinition(name))?.value;
       if (!existing && ownToolNames(session).size >= MAX_SESSION_TOOLS) {
         throw new RpcError({ code: "LimitExceeded", message: `A session may define at most ${MAX_SESSION_TOOLS} tools`, details: { resource: "tools", limit: MAX_SESSION_TOOLS } });
@@ -49,8 +54,8 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
 
   async deleteTool(name: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
     return asResult(async () => {
-      const harness = await this.harness();
-      const session = this.session();
+      const harness = await this.host.harness();
+      const session = this.host.session();
       if (!session.getValue(toolDefinition(name))) throw new RpcError({ code: "ToolNotFound", message: `Tool ${name} is not defined` });
       const lanes = harness.lanes().filter((lane) => harness.getLane(lane.name)?.state.configuration.activeToolNames.includes(name)).map((lane) => lane.name);
       if (lanes.length > 0) {
@@ -68,7 +73,7 @@ export abstract class SessionToolsRpc extends SessionLaneRpc {
    */
   async submitToolResult(laneName: string, operationId: string, toolCallId: string, result: Wire<ClientToolResult>): Promise<Wire<RpcResult<{ accepted: true }>>> {
     return asResult(async () => {
-      const lane = await this.lane(laneName);
+      const lane = await this.host.lane(laneName);
       const accepted = unwrapLane(await lane.submitToolResult(operationId, toolCallId, parseWire(result)));
       void (async () => {
         const first = await lane.drive({ operationId, waitForRetry: false });

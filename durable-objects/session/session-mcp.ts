@@ -10,7 +10,10 @@ import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpCredentialContext, mcpServer, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
 import { asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
-import { SessionToolsRpc } from "./session-tools-rpc.ts";
+
+import type { SessionHost } from "./session-host.ts";
+/** What this module reaches of the host (session-host.ts). */
+type McpHost = Pick<SessionHost, "env" | "harness" | "session">;
 
 /**
  * MCP servers of a session (spec/API.md `…/mcp-servers/{name}`, the mcp kind of ARCHITECTURE
@@ -19,13 +22,15 @@ import { SessionToolsRpc } from "./session-tools-rpc.ts";
  * between that read and that write (reference §5), and a discovery that a newer registration
  * overtook (another revision) is dropped instead of overwriting it.
  */
-export abstract class SessionMcpRpc extends SessionToolsRpc {
+export class SessionMcp {
   /** Servers being refreshed in the background (one at a time each). */
   private readonly refreshing = new Set<string>();
 
+  constructor(private readonly host: McpHost) {}
+
   async listMcpServers(): Promise<Wire<RpcResult<McpServerView[]>>> {
     return asResult(() => {
-      const session = this.session();
+      const session = this.host.session();
       const index = mcpToolIndex(session);
       return session.scanValues(mcpServersPrefix()).map((stored) => mcpServerView(stored.address.key, stored.value, index));
     });
@@ -34,8 +39,8 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
   async putMcpServer(name: string, input: Wire<McpServerInput>): Promise<Wire<RpcResult<McpServerReply>>> {
     return asResult(async () => {
       const definition = parseWire(input);
-      const session = this.session();
-      const harness = await this.harness();
+      const session = this.host.session();
+      const harness = await this.host.harness();
       const urlProblem = egressProblem(definition.url, this.mcpSettings().allowLoopback);
       if (urlProblem) throw invalidInput("url", urlProblem.message, { field: "url", server: name, ...egressDetails(urlProblem) });
       const prefix = definition.prefix ?? `${name}_`;
@@ -70,8 +75,8 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
 
   async deleteMcpServer(name: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
     return asResult(async () => {
-      const harness = await this.harness();
-      const session = this.session();
+      const harness = await this.host.harness();
+      const session = this.host.session();
       const stored = session.getValue(mcpServer(name))?.value;
       if (!stored) throw notFound(name);
       const offered = new Set([...mcpToolIndex(session)].filter(([, binding]) => binding.serverName === name).map(([toolName]) => toolName));
@@ -88,11 +93,12 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
     return asResult(async () => {
       const refreshed = await this.refresh(name);
       if (!refreshed) throw notFound(name);
-      return mcpServerView(name, refreshed, mcpToolIndex(this.session()));
+      return mcpServerView(name, refreshed, mcpToolIndex(this.host.session()));
     });
   }
 
-  protected override mcpServerStale(name: string): void {
+  /** A run used the tools of this server past its cached tool list's TTL: refreshed in the background, one at a time. */
+  refreshInBackground(name: string): void {
     if (this.refreshing.has(name)) return;
     this.refreshing.add(name);
     void this.refresh(name)
@@ -102,8 +108,8 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
 
   /** Discovers the server's tools again and stores the outcome; undefined when there is no such server. */
   private async refresh(name: string): Promise<StoredMcpServer | undefined> {
-    const session = this.session();
-    const harness = await this.harness();
+    const session = this.host.session();
+    const harness = await this.host.harness();
     const read = session.getValue(mcpServer(name))?.value;
     if (!read) return undefined;
     const outcome = await this.discover(name, read);
@@ -117,7 +123,7 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
 
   private async discover(name: string, server: StoredMcpServer): Promise<DiscoveryOutcome> {
     try {
-      const discovery = await discoverMcpTools({ sessionId: this.session().metadata.id, serverName: name, server }, this.mcpSettings(), new AbortController().signal);
+      const discovery = await discoverMcpTools({ sessionId: this.host.session().metadata.id, serverName: name, server }, this.mcpSettings(), new AbortController().signal);
       return { ok: true, discovery };
     } catch (error) {
       if (error instanceof McpExchangeError) return { ok: false, message: error.message };
@@ -127,7 +133,7 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
 
   /** A new prefix renames every tool of the server: refused while a lane has one under the old name active. */
   private checkPrefixChange(harness: AgentHarness, name: string, prefix: string): void {
-    const replaced = this.session().getValue(mcpServer(name))?.value;
+    const replaced = this.host.session().getValue(mcpServer(name))?.value;
     if (!replaced || replaced.prefix === prefix) return;
     const active = activeToolNames(harness);
     const inUse = replaced.tools.map((tool) => replaced.prefix + tool.name).filter((toolName) => active.has(toolName));
@@ -137,7 +143,7 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
   }
 
   private checkServerBound(name: string): void {
-    const session = this.session();
+    const session = this.host.session();
     if (session.getValue(mcpServer(name))) return;
     if (session.scanValues(mcpServersPrefix()).length >= MAX_SESSION_MCP_SERVERS) {
       throw new RpcError({ code: "LimitExceeded", message: `A session may register at most ${MAX_SESSION_MCP_SERVERS} MCP servers`, details: { resource: "mcpServers", limit: MAX_SESSION_MCP_SERVERS } });
@@ -145,12 +151,12 @@ export abstract class SessionMcpRpc extends SessionToolsRpc {
   }
 
   private async sealHeaders(name: string, headers: Record<string, string>): Promise<string> {
-    const key = await secretBoxKey(this.env.SECRETS_KEY, "mcp-credential");
-    return sealSecret(key, JSON.stringify(headers), mcpCredentialContext(this.session().metadata.id, name));
+    const key = await secretBoxKey(this.host.env.SECRETS_KEY, "mcp-credential");
+    return sealSecret(key, JSON.stringify(headers), mcpCredentialContext(this.host.session().metadata.id, name));
   }
 
   private mcpSettings(): McpSettings {
-    return { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
+    return { secretsKey: this.host.env.SECRETS_KEY, allowLoopback: this.host.env.LOCAL_DEV === "on" };
   }
 }
 

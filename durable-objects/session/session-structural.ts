@@ -5,9 +5,10 @@ import type { OperationResultRecord } from "../../schema/lane.ts";
 import { parseWire, unwrapLane, asResult } from "../rpc/rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
-import type { ConvenienceOutcome } from "./session-lane-rpc.ts";
-import { SessionMcpRpc } from "./session-mcp-rpc.ts";
+import type { ConvenienceOutcome } from "./session-operations.ts";
 
+import type { SessionHost } from "./session-host.ts";
+import type { SessionOperations } from "./session-operations.ts";
 /** What the navigate convenience answers: the navigation, and the continuation run when one started. */
 export interface NavigateOutcome {
   navigation: ConvenienceOutcome<OperationResultRecord>;
@@ -20,12 +21,21 @@ export interface CompactOutcome {
   run?: ConvenienceOutcome<PromptAnswer>;
 }
 
+/** What this module reaches of the host (session-host.ts). */
+type StructuralHost = Pick<SessionHost, "lane" | "open" | "openStorage">;
+
 /**
  * Structural conveniences (reference §3.9): an operation A, then — when A was not aborted and the
  * lane holds eligible queued input (steer, follow-up, next-run) — the continuation run B, admitted
  * as an empty-prompt run that takes that input. The same primitives a client could call itself.
  */
-export abstract class SessionStructuralRpc extends SessionMcpRpc {
+export class SessionStructural {
+  constructor(
+    private readonly host: StructuralHost,
+    /** Waits on each operation as the prompt convenience does. */
+    private readonly operations: SessionOperations,
+  ) {}
+
   async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number): Promise<Wire<RpcResult<NavigateOutcome>>> {
     return asResult(async () => {
       const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs);
@@ -45,19 +55,19 @@ export abstract class SessionStructuralRpc extends SessionMcpRpc {
     request: NavigationRequest | CompactionRequest,
     waitMs: number,
   ): Promise<{ record: ConvenienceOutcome<OperationResultRecord>; run?: ConvenienceOutcome<PromptAnswer> }> {
-    const lane = await this.lane(name);
+    const lane = await this.host.lane(name);
     const started = Date.now();
     const admission = unwrapLane(await lane.accept(request));
-    this.open().runtime.startPass(lane, admission.operationId);
-    const record = await this.outcomeWithin(lane, admission.operationId, waitMs);
+    this.host.open().runtime.startPass(lane, admission.operationId);
+    const record = await this.operations.outcomeWithin(lane, admission.operationId, waitMs);
     if (record.state !== "settled" || record.result.status === "aborted") return { record };
     // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1);
     // otherwise (or when another caller took the lane first) there is no continuation.
     const continuation = await lane.accept({ kind: "prompt", prompt: "" });
     if (!continuation.ok) return { record };
-    this.open().runtime.startPass(lane, continuation.value.operationId);
-    const run = await this.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
+    this.host.open().runtime.startPass(lane, continuation.value.operationId);
+    const run = await this.operations.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
     if (run.state !== "settled") return { record, run };
-    return { record, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.openStorage(), run.result, placedBy(lane, run.result)) } } };
+    return { record, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.host.openStorage(), run.result, placedBy(lane, run.result)) } } };
   }
 }

@@ -1,25 +1,15 @@
 import type { ForkOptions } from "../../schema/api-fork.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
-import { Session } from "../../harness/session/session.ts";
 import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
-import {
-  forkDataPage,
-  forkEntryPage,
-  forkPlan,
-  type ForkDataCursor,
-  type ForkDataPage,
-  type ForkEntryCursor,
-  type ForkEntryPage,
-  type ForkPlan,
-  type ForkValue,
-} from "./storage/fork-source.ts";
+import { forkDataPage, forkEntryPage, forkPlan, type ForkDataCursor, type ForkDataPage, type ForkEntryCursor, type ForkEntryPage, type ForkPlan, type ForkValue } from "./storage/fork-source.ts";
 import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import { resealMcpCredentials } from "./mcp-fork-credentials.ts";
-import { CREATION_TOKEN_KEY, SessionDataRpc, type SessionView } from "./session-data-rpc.ts";
+import type { SessionLifecycle, SessionView } from "./session-lifecycle.ts";
+import type { SessionHost } from "./session-host.ts";
 
 export interface ForkInit {
   tenantId: string;
@@ -30,81 +20,78 @@ export interface ForkInit {
   creationToken?: string;
 }
 
+/** What this module reaches of the host (session-host.ts). */
+type ForkHost = Pick<SessionHost, "adopt" | "ctx" | "env" | "openStorage" | "schema">;
+
 /**
  * Forks (reference §1.11) between two objects of one tenant. The destination pulls: it asks the
  * source for a plan, then for pages of entries (and, for a whole tree, of application data), and
  * writes each page in one transaction; memory stays bounded by a page however large the source.
  * The source only reads.
  */
-export abstract class SessionForkRpc extends SessionDataRpc {
+export class SessionFork {
+  constructor(
+    private readonly host: ForkHost,
+    /** Answers the new session's view, as creation does. */
+    private readonly lifecycle: SessionLifecycle,
+  ) {}
+
   async forkPlan(options: Wire<ForkOptions>): Promise<Wire<RpcResult<ForkPlan>>> {
-    return asResult(() => forkPlan(this.ctx.storage, this.openStorage().metadata.id, parseWire(options)));
+    return asResult(() => forkPlan(this.host.ctx.storage, this.host.openStorage().metadata.id, parseWire(options)));
   }
 
   async forkEntries(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkEntryCursor>): Promise<Wire<RpcResult<ForkEntryPage>>> {
     return asResult(() => {
-      this.openStorage();
-      return forkEntryPage(this.ctx.storage, parseWire(plan), parseWire(cursor));
+      this.host.openStorage();
+      return forkEntryPage(this.host.ctx.storage, parseWire(plan), parseWire(cursor));
     });
   }
 
   async forkData(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkDataCursor>): Promise<Wire<RpcResult<ForkDataPage>>> {
     return asResult(() => {
-      this.openStorage();
-      return forkDataPage(this.ctx.storage, parseWire(plan), parseWire(cursor));
+      this.host.openStorage();
+      return forkDataPage(this.host.ctx.storage, parseWire(plan), parseWire(cursor));
     });
   }
 
   /** Makes this object the fork of `init.sourceSessionId`; answers the new session. */
   async createFork(init: ForkInit): Promise<Wire<RpcResult<SessionView>>> {
     return asResult(async () => {
-      if (this.existingStorage()) {
-        const token = this.ctx.storage.kv.get<string>(CREATION_TOKEN_KEY);
-        if (init.creationToken === undefined || token !== init.creationToken) {
-          throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} already exists` });
-        }
-        return this.sessionView();
-      }
-      if (this.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
-      this.importing = true;
-      try {
-        await this.importFrom(init);
-      } finally {
-        this.importing = false;
-      }
-      if (init.creationToken !== undefined) this.ctx.storage.kv.put(CREATION_TOKEN_KEY, init.creationToken);
-      const storage = SqlSessionStorage.open(this.ctx.storage);
+      const repeated = this.lifecycle.repeatedCreation(init);
+      if (repeated) return repeated;
+      await this.lifecycle.whileImporting(() => this.importFrom(init));
+      this.lifecycle.rememberCreation(init.creationToken);
+      const storage = SqlSessionStorage.open(this.host.ctx.storage);
       if (!storage) throw new Error("Invariant: a finished fork holds a session");
-      const session = new Session(storage);
-      this.opened = { session, storage, runtime: this.runtimeFor(session) };
-      return this.sessionView();
+      this.host.adopt(storage);
+      return this.lifecycle.sessionView();
     });
   }
 
   private async importFrom(init: ForkInit): Promise<void> {
-    const source = this.env.SESSIONS.getByName(`${init.tenantId}:${init.sourceSessionId}`);
+    const source = this.host.env.SESSIONS.getByName(`${init.tenantId}:${init.sourceSessionId}`);
     const plan = unwrap<ForkPlan>(await source.forkPlan(init.options));
     const high = toWire({ highWater: plan.highWater });
     // The schema appears only now: a fork the source refused leaves this object without storage.
-    this.schema.create();
-    const progress = beginForkImport(this.ctx.storage, plan);
+    this.host.schema.create();
+    const progress = beginForkImport(this.host.ctx.storage, plan);
     let entries: ForkEntryCursor | null =
       plan.entries.kind === "tree" ? { kind: "tree", afterSeq: 0 } : plan.entries.from === null ? null : { kind: "path", from: plan.entries.from };
     while (entries) {
       const page: ForkEntryPage = unwrap<ForkEntryPage>(await source.forkEntries(high, toWire(entries)));
-      importEntryPage(this.ctx.storage, progress, page);
+      importEntryPage(this.host.ctx.storage, progress, page);
       entries = page.next;
     }
     let data: ForkDataCursor | null = plan.data ? { kind: "values", after: null } : null;
     while (data) {
       const page: ForkDataPage = unwrap<ForkDataPage>(await source.forkData(high, toWire(data)));
-      importDataPage(this.ctx.storage, progress, page);
+      importDataPage(this.host.ctx.storage, progress, page);
       data = page.next;
     }
     // Sealing is async: done before the last (synchronous) transaction, which writes the result.
-    const withToolSecrets = await resealToolSecrets(plan.session, this.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
-    const session = await resealMcpCredentials(withToolSecrets, this.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
-    finishForkImport(this.ctx.storage, progress, { ...plan, session }, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
+    const withToolSecrets = await resealToolSecrets(plan.session, this.host.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
+    const session = await resealMcpCredentials(withToolSecrets, this.host.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
+    finishForkImport(this.host.ctx.storage, progress, { ...plan, session }, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
   }
 }
 

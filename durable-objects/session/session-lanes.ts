@@ -1,0 +1,137 @@
+import type { AgentLane } from "../../harness/runtime/lane.ts";
+import type { AppendInput, CancelQueuedResult } from "../../harness/runtime/queue.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, ModelIdentity } from "../../schema/lane.ts";
+import type { Wire } from "../../schema/wire.ts";
+import { asResult, parseWire, unwrapLane } from "../rpc/rpc-errors.ts";
+import { definedToolNames } from "../../tools/registry.ts";
+import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
+import { assertCanDefer } from "./deferred-check.ts";
+import { LaneCreations } from "./lane-creations.ts";
+import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
+import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
+import { hasBranch, lanePage } from "./storage/branch-inventory.ts";
+import type { Page } from "./storage/json-pages.ts";
+import type { NamePageQuery } from "./session-branches.ts";
+import type { LaneConfigPatch, NewBranchEntry, QueueInput, SessionHost } from "./session-host.ts";
+import type { CreationSlots } from "./creation-slots.ts";
+
+/** What this module reaches of the host (session-host.ts). */
+type LanesHost = Pick<SessionHost, "ctx" | "env" | "harness" | "lane" | "models" | "session">;
+
+/** Lanes over RPC (reference §2.3–3.8): creation and configuration, the inbox, appends and snapshots. */
+export class SessionLanes {
+  /** PUT …/lanes/{lane} creations in flight, one per name. */
+  private readonly laneCreations = new LaneCreations<AgentLane>();
+
+  constructor(
+    private readonly host: LanesHost,
+    /** The branch and lane caps, checked before the engine creates either. */
+    private readonly slots: CreationSlots,
+  ) {}
+
+  /**
+   * Get-or-create. A configuration given with it is checked first (422, nothing written) and, like
+   * `createAt`, applied only by the request that creates the lane; an existing lane keeps its own.
+   * Whether the lane exists is decided after the await on the tenant, and a concurrent request
+   * for the same new lane waits for its one creator and answers the lane as created
+   * (lane-creations.ts).
+   */
+  async acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
+    return asResult(async () => {
+      const harness = await this.host.harness();
+      const patch = configuration === undefined ? {} : parseWire(configuration);
+      // The tenant's credentials are asked first: nothing of this session is read before the await.
+      const { catalog, tenantDefault } = await this.configContext();
+      assertKnownConfiguration(patch, catalog);
+      const { lane, created } = await this.laneCreations.acquire(name, () => harness.getLane(name), async () => {
+        // A new lane is created on its model in one commit: the one named, else the defaults'.
+        const model = patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault });
+        assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model }]);
+        const create = () => harness.lane(name, { ...(createAt !== undefined && { createAt }), model });
+        // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
+        const made = await this.slots.within({ lane: true, branch: !hasBranch(this.host.ctx.storage, name) }, create);
+        // The rest of the requested configuration follows in its own commits (config_update events
+        // after lane_created), before any concurrent request for this lane is answered.
+        await this.applyConfiguration(made, { ...patch, model: undefined });
+        return made;
+      });
+      return { ...lane.info(), created };
+    });
+  }
+
+  /** Lanes by name, a page at a time. */
+  async lanes(query: NamePageQuery = {}): Promise<Wire<RpcResult<Page<LaneInfo>>>> {
+    return asResult(async () => lanePage((await this.host.harness()).lanes(), query.after, { limit: query.limit ?? PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX }));
+  }
+
+  async laneExecution(name: string): Promise<Wire<RpcResult<LaneExecutionInfo>>> {
+    return asResult(async () => (await this.host.lane(name)).inspectExecution());
+  }
+
+  /** Checks the whole patch against the engine's registry before writing any part of it (422). */
+  async configureLane(name: string, patch: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneConfiguration>>> {
+    return asResult(async () => {
+      const configuration = parseWire(patch);
+      const { catalog } = await this.configContext();
+      const lane = await this.host.lane(name);
+      assertKnownConfiguration(configuration, catalog);
+      if (configuration.model) assertCanDefer((await this.host.harness()).settings().streamOptions.deferred, [{ lane: name, model: configuration.model }]);
+      await this.applyConfiguration(lane, configuration);
+      return lane.inspectExecution().configuration;
+    });
+  }
+
+  async enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>): Promise<Wire<RpcResult<{ entryId: string }>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const { message, images } = parseWire(input);
+      return unwrapLane(await lane[kind](message, images));
+    });
+  }
+
+  async cancelQueued(name: string, entryId: string): Promise<Wire<RpcResult<{ result: CancelQueuedResult }>>> {
+    return asResult(async () => ({ result: unwrapLane(await (await this.host.lane(name)).cancelQueued(entryId)).kind }));
+  }
+
+  async appendToLane(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const entry = parseWire(body);
+      return unwrapLane("message" in entry ? await lane.appendMessage(entry.message) : await lane.appendCustomEntry(entry.customType, entry.data));
+    });
+  }
+
+  /**
+   * An append to any branch: through its lane when one exists (placed, or queued as a write while
+   * an operation is open), else raw at the tip. Decided inside the object, on the line, in one call.
+   */
+  async appendToBranch(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+    return asResult(async () => {
+      const entry = parseWire(body);
+      const input: AppendInput = "message" in entry ? { type: "message", message: entry.message } : { type: "custom", customType: entry.customType, ...(entry.data !== undefined && { data: entry.data }) };
+      return unwrapLane(await (await this.host.harness()).appendToBranch(name, input));
+    });
+  }
+
+  async laneSnapshot(name: string): Promise<Wire<RpcResult<LaneSnapshot>>> {
+    return asResult(async () => {
+      const watch = await (await this.host.lane(name)).watch();
+      watch.unsubscribe();
+      return watch.snapshot;
+    });
+  }
+
+  private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch): Promise<void> {
+    if (model) unwrapLane(await lane.setModel(model));
+    if (thinkingLevel) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
+    if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
+  }
+
+  /** Per check: the tenant's credentials and default change without this object knowing. */
+  private async configContext(): Promise<{ catalog: LaneConfigCatalog; tenantDefault: ModelIdentity | null }> {
+    const tenant = await this.host.models.settings();
+    const catalog = laneConfigCatalog({ scripted: this.host.env.SCRIPTED_MODELS === "on", usableProviders: tenant.usableProviders }, () => definedToolNames(this.host.session()));
+    return { catalog, tenantDefault: tenant.defaultModel };
+  }
+}

@@ -1,0 +1,172 @@
+import type { AbortOutcome } from "../../schema/lane-answers.ts";
+import type { AbortRequestResult } from "../../harness/runtime/abort.ts";
+import type { OperationAdmission, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import type { AgentLane } from "../../harness/runtime/lane.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { OperationResultRecord } from "../../schema/lane.ts";
+import type { DeferredHandle } from "../../schema/messages.ts";
+import type { Wire } from "../../schema/wire.ts";
+import type { PromptAnswer } from "../../schema/lane-answers.ts";
+import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
+import type { OperationView } from "./session-runtime.ts";
+import { appendedMessages, placedBy } from "./appended-messages.ts";
+import { assertCanDefer } from "./deferred-check.ts";
+import { pollSuspended } from "./sweep-poll.ts";
+import type { SessionHost } from "./session-host.ts";
+
+/**
+ * What a waiting convenience answers (reference §3.9 over HTTP): the settled record, a run
+ * suspended on a deferred response, or the id of an operation still going when the wait ran out.
+ */
+export type ConvenienceOutcome<Settled = OperationResultRecord> =
+  | { state: "settled"; result: Settled }
+  | { state: "suspended"; operationId: string; deferred: DeferredHandle }
+  | { state: "pending"; operationId: string };
+
+/** The abort convenience: requestAbort's answer plus the record when reconciliation settled in time. */
+export type { AbortOutcome };
+
+/** What this module reaches of the host (session-host.ts). */
+type OperationsHost = Pick<SessionHost, "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "takeOverReservation">;
+
+/** Operations over RPC (reference §3.1–3.9, §4.1, §4.4): accept, drive, resume, abort, and the waiting conveniences. */
+export class SessionOperations {
+  constructor(private readonly host: OperationsHost) {}
+
+  /** Admits an operation and starts its pass at once (no alarm latency on the hot path, D7). */
+  async acceptOperation(name: string, request: Wire<OperationRequest>): Promise<Wire<RpcResult<OperationAdmission>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
+      this.host.open().runtime.startPass(lane, admission.operationId);
+      return admission;
+    });
+  }
+
+  /** drive(id) made total; `waitMs` long-polls until settled or a durable wait (≤ 60 s). */
+  async operation(name: string, operationId: string, waitMs = 0): Promise<Wire<RpcResult<OperationView>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const view = await this.host.open().runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      if (!view) throw new RpcError({ code: "OperationMismatch", message: `Operation ${operationId} is unknown on lane ${name}` });
+      return view;
+    });
+  }
+
+  /**
+   * resume primitive: one deferred poll permit for the current operation (joins a live pass,
+   * whose options stand), then the same answer as `operation`.
+   */
+  async resumeOperation(name: string, operationId: string, waitMs = 0): Promise<Wire<RpcResult<OperationView>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      if (lane.state.operation?.meta.operationId === operationId) this.startPollingPass(lane, operationId);
+      const view = await this.host.open().runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      if (!view) throw new RpcError({ code: "OperationMismatch", message: `Operation ${operationId} is unknown on lane ${name}` });
+      return view;
+    });
+  }
+
+  /**
+   * prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`.
+   * A settled run answers its record with the messages it appended, so one call gets the answer.
+   */
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservationId?: string): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
+      if (reservationId !== undefined) this.host.takeOverReservation(admission.operationId, reservationId);
+      this.host.open().runtime.startPass(lane, admission.operationId);
+      const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
+      if (outcome.state !== "settled") return outcome;
+      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.host.openStorage(), outcome.result, placedBy(lane, outcome.result)) } };
+    });
+  }
+
+  /** resume convenience: the current operation with one deferred poll permit (NothingToResume when idle). */
+  async resumeCurrent(name: string, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const current = lane.state.operation;
+      if (!current) throw new RpcError(laneApiError({ code: "NothingToResume", lane: name }));
+      const operationId = current.meta.operationId;
+      this.startPollingPass(lane, operationId);
+      return this.outcomeWithin(lane, operationId, waitMs);
+    });
+  }
+
+  /** abort convenience: requestAbort(current), then the reconciliation pass, observed within `waitMs`. */
+  async abortCurrent(name: string, waitMs: number): Promise<Wire<RpcResult<AbortOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const current = lane.state.operation;
+      if (!current) throw new RpcError(laneApiError({ code: "NoActiveOperation", lane: name }));
+      const operationId = current.meta.operationId;
+      const requested = unwrapLane(await lane.requestAbort(operationId));
+      const runtime = this.host.open().runtime;
+      runtime.startPass(lane, operationId);
+      const view = await runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
+      return { ...requested, ...(view?.state === "settled" && { record: view.result }) };
+    });
+  }
+
+  async abortOperation(name: string, operationId: string): Promise<Wire<RpcResult<AbortRequestResult>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const result = unwrapLane(await lane.requestAbort(operationId));
+      // Reconciliation needs a pass; requestAbort itself never installs one (§4.4).
+      this.host.open().runtime.startPass(lane, operationId);
+      return result;
+    });
+  }
+
+  /**
+   * The cron sweep's question about a run its DeferredIndex shard holds (ARCHITECTURE D8): a run
+   * still suspended gets one poll permit (its pass starts, after a live pass without a permit
+   * ends: sweep-poll.ts; the sweep does not wait for it) and is
+   * "resumed", or "expired" when its handle is past its expiry (that pass fails it
+   * `deferred_expired`); anything else (settled, aborted, resumed by a client, the session gone)
+   * is "gone", and the shard drops the row.
+   */
+  async sweepDeferred(name: string, operationId: string): Promise<"resumed" | "expired" | "gone"> {
+    if (!this.host.existingStorage()) return "gone";
+    const lane = (await this.host.harness()).getLane(name);
+    const current = lane?.state.operation;
+    if (!lane || current?.meta.operationId !== operationId) return "gone";
+    const wait = lane.deferredWait();
+    if (!wait) return "gone";
+    pollSuspended(lane, operationId).catch(() => undefined);
+    return wait.handle.expiresAt !== undefined && Date.now() >= wait.handle.expiresAt ? "expired" : "resumed";
+  }
+
+  /** A run request whose deferred mode (its own, else the session's) the lane's model can serve (422 otherwise). */
+  private async deferrable(lane: AgentLane, request: OperationRequest): Promise<OperationRequest> {
+    if (request.kind === "prompt" || request.kind === "skill" || request.kind === "prompt_template") {
+      const mode = request.deferred ?? (await this.host.harness()).settings().streamOptions.deferred;
+      assertCanDefer(mode, [{ lane: lane.name, model: lane.getModel() }]);
+    }
+    return request;
+  }
+
+  /** Starts (or joins) the pass of the current operation with one deferred poll permit (§3.11). */
+  private startPollingPass(lane: AgentLane, operationId: string): void {
+    lane.drive({ operationId, waitForRetry: false, pollDeferred: true }).catch(() => undefined);
+  }
+
+  /**
+   * Waits through SessionRuntime.awaitOperation, which joins the one pass (waiting never starts a
+   * second one, D7). A run parked on a deferred response answers its handle: a drive without a
+   * poll permit touches nothing and returns the wait.
+   */
+  async outcomeWithin(lane: AgentLane, operationId: string, waitMs: number): Promise<ConvenienceOutcome> {
+    const view = await this.host.open().runtime.awaitOperation(lane, operationId, Math.min(Math.max(0, waitMs), 60_000));
+    if (view?.state === "settled") return view;
+    if (view?.at === "deferred.suspended") {
+      const driven = await lane.drive({ operationId, waitForRetry: false });
+      const outcome = driven.ok ? driven.value : undefined;
+      if (outcome?.kind === "settled") return { state: "settled", result: outcome.outcome };
+      if (outcome?.reason === "deferred") return { state: "suspended", operationId, deferred: outcome.deferred };
+    }
+    return { state: "pending", operationId };
+  }
+}
