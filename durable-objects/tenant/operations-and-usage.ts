@@ -50,7 +50,7 @@ export class OperationsAndUsage {
     const enqueued = this.host.ctx.storage.transactionSync(() => {
       const ledger = this.host.operations();
       for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
-      if (usage) for (const row of new SessionUsageMarks(this.host.ctx.storage.sql).unapplied(sessionId, usage)) ledger.addUsage(row);
+      if (usage) for (const row of new SessionUsageMarks(this.host.sql).unapplied(sessionId, usage)) ledger.addUsage(row);
       return this.host.webhooks().enqueue(this.host.eventIds().claim(events, now), now);
     });
     // Memory follows the committed transaction: a batch that failed keeps its slots held.

@@ -56,13 +56,13 @@ export class ProviderSettings {
     return asResult(() => {
       this.host.requireTenant();
       const stored = model && { provider: model.provider, modelId: model.modelId };
-      this.host.ctx.storage.sql.exec("UPDATE tenant SET default_model = ? WHERE singleton = 1", stored ? JSON.stringify(stored) : null);
+      this.host.sql.exec("UPDATE tenant SET default_model = ? WHERE singleton = 1", stored ? JSON.stringify(stored) : null);
       return { defaultModel: stored };
     });
   }
 
   private defaultModel(): ModelIdentity | null {
-    const row = this.host.ctx.storage.sql.exec<{ default_model: string | null }>("SELECT default_model FROM tenant WHERE singleton = 1").toArray()[0];
+    const row = this.host.sql.exec<{ default_model: string | null }>("SELECT default_model FROM tenant WHERE singleton = 1").toArray()[0];
     if (!row?.default_model) return null;
     const parsed = v.safeParse(ModelIdentitySchema, JSON.parse(row.default_model));
     return parsed.success ? parsed.output : null;
@@ -81,6 +81,6 @@ export class ProviderSettings {
   }
 
   private providerKeys(tenantId: string): TenantProviderKeys {
-    return new TenantProviderKeys(this.host.ctx.storage.sql, this.host.env.SECRETS_KEY, tenantId);
+    return new TenantProviderKeys(this.host.sql, this.host.env.SECRETS_KEY, tenantId);
   }
 }

@@ -31,6 +31,7 @@ type TenantRow = { tenant_id: string; name: string; created_at: number };
  * (tenant-object.ts) creates it and hands it to each capability.
  */
 export class TenantHost {
+  readonly sql: SqlStorage;
   readonly schema: LazySchema;
   /** Open-operation slots of accepts in flight, in memory until bound (pending-reservations.ts). */
   private readonly pendingReservations = new PendingReservations();
@@ -40,8 +41,9 @@ export class TenantHost {
     readonly ctx: DurableObjectState,
     readonly env: Env,
   ) {
+    this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, TENANT_MIGRATIONS);
-    this.requestWindow = new RequestWindow(ctx.storage.sql);
+    this.requestWindow = new RequestWindow(this.sql);
   }
 
   /**
@@ -70,7 +72,7 @@ export class TenantHost {
   }
 
   watches(): TenantWatches {
-    return new TenantWatches(this.ctx.storage.sql, (sessionId, keyId) => {
+    return new TenantWatches(this.sql, (sessionId, keyId) => {
       const tenant = this.requireTenant();
       // The session object's name (ARCHITECTURE D2), as the front worker derives it.
       return this.env.SESSIONS.getByName(`${tenant.id}:${sessionId}`).closeWatchesOfKey(keyId);
@@ -78,24 +80,24 @@ export class TenantHost {
   }
 
   webhooks(): TenantWebhooks {
-    return new TenantWebhooks(this.ctx.storage.sql);
+    return new TenantWebhooks(this.sql);
   }
 
   eventIds(): WebhookEventIds {
-    return new WebhookEventIds(this.ctx.storage.sql);
+    return new WebhookEventIds(this.sql);
   }
 
   operations(): TenantOperations {
-    return new TenantOperations(this.ctx.storage.sql, this.pendingReservations);
+    return new TenantOperations(this.sql, this.pendingReservations);
   }
 
   keys(): TenantKeys {
-    return new TenantKeys(this.ctx.storage.sql);
+    return new TenantKeys(this.sql);
   }
 
   tenant(): TenantInfo | undefined {
     if (!this.schema.exists) return undefined;
-    const row = this.ctx.storage.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
+    const row = this.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
     return row ? { id: row.tenant_id, name: row.name, createdAt: row.created_at } : undefined;
   }
 
@@ -106,7 +108,7 @@ export class TenantHost {
   }
 
   quotas(): TenantQuotas {
-    const row = this.ctx.storage.sql
+    const row = this.sql
       .exec<{ requests_per_minute: number | null; max_open_operations: number | null; deployment_keys: number | null }>(
         "SELECT requests_per_minute, max_open_operations, deployment_keys FROM tenant WHERE singleton = 1",
       )

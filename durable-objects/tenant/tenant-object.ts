@@ -51,9 +51,9 @@ export class TenantObject extends DurableObject<Env> {
   private readonly providers = new ProviderSettings(this.host);
   private readonly operations = new OperationsAndUsage(this.host);
   private readonly webhooks = new WebhookSubscriptions(this.host);
-  private readonly sessions = new SessionListing(this.host.schema, this.ctx.storage.sql);
-  private readonly directory = new AdminDirectory(this.host.schema, this.ctx.storage.sql);
-  private readonly idempotency = new IdempotencyKeys(this.host.schema, this.ctx.storage.sql);
+  private readonly sessions = new SessionListing(this.host.schema, this.host.sql);
+  private readonly directory = new AdminDirectory(this.host.schema, this.host.sql);
+  private readonly idempotency = new IdempotencyKeys(this.host.schema, this.host.sql);
 
   // The tenant record and its quotas (tenant-record.ts).
   async createTenant(id: string, name: string) { return this.record.createTenant(id, name); }

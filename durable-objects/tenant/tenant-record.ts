@@ -18,7 +18,7 @@ export class TenantRecord {
       if (existing) throw new RpcError({ code: "TenantExists", message: `Tenant ${id} already exists`, details: { createdAt: existing.createdAt, name: existing.name } });
       this.host.schema.create();
       const createdAt = Date.now();
-      this.host.ctx.storage.sql.exec("INSERT INTO tenant (singleton, tenant_id, name, created_at) VALUES (1, ?, ?, ?)", id, name, createdAt);
+      this.host.sql.exec("INSERT INTO tenant (singleton, tenant_id, name, created_at) VALUES (1, ?, ?, ?)", id, name, createdAt);
       return { id, name, createdAt };
     });
   }
@@ -38,13 +38,13 @@ export class TenantRecord {
     return asResult(() => {
       this.host.requireTenant();
       if (quotas.requestsPerMinute !== undefined) {
-        this.host.ctx.storage.sql.exec("UPDATE tenant SET requests_per_minute = ? WHERE singleton = 1", quotas.requestsPerMinute);
+        this.host.sql.exec("UPDATE tenant SET requests_per_minute = ? WHERE singleton = 1", quotas.requestsPerMinute);
       }
       if (quotas.maxOpenOperations !== undefined) {
-        this.host.ctx.storage.sql.exec("UPDATE tenant SET max_open_operations = ? WHERE singleton = 1", quotas.maxOpenOperations);
+        this.host.sql.exec("UPDATE tenant SET max_open_operations = ? WHERE singleton = 1", quotas.maxOpenOperations);
       }
       if (quotas.deploymentKeys !== undefined) {
-        this.host.ctx.storage.sql.exec("UPDATE tenant SET deployment_keys = ? WHERE singleton = 1", quotas.deploymentKeys ? 1 : 0);
+        this.host.sql.exec("UPDATE tenant SET deployment_keys = ? WHERE singleton = 1", quotas.deploymentKeys ? 1 : 0);
       }
       return this.host.quotas();
     });
