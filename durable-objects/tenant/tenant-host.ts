@@ -1,10 +1,11 @@
-import { DurableObject } from "cloudflare:workers";
+import type { TenantQuotas } from "../../schema/api.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { TENANT_MIGRATIONS } from "./tenant-migrations.ts";
 import { TenantKeys } from "./tenant-keys.ts";
-import { TenantOperations } from "./tenant-operations.ts";
+import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations } from "./tenant-operations.ts";
 import { PendingReservations } from "./pending-reservations.ts";
+import { RequestWindow } from "./request-window.ts";
 import { TenantWatches } from "./tenant-watches.ts";
 import { TenantWebhooks } from "./webhooks/tenant-webhooks.ts";
 import { WebhookEventIds } from "./webhooks/webhook-event-ids.ts";
@@ -16,22 +17,33 @@ export interface TenantInfo {
   createdAt: number;
 }
 
+/** Requests per minute a tenant may make when no quota of its own is set. */
+export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
+
 type TenantRow = { tenant_id: string; name: string; created_at: number };
 
 /**
- * The hosting half of the TenantObject (ARCHITECTURE D2, D17): its lazily created schema
- * (sql/lazy-schema.ts: a request naming a tenant that does not exist writes nothing), the tenant
- * record, the stores over its tables, and the one alarm the watch revocations and the webhook
- * deliveries share. The RPC surface is layered on top (tenant-activity-rpc.ts, tenant-object.ts).
+ * What the TenantObject's capabilities share (ARCHITECTURE D2, D17): the object's storage and
+ * environment, its lazily created schema (sql/lazy-schema.ts: a request naming a tenant that does
+ * not exist writes nothing), the state it holds in memory (the per-minute request window, the
+ * reservations of accepts in flight), the tenant record, the stores over its tables, and the one
+ * alarm the watch revocations and the webhook deliveries share. A plain class: the object
+ * (tenant-object.ts) creates it and hands it to each capability.
  */
-export abstract class TenantHost extends DurableObject<Env> {
-  protected readonly schema: LazySchema;
+export class TenantHost {
+  readonly sql: SqlStorage;
+  readonly schema: LazySchema;
   /** Open-operation slots of accepts in flight, in memory until bound (pending-reservations.ts). */
   private readonly pendingReservations = new PendingReservations();
+  readonly requestWindow: RequestWindow;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(
+    readonly ctx: DurableObjectState,
+    readonly env: Env,
+  ) {
+    this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, TENANT_MIGRATIONS);
+    this.requestWindow = new RequestWindow(this.sql);
   }
 
   /**
@@ -40,7 +52,7 @@ export abstract class TenantHost extends DurableObject<Env> {
    * each run recomputes when it is wanted next and arms that, last (a failing part never leaves
    * the other unscheduled).
    */
-  override async alarm(): Promise<void> {
+  async alarm(): Promise<void> {
     const tenant = this.tenant();
     if (!tenant) return;
     const now = Date.now();
@@ -53,46 +65,59 @@ export abstract class TenantHost extends DurableObject<Env> {
   }
 
   /** Outside the alarm: make sure it fires by `at` without postponing an earlier one. */
-  protected async armNoLaterThan(at: number | undefined): Promise<void> {
+  async armNoLaterThan(at: number | undefined): Promise<void> {
     if (at === undefined) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || at < current) await this.ctx.storage.setAlarm(at);
   }
 
-  protected watches(): TenantWatches {
-    return new TenantWatches(this.ctx.storage.sql, (sessionId, keyId) => {
+  watches(): TenantWatches {
+    return new TenantWatches(this.sql, (sessionId, keyId) => {
       const tenant = this.requireTenant();
       // The session object's name (ARCHITECTURE D2), as the front worker derives it.
       return this.env.SESSIONS.getByName(`${tenant.id}:${sessionId}`).closeWatchesOfKey(keyId);
     });
   }
 
-  protected webhooks(): TenantWebhooks {
-    return new TenantWebhooks(this.ctx.storage.sql);
+  webhooks(): TenantWebhooks {
+    return new TenantWebhooks(this.sql);
   }
 
-  protected eventIds(): WebhookEventIds {
-    return new WebhookEventIds(this.ctx.storage.sql);
+  eventIds(): WebhookEventIds {
+    return new WebhookEventIds(this.sql);
   }
 
-  protected operations(): TenantOperations {
-    return new TenantOperations(this.ctx.storage.sql, this.pendingReservations);
+  operations(): TenantOperations {
+    return new TenantOperations(this.sql, this.pendingReservations);
   }
 
-  protected keys(): TenantKeys {
-    return new TenantKeys(this.ctx.storage.sql);
+  keys(): TenantKeys {
+    return new TenantKeys(this.sql);
   }
 
-  protected tenant(): TenantInfo | undefined {
+  tenant(): TenantInfo | undefined {
     if (!this.schema.exists) return undefined;
-    const row = this.ctx.storage.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
+    const row = this.sql.exec<TenantRow>("SELECT tenant_id, name, created_at FROM tenant WHERE singleton = 1").toArray()[0];
     return row ? { id: row.tenant_id, name: row.name, createdAt: row.created_at } : undefined;
   }
 
-  protected requireTenant(): TenantInfo {
+  requireTenant(): TenantInfo {
     const tenant = this.tenant();
     if (!tenant) throw new RpcError({ code: "NotFound", message: "No such tenant" });
     return tenant;
+  }
+
+  quotas(): TenantQuotas {
+    const row = this.sql
+      .exec<{ requests_per_minute: number | null; max_open_operations: number | null; deployment_keys: number | null }>(
+        "SELECT requests_per_minute, max_open_operations, deployment_keys FROM tenant WHERE singleton = 1",
+      )
+      .toArray()[0];
+    return {
+      requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
+      maxOpenOperations: row?.max_open_operations ?? DEFAULT_MAX_OPEN_OPERATIONS,
+      deploymentKeys: row?.deployment_keys !== 0,
+    };
   }
 }
 

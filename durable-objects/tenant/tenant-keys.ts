@@ -66,3 +66,9 @@ export class TenantKeys {
     }));
   }
 }
+
+/** The hash a key is stored and looked up by: the front worker hashes each presented key with it. */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}

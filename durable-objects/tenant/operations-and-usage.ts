@@ -1,0 +1,87 @@
+import type { Usage } from "../../schema/usage.ts";
+import { zeroUsage } from "../../harness/session/usage.ts";
+import type { SettledOperation } from "../session/due-work/settlement-outbox.ts";
+import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
+import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "./webhooks/webhook-events.ts";
+import { SessionUsageMarks } from "./session-usage-marks.ts";
+import type { Reservation } from "./tenant-operations.ts";
+import type { TenantHost } from "./tenant-host.ts";
+
+/**
+ * The tenant's open-operations quota (tenant-operations.ts: a slot reserved before every accept,
+ * bound to the accepted operation, freed when it settles), its usage totals, and what its sessions
+ * report after their commits (settled operations with their usage, suspended runs), which also
+ * enqueues the webhook deliveries those events are subscribed to.
+ */
+export class OperationsAndUsage {
+  constructor(private readonly host: TenantHost) {}
+
+  /**
+   * Takes a slot of the open-operations quota for an accept about to be made on `sessionId`/`lane`,
+   * in one synchronous turn (D5): expired unbound reservations are dropped, the rest counted.
+   */
+  async reserveOperation(sessionId: string, lane: string, now = Date.now()): Promise<Reservation> {
+    if (!this.host.schema.exists) return { ok: false, openOperations: [] };
+    return this.host.operations().reserve(sessionId, lane, this.host.quotas().maxOpenOperations, now);
+  }
+
+  /** The accept succeeded: the reservation's slot now belongs to `operationId`. */
+  async bindOperation(reservationId: string, operationId: string): Promise<void> {
+    if (this.host.schema.exists) this.host.operations().bind(reservationId, operationId, Date.now());
+  }
+
+  /**
+   * A session's settlement outbox forwards its settled operations here (one call per batch, after
+   * their commit, repeated after a crash): their open-operation slots are freed (with the worker's
+   * reservation the session took over, if any) and one webhook delivery per subscribed endpoint is
+   * enqueued. Idempotent: a release is, and an event id is derived from session and operation and
+   * remembered longer than a forward may be repeated (webhooks/webhook-event-ids.ts), so a repeated forward
+   * enqueues nothing twice. `usage`: the session's usage-ledger rows it has not seen acknowledged,
+   * added to the totals in the same transaction, each once (session-usage-marks.ts), so the totals
+   * stay exact across failed and repeated forwards.
+   */
+  async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage): Promise<void> {
+    if (!this.host.schema.exists) return;
+    const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
+      (event): event is EnqueuedEvent => event !== undefined,
+    );
+    // All or nothing: a batch that fails to apply leaves the slots held and the session retries it.
+    const now = Date.now();
+    const enqueued = this.host.ctx.storage.transactionSync(() => {
+      const ledger = this.host.operations();
+      for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
+      if (usage) for (const row of new SessionUsageMarks(this.host.sql).unapplied(sessionId, usage)) ledger.addUsage(row);
+      return this.host.webhooks().enqueue(this.host.eventIds().claim(events, now), now);
+    });
+    // Memory follows the committed transaction: a batch that failed keeps its slots held.
+    this.host.operations().forgetPending(operations.map((operation) => operation.reservationId));
+    if (enqueued > 0) await this.host.armNoLaterThan(now);
+  }
+
+  /**
+   * A session's suspended runs, forwarded after the suspending commit with their DeferredIndex
+   * registration (repeated after a crash): one `operation.suspended` delivery per subscribed
+   * endpoint, idempotent by event id (webhooks/webhook-event-ids.ts).
+   */
+  async operationsSuspended(sessionId: string, runs: SuspendedRun[]): Promise<void> {
+    if (!this.host.schema.exists) return;
+    const now = Date.now();
+    const events = await Promise.all(runs.map((run) => suspendedEvent(sessionId, run, now)));
+    const enqueued = this.host.ctx.storage.transactionSync(() => this.host.webhooks().enqueue(this.host.eventIds().claim(events, now), now));
+    if (enqueued > 0) await this.host.armNoLaterThan(now);
+  }
+
+  /** Slots of the open-operations quota taken now: bound operations and accepts in flight. */
+  async openOperationCount(): Promise<number> {
+    return this.host.schema.exists ? this.host.operations().count() : 0;
+  }
+
+  /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
+  async releaseOperation(id: string): Promise<void> {
+    if (this.host.schema.exists) this.host.operations().release(id, Date.now());
+  }
+
+  async usageTotals(): Promise<Usage> {
+    return this.host.schema.exists ? this.host.operations().usage() : zeroUsage();
+  }
+}

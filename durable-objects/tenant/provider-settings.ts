@@ -1,0 +1,86 @@
+import * as v from "valibot";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { Wire } from "../../schema/wire.ts";
+import type { ProviderKeyInfo } from "../../schema/providers.ts";
+import { ModelIdentitySchema, type ModelIdentity } from "../../schema/lane.ts";
+import { asResult } from "../rpc/rpc-errors.ts";
+import { TenantProviderKeys } from "./tenant-providers.ts";
+import type { TenantHost } from "./tenant-host.ts";
+
+/** What a tenant holds for its providers: its own keys (listing rows) and the deployment-keys permission. */
+export interface TenantProviderSettings {
+  keys: ProviderKeyInfo[];
+  deploymentKeys: boolean;
+  /** The model of new lanes that name none, unless their session has a default of its own. */
+  defaultModel: ModelIdentity | null;
+}
+
+/**
+ * The tenant's provider settings (bring your own key, tenant-providers.ts): its sealed provider
+ * keys, its default model, and the credentials of one provider request for its own sessions.
+ */
+export class ProviderSettings {
+  constructor(private readonly host: TenantHost) {}
+
+  /** Stores (or replaces) the tenant's key for `provider`; the answer never holds the key. */
+  async putProviderKey(provider: string, apiKey: string, baseUrl: string | undefined): Promise<Wire<RpcResult<ProviderKeyInfo>>> {
+    return asResult(async () => {
+      const tenant = this.host.requireTenant();
+      const keys = this.providerKeys(tenant.id);
+      const sealed = await keys.seal(provider, apiKey);
+      // The seal is awaited before the SQL turn: the tenant is read again in the writing turn.
+      this.host.requireTenant();
+      return keys.write(provider, sealed, apiKey, baseUrl, Date.now());
+    });
+  }
+
+  async deleteProviderKey(provider: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
+    return asResult(() => {
+      this.providerKeys(this.host.requireTenant().id).delete(provider);
+      return { deleted: true as const };
+    });
+  }
+
+  async providerSettings(): Promise<Wire<RpcResult<TenantProviderSettings>>> {
+    return asResult(() => {
+      const tenant = this.host.requireTenant();
+      return { keys: this.providerKeys(tenant.id).list(), deploymentKeys: this.host.quotas().deploymentKeys, defaultModel: this.defaultModel() };
+    });
+  }
+
+  /**
+   * Sets (or, with null, removes) the tenant's default model. The caller checked that the tenant
+   * can use it; a lane creation checks again, since keys come and go.
+   */
+  async setDefaultModel(model: ModelIdentity | null): Promise<Wire<RpcResult<{ defaultModel: ModelIdentity | null }>>> {
+    return asResult(() => {
+      this.host.requireTenant();
+      const stored = model && { provider: model.provider, modelId: model.modelId };
+      this.host.sql.exec("UPDATE tenant SET default_model = ? WHERE singleton = 1", stored ? JSON.stringify(stored) : null);
+      return { defaultModel: stored };
+    });
+  }
+
+  private defaultModel(): ModelIdentity | null {
+    const row = this.host.sql.exec<{ default_model: string | null }>("SELECT default_model FROM tenant WHERE singleton = 1").toArray()[0];
+    if (!row?.default_model) return null;
+    const parsed = v.safeParse(ModelIdentitySchema, JSON.parse(row.default_model));
+    return parsed.success ? parsed.output : null;
+  }
+
+  /**
+   * One provider request's credentials, asked by the tenant's own session objects only (the RPC
+   * is not reachable from the API): the plain key, held by the caller for that request alone.
+   */
+  async providerGrant(provider: string): Promise<{ key?: { apiKey: string; baseUrl?: string }; deploymentKeys: boolean }> {
+    const tenant = this.host.tenant();
+    if (!tenant) return { deploymentKeys: false };
+    const deploymentKeys = this.host.quotas().deploymentKeys;
+    const key = await this.providerKeys(tenant.id).open(provider);
+    return { ...(key && { key }), deploymentKeys };
+  }
+
+  private providerKeys(tenantId: string): TenantProviderKeys {
+    return new TenantProviderKeys(this.host.sql, this.host.env.SECRETS_KEY, tenantId);
+  }
+}
