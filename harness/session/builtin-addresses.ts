@@ -45,6 +45,8 @@ export const pendingToolOutput = (opId: string, invocationId: string): Value<Jso
 export const pendingAssistantFrames = <T = JsonObject>(opId: string, responseEntryId: string): ValueList<T> =>
   list<T>("pi.pending.assistant_frame", opKey(opId, responseEntryId));
 export const sessionName: Value<string> = value("pi.session.name", "");
+/** The session's metadata (string keys to string values, bounded by the API): who and what the session belongs to. */
+export const sessionMetadata: Value<Record<string, string>> = value("pi.session.metadata", "");
 export const entryLabel = (entryId: string): Value<string> => value("pi.entry.label", entryId);
 
 // The scan-prefix constructors: only for `scanValues`, where the key is a prefix.
