@@ -20,7 +20,7 @@ export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";
 export { OperationsApi, type CompactOptions, type CompactOutcome, type PromptOptions, type WaitOptions } from "./operations.ts";
 export { ResourcesApi } from "./resources.ts";
-export { ProvidersApi, ToolsApi, type ClientToolResult, type ProviderKeyInfo, type PutProvider, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "./tools.ts";
+export { ProvidersApi, ToolsApi, type ClientToolResult, type ProviderKeyInfo, type PutProvider, type ToolCallContext, type ToolDefinitionInput, type ToolDefinitionReply, type ToolDefinitionView } from "./tools.ts";
 export {
   WebhooksApi,
   type CreatedWebhook,

@@ -1,11 +1,11 @@
 import type { ToolListing } from "../schema/mcp.ts";
 import type { PutProvider, ProviderKeyInfo } from "../schema/providers.ts";
-import type { ClientToolResult, ToolDefinitionInput, ToolDefinitionReply, ToolDefinitionView } from "../schema/tools.ts";
+import type { ClientToolResult, ToolCallContext, ToolDefinitionInput, ToolDefinitionReply, ToolDefinitionView } from "../schema/tools.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { lanePath } from "./lanes.ts";
 import { sessionPath } from "./sessions.ts";
 
-export type { ClientToolResult, ToolDefinitionInput, ToolDefinitionReply, ToolDefinitionView, ProviderKeyInfo, PutProvider };
+export type { ClientToolResult, ToolCallContext, ToolDefinitionInput, ToolDefinitionReply, ToolDefinitionView, ProviderKeyInfo, PutProvider };
 
 /**
  * A session's tool definitions (`docs/tools.md`) and the results of client tools. An http tool's

@@ -107,3 +107,26 @@ export const ClientToolResultSchema = v.pipe(
   v.check((result) => utf8Length(JSON.stringify(result)) <= MAX_TOOL_RESULT_BYTES, `A tool result may be at most ${MAX_TOOL_RESULT_BYTES} bytes of JSON`),
 );
 export type ClientToolResult = v.InferOutput<typeof ClientToolResultSchema>;
+
+/**
+ * Who is calling a tool, in every http tool request (inside the signed body, as `context`) and in
+ * every MCP `tools/call` (in `_meta` under TOOL_CALL_CONTEXT_META_KEY): one endpoint serving many
+ * sessions can attribute each call to its tenant, session, lane and end user (the session's
+ * metadata) and tell a replayed call from a new one (`invocationId`).
+ */
+export const ToolCallContextSchema = v.object({
+  tenantId: v.string(),
+  sessionId: v.string(),
+  lane: v.string(),
+  operationId: v.string(),
+  toolCallId: v.string(),
+  invocationId: v.string(),
+  /** The agent version the session is bound to, when it is bound to one. */
+  agent: v.optional(v.object({ id: v.string(), version: v.number() })),
+  /** The session's metadata (`{}` when it has none). */
+  metadata: v.record(v.string(), v.string()),
+});
+export type ToolCallContext = v.InferOutput<typeof ToolCallContextSchema>;
+
+/** The `_meta` key of an MCP `tools/call` that carries the call's ToolCallContext. */
+export const TOOL_CALL_CONTEXT_META_KEY = "durable-agent-sessions/context";

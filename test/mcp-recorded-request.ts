@@ -6,6 +6,8 @@ export interface RecordedMcpRequest {
   method: string;
   tool?: string;
   arguments?: unknown;
+  /** A `tools/call`'s `_meta`, as sent. */
+  meta?: unknown;
   authorization: string | null;
   team: string | null;
   abandoned: boolean;

@@ -4,6 +4,7 @@ import { JsonValueSchema } from "../schema/json.ts";
 import { ImageContentSchema, TextContentSchema } from "../schema/messages.ts";
 import { DEFAULT_HTTP_TOOL_TIMEOUT_MS } from "../schema/tools.ts";
 import { openSecret, secretBoxKey } from "../secrets/secret-box.ts";
+import type { CallContextOf } from "./call-context.ts";
 import { toolSecretContext, type StoredToolDefinition } from "./definitions.ts";
 import { noAnswerWithin, notContacted, unreachable } from "./outbound-failure.ts";
 
@@ -35,7 +36,7 @@ const HttpToolResponseSchema = v.strictObject({
   terminate: v.optional(v.boolean()),
 });
 
-export function httpTool(sessionId: string, name: string, stored: StoredToolDefinition, settings: HttpToolSettings): ExecutableTool {
+export function httpTool(sessionId: string, name: string, stored: StoredToolDefinition, settings: HttpToolSettings, context: CallContextOf): ExecutableTool {
   return {
     kind: "executable",
     declaration: { name, kind: "http", description: stored.description, parameters: stored.parameters, replay: stored.replay },
@@ -48,7 +49,8 @@ export function httpTool(sessionId: string, name: string, stored: StoredToolDefi
       if (stored.sealedSecret === undefined) throw new Error(`Tool ${name} has no signing secret`);
       const key = await secretBoxKey(settings.secretsKey, "tool-secret");
       const secret = await openSecret(key, stored.sealedSecret, toolSecretContext(sessionId, name));
-      const body = JSON.stringify({ tool: name, toolCallId, invocationId: invocation.invocationId, operationId: invocation.operationId, arguments: args });
+      // The context is inside the signed body: an endpoint that verified the signature can trust who is calling.
+      const body = JSON.stringify({ tool: name, toolCallId, invocationId: invocation.invocationId, operationId: invocation.operationId, arguments: args, context: context(invocation, toolCallId) });
       const timestamp = String(Math.floor(Date.now() / 1000));
       const timeoutMs = stored.timeoutMs ?? DEFAULT_HTTP_TOOL_TIMEOUT_MS;
       // One deadline for the whole exchange: an endpoint that sends its headers and then stalls

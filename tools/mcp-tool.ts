@@ -2,6 +2,8 @@ import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { ExecutableTool, ToolOutput } from "../harness/execution/tools.ts";
 import { McpExchangeError, withMcpClient, type McpSettings } from "./mcp-connection.ts";
 import { replayOf, type McpToolBinding } from "./mcp-definitions.ts";
+import { TOOL_CALL_CONTEXT_META_KEY } from "../schema/tools.ts";
+import type { CallContextOf } from "./call-context.ts";
 import { toolOutputOf } from "./mcp-results.ts";
 
 // The mcp kind (ARCHITECTURE D11): a tool of a tenant's MCP server, declared from the session's
@@ -11,15 +13,16 @@ import { toolOutputOf } from "./mcp-results.ts";
 // an error or garbage, takes too long, answers too much) is thrown as a message, which the engine
 // places as an error result: the run goes on.
 
-export function mcpTool(sessionId: string, name: string, binding: McpToolBinding, settings: McpSettings): ExecutableTool {
+export function mcpTool(sessionId: string, name: string, binding: McpToolBinding, settings: McpSettings, context: CallContextOf): ExecutableTool {
   const { server, serverName, tool } = binding;
   return {
     kind: "executable",
     declaration: { name, kind: "mcp", description: tool.description, parameters: tool.parameters, replay: replayOf(server, tool.name) },
-    execute: async (args, { signal }): Promise<ToolOutput> => {
+    execute: async (args, { signal, toolCallId, invocation }): Promise<ToolOutput> => {
       if (tool.withdrawn) throw new McpExchangeError(`The MCP server ${serverName} no longer offers the tool ${tool.name}`);
       const answer = await withMcpClient({ sessionId, serverName, server }, settings, { signal, timeoutMs: server.timeoutMs }, (client, options) =>
-        client.callTool({ name: tool.name, arguments: args }, CallToolResultSchema, options),
+        // For attribution only: the server authenticates the service by the headers registered with it.
+        client.callTool({ name: tool.name, arguments: args, _meta: { [TOOL_CALL_CONTEXT_META_KEY]: context(invocation, toolCallId) } }, CallToolResultSchema, options),
       );
       // The SDK's return type also admits the pre-2025 `{ toolResult }` form, which the schema it parsed with excludes.
       const parsed = CallToolResultSchema.safeParse(answer);

@@ -4,6 +4,7 @@ import type { Session } from "../harness/session/session.ts";
 import type { JsonValue } from "../schema/json.ts";
 import { MCP_DISCOVERY_RETRY_MS, MCP_DISCOVERY_TTL_MS } from "../schema/mcp.ts";
 import { builtinTool, type BuiltinDependencies } from "./builtin/index.ts";
+import { callContextOf, type CallContextOf } from "./call-context.ts";
 import type { ApplicationValues } from "./builtin/values.ts";
 import { toolDefinition, toolDefinitionsPrefix, type StoredToolDefinition } from "./definitions.ts";
 import { httpTool, type HttpToolSettings } from "./http-tool.ts";
@@ -14,10 +15,16 @@ import { mcpTool } from "./mcp-tool.ts";
 export interface ToolRegistryOptions {
   session: Session;
   clock?: () => number;
-  /** How http tools reach the outside world; without it http definitions resolve to nothing. */
-  http?: HttpToolSettings;
-  /** How MCP tools reach their servers; without it MCP tools resolve to nothing. */
-  mcp?: McpToolSettings;
+  /** How http and MCP tools reach the outside world; without it they resolve to nothing. */
+  remote?: RemoteTools;
+}
+
+/** What tools that call out need: whose calls they are, and how they reach endpoints and servers. */
+export interface RemoteTools {
+  /** The session's tenant, named in every call's context (call-context.ts). */
+  tenantId: string;
+  http: HttpToolSettings;
+  mcp: McpToolSettings;
 }
 
 export interface McpToolSettings extends McpSettings {
@@ -33,28 +40,30 @@ export interface McpToolSettings extends McpSettings {
 export function createToolRegistry(options: ToolRegistryOptions): ToolsPort {
   const { session } = options;
   const dependencies: BuiltinDependencies = { clock: options.clock ?? Date.now, values: applicationValues(session) };
+  const { remote } = options;
+  const context = remote && callContextOf(session, remote.tenantId);
   return {
     resolve(name: string): ResolvedTool | undefined {
       const stored = session.getValue(toolDefinition(name))?.value;
-      if (!stored) return options.mcp ? resolveMcp(session, name, options.mcp, dependencies.clock) : undefined;
+      if (!stored) return remote && context ? resolveMcp(session, name, remote.mcp, context, dependencies.clock) : undefined;
       switch (stored.kind) {
         case "builtin":
           return builtinTool(name, stored.description, dependencies);
         case "client":
           return clientTool(name, stored);
         case "http":
-          return options.http ? httpTool(session.metadata.id, name, stored, options.http) : undefined;
+          return remote && context ? httpTool(session.metadata.id, name, stored, remote.http, context) : undefined;
       }
     },
   };
 }
 
 /** An MCP tool from the session's cached tool lists (never from the server itself: a run does not wait on discovery). */
-function resolveMcp(session: Session, name: string, settings: McpToolSettings, clock: () => number): ResolvedTool | undefined {
+function resolveMcp(session: Session, name: string, settings: McpToolSettings, context: CallContextOf, clock: () => number): ResolvedTool | undefined {
   const binding = mcpToolIndex(session).get(name);
   if (!binding) return undefined;
   if (discoveryDue(binding.server, clock())) settings.onStaleServer?.(binding.serverName);
-  return mcpTool(session.metadata.id, name, binding, settings);
+  return mcpTool(session.metadata.id, name, binding, settings, context);
 }
 
 /**

@@ -22,9 +22,8 @@ import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { DeferredRegistrar } from "./due-work/deferred-registrations.ts";
 import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./due-work/session-forwards.ts";
 import type { SettlementForwarder } from "./due-work/settlement-outbox.ts";
-import type { HttpToolSettings } from "../../tools/http-tool.ts";
 import type { ToolDefinitionContext } from "./tool-definition-input.ts";
-import type { McpToolSettings } from "../../tools/registry.ts";
+import type { RemoteTools } from "../../tools/registry.ts";
 
 export interface SessionInit {
   tenantId: string;
@@ -192,7 +191,7 @@ export class SessionHost {
   /** Opens a session just created (or forked) in this object's storage. */
   adopt(storage: SqlSessionStorage): OpenedSession {
     const session = new Session(storage);
-    this.opened = { session, storage, runtime: this.runtimeFor(session) };
+    this.opened = { session, storage, runtime: this.runtimeFor(session, storage.tenantId) };
     return this.opened;
   }
 
@@ -203,11 +202,11 @@ export class SessionHost {
     return opened;
   }
 
-  private runtimeFor(session: Session): SessionRuntime {
+  private runtimeFor(session: Session, tenantId: string): SessionRuntime {
     return new SessionRuntime(session, this.dueWork, () => this.models.port(session), (harness) => {
       this.forwardUsage(harness);
       this.hooks.harnessCreated(harness);
-    }, this.remoteToolSettings(), (lane) => this.hooks.liveUpdateIntervalMs(lane));
+    }, this.remoteTools(tenantId), (lane) => this.hooks.liveUpdateIntervalMs(lane));
   }
 
   /** What a tool definition is checked and sealed with (creation and `PUT …/tools/{name}`). */
@@ -215,9 +214,9 @@ export class SessionHost {
     return { sessionId, secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
   }
 
-  private remoteToolSettings(): { http: HttpToolSettings; mcp: McpToolSettings } {
+  private remoteTools(tenantId: string): RemoteTools {
     const reach = { secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" };
-    return { http: reach, mcp: { ...reach, onStaleServer: (name) => this.hooks.mcpServerStale(name) } };
+    return { tenantId, http: reach, mcp: { ...reach, onStaleServer: (name) => this.hooks.mcpServerStale(name) } };
   }
 
   /**

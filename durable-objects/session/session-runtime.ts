@@ -3,8 +3,7 @@ import type { DeferredHandle } from "../../schema/messages.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
 import type { LiveUpdatePacing } from "../../harness/runtime/core.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
-import type { HttpToolSettings } from "../../tools/http-tool.ts";
-import { createToolRegistry, type McpToolSettings } from "../../tools/registry.ts";
+import { createToolRegistry, type RemoteTools } from "../../tools/registry.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { DriveOutcome } from "../../harness/runtime/types.ts";
 import type { Session } from "../../harness/session/session.ts";
@@ -33,7 +32,7 @@ export class SessionRuntime {
     /** Called once per harness, before anyone receives it (a watch hub subscribes here). */
     private readonly onHarness: (harness: AgentHarness) => void = () => {},
     /** How http tools reach their endpoints and MCP tools their servers (without it, both are unavailable). */
-    private readonly remote?: { http: HttpToolSettings; mcp: McpToolSettings },
+    private readonly remote?: RemoteTools,
     /** Spacing of a lane's live updates (the watch hub's, by the lane's audience). */
     private readonly liveUpdateIntervalMs?: LiveUpdatePacing,
   ) {}
@@ -47,7 +46,7 @@ export class SessionRuntime {
   }
 
   private async create(): Promise<AgentHarness> {
-    const tools = createToolRegistry({ session: this.session, ...this.remote });
+    const tools = createToolRegistry({ session: this.session, ...(this.remote && { remote: this.remote }) });
     const { harness } = await AgentHarness.create({
       session: this.session,
       models: this.models(),

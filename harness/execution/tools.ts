@@ -49,6 +49,8 @@ export type ToolProgress = Pick<ToolOutput, "content" | "details" | "usage">;
 export interface ToolInvocation {
   invocationId: string;
   operationId: string;
+  /** The lane whose run made the call. */
+  lane: string;
   turnId: string;
   getMemo(name: string): Promise<JsonValue | undefined>;
   setMemo(name: string, value: JsonValue | undefined): Promise<void>;

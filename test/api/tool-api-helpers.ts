@@ -1,6 +1,7 @@
 import { expect, inject } from "vitest";
 import "../provided-context.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
+import type { ToolCallContext } from "../../schema/tools.ts";
 import { call } from "./helpers.ts";
 
 // Tools over the REST API, as a tenant drives them: definitions, a prompt, the settled record and
@@ -72,7 +73,7 @@ export interface ReceivedCall {
   idempotencyKey: string | null;
   timestamp: string | null;
   signatureValid: boolean;
-  body: { tool: string; toolCallId: string; invocationId: string; operationId: string; arguments: unknown } | string;
+  body: { tool: string; toolCallId: string; invocationId: string; operationId: string; arguments: unknown; context?: ToolCallContext } | string;
 }
 
 let scopes = 0;

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import type { IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -18,16 +19,21 @@ type ToolEvent = Extract<HarnessEvent, { type: "tool_start" | "tool_update" | "t
 
 const ARGS = { type: "object", properties: { question: { type: "string" } }, required: ["question"] };
 
-/** The signature check of docs/tools.md, loaded from the docs' own text. */
+type VerifiedCall = (secretFor: (sessionId: string | undefined, tool: string) => string | undefined, headers: IncomingHttpHeaders, rawBody: string) => unknown;
+
+/**
+ * The check of docs/tools.md, loaded from the docs' own text: `verifiedCall` (which picks the secret
+ * by the body's context and tool, then verifies with `verify`), given the secret the webhook trusts.
+ */
 async function documentedVerifier(): Promise<SignatureVerifier> {
   const [block] = fencedBlocks("docs/tools.md", "js");
   if (!block) throw new Error("docs/tools.md has no js block");
   const dir = mkdtempSync(join(tmpdir(), "das-verify-"));
   const file = join(dir, "verify.mjs");
   writeFileSync(file, block);
-  const loaded: { verify: SignatureVerifier } = await import(/* @vite-ignore */ pathToFileURL(file).href);
+  const loaded: { verifiedCall: VerifiedCall } = await import(/* @vite-ignore */ pathToFileURL(file).href);
   rmSync(dir, { recursive: true, force: true });
-  return loaded.verify;
+  return (secret, headers, rawBody) => loaded.verifiedCall((sessionId, tool) => (sessionId === "tools-e2e" && tool === "lookup" ? secret : undefined), headers, rawBody) !== null;
 }
 
 const isToolEvent = (event: HarnessEvent): event is ToolEvent => event.type === "tool_start" || event.type === "tool_update" || event.type === "tool_end";
@@ -118,7 +124,8 @@ describe("tools end to end", () => {
 
     const calls: { signatureValid: boolean; idempotencyKey: string; body: { invocationId: string; operationId: string } }[] = await (await fetch(`${hooks.url}/requests/e2e`)).json();
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ signatureValid: true, body: { operationId } });
+    // Verified by the docs' verifiedCall, which found the secret by the context's session and tool.
+    expect(calls[0]).toMatchObject({ signatureValid: true, body: { operationId, context: { sessionId: sid, lane: "main", operationId, metadata: {} } } });
     expect(calls[0]?.idempotencyKey).toBe(calls[0]?.body.invocationId);
 
     // The fold of the events up to a snapshot's seq equals that snapshot: mid-batch and at the end.

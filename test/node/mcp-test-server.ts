@@ -79,7 +79,7 @@ export async function startMcpTestServer(): Promise<McpTestServer> {
     const params = typeof message.params === "object" && message.params !== null ? (message.params as Record<string, unknown>) : {};
     const record: RecordedMcpRequest = {
       method: typeof message.method === "string" ? message.method : request.method ?? "?",
-      ...(message.method === "tools/call" && { tool: String(params.name), arguments: params.arguments }),
+      ...(message.method === "tools/call" && { tool: String(params.name), arguments: params.arguments, ...(params._meta !== undefined && { meta: params._meta }) }),
       authorization: single(request.headers.authorization),
       team: single(request.headers["x-team"]),
       abandoned: false,

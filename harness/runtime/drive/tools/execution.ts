@@ -120,6 +120,7 @@ function memoCapability(pass: Pass, flight: InFlightCall, batchId: string): { in
     invocation: {
       invocationId: flight.resultEntryId,
       operationId: pass.operationId,
+      lane: pass.lane.name,
       turnId: flight.batch.turnId,
       getMemo: (name) => onLine(name, (m) => m.getValue(address(name))?.value),
       setMemo: async (name, value) => {
