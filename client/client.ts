@@ -1,5 +1,6 @@
 import type { JsonObject } from "../schema/json.ts";
 import type { ModelIdentity } from "../schema/lane.ts";
+import { AgentsApi } from "./agents.ts";
 import { AdminApi, deleteDefaultModel, me, models, setDefaultModel } from "./admin.ts";
 import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts";
 import { LanesApi, QueueApi } from "./lanes.ts";
@@ -52,6 +53,8 @@ export class AgentSessionsClient {
   readonly providers: ProvidersApi;
   /** The tenant's webhook endpoints and their delivery logs. */
   readonly webhooks: WebhooksApi;
+  /** The tenant's agents: versioned definitions of model, settings, resources and tools. */
+  readonly agents: AgentsApi;
 
   constructor(options: ClientOptions) {
     this.http = new HttpClient(options);
@@ -69,6 +72,7 @@ export class AgentSessionsClient {
     this.mcpServers = new McpServersApi(this.http);
     this.providers = new ProvidersApi(this.http);
     this.webhooks = new WebhooksApi(this.http);
+    this.agents = new AgentsApi(this.http);
   }
 
   /** `GET /v1/me` → `{ tenantId, keyId, defaultModel, usage }`. */

@@ -15,6 +15,7 @@ export {
   type Result,
 } from "./http.ts";
 export { AdminApi } from "./admin.ts";
+export { AgentsApi, type Agent, type AgentDefinition, type CreateAgent, type PatchAgent } from "./agents.ts";
 export { EntriesApi, SessionsApi } from "./sessions.ts";
 export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";

@@ -28,10 +28,14 @@ export const ERROR_STATUS = {
   McpServerNotFound: 404,
   /** No call of that id waits for a client's result in that operation. */
   UnknownToolCall: 404,
+  /** No live agent of that id (`details.version`: no such version of it). */
+  AgentNotFound: 404,
   /** A known path called with a method it does not serve; `Allow` lists the ones it does. */
   MethodNotAllowed: 405,
   SessionExists: 409,
   TenantExists: 409,
+  /** An agent of that id exists or existed (a deleted agent's id is not reused: its versions stay readable). */
+  AgentExists: 409,
   IdempotencyInProgress: 409,
   /**
    * A replay of a creation whose answer held a secret (an API key, a webhook endpoint): it exists
@@ -77,7 +81,8 @@ export const ERROR_STATUS = {
   IdempotencyConflict: 422,
   /**
    * A session already holds as many branches or lanes, or a tenant as many webhooks (in all, or
-   * for one destination host), as it may (`details`: resource, limit, and host for webhooks_per_host).
+   * for one destination host) or agents, or an agent as many versions, as it may, or an agent
+   * version is larger than it may be (`details`: resource, limit, and host for webhooks_per_host).
    */
   LimitExceeded: 422,
   UpgradeRequired: 426,

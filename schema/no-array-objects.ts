@@ -1,7 +1,7 @@
 import * as v from "valibot";
 
-// valibot's object schemas accept arrays (an array is an object in JavaScript), so `[]` would pass
-// for `{}`. The API contract says "object" (and the OpenAPI document too): this walk rejects an
+// valibot's object and record schemas accept arrays (an array is an object in JavaScript; its
+// indexes pass as a record's keys), so `[]` would pass for `{}`. The API contract says "object" (and the OpenAPI document too): this walk rejects an
 // array wherever a schema expects an object, at any depth, before the request is accepted.
 
 type Node = {
@@ -42,6 +42,7 @@ function walk(node: Node, input: unknown, path: string): string | undefined {
     }
     return undefined;
   }
+  if (type === "record" && Array.isArray(input)) return path;
   if (type === "record" && node.value && typeof input === "object" && input !== null && !Array.isArray(input)) {
     for (const [key, element] of Object.entries(input)) {
       const found = walk(node.value, element, join(path, key));

@@ -6,6 +6,7 @@ import { corsFromEnv } from "./middleware/cors.ts";
 import { requestIds } from "./middleware/request-id.ts";
 import { platformFailure } from "./platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { agentRoutes } from "./routes/agents.ts";
 import { branchRoutes } from "./routes/branches.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { laneRoutes } from "./routes/lanes.ts";
@@ -50,6 +51,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1", tenantRoutes);
   app.route("/v1", providerRoutes);
   app.route("/v1", webhookRoutes);
+  app.route("/v1", agentRoutes);
   const allowed = allowedMethods(app);
   app.notFound((c) => {
     const allow = allowed(c.req.path);

@@ -219,4 +219,28 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 14,
+    name: "agents",
+    statements: [
+      // Agents (tenant/agent-store.ts): one row per agent, live or deleted (a deleted agent's id
+      // is not reused and its versions stay readable), and one immutable row per version holding
+      // that version's definition as JSON text.
+      `CREATE TABLE agents (
+        agent_id TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL,
+        latest_version INTEGER NOT NULL,
+        deleted_at INTEGER
+      ) WITHOUT ROWID`,
+      // Listings and the live count read only live agents, in creation order.
+      "CREATE INDEX agents_live_by_time ON agents (created_at, agent_id) WHERE deleted_at IS NULL",
+      `CREATE TABLE agent_versions (
+        agent_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        definition TEXT NOT NULL,
+        PRIMARY KEY (agent_id, version)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];

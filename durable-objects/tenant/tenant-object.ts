@@ -1,6 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
+import type { AgentDefinition } from "../../schema/agents.ts";
 import type { TenantQuotas } from "../../schema/api.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
+import type { Wire } from "../../schema/wire.ts";
 import type { PatchWebhook, WebhookEventType } from "../../schema/webhooks.ts";
 import type { IdempotencyReplay } from "../rpc/idempotency.ts";
 import type { SettledOperation } from "../session/due-work/settlement-outbox.ts";
@@ -8,6 +10,7 @@ import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
 import type { SuspendedRun } from "./webhooks/webhook-events.ts";
 import { WebhookSubscriptions } from "./webhooks/webhook-subscriptions.ts";
 import { AdminDirectory } from "./admin-directory.ts";
+import { Agents } from "./agents.ts";
 import { IdempotencyKeys } from "./idempotency-keys.ts";
 import { OperationsAndUsage } from "./operations-and-usage.ts";
 import { ProviderSettings, type TenantProviderSettings } from "./provider-settings.ts";
@@ -28,7 +31,7 @@ export { DEFAULT_REQUESTS_PER_MINUTE, sha256Hex };
  * its quotas (requests per minute; open operations: tenant-operations.ts) and its usage totals.
  * Keys are minted here and shown once; only their hashes are stored. This class is the object's
  * whole RPC surface: each method delegates to a capability (tenant-record.ts, tenant-auth.ts,
- * provider-settings.ts, operations-and-usage.ts, webhooks/webhook-subscriptions.ts,
+ * provider-settings.ts, operations-and-usage.ts, webhooks/webhook-subscriptions.ts, agents.ts,
  * session-listing.ts, admin-directory.ts, idempotency-keys.ts), which receives in its constructor
  * what it may touch; the host (tenant-host.ts) holds what they share: the schema, the stores, the
  * state in memory and the one alarm.
@@ -51,6 +54,7 @@ export class TenantObject extends DurableObject<Env> {
   private readonly providers = new ProviderSettings(this.host);
   private readonly operations = new OperationsAndUsage(this.host);
   private readonly webhooks = new WebhookSubscriptions(this.host);
+  private readonly agents = new Agents(this.host);
   private readonly sessions = new SessionListing(this.host.schema, this.host.sql);
   private readonly directory = new AdminDirectory(this.host.schema, this.host.sql);
   private readonly idempotency = new IdempotencyKeys(this.host.schema, this.host.sql);
@@ -92,6 +96,15 @@ export class TenantObject extends DurableObject<Env> {
   async patchWebhook(endpointId: string, patch: PatchWebhook) { return this.webhooks.patchWebhook(endpointId, patch); }
   async deleteWebhook(endpointId: string) { return this.webhooks.deleteWebhook(endpointId); }
   async webhookDeliveries(endpointId: string, limit: number, cursor: string | undefined) { return this.webhooks.webhookDeliveries(endpointId, limit, cursor); }
+
+  // Agents and their versions (agents.ts).
+  async createAgent(agentId: string, definition: Wire<AgentDefinition>) { return this.agents.createAgent(agentId, definition); }
+  async listAgents(limit: number, cursor: string | undefined) { return this.agents.listAgents(limit, cursor); }
+  async getAgent(agentId: string) { return this.agents.getAgent(agentId); }
+  async listAgentVersions(agentId: string, limit: number, cursor: string | undefined) { return this.agents.listAgentVersions(agentId, limit, cursor); }
+  async getAgentVersion(agentId: string, version: number) { return this.agents.getAgentVersion(agentId, version); }
+  async appendAgentVersion(agentId: string, basedOn: number, definition: Wire<AgentDefinition>) { return this.agents.appendAgentVersion(agentId, basedOn, definition); }
+  async deleteAgent(agentId: string) { return this.agents.deleteAgent(agentId); }
 
   // The session index (session-listing.ts).
   async registerSession(summary: SessionSummary) { return this.sessions.registerSession(summary); }

@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import "../provided-context.ts";
 import { CreatedKeySchema, pageSchema, TenantQuotasSchema, TenantSummarySchema, KeyInfoSchema, SessionSummarySchema } from "../../schema/api.ts";
+import { AgentSchema } from "../../schema/agents.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import {
   AbortOutcomeSchema,
@@ -86,6 +87,13 @@ describe("every documented success answer validates against the document", () =>
     expect(await checker.expect("updateWebhook", 200, WebhookEndpointSchema, { key, path: { id: hook.id }, body: { enabled: false } })).toMatchObject({ status: "disabled" });
     await checker.expect("listWebhookDeliveries", 200, pageSchema(WebhookDeliverySchema), { key, path: { id: hook.id } });
     await checker.status("deleteWebhook", 204, { key, path: { id: hook.id } });
+    const agent = await checker.expect("createAgent", 201, AgentSchema, { key, body: { name: "answers", tools: { current_time: { kind: "builtin" } }, activeTools: ["current_time"] } });
+    await checker.expect("updateAgent", 200, AgentSchema, { key, path: { id: agent.id }, body: { description: "v2" } });
+    await checker.expect("listAgents", 200, pageSchema(AgentSchema), { key });
+    await checker.expect("getAgent", 200, AgentSchema, { key, path: { id: agent.id } });
+    await checker.expect("listAgentVersions", 200, pageSchema(AgentSchema), { key, path: { id: agent.id }, query: { limit: 1 } });
+    await checker.expect("getAgentVersion", 200, AgentSchema, { key, path: { id: agent.id, version: "1" } });
+    await checker.status("deleteAgent", 204, { key, path: { id: agent.id } });
   });
 
   it("sessions, their resources, tools and MCP servers", async () => {

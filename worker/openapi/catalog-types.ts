@@ -15,6 +15,7 @@ export const TAGS = {
   Meta: "Health and this reference.",
   Admin: "Tenants and API keys, behind the admin token.",
   Tenant: "Who the caller is, its provider keys, and the models it can use.",
+  Agents: "Versioned agent definitions of the tenant: model, settings, resources and tools, defined once for many sessions.",
   Sessions: "Sessions of the authenticated tenant.",
   Entries: "The session-wide entry inventory, entry labels and the usage ledger.",
   Values: "Application values and lists (`pi` and `pi.*` namespaces are reserved for the runtime).",

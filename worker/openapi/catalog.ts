@@ -14,6 +14,7 @@ import {
   TenantSummarySchema,
 } from "../../schema/api.ts";
 import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
+import { agentCatalog } from "./catalog-agents.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import { mcpCatalog } from "./catalog-mcp.ts";
@@ -164,5 +165,6 @@ export const CATALOG: readonly CatalogRoute[] = [
   ...laneCatalog,
   ...toolCatalog,
   ...webhookCatalog,
+  ...agentCatalog,
   ...mcpCatalog,
 ];

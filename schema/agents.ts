@@ -1,0 +1,120 @@
+import * as v from "valibot";
+import { IdSchema, ResourceNameSchema } from "./api.ts";
+import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
+import { HarnessResourcesSchema, SkillSchema } from "./settings.ts";
+import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
+import { ToolDefinitionsByNameSchema, ToolNameSchema, ToolParametersSchema, ToolReplaySchema } from "./tools.ts";
+
+// Agents (spec/API.md "Agents"): tenant-level, versioned definitions of what a session runs with:
+// model, thinking level, settings, resources, tools, active tools and metadata. `settings`,
+// `resources` and `tools` have the shapes a session is created with. Each version is immutable;
+// PATCH (a JSON Merge Patch over the latest) makes the next one.
+
+/** Live (not deleted) agents one tenant may hold. */
+export const MAX_AGENTS = 100;
+/** Versions one agent may have (its creation is version 1). */
+export const MAX_AGENT_VERSIONS = 1000;
+/** The JSON text of one version's definition. */
+export const MAX_AGENT_VERSION_BYTES = 256 * 1024;
+/** Metadata: at most this many keys, each at most MAX_METADATA_KEY_CHARS, values at most MAX_METADATA_VALUE_CHARS. */
+export const MAX_METADATA_KEYS = 16;
+export const MAX_METADATA_KEY_CHARS = 64;
+export const MAX_METADATA_VALUE_CHARS = 512;
+/** Agent listings and version listings end a page before it would pass this many bytes of JSON (at least one item). */
+export const AGENT_PAGE_BYTES_MAX = 4 * 1024 * 1024;
+
+export const AgentIdSchema = IdSchema;
+
+/** `…/versions/{version}`: a positive integer. */
+export const AgentVersionParamSchema = v.pipe(
+  v.string(),
+  v.regex(/^[1-9]\d{0,8}$/, "A version is a positive integer"),
+  v.transform(Number),
+);
+
+const NameSchema = v.pipe(v.string(), v.maxLength(200));
+const DescriptionSchema = v.pipe(v.string(), v.maxLength(4096));
+const MetadataKeySchema = v.pipe(v.string(), v.minLength(1, "A metadata key may not be empty"), v.maxLength(MAX_METADATA_KEY_CHARS, `A metadata key is at most ${MAX_METADATA_KEY_CHARS} characters`));
+const MetadataValueSchema = v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_CHARS, `A metadata value is at most ${MAX_METADATA_VALUE_CHARS} characters`));
+const metadataCount = <T extends object>(record: T): boolean => Object.keys(record).length <= MAX_METADATA_KEYS;
+const METADATA_COUNT_MESSAGE = `metadata holds at most ${MAX_METADATA_KEYS} keys`;
+
+/** String keys to string values, bounded (the tenant's own labels; the service reads none of them). */
+export const MetadataSchema = v.pipe(v.record(MetadataKeySchema, MetadataValueSchema), v.check(metadataCount, METADATA_COUNT_MESSAGE));
+/** Tool names a new lane activates: names of this agent's `tools`. */
+const ActiveToolsSchema = v.pipe(v.array(ToolNameSchema), v.maxLength(256));
+
+const definitionEntries = {
+  name: v.optional(NameSchema),
+  description: v.optional(DescriptionSchema),
+  /** The model of the lanes a session takes from this agent (checked: one the tenant can use). */
+  model: v.optional(ModelIdentitySchema),
+  thinkingLevel: v.optional(ThinkingLevelSchema),
+  /** The session settings, as `POST /v1/sessions` takes them. */
+  settings: v.optional(HarnessSettingsPatchSchema),
+  resources: v.optional(HarnessResourcesSchema),
+  /** Tool definitions by name, as `POST /v1/sessions` takes them (an http tool holds no secret here). */
+  tools: v.optional(ToolDefinitionsByNameSchema),
+  activeTools: v.optional(ActiveToolsSchema),
+  metadata: v.optional(MetadataSchema),
+};
+
+/** One version's definition: everything of an Agent but its id, version and times. */
+export const AgentDefinitionSchema = v.strictObject(definitionEntries);
+export type AgentDefinition = v.InferOutput<typeof AgentDefinitionSchema>;
+
+/** The body of `POST /v1/agents`; `id` defaults to a fresh `ag_…` id. */
+export const CreateAgentSchema = v.optional(v.strictObject({ id: v.optional(AgentIdSchema), ...definitionEntries }), {});
+export type CreateAgent = v.InferOutput<typeof CreateAgentSchema>;
+
+/** A member of a merge patch: absent (unchanged), null (removed) or a value merged in. */
+const member = <S extends v.GenericSchema>(schema: S) => v.optional(v.nullable(schema));
+
+/** A skill's or prompt template's patch (both have the same members). */
+const resourcePatch = v.record(
+  ResourceNameSchema,
+  v.nullable(v.strictObject({ description: member(SkillSchema.entries.description.wrapped), content: v.optional(SkillSchema.entries.content) })),
+);
+
+/** A tool's patch: any of its members (whichever kind it is); the merged definition is checked whole. */
+const ToolPatchSchema = v.strictObject({
+  kind: v.optional(v.picklist(["builtin", "http", "client"])),
+  description: member(v.string()),
+  parameters: member(ToolParametersSchema),
+  url: member(v.string()),
+  timeoutMs: member(v.number()),
+  replay: member(ToolReplaySchema),
+});
+
+/**
+ * The body of `PATCH /v1/agents/{id}`: a JSON Merge Patch (RFC 7396) over the latest version. A
+ * member left out keeps its value, an object merges member by member, `null` removes a member,
+ * an array (`activeTools`) is replaced. The merged definition must be a valid definition (400
+ * naming the field otherwise) and passes the same checks as a creation.
+ */
+export const PatchAgentSchema = v.strictObject({
+  name: member(NameSchema),
+  description: member(DescriptionSchema),
+  model: member(ModelIdentitySchema),
+  thinkingLevel: member(ThinkingLevelSchema),
+  settings: member(HarnessSettingsPatchSchema),
+  resources: member(v.strictObject({ skills: member(resourcePatch), promptTemplates: member(resourcePatch) })),
+  tools: member(v.record(ToolNameSchema, v.nullable(ToolPatchSchema))),
+  activeTools: member(ActiveToolsSchema),
+  metadata: member(v.pipe(v.record(MetadataKeySchema, v.nullable(MetadataValueSchema)), v.check(metadataCount, METADATA_COUNT_MESSAGE))),
+});
+export type PatchAgent = v.InferOutput<typeof PatchAgentSchema>;
+
+/** An agent version as the API shows it. */
+export const AgentSchema = v.object({
+  id: v.string(),
+  version: v.number(),
+  /** When the agent was created (its version 1), milliseconds since the epoch. */
+  createdAt: v.number(),
+  /** When this version was made, on versions after the first. */
+  updatedAt: v.optional(v.number()),
+  /** When the agent was deleted (only a deleted agent's versions, read under `…/versions`, have it). */
+  deletedAt: v.optional(v.number()),
+  ...definitionEntries,
+});
+export type Agent = v.InferOutput<typeof AgentSchema>;
