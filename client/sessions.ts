@@ -17,8 +17,8 @@ export class SessionsApi {
   }
 
   /**
-   * `POST /v1/sessions` → 201 Session, created with its name, settings, resources and tools in one
-   * step; `toolSecrets` holds each new http tool's signing secret, shown this once.
+   * `POST /v1/sessions` → 201 Session, created with its name, metadata, settings, resources and
+   * tools in one step; `toolSecrets` holds each new http tool's signing secret, shown this once.
    * Accepts `idempotencyKey`: a retry after a failure gets the session the first attempt created.
    */
   create(body: CreateSessionBody = {}, options: CallOptions = {}): Promise<CreatedSession> {
@@ -26,14 +26,22 @@ export class SessionsApi {
   }
 
   /**
-   * `GET /v1/sessions?limit&cursor&order`: one page of `{ id, name, createdAt }`, oldest first, or
-   * newest first with `order: "desc"` (from the tenant's index; `get` has the whole Session).
+   * `GET /v1/sessions?limit&cursor&order&metadata.<key>&status&createdAfter&createdBefore`: one page
+   * of `{ id, name, createdAt, metadata }` matching every filter, oldest first, or newest first with
+   * `order: "desc"` (from the tenant's index; `get` has the whole Session). A filtered page may be
+   * short, even empty, with a `nextCursor`: keep going until it is null (`all` does).
    */
   list(query: SessionsQuery = {}, options: CallOptions = {}): Promise<Page<SessionSummary>> {
-    return this.http.json({ ...options, method: "GET", path: "/v1/sessions", query: { limit: query.limit, cursor: query.cursor, order: query.order } });
+    const filters = Object.fromEntries(Object.entries(query.metadata ?? {}).map(([key, value]) => [`metadata.${key}`, value]));
+    return this.http.json({
+      ...options,
+      method: "GET",
+      path: "/v1/sessions",
+      query: { limit: query.limit, cursor: query.cursor, order: query.order, status: query.status, createdAfter: query.createdAfter, createdBefore: query.createdBefore, ...filters },
+    });
   }
 
-  /** Every session, page by page (`limit` is the page size): `for await (const session of client.sessions.all()) …`. */
+  /** Every session matching the filters, page by page (`limit` is the page size): `for await (const session of client.sessions.all({ metadata: { user: "u_42" } })) …`. */
   all(query: Omit<SessionsQuery, "cursor"> = {}, options: CallOptions = {}): AsyncGenerator<SessionSummary, void, undefined> {
     return paginate((cursor) => this.list({ ...query, ...(cursor !== undefined && { cursor }) }, options));
   }
@@ -43,7 +51,11 @@ export class SessionsApi {
     return this.http.json({ ...options, method: "GET", path: sessionPath(sessionId) });
   }
 
-  /** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`: `name: null` removes the name; settings are a JSON Merge Patch (a nested field changes alone; null restores its default). */
+  /**
+   * `PATCH /v1/sessions/{sid}` `{ name?, settings?, metadata? }`: `name: null` removes the name;
+   * settings and metadata are JSON Merge Patches (a nested field changes alone; null restores a
+   * setting's default or deletes a metadata key; 422 LimitExceeded beyond 16 metadata keys).
+   */
   patch(sessionId: string, body: PatchSessionBody, options: CallOptions = {}): Promise<Session> {
     return this.http.json({ ...options, method: "PATCH", path: sessionPath(sessionId), body });
   }

@@ -53,6 +53,14 @@ export interface PageQuery {
 export interface SessionsQuery extends PageQuery {
   /** `asc` (creation order, the default) or `desc` (newest first). */
   order?: "asc" | "desc";
+  /** Sessions whose metadata holds every one of these pairs exactly (`metadata.<key>=<value>`; at most 16). */
+  metadata?: Record<string, string>;
+  /** `active`: a lane has an open operation (as the tenant's ledger knows it); `idle`: none. */
+  status?: "idle" | "active";
+  /** Created strictly after this time (ms since the epoch). */
+  createdAfter?: number;
+  /** Created strictly before this time (ms since the epoch). */
+  createdBefore?: number;
 }
 
 export interface EntriesQuery extends PageQuery {

@@ -4,6 +4,7 @@ import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
 import { AgentMessageInputSchema } from "./messages.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
+import { SessionMetadataPatchSchema } from "./session-metadata.ts";
 
 // Parameters and bodies of spec/API.md "Sessions" (entries, labels, usage, values, lists, PATCH)
 // and "Branches". The front worker validates with these before any object is touched.
@@ -164,10 +165,14 @@ export const UsageQuerySchema = v.object({
   limit: LimitQuerySchema,
 });
 
-/** `PATCH /v1/sessions/{sid}` `{ name?, settings? }`; `name: null` removes the name. */
+/**
+ * `PATCH /v1/sessions/{sid}` `{ name?, settings?, metadata? }`; `name: null` removes the name;
+ * `metadata` is a JSON Merge Patch over the session's metadata (`null` deletes a key).
+ */
 export const PatchSessionSchema = v.strictObject({
   name: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(500)))),
   settings: v.optional(HarnessSettingsPatchSchema),
+  metadata: v.optional(SessionMetadataPatchSchema),
 });
 
 /** `PUT /v1/sessions/{sid}/entries/{entryId}/label` `{ label }`. */

@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { HarnessResourcesSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
+import { SessionMetadataSchema } from "./session-metadata.ts";
 import { ToolDefinitionsByNameSchema } from "./tools.ts";
 
 // Request bodies and parameters of the public API (spec/API.md). The front worker validates with
@@ -28,6 +29,8 @@ export const CreateSessionSchema = v.optional(
     resources: v.optional(HarnessResourcesSchema),
     /** Tool definitions by name, as `PUT …/tools/{name}` takes them. */
     tools: v.optional(ToolDefinitionsByNameSchema),
+    /** Up to 16 string keys to string values (schema/session-metadata.ts), searchable with `GET /v1/sessions?metadata.<key>=`. */
+    metadata: v.optional(SessionMetadataSchema),
   }),
   {},
 );
@@ -53,13 +56,6 @@ export const PageQuerySchema = v.object({
   limit: LimitQuerySchema,
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
-
-/** `GET /v1/sessions?limit&cursor&order`: creation order (`asc`, the default) or newest first (`desc`). */
-export const SessionListQuerySchema = v.object({
-  ...PageQuerySchema.entries,
-  order: v.optional(v.picklist(["asc", "desc"]), "asc"),
-});
-export type SessionListOrder = "asc" | "desc";
 
 /** Skill and prompt-template names (the keys of `pi.resources`). */
 export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . -"));
@@ -89,10 +85,17 @@ export type TenantQuotasPatch = v.InferInput<typeof TenantQuotasPatchSchema>;
 
 /**
  * One row of `GET /v1/sessions`: kept in the tenant's index, so a listing reads one object
- * whatever its length. The name is the one given at creation or by the last PATCH (the index is
- * updated before those answer); stats, settings, branches and lanes are in `GET /v1/sessions/{sid}`.
+ * whatever its length. The name and metadata are the ones given at creation or by the last PATCH
+ * (the index is updated before those answer); stats, settings, branches and lanes are in
+ * `GET /v1/sessions/{sid}`.
  */
-export const SessionSummarySchema = v.object({ id: v.string(), name: v.nullable(v.string()), createdAt: v.number() });
+export const SessionSummarySchema = v.object({
+  id: v.string(),
+  name: v.nullable(v.string()),
+  createdAt: v.number(),
+  /** The session's metadata (`{}` when it has none). */
+  metadata: v.record(v.string(), v.string()),
+});
 export type SessionSummary = v.InferOutput<typeof SessionSummarySchema>;
 
 /** One row of `GET /v1/admin/tenants`. */

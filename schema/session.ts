@@ -25,6 +25,8 @@ export const SessionSchema = v.object({
   name: v.nullable(v.string()),
   createdAt: v.number(),
   parentSessionId: v.optional(v.string()),
+  /** Up to 16 string keys to string values (`{}` when none): who and what the session belongs to. */
+  metadata: v.record(v.string(), v.string()),
   stats: SessionStatsSchema,
   settings: HarnessSettingsSchema,
   branches: v.array(BranchListingSchema),

@@ -1,4 +1,7 @@
 import { isReservedNamespace, list, value } from "../../harness/session/addresses.ts";
+import { sessionMetadata } from "../../harness/session/builtin-addresses.ts";
+import { deleteValue, setValue } from "../../harness/session/writes.ts";
+import { mergeMetadata, SESSION_METADATA_LIMITS, type SessionMetadata, type SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import { scriptElementProblem } from "../../models/scripted/script-source.ts";
 import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
 import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
@@ -31,6 +34,28 @@ export class SessionData {
       await (await this.host.harness()).setName(name ?? undefined);
       return { name };
     });
+  }
+
+  /**
+   * A JSON Merge Patch of the session's metadata, merged and bounded on the session's line (nothing
+   * commits between the read and the write); a map beyond 16 keys is 422 LimitExceeded and nothing
+   * is written. Answers the merged map and the seq of the value written (the stored one when the
+   * patch changed nothing), by which the tenant's index keeps the newest of concurrent patches.
+   */
+  async updateMetadata(patch: SessionMetadataPatch): Promise<Wire<RpcResult<{ metadata: SessionMetadata; seq: number }>>> {
+    return asResult(() =>
+      this.host.session().mutate((m) => {
+        const stored = m.getValue(sessionMetadata);
+        const next = mergeMetadata(stored?.value ?? {}, patch);
+        const limit = SESSION_METADATA_LIMITS.keys;
+        if (Object.keys(next).length > limit) {
+          throw new RpcError({ code: "LimitExceeded", message: `A session holds at most ${limit} metadata keys`, details: { resource: "metadata", limit } });
+        }
+        if (JSON.stringify(next) === JSON.stringify(stored?.value ?? {})) return { metadata: next, seq: stored?.seq ?? 0 };
+        const { firstSeq } = m.commit([Object.keys(next).length === 0 ? deleteValue(sessionMetadata) : setValue(sessionMetadata, next)]);
+        return { metadata: next, seq: firstSeq };
+      }),
+    );
   }
 
   /** An entry's label (null when it has none); an unknown entry is UnknownEntry. */

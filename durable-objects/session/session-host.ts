@@ -1,6 +1,6 @@
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import { branchTipInventoryPrefix } from "../../harness/session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, sessionMetadata } from "../../harness/session/builtin-addresses.ts";
 import { Session } from "../../harness/session/session.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
@@ -35,6 +35,8 @@ export interface SessionInit {
   resources?: Wire<HarnessResources>;
   /** Tool definitions by name (JSON text, validated by the edge; checked further before anything is written). */
   tools?: Wire<Record<string, ToolDefinitionInput>>;
+  /** The session's metadata (validated by the edge: at most 16 keys), written with the rest of the creation. */
+  metadata?: Record<string, string>;
   /**
    * Names one creating request (derived from its Idempotency-Key): a repeat of that request finds
    * the session it created and gets it back instead of `SessionExists`.
@@ -48,6 +50,8 @@ export interface SessionInfo {
   name: string | null;
   createdAt: number;
   parentSessionId?: string;
+  /** `{}` when the session has none. */
+  metadata: Record<string, string>;
   stats: SessionStats;
   branches: BranchInfo[];
 }
@@ -284,6 +288,7 @@ export class SessionHost {
       name: session.getName() ?? null,
       createdAt: metadata.createdAt,
       ...(metadata.parentSessionId !== undefined && { parentSessionId: metadata.parentSessionId }),
+      metadata: session.getValue(sessionMetadata)?.value ?? {},
       stats: session.getStats(),
     };
   }

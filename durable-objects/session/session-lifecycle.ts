@@ -1,5 +1,5 @@
 import { resourcesAddress, settingsAddress } from "../../harness/runtime/settings.ts";
-import { sessionName } from "../../harness/session/builtin-addresses.ts";
+import { sessionMetadata, sessionName } from "../../harness/session/builtin-addresses.ts";
 import { setValue } from "../../harness/session/writes.ts";
 import { DEFAULT_SETTINGS } from "../../schema/settings.ts";
 import { applySettingsPatch } from "../../schema/settings-patch.ts";
@@ -40,9 +40,9 @@ export class SessionLifecycle {
   constructor(private readonly host: LifecycleHost) {}
 
   /**
-   * Creates the session in one atomic step: the schema, the metadata, the name, the settings and
-   * the resources are written in one synchronous turn (one storage batch), so a failure leaves no
-   * half-made session. A repeat of the creating request (same `creationToken`) gets the session it
+   * Creates the session in one atomic step: the schema, the session row, the name, the metadata
+   * map, the settings, the resources and the tools are written in one synchronous turn (one
+   * storage batch), so a failure leaves no half-made session. A repeat of the creating request (same `creationToken`) gets the session it
    * created; any other creation of an existing session is `SessionExists`.
    */
   async create(init: SessionInit): Promise<Wire<RpcResult<CreatedSession>>> {
@@ -56,6 +56,7 @@ export class SessionLifecycle {
       const storage = SqlSessionStorage.create(this.host.ctx.storage, { id: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
       const writes = [
         ...(init.name !== undefined ? [setValue(sessionName, init.name)] : []),
+        ...(init.metadata !== undefined && Object.keys(init.metadata).length > 0 ? [setValue(sessionMetadata, init.metadata)] : []),
         ...(init.settings !== undefined ? [setValue(settingsAddress, applySettingsPatch(DEFAULT_SETTINGS, parseWire(init.settings)))] : []),
         ...(init.resources !== undefined ? [setValue(resourcesAddress, parseWire(init.resources))] : []),
         ...(tools?.writes ?? []),

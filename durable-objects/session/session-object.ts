@@ -8,6 +8,7 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { McpServerInput } from "../../schema/mcp.ts";
 import type { PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
+import type { SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import type { ClientToolResult, ToolDefinitionInput } from "../../schema/tools.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { IdempotencyReplay } from "../rpc/idempotency.ts";
@@ -104,6 +105,7 @@ export class SessionObject extends DurableObject<Env> {
   usageJson(scan: { fromSeq?: number; limit: number }) { return this.data.usageJson(scan); }
   stats() { return this.data.stats(); }
   setName(name: string | null) { return this.data.setName(name); }
+  updateMetadata(patch: SessionMetadataPatch) { return this.data.updateMetadata(patch); }
   getLabel(entryId: string) { return this.data.getLabel(entryId); }
   setLabel(entryId: string, label: string | null) { return this.data.setLabel(entryId, label); }
   getValue(namespace: string, key: string) { return this.data.getValue(namespace, key); }

@@ -30,6 +30,11 @@ export class PendingReservations {
     return this.byId.has(reservationId);
   }
 
+  /** The sessions with an accept in flight (or an operation holding its reservation until it settles). */
+  sessionIds(): string[] {
+    return [...this.byId.values()].map((reservation) => reservation.sessionId);
+  }
+
   /** Removes and answers the reservation, if it is pending. */
   take(reservationId: string): PendingReservation | undefined {
     const reservation = this.byId.get(reservationId);

@@ -1,29 +1,41 @@
-import type { SessionListOrder, SessionSummary, TenantSummary } from "../../schema/api.ts";
+import type { SessionSummary, TenantSummary } from "../../schema/api.ts";
+import type { SessionMetadata } from "../../schema/session-metadata.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
-export type { SessionListOrder, SessionSummary, TenantSummary };
+export type { SessionSummary, TenantSummary };
 
-type SessionRow = { session_id: string; name: string | null; created_at: number };
 type DirectoryRow = { tenant_id: string; name: string; created_at: number };
 
 /**
- * The tenant's index of its sessions: what a listing shows, kept here so that a listing touches
- * this one object instead of waking every listed session. Written when a session is created and
- * when its name changes through the API (both before the answer), removed when it is deleted.
+ * The tenant's index of its sessions: what a listing shows and what a search filters on, kept here
+ * so that a listing touches this one object instead of waking every listed session. Written when
+ * a session is created and when its name or metadata changes through the API (each before the
+ * answer), removed when it is deleted; a turn never writes here. Each metadata pair also has a row
+ * in `session_metadata`, which a search by that pair reads in creation order (session-search.ts).
  * Each method is one synchronous SQL turn.
  */
 export class SessionIndex {
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Idempotent: a repeat (a retried creation) refreshes the name and keeps the first creation time. */
+  /**
+   * Idempotent: a repeat (a retried creation) refreshes the name and keeps the first creation time;
+   * it refreshes the metadata only while no PATCH has changed it since (a PATCH's seq is above 0).
+   */
   register(summary: SessionSummary): void {
-    this.sql.exec(
-      `INSERT INTO sessions (session_id, created_at, name) VALUES (?, ?, ?)
-       ON CONFLICT (session_id) DO UPDATE SET name = excluded.name`,
-      summary.id,
-      summary.createdAt,
-      summary.name,
-    );
+    const existing = this.row(summary.id);
+    if (!existing) {
+      this.sql.exec(
+        "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq) VALUES (?, ?, ?, ?, 0)",
+        summary.id,
+        summary.createdAt,
+        summary.name,
+        metadataText(summary.metadata),
+      );
+      this.addPairs(summary.id, summary.createdAt, summary.metadata);
+      return;
+    }
+    this.sql.exec("UPDATE sessions SET name = ? WHERE session_id = ?", summary.name, summary.id);
+    if (existing.metadata_seq === 0) this.replaceMetadata(existing, summary.metadata, 0);
   }
 
   /** Only an indexed session is renamed: a rename never lists a session that is not indexed. */
@@ -31,44 +43,66 @@ export class SessionIndex {
     this.sql.exec("UPDATE sessions SET name = ? WHERE session_id = ?", name, sessionId);
   }
 
+  /**
+   * The session's metadata after a PATCH, with the seq of the session's write: an older write (a
+   * concurrent PATCH that reached the session first but this object last) changes nothing. Only an
+   * indexed session is updated, as for a rename.
+   */
+  setMetadata(sessionId: string, metadata: SessionMetadata, seq: number): void {
+    const existing = this.row(sessionId);
+    if (existing && seq >= existing.metadata_seq) this.replaceMetadata(existing, metadata, seq);
+  }
+
   unregister(sessionId: string): void {
+    const existing = this.row(sessionId);
+    if (!existing) return;
+    this.removePairs(existing);
     this.sql.exec("DELETE FROM sessions WHERE session_id = ?", sessionId);
   }
 
-  /** Sessions in creation order (`asc`) or newest first (`desc`), a page at a time; the cursor is exclusive in that order. */
-  list(limit: number, cursor: string | undefined, order: SessionListOrder = "asc"): Page<SessionSummary> {
-    const rows = order === "asc" ? this.oldestFirst(limit, cursor) : this.newestFirst(limit, cursor);
-    return timePage(rows, limit, (row) => row.created_at, (row) => row.session_id, (row) => ({ id: row.session_id, name: row.name, createdAt: row.created_at }));
+  private row(sessionId: string): IndexedSession | undefined {
+    return this.sql.exec<IndexedSession>("SELECT session_id, created_at, metadata, metadata_seq FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
   }
 
-  private oldestFirst(limit: number, cursor: string | undefined): SessionRow[] {
-    const after = decodeTimeCursor(cursor);
-    return this.sql
-      .exec<SessionRow>(
-        `SELECT session_id, name, created_at FROM sessions
-         WHERE (created_at, session_id) > (?, ?) ORDER BY created_at, session_id LIMIT ?`,
-        after.at,
-        after.id,
-        limit + 1,
-      )
-      .toArray();
+  private replaceMetadata(existing: IndexedSession, metadata: SessionMetadata, seq: number): void {
+    this.removePairs(existing);
+    this.sql.exec("UPDATE sessions SET metadata = ?, metadata_seq = ? WHERE session_id = ?", metadataText(metadata), seq, existing.session_id);
+    this.addPairs(existing.session_id, existing.created_at, metadata);
   }
 
-  private newestFirst(limit: number, cursor: string | undefined): SessionRow[] {
-    if (cursor === undefined) {
-      return this.sql.exec<SessionRow>("SELECT session_id, name, created_at FROM sessions ORDER BY created_at DESC, session_id DESC LIMIT ?", limit + 1).toArray();
+  private addPairs(sessionId: string, createdAt: number, metadata: SessionMetadata): void {
+    for (const [key, value] of Object.entries(metadata)) {
+      this.sql.exec(
+        "INSERT INTO session_metadata (key, value, created_at, session_id) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        key,
+        value,
+        createdAt,
+        sessionId,
+      );
     }
-    const before = decodeTimeCursor(cursor);
-    return this.sql
-      .exec<SessionRow>(
-        `SELECT session_id, name, created_at FROM sessions
-         WHERE (created_at, session_id) < (?, ?) ORDER BY created_at DESC, session_id DESC LIMIT ?`,
-        before.at,
-        before.id,
-        limit + 1,
-      )
-      .toArray();
   }
+
+  /** By each pair's whole key (the session's row holds the pairs): no scan, no second index. */
+  private removePairs(existing: IndexedSession): void {
+    for (const [key, value] of Object.entries(parseMetadata(existing.metadata))) {
+      this.sql.exec("DELETE FROM session_metadata WHERE key = ? AND value = ? AND created_at = ? AND session_id = ?", key, value, existing.created_at, existing.session_id);
+    }
+  }
+}
+
+type IndexedSession = { session_id: string; created_at: number; metadata: string | null; metadata_seq: number };
+
+/** Null for an empty map: most sessions carry none, and their rows stay as small as before. */
+function metadataText(metadata: SessionMetadata): string | null {
+  return Object.keys(metadata).length === 0 ? null : JSON.stringify(metadata);
+}
+
+/** A row's metadata (written only by this index, from validated maps). */
+export function parseMetadata(text: string | null): SessionMetadata {
+  if (text === null) return {};
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== "object" || parsed === null) return {};
+  return Object.fromEntries(Object.entries(parsed).filter((pair): pair is [string, string] => typeof pair[1] === "string"));
 }
 
 /** The admin's list of tenants, kept by the one directory object; each method is one SQL turn. */

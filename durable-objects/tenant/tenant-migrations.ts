@@ -243,4 +243,24 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 15,
+    name: "session_metadata_index",
+    statements: [
+      // What a listing shows of each session's metadata (JSON of the map, null: none), and the seq
+      // of the session's write it reflects: of two concurrent patches the index keeps the newer.
+      "ALTER TABLE sessions ADD COLUMN metadata TEXT",
+      "ALTER TABLE sessions ADD COLUMN metadata_seq INTEGER NOT NULL DEFAULT 0",
+      // One row per metadata pair of each session, in creation order within a pair: a search by
+      // one pair reads only the rows of its page (tenant/session-search.ts). A row is removed by
+      // its whole key, which the session's row above holds, so no second index is kept.
+      `CREATE TABLE session_metadata (
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (key, value, created_at, session_id)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];

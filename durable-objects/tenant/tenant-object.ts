@@ -18,7 +18,9 @@ import { SessionListing } from "./session-listing.ts";
 import { TenantAuth, type Authorization } from "./tenant-auth.ts";
 import { DEFAULT_REQUESTS_PER_MINUTE, TenantHost, type TenantInfo } from "./tenant-host.ts";
 import { sha256Hex, type KeyInfo } from "./tenant-keys.ts";
-import type { SessionListOrder, SessionSummary, TenantSummary } from "./tenant-listings.ts";
+import type { SessionSummary, TenantSummary } from "./tenant-listings.ts";
+import type { SessionMetadata } from "../../schema/session-metadata.ts";
+import type { SessionSearch } from "../../schema/session-search.ts";
 import { TenantRecord } from "./tenant-record.ts";
 import type { Page } from "./time-cursor.ts";
 
@@ -55,7 +57,7 @@ export class TenantObject extends DurableObject<Env> {
   private readonly operations = new OperationsAndUsage(this.host);
   private readonly webhooks = new WebhookSubscriptions(this.host);
   private readonly agents = new Agents(this.host);
-  private readonly sessions = new SessionListing(this.host.schema, this.host.sql);
+  private readonly sessions = new SessionListing(this.host);
   private readonly directory = new AdminDirectory(this.host.schema, this.host.sql);
   private readonly idempotency = new IdempotencyKeys(this.host.schema, this.host.sql);
 
@@ -106,11 +108,12 @@ export class TenantObject extends DurableObject<Env> {
   async appendAgentVersion(agentId: string, basedOn: number, definition: Wire<AgentDefinition>) { return this.agents.appendAgentVersion(agentId, basedOn, definition); }
   async deleteAgent(agentId: string) { return this.agents.deleteAgent(agentId); }
 
-  // The session index (session-listing.ts).
+  // The session index and its search (session-listing.ts, session-search.ts).
   async registerSession(summary: SessionSummary) { return this.sessions.registerSession(summary); }
   async renameSession(sessionId: string, name: string | null) { return this.sessions.renameSession(sessionId, name); }
   async unregisterSession(sessionId: string) { return this.sessions.unregisterSession(sessionId); }
-  async listSessions(limit: number, cursor: string | undefined, order?: SessionListOrder) { return this.sessions.listSessions(limit, cursor, order); }
+  async setSessionMetadata(sessionId: string, metadata: SessionMetadata, seq: number) { return this.sessions.setSessionMetadata(sessionId, metadata, seq); }
+  async searchSessions(search: SessionSearch) { return this.sessions.searchSessions(search); }
 
   // The admin's directory of tenants, on "admin:directory" only (admin-directory.ts).
   async registerTenant(tenant: TenantSummary) { return this.directory.registerTenant(tenant); }

@@ -74,6 +74,18 @@ export class TenantOperations {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n + this.pending.size;
   }
 
+  /**
+   * The sessions the ledger holds an open operation of (bound rows, and reservations in memory: an
+   * accept in flight, or an operation that took its reservation over). Bounded by the quota
+   * (maxOpenOperations), whatever the number of sessions. A settled operation leaves it when the
+   * session's settlement forward arrives (a moment after the commit; after a crash, when the
+   * session's alarm repeats it); a release that was lost stays until a refused reservation heals it.
+   */
+  sessionsWithOpenOperations(): Set<string> {
+    const rows = this.sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM open_operations").toArray();
+    return new Set([...rows.map((row) => row.session_id), ...this.pending.sessionIds()]);
+  }
+
   /** Re-keys a reservation by its operation id; an operation already released frees the slot instead. */
   bind(reservationId: string, operationId: string, now: number): void {
     this.pruneReleased(now);

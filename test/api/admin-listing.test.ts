@@ -104,15 +104,15 @@ describe("GET /v1/admin/tenants/{tenantId}/keys", () => {
 });
 
 describe("GET /v1/sessions reads the tenant's index only", () => {
-  it("rows are { id, name, createdAt }; a rename appears at once; a deletion removes the row", async () => {
+  it("rows are { id, name, createdAt, metadata }; a rename appears at once; a deletion removes the row", async () => {
     const { key } = await newTenant("listing");
     expect((await call("/v1/sessions", { body: { id: "one", name: "first" }, token: key })).status).toBe(201);
     expect((await call("/v1/sessions", { body: { id: "two" }, token: key })).status).toBe(201);
     const list = async () => (await call("/v1/sessions", { token: key })).json<Page<Record<string, unknown>>>();
     expect(await list()).toEqual({
       items: [
-        { id: "one", name: "first", createdAt: expect.any(Number) },
-        { id: "two", name: null, createdAt: expect.any(Number) },
+        { id: "one", name: "first", createdAt: expect.any(Number), metadata: {} },
+        { id: "two", name: null, createdAt: expect.any(Number), metadata: {} },
       ],
       nextCursor: null,
     });
@@ -135,6 +135,6 @@ describe("GET /v1/sessions reads the tenant's index only", () => {
     await expectError(await call("/v1/sessions/broken", { token: key }), 404, "SessionNotFound");
     const listed = await call("/v1/sessions", { token: key });
     expect(listed.status).toBe(200);
-    expect((await listed.json<Page<{ id: string; name: string | null }>>()).items).toEqual([{ id: "broken", name: "still listed", createdAt: expect.any(Number) }]);
+    expect((await listed.json<Page<{ id: string; name: string | null }>>()).items).toEqual([{ id: "broken", name: "still listed", createdAt: expect.any(Number), metadata: {} }]);
   });
 });

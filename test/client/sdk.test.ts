@@ -96,6 +96,24 @@ describe("client SDK over the real app", { timeout: 30_000 }, () => {
     expect(newestFirst).toEqual([...listed].reverse());
   });
 
+  it("creates with metadata, merges it with patch, and finds sessions by it with list and all", async () => {
+    const log: Recorded[] = [];
+    const { client } = await tenantClient("sdk_meta", log);
+    const first = await client.sessions.create({ id: "m1", metadata: { user: "u_42", plan: "pro" } });
+    expect(first.metadata).toEqual({ user: "u_42", plan: "pro" });
+    await client.sessions.create({ id: "m2", metadata: { user: "u_42" } });
+    await client.sessions.create({ id: "m3", metadata: { user: "u_7" } });
+    const patched = await client.sessions.patch("m2", { metadata: { plan: "pro", user: null } });
+    expect(patched.metadata).toEqual({ plan: "pro" });
+    const page = await client.sessions.list({ metadata: { plan: "pro" }, order: "desc", status: "idle", createdAfter: 0, limit: 10 });
+    expect(page.items.map((item) => item.id)).toEqual(["m2", "m1"]);
+    expect(new URL(log[log.length - 1]?.url ?? "").searchParams.get("metadata.plan")).toBe("pro");
+    const found: SessionSummary[] = [];
+    for await (const item of client.sessions.all({ metadata: { user: "u_42", plan: "pro" }, limit: 1 })) found.push(item);
+    expect(found).toEqual([{ id: "m1", name: null, createdAt: first.createdAt, metadata: { user: "u_42", plan: "pro" } }]);
+    expect(await apiError(client.sessions.patch("m1", { metadata: Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`k${i}`, "v"])) }))).toMatchObject({ status: 422, code: "LimitExceeded" });
+  });
+
   it("covers values, lists, labels, branches, queue and the operation primitives", async () => {
     const { client } = await tenantClient("sdk_data");
     const { id } = await client.sessions.create();

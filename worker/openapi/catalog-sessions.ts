@@ -6,9 +6,11 @@ import {
   PutSkillSchema,
   PutTemplateSchema,
   ResourceNameSchema,
-  SessionListQuerySchema,
   SessionSummarySchema,
 } from "../../schema/api.ts";
+import { SESSION_METADATA_LIMITS } from "../../schema/session-metadata.ts";
+import { MetadataFilterQuerySchema, SessionListQuerySchema } from "../../schema/session-search.ts";
+import { SEARCH_SCAN_ROWS } from "../../durable-objects/tenant/session-search.ts";
 import { ForkSessionSchema } from "../../schema/api-fork.ts";
 import {
   AddressParamsSchema,
@@ -79,19 +81,20 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     method: "post", path: "/v1/sessions", operationId: "createSession", tag: "Sessions", auth: "tenant",
     summary: "Create a session",
     description:
-      "`id` defaults to a fresh `s_…` id; `settings` is a partial settings patch over the defaults; `resources` are the session's skills and prompt templates; `tools` are tool definitions by name, each checked as `PUT …/tools/{name}` checks it. The session, its name, settings, resources and tools are created in one atomic step (a refused tool creates nothing). With `Idempotency-Key`, a retry after a failure part-way gets the session the first attempt created (a missing `id` is derived from the key).",
+      `\`id\` defaults to a fresh \`s_…\` id; \`settings\` is a partial settings patch over the defaults; \`resources\` are the session's skills and prompt templates; \`tools\` are tool definitions by name, each checked as \`PUT …/tools/{name}\` checks it; \`metadata\` is up to ${SESSION_METADATA_LIMITS.keys} string keys (1–${SESSION_METADATA_LIMITS.keyLength} characters of A–Z a–z 0–9 _ - .) to string values (at most ${SESSION_METADATA_LIMITS.valueLength} characters), which \`GET /v1/sessions?metadata.<key>=<value>\` finds the session by. The session, its name, metadata, settings, resources and tools are created in one atomic step (a refused tool creates nothing). With \`Idempotency-Key\`, a retry after a failure part-way gets the session the first attempt created (a missing \`id\` is derived from the key).`,
     body: CreateSessionSchema,
-    example: { name: "Support chat", settings: { systemPrompt: "Be brief." }, tools: { current_time: { kind: "builtin" } } },
+    example: { name: "Support chat", settings: { systemPrompt: "Be brief." }, tools: { current_time: { kind: "builtin" } }, metadata: { user: "u_42", plan: "pro" } },
     idempotent: true,
     responses: { 201: { description: `${SESSION}, plus \`toolSecrets\` (\`{ [toolName]: secret }\`) when http tools were defined: their signing secrets, shown this once (a replay with the same Idempotency-Key answers without them)`, schema: CreatedSessionSchema } },
     errors: ["SessionExists", "SessionClosed", "UnknownModel", "UnknownTool"],
   },
   {
     method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",
-    summary: "List the tenant's sessions",
+    summary: "List and search the tenant's sessions",
     description:
-      "`{ items: [{ id, name, createdAt }], nextCursor }` in creation order (`order=asc`, the default) or newest first (`order=desc`), read from the tenant's index (one object, whatever the page size); the name is the one given at creation or by the last PATCH. `GET /v1/sessions/{sid}` has stats, settings, branches and lanes. `limit` 1–1000, default 50.",
+      `\`{ items: [{ id, name, createdAt, metadata }], nextCursor }\` in creation order (\`order=asc\`, the default) or newest first (\`order=desc\`), read from the tenant's index only (one object, never a session object, whatever the page size or the tenant's size); name and metadata are the ones given at creation or by the last PATCH. \`GET /v1/sessions/{sid}\` has stats, settings, branches and lanes. \`limit\` 1–1000, default 50. Filters (all must match): \`metadata.<key>=<value>\` (exact, up to ${SESSION_METADATA_LIMITS.keys}, each key once), \`status=idle|active\` (\`active\`: the tenant's open-operation ledger holds an open operation of one of its lanes; it follows a settlement by the time the session's settlement forward takes, normally milliseconds), \`createdAfter\` / \`createdBefore\` (milliseconds since the epoch, exclusive). The first metadata filter (else the creation time) is served by an index in creation order; the other filters are applied to at most ${SEARCH_SCAN_ROWS} index rows per page (or \`limit + 1\` when larger), so a page may be short, even empty, with a \`nextCursor\`: continue until it is null. Other unknown parameters are ignored; \`agent\` is refused (400) until agents exist.`,
     query: SessionListQuerySchema,
+    queryPatterns: [{ name: "metadata.{key}", description: "`metadata.<key>=<value>`: sessions whose metadata maps `<key>` to exactly `<value>` (keys are 1–64 characters of A–Z a–z 0–9 _ - .).", schema: MetadataFilterQuerySchema }],
     responses: { 200: { description: "A page of session summaries", schema: pageSchema(SessionSummarySchema) } },
     errors: [],
   },
@@ -103,11 +106,11 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "patch", path: "/v1/sessions/{sid}", operationId: "updateSession", tag: "Sessions", auth: "tenant",
-    summary: "Rename a session or patch its settings",
-    description: "`name: null` removes the name; settings are a JSON Merge Patch (RFC 7396): a field left out keeps its value, objects merge field by field (`{ compaction: { keepRecentTokens: 20 } }` changes that one number), `null` puts a field back to its default, `headers`/`metadata` merge by name (`settings_update` events). A `settings.defaultModel` the tenant cannot use is 422 `UnknownModel`; `settings.streamOptions.deferred` while a lane's model cannot answer deferred is 422 `DeferredUnsupported`; then nothing is written.",
-    pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" } },
+    summary: "Rename a session, patch its metadata or its settings",
+    description: `\`metadata\` is a JSON Merge Patch over the session's metadata (a string sets a key, \`null\` deletes it); the merged map holds at most ${SESSION_METADATA_LIMITS.keys} keys (422 \`LimitExceeded\` beyond, nothing written) and reaches the search index before the answer. \`name: null\` removes the name; settings are a JSON Merge Patch (RFC 7396): a field left out keeps its value, objects merge field by field (\`{ compaction: { keepRecentTokens: 20 } }\` changes that one number), \`null\` puts a field back to its default, \`headers\`/\`metadata\` merge by name (\`settings_update\` events). A \`settings.defaultModel\` the tenant cannot use is 422 \`UnknownModel\`; \`settings.streamOptions.deferred\` while a lane's model cannot answer deferred is 422 \`DeferredUnsupported\`; then nothing is written.`,
+    pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" }, metadata: { plan: "enterprise", trial: null } },
     responses: { 200: { description: SESSION, schema: SessionSchema } },
-    errors: [...SESSION_ERRORS, "UnknownModel", "DeferredUnsupported"],
+    errors: [...SESSION_ERRORS, "UnknownModel", "DeferredUnsupported", "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}", operationId: "deleteSession", tag: "Sessions", auth: "tenant",

@@ -51,6 +51,11 @@ export interface CatalogRoute {
   pathParams?: Readonly<Record<string, v.GenericSchema>>;
   /** The query schema the route validates `c.req.query()` with. */
   query?: QuerySchema;
+  /**
+   * Query parameters named by a pattern (`metadata.{key}`), which an object schema cannot list:
+   * documented as one parameter each, with the schema of one value.
+   */
+  queryPatterns?: readonly { name: string; description: string; schema: v.GenericSchema }[];
   /** The body schema the route validates with (`jsonBody(c, …)`): the same object. */
   body?: v.GenericSchema;
   /** A valid body, shown in the document (and used by the tests). */

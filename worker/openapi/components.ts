@@ -21,6 +21,7 @@ import { AgentMessageInputSchema, AgentMessageSchema, DeferredHandleSchema, Imag
 import { BranchListingSchema, SessionSchema } from "../../schema/session.ts";
 import { HarnessResourcesSchema, HarnessSettingsSchema } from "../../schema/settings.ts";
 import { HarnessSettingsPatchSchema } from "../../schema/settings-patch.ts";
+import { MetadataObjectSchema, MetadataPatchObjectSchema, SESSION_METADATA_LIMITS } from "../../schema/session-metadata.ts";
 import { MAX_TOOL_PARAMETERS_BYTES, ToolDefinitionViewSchema, ToolParametersSchema } from "../../schema/tools.ts";
 import { SessionStatsSchema, UsageRowSchema, UsageSchema, UsageTotalsSchema } from "../../schema/usage.ts";
 import { ErrorBodySchema } from "./responses.ts";
@@ -92,6 +93,24 @@ export const EXPLICIT = new Map<unknown, JsonSchema>([
   ],
   [HeadersObjectSchema, { type: "object", additionalProperties: { type: "string" }, description: `Static HTTP headers by name (at most ${MAX_MCP_HEADERS}).` }],
   [ReplayMapObjectSchema, { type: "object", additionalProperties: { enum: ["never", "safe"] }, description: "Replay policy by tool name on the server (the others \"never\")." }],
+  [
+    MetadataObjectSchema,
+    {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]{1,64}$" },
+      additionalProperties: { type: "string", maxLength: SESSION_METADATA_LIMITS.valueLength },
+      description: `Session metadata: at most ${SESSION_METADATA_LIMITS.keys} keys (1–${SESSION_METADATA_LIMITS.keyLength} characters of A–Z a–z 0–9 _ - ., not __proto__, constructor or prototype) to strings of at most ${SESSION_METADATA_LIMITS.valueLength} characters.`,
+    },
+  ],
+  [
+    MetadataPatchObjectSchema,
+    {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]{1,64}$" },
+      additionalProperties: { type: ["string", "null"], maxLength: SESSION_METADATA_LIMITS.valueLength },
+      description: `A JSON Merge Patch of the session's metadata, naming at most ${2 * SESSION_METADATA_LIMITS.keys} keys: a string sets a key, null deletes it (keys as in metadata, not __proto__, constructor or prototype).`,
+    },
+  ],
   [LimitQuerySchema, { type: "integer", minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: "Items per page." }],
   [WaitSecondsQuerySchema, { type: "number", minimum: 0, maximum: MAX_WAIT_SECONDS, description: "Seconds to wait, with at most 3 decimals." }],
   [FromSeqQuerySchema, { type: "integer", minimum: 0, description: "The first ledger seq to read." }],

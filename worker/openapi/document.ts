@@ -104,7 +104,8 @@ const MEDIA = { json: "application/json", html: "text/html" } as const;
 function parameters(route: CatalogRoute): OpenApiOperation["parameters"] {
   const path = Object.entries(route.pathParams ?? {}).map(([name, schema]): OpenApiParameter => ({ name, in: "path", required: true, schema: jsonSchemaOf(schema) }));
   const query = Object.entries(route.query?.entries ?? {}).map(([name, schema]): OpenApiParameter => ({ name, in: "query", required: !isOptional(schema), schema: jsonSchemaOf(schema) }));
-  return [...path, ...query, ...(route.idempotent ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : [])];
+  const patterns = (route.queryPatterns ?? []).map(({ name, description, schema }): OpenApiParameter => ({ name, in: "query", required: false, description, schema: jsonSchemaOf(schema) }));
+  return [...path, ...query, ...patterns, ...(route.idempotent ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : [])];
 }
 
 /** The route's error codes, its shape's implied ones included, by HTTP status. */

@@ -1,11 +1,12 @@
 import { Hono } from "hono";
-import { CreateSessionSchema, SessionListQuerySchema } from "../../schema/api.ts";
+import { CreateSessionSchema } from "../../schema/api.ts";
+import { metadataFilters, SessionListQuerySchema } from "../../schema/session-search.ts";
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
 import { toWire } from "../../schema/wire.ts";
 import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
-import { fail, replyValue } from "../http-error.ts";
+import { fail, invalidInput, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { assertTenantCanUse } from "../model-check.ts";
@@ -38,35 +39,54 @@ export const sessionRoutes = new Hono<AppEnv>()
         ...(body.settings !== undefined && { settings: toWire(body.settings) }),
         ...(body.resources !== undefined && { resources: toWire(body.resources) }),
         ...(body.tools !== undefined && { tools: toWire(body.tools) }),
+        ...(body.metadata !== undefined && { metadata: body.metadata }),
         ...(creationToken !== undefined && { creationToken }),
       }),
     );
     // Indexed after the session exists, so a listing never shows a session that does not; a
     // failure here answers 5xx, and the retry (same key) re-indexes the session it gets back.
-    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt });
+    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt, metadata: view.metadata });
     // http tool secrets are in this answer only: a replay (same Idempotency-Key) answers the
     // session without them, since a secret is shown once and stored nowhere in plain text.
     const { toolSecrets, ...session } = view;
     if (toolSecrets !== undefined) replayInstead(c, 201, session);
     return c.json(view, 201);
   })
-  // The tenant's index only (tenant-listings.ts): one object, however many sessions are listed.
+  // The tenant's index only (tenant-listings.ts, session-search.ts): one object, however many
+  // sessions are listed or match; a search never calls a session object.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");
-    const query = validate(SessionListQuerySchema, c.req.query());
-    return c.json(replyValue(await tenantStub(c.env, tenantId).listSessions(query.limit ?? 50, query.cursor, query.order)));
+    const query = validate(SessionListQuerySchema, c.req.query(), "query");
+    const filters = metadataFilters(c.req.queries());
+    if (!filters.ok) throw invalidInput(filters.problem.where, filters.problem.what);
+    const search = {
+      limit: query.limit,
+      order: query.order,
+      metadata: filters.pairs,
+      ...(query.cursor !== undefined && { cursor: query.cursor }),
+      ...(query.status !== undefined && { status: query.status }),
+      ...(query.createdAfter !== undefined && { createdAfter: query.createdAfter }),
+      ...(query.createdBefore !== undefined && { createdBefore: query.createdBefore }),
+    };
+    return c.json(replyValue(await tenantStub(c.env, tenantId).searchSessions(search)));
   })
   .get("/:sid", async (c) => {
     const { stub } = sessionTarget(c);
     return c.json(replyValue(await stub.view()));
   })
-  // `{ name?, settings? }`: the name (null removes it), then the settings patch (settings_update
-  // events). A new name reaches the listing index before the answer.
+  // `{ name?, settings?, metadata? }`: the metadata patch (merged and bounded on the session's
+  // line), the name (null removes it), then the settings patch (settings_update events). A new
+  // name or metadata reaches the listing index before the answer.
   .patch("/:sid", async (c) => {
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
-    // Before the name is written: a refused default model leaves the session as it was.
+    // Before anything is written: a refused default model leaves the session as it was.
     if (body.settings?.defaultModel) await assertTenantCanUse(c.env, tenantId, body.settings.defaultModel);
+    // First of the writes: a merge beyond the bound (422) leaves the session as it was.
+    if (body.metadata !== undefined) {
+      const { metadata, seq } = replyValue(await stub.updateMetadata(body.metadata));
+      await tenantStub(c.env, tenantId).setSessionMetadata(sessionId, metadata, seq);
+    }
     if (body.name !== undefined) {
       replyValue(await stub.setName(body.name));
       await tenantStub(c.env, tenantId).renameSession(sessionId, body.name);
@@ -91,7 +111,7 @@ export const sessionRoutes = new Hono<AppEnv>()
         ...(creationToken !== undefined && { creationToken }),
       }),
     );
-    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt });
+    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt, metadata: view.metadata });
     return c.json(view, 201);
   })
   // The object's storage first, then the index row; a repeat (or a retry after a partial failure)

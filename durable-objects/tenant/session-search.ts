@@ -1,0 +1,131 @@
+import type { SessionSummary } from "../../schema/api.ts";
+import type { SessionSearch } from "../../schema/session-search.ts";
+import { parseMetadata } from "./tenant-listings.ts";
+import { decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
+
+/**
+ * A page reads at most this many index rows (or `limit + 1`, when larger) for the filters the
+ * index does not serve (further metadata pairs, status): a page may come back short, even empty,
+ * with a `nextCursor` that continues after the last row read. The cost of a page is bounded by
+ * this and the page, never by the number of the tenant's sessions.
+ */
+export const SEARCH_SCAN_ROWS = 1_000;
+
+type SearchRow = { session_id: string; created_at: number; name: string | null; metadata: string | null };
+
+/** A position in creation order, `(created_at, session_id)`: the cursor's and the range's unit. */
+type Position = { at: number; id: string };
+
+/**
+ * Where the rows of a search come from, in creation order: the whole index (`sessions_by_time`),
+ * or the rows of one metadata pair (`session_metadata`'s key). An `agent` filter would be one more
+ * source of the same shape (an index on the agent and the creation time).
+ */
+type Source = { kind: "time" } | { kind: "metadata"; key: string; value: string };
+
+const COLUMNS = "s.session_id AS session_id, s.created_at AS created_at, s.name AS name, s.metadata AS metadata";
+/** Above every creation time (ms since the epoch) and below none. */
+const END_OF_TIME = Number.MAX_SAFE_INTEGER;
+
+/**
+ * `GET /v1/sessions` with its filters, answered from the tenant's index alone (never a session
+ * object). The first metadata pair (else the time index) is served by an index range in creation
+ * order, narrowed by `createdAfter` / `createdBefore` and the cursor; the other pairs and `status`
+ * are checked on each row read, at most SEARCH_SCAN_ROWS of them per page. One synchronous turn:
+ * the rows are read in chunks of about a page, so a page whose rows all match reads `limit + 1`.
+ */
+export class SessionSearchScan {
+  constructor(
+    private readonly sql: SqlStorage,
+    /** Sessions with an open operation in the tenant's ledger (read only when `status` is asked). */
+    private readonly activeSessions: () => ReadonlySet<string>,
+  ) {}
+
+  page(search: SessionSearch): Page<SessionSummary> {
+    const [first, ...others] = search.metadata;
+    const source: Source = first ? { kind: "metadata", key: first[0], value: first[1] } : { kind: "time" };
+    const active = search.status === undefined ? undefined : this.activeSessions();
+    const matches = (row: SearchRow): boolean => {
+      if (active && active.has(row.session_id) !== (search.status === "active")) return false;
+      if (others.length === 0) return true;
+      const metadata = parseMetadata(row.metadata);
+      return others.every(([key, value]) => metadata[key] === value);
+    };
+    const bound = Math.max(SEARCH_SCAN_ROWS, search.limit + 1);
+    const chunk = Math.min(bound, Math.max(search.limit + 1, 100));
+    const found: SearchRow[] = [];
+    let { from, until } = range(search);
+    let read = 0;
+    while (read < bound) {
+      const size = Math.min(chunk, bound - read);
+      const rows = this.rows(source, search.order, from, until, size);
+      read += rows.length;
+      for (const row of rows) {
+        if (!matches(row)) continue;
+        found.push(row);
+        if (found.length > search.limit) return pageOf(found.slice(0, search.limit), positionOf(found[search.limit - 1]));
+      }
+      if (rows.length < size) return pageOf(found, undefined);
+      const last = rows[rows.length - 1];
+      if (!last) return pageOf(found, undefined);
+      if (search.order === "asc") from = { at: last.created_at, id: last.session_id };
+      else until = { at: last.created_at, id: last.session_id };
+    }
+    // The bound is reached: a short page that continues after the last row read.
+    return pageOf(found, search.order === "asc" ? from : until);
+  }
+
+  /** Rows strictly between `from` and `until` in creation order (`asc`) or its reverse. */
+  private rows(source: Source, order: SessionSearch["order"], from: Position, until: Position, size: number): SearchRow[] {
+    const direction = order === "asc" ? "ASC" : "DESC";
+    if (source.kind === "time") {
+      return this.sql
+        .exec<SearchRow>(
+          `SELECT ${COLUMNS} FROM sessions s
+           WHERE (s.created_at, s.session_id) > (?, ?) AND (s.created_at, s.session_id) < (?, ?)
+           ORDER BY s.created_at ${direction}, s.session_id ${direction} LIMIT ?`,
+          from.at, from.id, until.at, until.id, size,
+        )
+        .toArray();
+    }
+    return this.sql
+      .exec<SearchRow>(
+        `SELECT ${COLUMNS} FROM session_metadata m JOIN sessions s ON s.session_id = m.session_id
+         WHERE m.key = ? AND m.value = ? AND (m.created_at, m.session_id) > (?, ?) AND (m.created_at, m.session_id) < (?, ?)
+         ORDER BY m.created_at ${direction}, m.session_id ${direction} LIMIT ?`,
+        source.key, source.value, from.at, from.id, until.at, until.id, size,
+      )
+      .toArray();
+  }
+}
+
+/**
+ * The open interval of positions a search reads: after `createdAfter` and the cursor (ascending)
+ * or before `createdBefore` and the cursor (descending). `(t + 1, "")` excludes time `t` whole:
+ * every id sorts after the empty string.
+ */
+function range(search: SessionSearch): { from: Position; until: Position } {
+  let from: Position = search.createdAfter === undefined ? { at: -1, id: "" } : { at: search.createdAfter + 1, id: "" };
+  let until: Position = search.createdBefore === undefined ? { at: END_OF_TIME, id: "" } : { at: search.createdBefore, id: "" };
+  if (search.cursor !== undefined) {
+    const cursor = decodeTimeCursor(search.cursor);
+    if (search.order === "asc" && before(from, cursor)) from = cursor;
+    if (search.order === "desc" && before(cursor, until)) until = cursor;
+  }
+  return { from, until };
+}
+
+function before(a: Position, b: Position): boolean {
+  return a.at < b.at || (a.at === b.at && a.id < b.id);
+}
+
+function positionOf(row: SearchRow | undefined): Position | undefined {
+  return row && { at: row.created_at, id: row.session_id };
+}
+
+function pageOf(rows: readonly SearchRow[], next: Position | undefined): Page<SessionSummary> {
+  return {
+    items: rows.map((row) => ({ id: row.session_id, name: row.name, createdAt: row.created_at, metadata: parseMetadata(row.metadata) })),
+    nextCursor: next === undefined ? null : encodeTimeCursor(next.at, next.id),
+  };
+}
