@@ -3,6 +3,7 @@ import { IdSchema, ResourceNameSchema } from "./api.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { HarnessResourcesSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
+import { SESSION_METADATA_LIMITS } from "./session-metadata.ts";
 import { ToolDefinitionsByNameSchema, ToolNameSchema, ToolParametersSchema, ToolReplaySchema } from "./tools.ts";
 
 // Agents (spec/API.md "Agents"): tenant-level, versioned definitions of what a session runs with:
@@ -17,9 +18,9 @@ export const MAX_AGENT_VERSIONS = 1000;
 /** The JSON text of one version's definition. */
 export const MAX_AGENT_VERSION_BYTES = 256 * 1024;
 /** Metadata: at most this many keys, each at most MAX_METADATA_KEY_CHARS, values at most MAX_METADATA_VALUE_CHARS. */
-export const MAX_METADATA_KEYS = 16;
-export const MAX_METADATA_KEY_CHARS = 64;
-export const MAX_METADATA_VALUE_CHARS = 512;
+export const MAX_METADATA_KEYS = SESSION_METADATA_LIMITS.keys;
+export const MAX_METADATA_KEY_CHARS = SESSION_METADATA_LIMITS.keyLength;
+export const MAX_METADATA_VALUE_CHARS = SESSION_METADATA_LIMITS.valueLength;
 /** Agent listings and version listings end a page before it would pass this many bytes of JSON (at least one item). */
 export const AGENT_PAGE_BYTES_MAX = 4 * 1024 * 1024;
 
