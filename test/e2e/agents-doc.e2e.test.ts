@@ -4,31 +4,13 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
-import { fencedBlocks } from "./doc-blocks.ts";
+import { fencedBlocks, jsonValues } from "./doc-blocks.ts";
 
 // docs/agents.md as a user follows it: its `sh` blocks, exactly as written, run in order in one
 // bash against `npm start`, with `BASE` and `KEY` set as docs/api.md sets them (a fresh tenant).
 
 const run = promisify(execFile);
 
-/** The JSON values curl printed back to back (curl adds no newline), in order. */
-function jsonValues(text: string): unknown[] {
-  const values: unknown[] = [];
-  let depth = 0;
-  let start = -1;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i];
-    if (inString) {
-      if (char === "\\") i++;
-      else if (char === '"') inString = false;
-    } else if (char === '"') inString = true;
-    else if (char === "{") {
-      if (depth++ === 0) start = i;
-    } else if (char === "}" && --depth === 0) values.push(JSON.parse(text.slice(start, i + 1)));
-  }
-  return values;
-}
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("the docs/agents.md examples", () => {

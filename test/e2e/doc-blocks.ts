@@ -13,3 +13,22 @@ export function fencedBlocks(repoPath: string, language: string): string[] {
   }
   return blocks;
 }
+
+/** The JSON values curl printed back to back (curl adds no newline), in order. */
+export function jsonValues(text: string): unknown[] {
+  const values: unknown[] = [];
+  let depth = 0;
+  let start = -1;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === "\\") i++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === "{") {
+      if (depth++ === 0) start = i;
+    } else if (char === "}" && --depth === 0) values.push(JSON.parse(text.slice(start, i + 1)));
+  }
+  return values;
+}
