@@ -16,6 +16,10 @@ export interface StoredToolDefinition {
   /** An http tool's signing secret, sealed for purpose "tool-secret" and bound to `toolSecretContext`. */
   sealedSecret?: string;
   secretHint?: string;
+  /** Copied from the agent version the session is bound to (replaced or removed when it moves to another). */
+  fromAgent?: true;
+  /** A copy of a tenant tool's pinned revision (tools/tenant-copies.ts). */
+  tenantTool?: { name: string; revision: number };
 }
 
 export const toolDefinition = (name: string): Value<StoredToolDefinition> => value("pi.tools", name);

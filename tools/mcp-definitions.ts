@@ -35,6 +35,8 @@ export interface StoredMcpServer {
   /** Unix ms of the last successful discovery. */
   refreshedAt?: number;
   lastError?: { message: string; at: number };
+  /** A copy of a tenant MCP server's pinned revision (tools/tenant-copies.ts). */
+  tenantServer?: { name: string; revision: number };
 }
 
 export const mcpServer = (name: string): Value<StoredMcpServer> => value("pi.mcp", name);

@@ -2,9 +2,16 @@ import type { Agent, AgentDefinition } from "../../schema/agents.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire } from "../rpc/rpc-errors.ts";
+import { NO_TENANT_COPIES, type TenantCopies } from "../../tools/tenant-copies.ts";
 import { AgentStore, type AppendResult } from "./agent-store.ts";
 import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
+
+/** An agent version and what a session bound to it copies of the tenant's tools. */
+export interface AgentForSession {
+  agent: Agent;
+  copies: TenantCopies;
+}
 
 /** What this module reaches of the host (tenant-host.ts). */
 type AgentsHost = Pick<TenantHost, "sql" | "requireTenant">;
@@ -66,6 +73,27 @@ export class Agents {
       this.store().delete(agentId, Date.now());
       return { deleted: true as const };
     });
+  }
+
+  /**
+   * What a session created from (or moved to) an agent version copies, in one answer: the version
+   * (the latest when `version` is undefined) and sealed copies, for `sessionId` only, of the tenant
+   * tools and MCP servers it pinned. A deleted agent serves no new binding (AgentNotFound); the
+   * sessions already bound to one keep their copies.
+   */
+  async agentForSession(agentId: string, version: number | undefined, sessionId: string): Promise<Wire<RpcResult<AgentForSession>>> {
+    return asResult(() => {
+      this.host.requireTenant();
+      const store = this.store();
+      const latest = store.latest(agentId);
+      const agent = version === undefined || version === latest.version ? latest : store.version(agentId, version);
+      return { agent, copies: this.copiesFor(agent, sessionId) };
+    });
+  }
+
+  /** Sealed copies of the tenant tools and MCP servers `agent` pins (none until tenant tools exist). */
+  private copiesFor(_agent: Agent, _sessionId: string): TenantCopies {
+    return NO_TENANT_COPIES;
   }
 
   private store(): AgentStore {

@@ -107,6 +107,7 @@ export class TenantObject extends DurableObject<Env> {
   async getAgentVersion(agentId: string, version: number) { return this.agents.getAgentVersion(agentId, version); }
   async appendAgentVersion(agentId: string, basedOn: number, definition: Wire<AgentDefinition>) { return this.agents.appendAgentVersion(agentId, basedOn, definition); }
   async deleteAgent(agentId: string) { return this.agents.deleteAgent(agentId); }
+  async agentForSession(agentId: string, version: number | undefined, sessionId: string) { return this.agents.agentForSession(agentId, version, sessionId); }
 
   // The session index and its search (session-listing.ts, session-search.ts).
   async registerSession(summary: SessionSummary) { return this.sessions.registerSession(summary); }
