@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { AgentReferenceSchema } from "./agent-binding.ts";
 import { IdSchema, LimitQuerySchema } from "./api.ts";
 import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
@@ -173,6 +174,8 @@ export const PatchSessionSchema = v.strictObject({
   name: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(500)))),
   settings: v.optional(HarnessSettingsPatchSchema),
   metadata: v.optional(SessionMetadataPatchSchema),
+  /** Moves the whole session to this agent version (`"<id>"`: its latest); each lane captures it at its next operation. */
+  agent: v.optional(AgentReferenceSchema),
 });
 
 /** `PUT /v1/sessions/{sid}/entries/{entryId}/label` `{ label }`. */

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { AgentReferenceSchema } from "./agent-binding.ts";
 import { HarnessResourcesSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
 import { SessionMetadataSchema } from "./session-metadata.ts";
@@ -31,6 +32,12 @@ export const CreateSessionSchema = v.optional(
     tools: v.optional(ToolDefinitionsByNameSchema),
     /** Up to 16 string keys to string values (schema/session-metadata.ts), searchable with `GET /v1/sessions?metadata.<key>=`. */
     metadata: v.optional(SessionMetadataSchema),
+    /**
+     * `"<id>"` or `"<id>@<version>"`: the session copies that agent version (settings, resources,
+     * tools, MCP servers) and lane `main` takes its lane configuration; the fields given beside it
+     * override the version's for this session.
+     */
+    agent: v.optional(AgentReferenceSchema),
   }),
   {},
 );

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
 import type { MessageDelta } from "./message-delta.ts";
 import { JsonValueSchema, type JsonValue } from "./json.ts";
@@ -71,6 +72,8 @@ export const OperationResultRecordSchema = v.object({
   tipId: v.nullable(v.string()),
   startedAt: v.number(),
   endedAt: v.number(),
+  /** The agent version the session was bound to when the operation was accepted. */
+  agent: v.optional(AgentVersionRefSchema),
 });
 export type OperationResultRecord = v.InferOutput<typeof OperationResultRecordSchema>;
 

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { LaneInfoSchema } from "./lane.ts";
 import { HarnessSettingsSchema } from "./settings.ts";
 import { SessionStatsSchema } from "./usage.ts";
@@ -27,6 +28,8 @@ export const SessionSchema = v.object({
   parentSessionId: v.optional(v.string()),
   /** Up to 16 string keys to string values (`{}` when none): who and what the session belongs to. */
   metadata: v.record(v.string(), v.string()),
+  /** The agent version the session is bound to (absent: none). */
+  agent: v.optional(AgentVersionRefSchema),
   stats: SessionStatsSchema,
   settings: HarnessSettingsSchema,
   branches: v.array(BranchListingSchema),

@@ -8,7 +8,7 @@ export type CallContextOf = (invocation: ToolInvocation, toolCallId: string) => 
 
 /**
  * The call context as the session stands when the call is made: its tenant and id, the lane and
- * operation of the run, the call's ids, and the session's metadata read at that moment (a replay
+ * operation of the run, the call's ids, the agent version the run was accepted under, and the session's metadata read at that moment (a replay
  * after a crash carries the same ids, and the metadata as it is then).
  */
 export function callContextOf(session: Pick<Session, "metadata" | "getValue">, tenantId: string): CallContextOf {
@@ -19,6 +19,7 @@ export function callContextOf(session: Pick<Session, "metadata" | "getValue">, t
     operationId: invocation.operationId,
     toolCallId,
     invocationId: invocation.invocationId,
+    ...(invocation.agent && { agent: invocation.agent }),
     metadata: session.getValue(sessionMetadata)?.value ?? {},
   });
 }

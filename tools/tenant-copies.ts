@@ -1,3 +1,4 @@
+import type { Agent } from "../schema/agents.ts";
 import type { StoredToolDefinition } from "./definitions.ts";
 import type { StoredMcpServer } from "./mcp-definitions.ts";
 
@@ -28,3 +29,9 @@ export interface TenantCopies {
 }
 
 export const NO_TENANT_COPIES: TenantCopies = { tools: {}, mcpServers: {} };
+
+/** An agent version and what a session bound to it copies of the tenant's tools (the tenant's `agentForSession`). */
+export interface AgentForSession {
+  agent: Agent;
+  copies: TenantCopies;
+}

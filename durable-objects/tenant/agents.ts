@@ -2,16 +2,10 @@ import type { Agent, AgentDefinition } from "../../schema/agents.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire } from "../rpc/rpc-errors.ts";
-import { NO_TENANT_COPIES, type TenantCopies } from "../../tools/tenant-copies.ts";
+import { NO_TENANT_COPIES, type AgentForSession, type TenantCopies } from "../../tools/tenant-copies.ts";
 import { AgentStore, type AppendResult } from "./agent-store.ts";
 import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
-
-/** An agent version and what a session bound to it copies of the tenant's tools. */
-export interface AgentForSession {
-  agent: Agent;
-  copies: TenantCopies;
-}
 
 /** What this module reaches of the host (tenant-host.ts). */
 type AgentsHost = Pick<TenantHost, "sql" | "requireTenant">;

@@ -1,3 +1,4 @@
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { JsonObject, JsonValue } from "../../schema/json.ts";
 import type { ToolResultMessage } from "../../schema/messages.ts";
 import type { ToolExecutionMode } from "../../schema/settings.ts";
@@ -51,6 +52,8 @@ export interface ToolInvocation {
   operationId: string;
   /** The lane whose run made the call. */
   lane: string;
+  /** The agent version the run was accepted under (its RunSettings), when the session is bound to one. */
+  agent?: AgentVersionRef;
   turnId: string;
   getMemo(name: string): Promise<JsonValue | undefined>;
   setMemo(name: string, value: JsonValue | undefined): Promise<void>;

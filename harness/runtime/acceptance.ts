@@ -3,7 +3,7 @@ import type { Entry, NewEntry } from "../../schema/entries.ts";
 import type { HarnessEvent, LaneQueuedItem } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { DeferredMode, HarnessResources, HarnessSettings } from "../../schema/settings.ts";
-import { branchTip, legacyOperationMeta, operationMeta, operationResult, pendingEntry } from "../session/builtin-addresses.ts";
+import { branchTip, legacyOperationMeta, operationMeta, operationResult, pendingEntry, sessionAgent } from "../session/builtin-addresses.ts";
 import { isUuidV7 } from "../session/ids.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import type { HarnessCore } from "./core.ts";
@@ -38,12 +38,15 @@ export type OperationRequest = RunRequest | NavigationRequest | CompactionReques
 
 export type { OperationAdmission };
 
-export function runSettingsOf(settings: HarnessSettings): RunSettings {
+/** What an operation captures at acceptance, read on the line: the settings, and the agent version the session is bound to. */
+export function runSettingsOf(settings: HarnessSettings, m: Pick<SessionReader, "getValue">): RunSettings {
+  const agent = m.getValue(sessionAgent)?.value;
   return {
     compaction: settings.compaction,
     steeringMode: settings.steeringMode,
     followUpMode: settings.followUpMode,
     toolExecution: settings.toolExecution,
+    ...(agent && { agent: { id: agent.id, version: agent.version } }),
   };
 }
 
@@ -142,7 +145,7 @@ export function planRunAcceptance(
     const opState: OperationState = {
       at: "starting",
       control: { status: "running" },
-      settings: { ...runSettingsOf(settings), ...(deferred !== undefined && { deferred }) },
+      settings: { ...runSettingsOf(settings, m), ...(deferred !== undefined && { deferred }) },
       latestAssistantEntryId: null,
     };
     const capturedIds = new Set(captured.map((view) => view.entryId));

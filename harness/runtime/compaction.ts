@@ -28,7 +28,7 @@ export function planCompactionAcceptance(
   return (m, state) => {
     const refused = admissionRefusal(m, state, lane, operationId);
     if (refused) return { writes: [], value: err(refused) };
-    const settings = runSettingsOf(core.settings());
+    const settings = runSettingsOf(core.settings(), m);
     const tipId = state.tipId;
     const context = pathContext(tipId === null ? [] : contextPath(), core.projectors);
     const cut = findCut(context.messages, settings.compaction.keepRecentTokens);

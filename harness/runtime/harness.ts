@@ -286,6 +286,30 @@ export class AgentHarness {
     await delivered;
   }
 
+  /**
+   * Replaces the session's settings and resources and writes `writes` with them, in one commit:
+   * how a session moves to another agent version (its tool definitions and binding among the
+   * writes), all or nothing. Events as `updateSettings` and `setResources` emit them. `accept`
+   * checks the new settings on the line (a throw writes nothing).
+   */
+  async replaceConfiguration(next: { settings: HarnessSettings; resources: HarnessResources; writes: Write[] }, accept?: (settings: HarnessSettings) => void): Promise<void> {
+    this.assertOpen();
+    const { delivered } = await this.mutate((m) => {
+      accept?.(next.settings);
+      const previous = this.currentSettings;
+      this.commit(m, [setValue(settingsAddress, next.settings), setValue(resourcesAddress, next.resources), ...next.writes]);
+      this.currentSettings = next.settings;
+      this.currentResources = next.resources;
+      const changed = (Object.keys(next.settings) as (keyof HarnessSettings)[]).filter((key) => JSON.stringify(previous[key]) !== JSON.stringify(next.settings[key]));
+      const events: HarnessEvent[] = [
+        ...changed.map((property): HarnessEvent => ({ type: "settings_update", property, value: json(next.settings[property]), previous: json(previous[property]) })),
+        { type: "settings_update", property: "resources", value: null, previous: null },
+      ];
+      return { delivered: this.events.emitBatch(events) };
+    });
+    await delivered;
+  }
+
   // Session metadata wrappers (value_update events).
 
   getName(): string | undefined {

@@ -36,7 +36,7 @@ export function planNavigationAcceptance(
     if (targetId === null && summarize) return { writes: [], value: err({ code: "InvalidNavigation", lane, reason: "summarize_root" }) };
     if (targetId !== null && !m.getEntries([targetId]).has(targetId)) return { writes: [], value: err({ code: "UnknownTarget", targetId }) };
     const startedAt = core.clock();
-    const settings = runSettingsOf(core.settings());
+    const settings = runSettingsOf(core.settings(), m);
     const meta: OperationMeta = {
       operationId,
       lane,

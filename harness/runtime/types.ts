@@ -5,6 +5,7 @@ import type {
   OperationResultRecord,
   QueueMode,
 } from "../../schema/lane.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { CompactionSettings, DeferredMode, StreamOptions, ToolExecutionMode } from "../../schema/settings.ts";
 
 // Durable operation state (reference §3.1–3.3). Every transition replaces the complete
@@ -26,6 +27,8 @@ export interface RunSettings {
   toolExecution: ToolExecutionMode;
   /** The run request's own deferred mode (§3.11); absent: the session's stream options decide. */
   deferred?: DeferredMode;
+  /** The agent version the session was bound to at acceptance (named in the record and in tool calls). */
+  agent?: AgentVersionRef;
 }
 
 export interface OperationScope {

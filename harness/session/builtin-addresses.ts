@@ -1,5 +1,7 @@
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { JsonObject, JsonValue } from "../../schema/json.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
+import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
 import { list, value, type Value, type ValueList } from "./addresses.ts";
 import { isPackedUuid, packUuid, unpackUuid } from "./ids.ts";
 
@@ -47,6 +49,15 @@ export const pendingAssistantFrames = <T = JsonObject>(opId: string, responseEnt
 export const sessionName: Value<string> = value("pi.session.name", "");
 /** The session's metadata (string keys to string values, bounded by the API): who and what the session belongs to. */
 export const sessionMetadata: Value<Record<string, string>> = value("pi.session.metadata", "");
+/**
+ * The agent version the session is bound to (spec/API.md "Agents"), and the lane configuration
+ * its lanes take from it. Every operation captures `{ id, version }` at acceptance (RunSettings).
+ */
+export const sessionAgent: Value<AgentBinding> = value("pi.session.agent", "");
+export interface AgentBinding extends AgentVersionRef {
+  /** What a lane created from the version (and every lane when the session moves to it) takes. */
+  lane: { model?: ModelIdentity; thinkingLevel?: ThinkingLevel; activeTools?: string[] };
+}
 export const entryLabel = (entryId: string): Value<string> => value("pi.entry.label", entryId);
 
 // The scan-prefix constructors: only for `scanValues`, where the key is a prefix.

@@ -13,7 +13,7 @@ import { idText, storedId } from "./stored-ids.ts";
 // the copy runs arrives in its newer state.
 
 /** Built-in namespaces a fork knows what to do with; live state in any other `pi.*` one refuses it. */
-const COPIED = ["pi.session.name", "pi.session.metadata", "pi.settings", "pi.resources", "pi.tools", "pi.mcp", "pi.branch.tip", "pi.lane.config", "pi.entry.label"];
+const COPIED = ["pi.session.name", "pi.session.metadata", "pi.session.agent", "pi.settings", "pi.resources", "pi.tools", "pi.mcp", "pi.branch.tip", "pi.lane.config", "pi.entry.label"];
 const EXCLUDED = ["pi.lane.state", "pi.result", "pi.capture"];
 const EXCLUDED_FAMILIES = ["pi.op.", "pi.pending."];
 /** What one page carries at most (a single larger entry travels alone). */
@@ -32,7 +32,7 @@ export interface ForkPlan {
   sourceSessionId: string;
   /** The source's last seq when planned: entries after it are not copied. */
   highWater: number;
-  /** Session-level values copied in both scopes (name, metadata, settings, resources, tool definitions). */
+  /** Session-level values copied in both scopes (name, metadata, agent binding, settings, resources, tool definitions). */
   session: ForkValue[];
   /** Tips to write; `seq` is absent for a tip the fork computes (branch scope, `before`). */
   branches: { name: string; tipId: string | null; seq?: number; laneConfig?: ForkValue }[];
@@ -92,7 +92,8 @@ export function forkPlan(host: SqlHost, sourceSessionId: string, options: ForkOp
   // Tool definitions and MCP servers are bounded per session (MAX_SESSION_TOOLS, MAX_SESSION_MCP_SERVERS);
   // an http tool's sealed secret and an MCP server's sealed headers are bound to this session and
   // are sealed again for the fork by the destination.
-  const session = ["pi.session.name", "pi.session.metadata", "pi.settings", "pi.resources", "pi.tools", "pi.mcp"].flatMap((namespace) => readValues(host, namespace));
+  // The agent binding too: a fork of a session made from an agent stays bound to its version.
+  const session = ["pi.session.name", "pi.session.metadata", "pi.session.agent", "pi.settings", "pi.resources", "pi.tools", "pi.mcp"].flatMap((namespace) => readValues(host, namespace));
   const configs = new Map(readValues(host, "pi.lane.config").map((config) => [config.key, config]));
   if (options.scope === "tree") {
     const branches = readValues(host, "pi.branch.tip").map((tip) => {

@@ -51,6 +51,7 @@ export function terminalSuffix(
     tipId: outcome.tipId,
     startedAt: meta.startedAt,
     endedAt: outcome.endedAt,
+    ...(state.settings.agent && { agent: state.settings.agent }),
   };
   return { writes: [...cleanup, resultWrite(record)], record };
 }

@@ -116,11 +116,13 @@ function memoCapability(pass: Pass, flight: InFlightCall, batchId: string): { in
     });
   };
   const address = (name: string) => operationToolMemo(pass.operationId, flight.resultEntryId, name);
+  const agent = pass.lane.state.operation?.state.settings.agent;
   return {
     invocation: {
       invocationId: flight.resultEntryId,
       operationId: pass.operationId,
       lane: pass.lane.name,
+      ...(agent && { agent }),
       turnId: flight.batch.turnId,
       getMemo: (name) => onLine(name, (m) => m.getValue(address(name))?.value),
       setMemo: async (name, value) => {
