@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { AgentReferenceSchema } from "./agent-binding.ts";
+import { AgentReferenceSchema, AgentVersionRefSchema } from "./agent-binding.ts";
 import { HarnessResourcesSchema, PromptTemplateSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
 import { SessionMetadataSchema } from "./session-metadata.ts";
@@ -102,6 +102,8 @@ export const SessionSummarySchema = v.object({
   createdAt: v.number(),
   /** The session's metadata (`{}` when it has none). */
   metadata: v.record(v.string(), v.string()),
+  /** The agent version the session is bound to (absent: none). */
+  agent: v.optional(AgentVersionRefSchema),
 });
 export type SessionSummary = v.InferOutput<typeof SessionSummarySchema>;
 

@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   TenantExists: 409,
   /** An agent of that id exists or existed (a deleted agent's id is not reused: its versions stay readable). */
   AgentExists: 409,
+  /** The session is bound to no agent (`PUT …/lanes/{lane}` `{ agent: true }`). */
+  AgentNotBound: 409,
   IdempotencyInProgress: 409,
   /**
    * A replay of a creation whose answer held a secret (an API key, a webhook endpoint): it exists

@@ -48,7 +48,12 @@ export const LaneConfigPatchSchema = v.strictObject(laneConfigEntries);
  * `PUT …/lanes/{lane}`: where a new lane's branch starts and, optionally, its configuration. Both
  * apply only when the request creates the lane; the configuration is checked either way.
  */
-export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)), ...laneConfigEntries }), {});
+/**
+ * `PUT …/lanes/{lane}`: where a new lane starts and its configuration. In a session bound to an
+ * agent, a new lane takes the version's lane configuration (`agent: false`: the defaults instead);
+ * the fields given override it.
+ */
+export const PutLaneSchema = v.optional(v.strictObject({ createAt: v.optional(v.nullable(IdSchema)), agent: v.optional(v.boolean()), ...laneConfigEntries }), {});
 
 /** `{ message }` or `{ customType, data? }`: one lane entry (placed now when idle, queued when busy). */
 export const NewLaneEntrySchema = v.union([

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { AgentReferenceSchema } from "./agent-binding.ts";
 import { PageQuerySchema } from "./api.ts";
 import { MetadataKeySchema, MetadataValueSchema, SESSION_METADATA_LIMITS } from "./session-metadata.ts";
 
@@ -20,6 +21,8 @@ export const SessionListQuerySchema = v.object({
   status: v.optional(v.picklist(["idle", "active"])),
   createdAfter: CreatedAtQuerySchema,
   createdBefore: CreatedAtQuerySchema,
+  /** `<id>`: sessions bound to any version of that agent; `<id>@<version>`: to that version. */
+  agent: v.optional(AgentReferenceSchema),
 });
 export type SessionListOrder = "asc" | "desc";
 export type SessionStatus = "idle" | "active";
@@ -39,6 +42,7 @@ export interface SessionSearch {
   cursor?: string;
   order: SessionListOrder;
   metadata: [key: string, value: string][];
+  agent?: { id: string; version?: number };
   status?: SessionStatus;
   createdAfter?: number;
   createdBefore?: number;
@@ -53,11 +57,9 @@ export interface QueryProblem {
 /**
  * The `metadata.<key>=<value>` pairs of a query (`all`: every value of each parameter, so a
  * repeated one is seen). At most 16 pairs (a session holds no more keys), each key given once,
- * keys and values as metadata takes them. `agent` is refused until agents exist: silently
- * ignoring a filter would answer sessions it was meant to exclude.
+ * keys and values as metadata takes them.
  */
 export function metadataFilters(all: Record<string, string[]>): { ok: true; pairs: [string, string][] } | { ok: false; problem: QueryProblem } {
-  if (all.agent !== undefined) return { ok: false, problem: { where: "agent", what: "filtering by agent is not supported" } };
   const pairs: [string, string][] = [];
   for (const [name, values] of Object.entries(all)) {
     if (!name.startsWith(METADATA_FILTER_PREFIX)) continue;

@@ -1,6 +1,8 @@
+import type { AgentForSession } from "../../tools/tenant-copies.ts";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import { branchTipInventoryPrefix, sessionMetadata } from "../../harness/session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, sessionAgent, sessionMetadata, type AgentBinding } from "../../harness/session/builtin-addresses.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import { Session } from "../../harness/session/session.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { ModelIdentity, ThinkingLevel } from "../../schema/lane.ts";
@@ -37,6 +39,8 @@ export interface SessionInit {
   tools?: Wire<Record<string, ToolDefinitionInput>>;
   /** The session's metadata (validated by the edge: at most 16 keys), written with the rest of the creation. */
   metadata?: Record<string, string>;
+  /** The agent version the session is bound to, with the tenant's sealed copies for it (the tenant's `agentForSession`). */
+  agent?: Wire<AgentForSession>;
   /**
    * Names one creating request (derived from its Idempotency-Key): a repeat of that request finds
    * the session it created and gets it back instead of `SessionExists`.
@@ -50,6 +54,8 @@ export interface SessionInfo {
   name: string | null;
   createdAt: number;
   parentSessionId?: string;
+  /** The agent version the session is bound to. */
+  agent?: AgentVersionRef;
   /** `{}` when the session has none. */
   metadata: Record<string, string>;
   stats: SessionStats;
@@ -289,6 +295,7 @@ export class SessionHost {
       createdAt: metadata.createdAt,
       ...(metadata.parentSessionId !== undefined && { parentSessionId: metadata.parentSessionId }),
       metadata: session.getValue(sessionMetadata)?.value ?? {},
+      ...agentOf(session.getValue(sessionAgent)?.value),
       stats: session.getStats(),
     };
   }
@@ -298,4 +305,8 @@ export class SessionHost {
       .scanValues(branchTipInventoryPrefix())
       .map((tip) => ({ name: tip.address.key, tipId: tip.value }));
   }
+}
+
+function agentOf(binding: AgentBinding | undefined): { agent?: AgentVersionRef } {
+  return binding ? { agent: { id: binding.id, version: binding.version } } : {};
 }

@@ -8,6 +8,8 @@ import { definedToolNames } from "../../tools/registry.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { LaneCreations } from "./lane-creations.ts";
+import { notBound } from "./agent-configuration.ts";
+import { sessionAgent } from "../../harness/session/builtin-addresses.ts";
 import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
 import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
 import { hasBranch, lanePage } from "./storage/branch-inventory.ts";
@@ -37,12 +39,12 @@ export class SessionLanes {
    * for the same new lane waits for its one creator and answers the lane as created
    * (lane-creations.ts).
    */
-  async acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
+  async acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>, agent?: boolean): Promise<Wire<RpcResult<LaneInfo & { created: boolean }>>> {
     return asResult(async () => {
       const harness = await this.host.harness();
-      const patch = configuration === undefined ? {} : parseWire(configuration);
       // The tenant's credentials are asked first: nothing of this session is read before the await.
       const { catalog, tenantDefault } = await this.configContext();
+      const patch = { ...this.agentLaneConfiguration(agent), ...(configuration === undefined ? {} : parseWire(configuration)) };
       assertKnownConfiguration(patch, catalog);
       const { lane, created } = await this.laneCreations.acquire(name, () => harness.getLane(name), async () => {
         // A new lane is created on its model in one commit: the one named, else the defaults'.
@@ -120,6 +122,21 @@ export class SessionLanes {
       watch.unsubscribe();
       return watch.snapshot;
     });
+  }
+
+  /**
+   * What a new lane takes from the agent version the session is bound to (unless `agent` is
+   * false): its model, thinking level and active tools. `agent: true` without a binding is 409.
+   */
+  private agentLaneConfiguration(agent: boolean | undefined): LaneConfigPatch {
+    if (agent === false) return {};
+    const binding = this.host.session().getValue(sessionAgent)?.value;
+    if (!binding) {
+      if (agent === true) throw notBound();
+      return {};
+    }
+    const { model, thinkingLevel, activeTools } = binding.lane;
+    return { ...(model && { model }), ...(thinkingLevel && { thinkingLevel }), ...(activeTools && { activeTools }) };
   }
 
   private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch): Promise<void> {

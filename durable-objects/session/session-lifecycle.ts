@@ -13,6 +13,10 @@ import type { CreatedSession, Session as SessionWire } from "../../schema/sessio
 import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import { toolDefinition } from "../../tools/definitions.ts";
 import { newToolSecret, storedToolDefinition } from "./tool-definition-input.ts";
+import type { AgentForSession } from "../../tools/tenant-copies.ts";
+import { agentCreation, type AgentCreation } from "./agent-configuration.ts";
+import { assertCanDefer } from "./deferred-check.ts";
+import { assertKnownConfiguration, laneConfigCatalog, newLaneModel } from "./lane-config-check.ts";
 import { branchPage, lanePage } from "./storage/branch-inventory.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { SessionHost, SessionInfo, SessionInit } from "./session-host.ts";
@@ -30,7 +34,7 @@ const CREATION_TOKEN_KEY = "creationToken";
 const CLOSE_BOUND_MS = 5_000;
 
 /** What this module reaches of the host (session-host.ts). */
-type LifecycleHost = Pick<SessionHost, "adopt" | "ctx" | "describe" | "dueWork" | "existingStorage" | "harness" | "release" | "schema" | "summary" | "toolDefinitionContext">;
+type LifecycleHost = Pick<SessionHost, "adopt" | "ctx" | "describe" | "dueWork" | "env" | "existingStorage" | "harness" | "models" | "release" | "schema" | "summary" | "toolDefinitionContext">;
 
 /** The session's life: creation (in one atomic step), its info and public view, and deletion. */
 export class SessionLifecycle {
@@ -50,6 +54,7 @@ export class SessionLifecycle {
       // Checked and sealed before the existence check: from that read to the writes that depend
       // on it, nothing awaits, so no other request can slip in between.
       const tools = init.tools === undefined ? undefined : await this.initialTools(init.sessionId, parseWire(init.tools));
+      const bound = init.agent === undefined ? undefined : await this.agentCreation(init, parseWire(init.agent));
       const repeated = this.repeatedCreation(init);
       if (repeated) return repeated;
       this.host.schema.create();
@@ -57,15 +62,41 @@ export class SessionLifecycle {
       const writes = [
         ...(init.name !== undefined ? [setValue(sessionName, init.name)] : []),
         ...(init.metadata !== undefined && Object.keys(init.metadata).length > 0 ? [setValue(sessionMetadata, init.metadata)] : []),
-        ...(init.settings !== undefined ? [setValue(settingsAddress, applySettingsPatch(DEFAULT_SETTINGS, parseWire(init.settings)))] : []),
-        ...(init.resources !== undefined ? [setValue(resourcesAddress, parseWire(init.resources))] : []),
+        // Bound to an agent version: its settings and resources, with the request's over them.
+        ...(bound?.writes ?? []),
+        ...(!bound && init.settings !== undefined ? [setValue(settingsAddress, applySettingsPatch(DEFAULT_SETTINGS, parseWire(init.settings)))] : []),
+        ...(!bound && init.resources !== undefined ? [setValue(resourcesAddress, parseWire(init.resources))] : []),
         ...(tools?.writes ?? []),
       ];
       if (writes.length > 0) storage.commit(writes);
       this.rememberCreation(init.creationToken);
       this.host.adopt(storage);
       const view = await this.sessionView();
-      return tools && Object.keys(tools.secrets).length > 0 ? { ...view, toolSecrets: tools.secrets } : view;
+      const secrets = { ...bound?.secrets, ...tools?.secrets };
+      return Object.keys(secrets).length > 0 ? { ...view, toolSecrets: secrets } : view;
+    });
+  }
+
+  /**
+   * What a session created from an agent version writes (agent-configuration.ts), checked and
+   * sealed before anything is read: lane `main` on the version's model, else on the model a new
+   * lane gets (the session's default, the tenant's, the first usable), known to the tenant now,
+   * with active tools the session will define.
+   */
+  private async agentCreation(init: SessionInit, bundle: AgentForSession): Promise<AgentCreation> {
+    const ownTools = new Set(Object.keys(init.tools === undefined ? {} : parseWire(init.tools)));
+    const request = {
+      ...(init.settings !== undefined && { settings: parseWire(init.settings) }),
+      ...(init.resources !== undefined && { resources: parseWire(init.resources) }),
+      ownTools,
+    };
+    return agentCreation(bundle, request, this.host.toolDefinitionContext(init.sessionId), async (settings, binding, knownTools) => {
+      const tenant = await this.host.models.settings(init.tenantId);
+      const catalog = laneConfigCatalog({ scripted: this.host.env.SCRIPTED_MODELS === "on", usableProviders: tenant.usableProviders }, () => knownTools);
+      const model = binding.lane.model ?? newLaneModel(catalog, { session: settings.defaultModel, tenant: tenant.defaultModel });
+      assertKnownConfiguration({ model, ...(binding.lane.activeTools && { activeTools: binding.lane.activeTools }) }, catalog);
+      assertCanDefer(settings.streamOptions.deferred, [{ lane: "main", model }]);
+      return model;
     });
   }
 

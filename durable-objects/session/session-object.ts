@@ -13,6 +13,8 @@ import type { ClientToolResult, ToolDefinitionInput } from "../../schema/tools.t
 import type { Wire } from "../../schema/wire.ts";
 import type { IdempotencyReplay } from "../rpc/idempotency.ts";
 import { CreationSlots } from "./creation-slots.ts";
+import type { AgentForSession } from "../../tools/tenant-copies.ts";
+import { SessionAgent } from "./session-agent.ts";
 import { SessionBranches, type NamePageQuery } from "./session-branches.ts";
 import { SessionData } from "./session-data.ts";
 import { SessionFork, type ForkInit } from "./session-fork.ts";
@@ -47,6 +49,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly operations: SessionOperations;
   private readonly structural: SessionStructural;
   private readonly sessionSettings: SessionSettings;
+  private readonly agent: SessionAgent;
   private readonly tools: SessionTools;
   private readonly mcp: SessionMcp;
   private readonly watch: SessionWatch;
@@ -68,6 +71,7 @@ export class SessionObject extends DurableObject<Env> {
     this.operations = new SessionOperations(this.host);
     this.structural = new SessionStructural(this.host, this.operations);
     this.sessionSettings = new SessionSettings(this.host);
+    this.agent = new SessionAgent(this.host);
     this.tools = new SessionTools(this.host);
     this.mcp = new SessionMcp(this.host);
     this.watch = new SessionWatch(this.host);
@@ -120,10 +124,11 @@ export class SessionObject extends DurableObject<Env> {
   // Settings and resources (session-settings.ts).
   settings() { return this.sessionSettings.settings(); }
   updateSettings(patch: Wire<HarnessSettingsPatch>) { return this.sessionSettings.updateSettings(patch); }
+  moveToAgent(bundle: Wire<AgentForSession>) { return this.agent.moveToAgent(bundle); }
   setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return this.sessionSettings.setResource(kind, name, body); }
 
   // Lanes (session-lanes.ts).
-  acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>) { return this.laneCommands.acquireLane(name, createAt, configuration); }
+  acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>, agent?: boolean) { return this.laneCommands.acquireLane(name, createAt, configuration, agent); }
   lanes(query?: NamePageQuery) { return this.laneCommands.lanes(query); }
   laneExecution(name: string) { return this.laneCommands.laneExecution(name); }
   configureLane(name: string, patch: Wire<LaneConfigPatch>) { return this.laneCommands.configureLane(name, patch); }

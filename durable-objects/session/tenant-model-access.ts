@@ -34,10 +34,10 @@ export class TenantModelAccess {
 
   /**
    * The providers the tenant can use now (its keys, the deployment's when allowed, scripted) and
-   * its default model of new lanes. Asked per check: keys and defaults change without this object knowing.
+   * its default model of new lanes. Asked per check: keys and defaults change without this object
+   * knowing. `tenantId` is given by a creation, before the session's storage exists.
    */
-  async settings(): Promise<TenantModelSettings> {
-    const tenantId = this.tenantId();
+  async settings(tenantId = this.tenantId()): Promise<TenantModelSettings> {
     const deployment = modelsDeployment(this.env);
     const none = { keys: [], deploymentKeys: false, defaultModel: null };
     const reply = tenantId === undefined ? undefined : fromWire(await this.env.TENANTS.getByName(tenantId).providerSettings());

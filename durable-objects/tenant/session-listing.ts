@@ -1,4 +1,5 @@
 import type { RpcResult } from "../../schema/errors.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { SessionMetadata } from "../../schema/session-metadata.ts";
 import type { SessionSearch } from "../../schema/session-search.ts";
 import type { Wire } from "../../schema/wire.ts";
@@ -28,6 +29,11 @@ export class SessionListing {
   /** After a PATCH of the session's metadata, before it answers; `seq` orders concurrent patches. */
   async setSessionMetadata(sessionId: string, metadata: SessionMetadata, seq: number): Promise<void> {
     if (this.host.schema.exists) new SessionIndex(this.host.sql).setMetadata(sessionId, metadata, seq);
+  }
+
+  /** After a PATCH that moved the session to another agent version, before it answers. */
+  async setSessionAgent(sessionId: string, agent: AgentVersionRef): Promise<void> {
+    if (this.host.schema.exists) new SessionIndex(this.host.sql).setAgent(sessionId, agent);
   }
 
   /** The session's usage mark goes with it (a session created again under its id starts a new ledger). */

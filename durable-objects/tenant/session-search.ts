@@ -11,27 +11,27 @@ import { decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts"
  */
 export const SEARCH_SCAN_ROWS = 1_000;
 
-type SearchRow = { session_id: string; created_at: number; name: string | null; metadata: string | null };
+type SearchRow = { session_id: string; created_at: number; name: string | null; metadata: string | null; agent_id: string | null; agent_version: number | null };
 
 /** A position in creation order, `(created_at, session_id)`: the cursor's and the range's unit. */
 type Position = { at: number; id: string };
 
 /**
  * Where the rows of a search come from, in creation order: the whole index (`sessions_by_time`),
- * or the rows of one metadata pair (`session_metadata`'s key). An `agent` filter would be one more
- * source of the same shape (an index on the agent and the creation time).
+ * the sessions bound to one agent (`sessions_by_agent`), or the rows of one metadata pair
+ * (`session_metadata`'s key).
  */
-type Source = { kind: "time" } | { kind: "metadata"; key: string; value: string };
+type Source = { kind: "time" } | { kind: "agent"; agentId: string } | { kind: "metadata"; key: string; value: string };
 
-const COLUMNS = "s.session_id AS session_id, s.created_at AS created_at, s.name AS name, s.metadata AS metadata";
+const COLUMNS = "s.session_id AS session_id, s.created_at AS created_at, s.name AS name, s.metadata AS metadata, s.agent_id AS agent_id, s.agent_version AS agent_version";
 /** Above every creation time (ms since the epoch) and below none. */
 const END_OF_TIME = Number.MAX_SAFE_INTEGER;
 
 /**
  * `GET /v1/sessions` with its filters, answered from the tenant's index alone (never a session
- * object). The first metadata pair (else the time index) is served by an index range in creation
- * order, narrowed by `createdAfter` / `createdBefore` and the cursor; the other pairs and `status`
- * are checked on each row read, at most SEARCH_SCAN_ROWS of them per page. One synchronous turn:
+ * object). The agent (else the first metadata pair, else the time index) is served by an index
+ * range in creation order, narrowed by `createdAfter` / `createdBefore` and the cursor; the agent's
+ * version, the other pairs and `status` are checked on each row read, at most SEARCH_SCAN_ROWS of them per page. One synchronous turn:
  * the rows are read in chunks of about a page, so a page whose rows all match reads `limit + 1`.
  */
 export class SessionSearchScan {
@@ -42,10 +42,13 @@ export class SessionSearchScan {
   ) {}
 
   page(search: SessionSearch): Page<SessionSummary> {
-    const [first, ...others] = search.metadata;
-    const source: Source = first ? { kind: "metadata", key: first[0], value: first[1] } : { kind: "time" };
+    const [first, ...rest] = search.metadata;
+    const { agent } = search;
+    const source: Source = agent ? { kind: "agent", agentId: agent.id } : first ? { kind: "metadata", key: first[0], value: first[1] } : { kind: "time" };
+    const others = agent ? search.metadata : rest;
     const active = search.status === undefined ? undefined : this.activeSessions();
     const matches = (row: SearchRow): boolean => {
+      if (agent?.version !== undefined && row.agent_version !== agent.version) return false;
       if (active && active.has(row.session_id) !== (search.status === "active")) return false;
       if (others.length === 0) return true;
       const metadata = parseMetadata(row.metadata);
@@ -88,6 +91,16 @@ export class SessionSearchScan {
         )
         .toArray();
     }
+    if (source.kind === "agent") {
+      return this.sql
+        .exec<SearchRow>(
+          `SELECT ${COLUMNS} FROM sessions s INDEXED BY sessions_by_agent
+           WHERE s.agent_id = ? AND (s.created_at, s.session_id) > (?, ?) AND (s.created_at, s.session_id) < (?, ?)
+           ORDER BY s.created_at ${direction}, s.session_id ${direction} LIMIT ?`,
+          source.agentId, from.at, from.id, until.at, until.id, size,
+        )
+        .toArray();
+    }
     return this.sql
       .exec<SearchRow>(
         `SELECT ${COLUMNS} FROM session_metadata m JOIN sessions s ON s.session_id = m.session_id
@@ -125,7 +138,13 @@ function positionOf(row: SearchRow | undefined): Position | undefined {
 
 function pageOf(rows: readonly SearchRow[], next: Position | undefined): Page<SessionSummary> {
   return {
-    items: rows.map((row) => ({ id: row.session_id, name: row.name, createdAt: row.created_at, metadata: parseMetadata(row.metadata) })),
+    items: rows.map((row) => ({
+      id: row.session_id,
+      name: row.name,
+      createdAt: row.created_at,
+      metadata: parseMetadata(row.metadata),
+      ...(row.agent_id !== null && row.agent_version !== null && { agent: { id: row.agent_id, version: row.agent_version } }),
+    })),
     nextCursor: next === undefined ? null : encodeTimeCursor(next.at, next.id),
   };
 }

@@ -1,4 +1,5 @@
 import type { SessionSummary, TenantSummary } from "../../schema/api.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { SessionMetadata } from "../../schema/session-metadata.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
@@ -25,17 +26,27 @@ export class SessionIndex {
     const existing = this.row(summary.id);
     if (!existing) {
       this.sql.exec(
-        "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq) VALUES (?, ?, ?, ?, 0)",
+        "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq, agent_id, agent_version) VALUES (?, ?, ?, ?, 0, ?, ?)",
         summary.id,
         summary.createdAt,
         summary.name,
         metadataText(summary.metadata),
+        summary.agent?.id ?? null,
+        summary.agent?.version ?? null,
       );
       this.addPairs(summary.id, summary.createdAt, summary.metadata);
       return;
     }
     this.sql.exec("UPDATE sessions SET name = ? WHERE session_id = ?", summary.name, summary.id);
     if (existing.metadata_seq === 0) this.replaceMetadata(existing, summary.metadata, 0);
+  }
+
+  /**
+   * The agent version a session moved to. Two concurrent moves: the session's own order decides
+   * what it is bound to, and the index keeps the later call's (a later move or a read corrects it).
+   */
+  setAgent(sessionId: string, agent: AgentVersionRef | null): void {
+    this.sql.exec("UPDATE sessions SET agent_id = ?, agent_version = ? WHERE session_id = ?", agent?.id ?? null, agent?.version ?? null, sessionId);
   }
 
   /** Only an indexed session is renamed: a rename never lists a session that is not indexed. */

@@ -263,4 +263,16 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 16,
+    name: "session_agent_index",
+    statements: [
+      // The agent version each session is bound to (null: none), shown by a listing, and an index
+      // by agent in creation order: a search by agent reads only the rows of its page
+      // (tenant/session-search.ts). Partial: sessions without an agent add no index row.
+      "ALTER TABLE sessions ADD COLUMN agent_id TEXT",
+      "ALTER TABLE sessions ADD COLUMN agent_version INTEGER",
+      "CREATE INDEX sessions_by_agent ON sessions (agent_id, created_at, session_id) WHERE agent_id IS NOT NULL",
+    ],
+  },
 ];

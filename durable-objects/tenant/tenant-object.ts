@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { AgentDefinition } from "../../schema/agents.ts";
 import type { TenantQuotas } from "../../schema/api.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
@@ -114,6 +115,7 @@ export class TenantObject extends DurableObject<Env> {
   async renameSession(sessionId: string, name: string | null) { return this.sessions.renameSession(sessionId, name); }
   async unregisterSession(sessionId: string) { return this.sessions.unregisterSession(sessionId); }
   async setSessionMetadata(sessionId: string, metadata: SessionMetadata, seq: number) { return this.sessions.setSessionMetadata(sessionId, metadata, seq); }
+  async setSessionAgent(sessionId: string, agent: AgentVersionRef) { return this.sessions.setSessionAgent(sessionId, agent); }
   async searchSessions(search: SessionSearch) { return this.sessions.searchSessions(search); }
 
   // The admin's directory of tenants, on "admin:directory" only (admin-directory.ts).

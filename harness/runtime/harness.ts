@@ -12,7 +12,7 @@ import type { ModelsPort } from "../execution/models.ts";
 import { noTools, type ToolsPort } from "../execution/tools.ts";
 import { branchTip, entryLabel, laneConfig, laneState, sessionName } from "../session/builtin-addresses.ts";
 import { PayloadTooLarge, UnknownBranch, UnknownTarget } from "../session/errors.ts";
-import type { SessionMutator } from "../session/mutation.ts";
+import type { SessionMutator, SessionReader } from "../session/mutation.ts";
 import type { CommitResult, Write } from "../session/storage.ts";
 import { validateBranchName } from "../session/branch.ts";
 import type { MutationCallback, Session } from "../session/session.ts";
@@ -287,17 +287,20 @@ export class AgentHarness {
   }
 
   /**
-   * Replaces the session's settings and resources and writes `writes` with them, in one commit:
-   * how a session moves to another agent version (its tool definitions and binding among the
-   * writes), all or nothing. Events as `updateSettings` and `setResources` emit them. `accept`
-   * checks the new settings on the line (a throw writes nothing).
+   * Replaces the session's settings and resources and writes what `writes` computes on the line
+   * with them, in one commit: how a session moves to another agent version (its tool definitions
+   * and binding among the writes), all or nothing. Events as `updateSettings` and `setResources`
+   * emit them. `accept` checks the new settings on the line (a throw writes nothing).
    */
-  async replaceConfiguration(next: { settings: HarnessSettings; resources: HarnessResources; writes: Write[] }, accept?: (settings: HarnessSettings) => void): Promise<void> {
+  async replaceConfiguration(
+    next: { settings: HarnessSettings; resources: HarnessResources; writes: (m: SessionReader) => Write[] },
+    accept?: (settings: HarnessSettings) => void,
+  ): Promise<void> {
     this.assertOpen();
     const { delivered } = await this.mutate((m) => {
       accept?.(next.settings);
       const previous = this.currentSettings;
-      this.commit(m, [setValue(settingsAddress, next.settings), setValue(resourcesAddress, next.resources), ...next.writes]);
+      this.commit(m, [setValue(settingsAddress, next.settings), setValue(resourcesAddress, next.resources), ...next.writes(m)]);
       this.currentSettings = next.settings;
       this.currentResources = next.resources;
       const changed = (Object.keys(next.settings) as (keyof HarnessSettings)[]).filter((key) => JSON.stringify(previous[key]) !== JSON.stringify(next.settings[key]));

@@ -5,6 +5,7 @@ import type { SessionReader } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
 import { resolveCapture, type CaptureStore } from "./captures.ts";
 import { deleteValue, setValue } from "../session/writes.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { Control, GenerationContext, OperationMeta, OperationState, RunSettings } from "./types.ts";
 import { longOperationForm, shortOperationForm, type ShortForm } from "./operation-short-form.ts";
 
@@ -219,6 +220,8 @@ interface CompactStoredResult {
   T?: string;
   a: number;
   d: number;
+  /** The agent version the session was bound to at acceptance. */
+  g?: AgentVersionRef;
 }
 
 /** A tip as stored: nothing for null, packed under the capital key when it is a UUID. */
@@ -242,6 +245,7 @@ export function resultWrite(record: OperationResultRecord): Write {
     ...storedTip(record.tipId, "t"),
     a: record.startedAt,
     d: record.endedAt - record.startedAt,
+    ...(record.agent !== undefined && { g: record.agent }),
   };
   return setValue(operationResult<CompactStoredResult>(record.operationId), stored);
 }
@@ -264,5 +268,6 @@ export function readResult(m: Pick<SessionReader, "getValue">, operationId: stri
     tipId: readTip(stored.t, stored.T),
     startedAt: stored.a,
     endedAt: stored.a + stored.d,
+    ...(stored.g !== undefined && { agent: stored.g }),
   };
 }

@@ -125,7 +125,8 @@ describe("GET /v1/sessions filters", () => {
       ["createdAfter=-1", "createdAfter"],
       ["createdBefore=1.5", "createdBefore"],
       ["createdBefore=1e3", "createdBefore"],
-      ["agent=support", "agent"],
+      ["agent=sup%20port", "agent"],
+      ["agent=support@0", "agent"],
       ["cursor=garbage", "cursor"],
     ];
     for (const [query, where] of bad) {

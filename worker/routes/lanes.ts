@@ -31,8 +31,8 @@ export const laneRoutes = new Hono<AppEnv>()
   // when a new lane would pass SESSION_LIMITS (lanes, or branches for a lane on a new branch).
   .put("/:lane", async (c) => {
     const { stub, lane } = laneTarget(c);
-    const { createAt, ...configuration } = await jsonBody(c, PutLaneSchema);
-    const { created, ...info } = replyValue(await stub.acquireLane(lane, createAt, toWire(configuration)));
+    const { createAt, agent, ...configuration } = await jsonBody(c, PutLaneSchema);
+    const { created, ...info } = replyValue(await stub.acquireLane(lane, createAt, toWire(configuration), agent));
     return c.json(info, created ? 201 : 200);
   })
   .get("/:lane", async (c) => {

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { CreateSessionSchema } from "../../schema/api.ts";
+import { CreateSessionSchema, type SessionSummary } from "../../schema/api.ts";
 import { metadataFilters, SessionListQuerySchema } from "../../schema/session-search.ts";
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
@@ -31,10 +31,14 @@ export const sessionRoutes = new Hono<AppEnv>()
     const scope = idempotencyScope(c);
     const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
     const sessionId = body.id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
+    // The version and the tenant's sealed copies for this session, asked once, here: the session
+    // holds all it runs with from then on, and no run asks the tenant object for its agent.
+    const agent = body.agent && replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
     const view = replyValue(
       await sessionStub(c.env, tenantId, sessionId).create({
         tenantId,
         sessionId,
+        ...(agent !== undefined && { agent: toWire(agent) }),
         ...(body.name !== undefined && { name: body.name }),
         ...(body.settings !== undefined && { settings: toWire(body.settings) }),
         ...(body.resources !== undefined && { resources: toWire(body.resources) }),
@@ -45,7 +49,7 @@ export const sessionRoutes = new Hono<AppEnv>()
     );
     // Indexed after the session exists, so a listing never shows a session that does not; a
     // failure here answers 5xx, and the retry (same key) re-indexes the session it gets back.
-    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt, metadata: view.metadata });
+    await tenantStub(c.env, tenantId).registerSession(summaryOf(view));
     // http tool secrets are in this answer only: a replay (same Idempotency-Key) answers the
     // session without them, since a secret is shown once and stored nowhere in plain text.
     const { toolSecrets, ...session } = view;
@@ -64,6 +68,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       order: query.order,
       metadata: filters.pairs,
       ...(query.cursor !== undefined && { cursor: query.cursor }),
+      ...(query.agent !== undefined && { agent: query.agent }),
       ...(query.status !== undefined && { status: query.status }),
       ...(query.createdAfter !== undefined && { createdAfter: query.createdAfter }),
       ...(query.createdBefore !== undefined && { createdBefore: query.createdBefore }),
@@ -91,8 +96,18 @@ export const sessionRoutes = new Hono<AppEnv>()
       replyValue(await stub.setName(body.name));
       await tenantStub(c.env, tenantId).renameSession(sessionId, body.name);
     }
+    // The move before the settings: a settings patch beside `agent` applies over the version's.
+    let toolSecrets: Record<string, string> = {};
+    if (body.agent !== undefined) {
+      const bundle = replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
+      const moved = replyValue(await stub.moveToAgent(toWire(bundle)));
+      await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent);
+      toolSecrets = moved.toolSecrets;
+    }
     if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
-    return c.json(replyValue(await stub.view()));
+    const view = replyValue(await stub.view());
+    // Http tools the new version brought: their secrets are in this answer only.
+    return c.json(Object.keys(toolSecrets).length > 0 ? { ...view, toolSecrets } : view);
   })
   // A new session from one lane's path or the whole tree (reference §1.11): the new object pulls
   // pages from the source; indexed once it exists, like a created session.
@@ -111,7 +126,7 @@ export const sessionRoutes = new Hono<AppEnv>()
         ...(creationToken !== undefined && { creationToken }),
       }),
     );
-    await tenantStub(c.env, tenantId).registerSession({ id: sessionId, name: view.name, createdAt: view.createdAt, metadata: view.metadata });
+    await tenantStub(c.env, tenantId).registerSession(summaryOf(view));
     return c.json(view, 201);
   })
   // The object's storage first, then the index row; a repeat (or a retry after a partial failure)
@@ -123,3 +138,8 @@ export const sessionRoutes = new Hono<AppEnv>()
     if (!deleted) throw fail("SessionNotFound", "Session not found");
     return c.body(null, 204);
   });
+
+/** What the tenant's index keeps of a session (listings and searches show it). */
+function summaryOf(view: SessionSummary): SessionSummary {
+  return { id: view.id, name: view.name, createdAt: view.createdAt, metadata: view.metadata, ...(view.agent !== undefined && { agent: view.agent }) };
+}

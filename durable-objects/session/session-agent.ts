@@ -1,0 +1,102 @@
+import type { SessionReader } from "../../harness/session/mutation.ts";
+import type { Write } from "../../harness/session/storage.ts";
+import { deleteValue } from "../../harness/session/writes.ts";
+import type { AgentVersionRef } from "../../schema/agent-binding.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { Wire } from "../../schema/wire.ts";
+import { toolDefinition, toolDefinitionsPrefix } from "../../tools/definitions.ts";
+import { mcpServer, mcpServersPrefix } from "../../tools/mcp-definitions.ts";
+import type { AgentForSession } from "../../tools/tenant-copies.ts";
+import { asResult, parseWire, unwrapLane } from "../rpc/rpc-errors.ts";
+import { agentResources, agentSettings, agentTools, agentWrites, bindingOf } from "./agent-configuration.ts";
+import { assertCanDefer } from "./deferred-check.ts";
+import { assertValidSettings } from "./settings-check.ts";
+import type { SessionHost } from "./session-host.ts";
+
+/** What this module reaches of the host (session-host.ts). */
+type AgentHost = Pick<SessionHost, "harness" | "session" | "toolDefinitionContext">;
+
+/** What a move answers: the version now bound, and the secrets of http tools it brought anew. */
+export interface AgentMove {
+  agent: AgentVersionRef;
+  toolSecrets: Record<string, string>;
+}
+
+/**
+ * A session's move to another agent version (spec/API.md "Agents", `PATCH /v1/sessions/{sid}
+ * { agent }`): the whole session takes the version's settings, resources, tools and MCP servers
+ * in one commit, then every lane takes its lane configuration; each lane's next operation
+ * captures all of it, and an operation already running keeps the version it was accepted under
+ * (its record says so).
+ */
+export class SessionAgent {
+  constructor(private readonly host: AgentHost) {}
+
+  async moveToAgent(input: Wire<AgentForSession>): Promise<Wire<RpcResult<AgentMove>>> {
+    return asResult(async () => {
+      const bundle = parseWire(input);
+      const harness = await this.host.harness();
+      const session = this.host.session();
+      // Read and sealed before the commit; what they read is checked again on the line below.
+      const stored = session.scanValues(toolDefinitionsPrefix());
+      const ownTools = new Set(stored.filter(({ value }) => !value.fromAgent && !value.tenantTool).map(({ address }) => address.key));
+      const ownServers = new Set(session.scanValues(mcpServersPrefix()).filter(({ value }) => !value.tenantServer).map(({ address }) => address.key));
+      const previous = new Map(stored.map(({ address, value }) => [address.key, value]));
+      const tools = await agentTools(bundle, this.host.toolDefinitionContext(session.metadata.id), {
+        // The version's own http tool that the session already held from the agent keeps its secret.
+        keep: (name) => {
+          const held = previous.get(name);
+          return held?.fromAgent && held.kind === "http" ? held : undefined;
+        },
+        skip: ownTools,
+        skipServers: ownServers,
+      });
+      const binding = bindingOf(bundle, tools);
+      const settings = agentSettings(bundle.agent);
+      const writes = (m: SessionReader): Write[] => {
+        // On the line: a tool or server the session defined itself meanwhile keeps its name.
+        const own = (name: string): boolean => {
+          const held = m.getValue(toolDefinition(name))?.value;
+          return held !== undefined && !held.fromAgent && !held.tenantTool;
+        };
+        const ownServer = (name: string): boolean => {
+          const held = m.getValue(mcpServer(name))?.value;
+          return held !== undefined && !held.tenantServer;
+        };
+        const brought = {
+          tools: Object.fromEntries(Object.entries(tools.tools).filter(([name]) => !own(name))),
+          mcpServers: Object.fromEntries(Object.entries(tools.mcpServers).filter(([name]) => !ownServer(name))),
+          secrets: tools.secrets,
+        };
+        return [...leftBehind(m, brought.tools, brought.mcpServers), ...agentWrites(brought, binding)];
+      };
+      await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes }, (next) => {
+        assertValidSettings(next);
+        const lanes = harness.lanes().flatMap(({ name }) => {
+          const lane = harness.getLane(name);
+          return lane ? [{ lane: name, model: binding.lane.model ?? lane.getModel() }] : [];
+        });
+        assertCanDefer(next.streamOptions.deferred, lanes);
+      });
+      // Each lane then takes the version's lane configuration (config_update events), as a PATCH
+      // of its configuration would; a repeat of the move sets what is already set.
+      for (const { name } of harness.lanes()) {
+        const lane = harness.getLane(name);
+        if (!lane) continue;
+        const { model, thinkingLevel, activeTools } = binding.lane;
+        if (model && JSON.stringify(model) !== JSON.stringify(lane.getModel())) unwrapLane(await lane.setModel(model));
+        if (thinkingLevel && thinkingLevel !== lane.getThinkingLevel()) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
+        if (activeTools && JSON.stringify(activeTools) !== JSON.stringify(lane.getActiveTools())) unwrapLane(await lane.setActiveTools(activeTools));
+      }
+      return { agent: { id: binding.id, version: binding.version }, toolSecrets: tools.secrets };
+    });
+  }
+
+}
+
+/** Deletes what the session holds from the version it leaves and the new one does not bring. */
+function leftBehind(m: SessionReader, tools: Record<string, unknown>, servers: Record<string, unknown>): Write[] {
+  const staleTools = m.scanValues(toolDefinitionsPrefix()).filter(({ address, value }) => (value.fromAgent || value.tenantTool) && !(address.key in tools));
+  const staleServers = m.scanValues(mcpServersPrefix()).filter(({ address, value }) => value.tenantServer && !(address.key in servers));
+  return [...staleTools.map(({ address }) => deleteValue(toolDefinition(address.key))), ...staleServers.map(({ address }) => deleteValue(mcpServer(address.key)))];
+}
