@@ -5,6 +5,7 @@ import { AdminApi, deleteDefaultModel, me, models, setDefaultModel } from "./adm
 import { HttpClient, type CallOptions, type HttpClientOptions } from "./http.ts";
 import { LanesApi, QueueApi } from "./lanes.ts";
 import { McpServersApi } from "./mcp-servers.ts";
+import { TenantMcpServersApi, TenantToolsApi } from "./tenant-tools.ts";
 import { OperationsApi } from "./operations.ts";
 import { ResourcesApi } from "./resources.ts";
 import { ProvidersApi, ToolsApi } from "./tools.ts";
@@ -55,6 +56,10 @@ export class AgentSessionsClient {
   readonly webhooks: WebhooksApi;
   /** The tenant's agents: versioned definitions of model, settings, resources and tools. */
   readonly agents: AgentsApi;
+  /** The tenant's own tools, which its agents name: one definition and one signing secret for all sessions. */
+  readonly tenantTools: TenantToolsApi;
+  /** The tenant's own MCP servers, which its agents name. */
+  readonly tenantMcpServers: TenantMcpServersApi;
 
   constructor(options: ClientOptions) {
     this.http = new HttpClient(options);
@@ -73,6 +78,8 @@ export class AgentSessionsClient {
     this.providers = new ProvidersApi(this.http);
     this.webhooks = new WebhooksApi(this.http);
     this.agents = new AgentsApi(this.http);
+    this.tenantTools = new TenantToolsApi(this.http);
+    this.tenantMcpServers = new TenantMcpServersApi(this.http);
   }
 
   /** `GET /v1/me` → `{ tenantId, keyId, defaultModel, usage }`. */

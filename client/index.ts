@@ -16,6 +16,7 @@ export {
 } from "./http.ts";
 export { AdminApi } from "./admin.ts";
 export { AgentsApi, type Agent, type AgentDefinition, type CreateAgent, type PatchAgent } from "./agents.ts";
+export { TenantMcpServersApi, TenantToolsApi, type TenantMcpServerReply, type TenantMcpServerView, type TenantToolInput, type TenantToolReply, type TenantToolView } from "./tenant-tools.ts";
 export { EntriesApi, SessionsApi } from "./sessions.ts";
 export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";

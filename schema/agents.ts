@@ -4,7 +4,16 @@ import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { HarnessResourcesSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
 import { SESSION_METADATA_LIMITS } from "./session-metadata.ts";
-import { ToolDefinitionsByNameSchema, ToolNameSchema, ToolParametersSchema, ToolReplaySchema } from "./tools.ts";
+import { MAX_SESSION_MCP_SERVERS, McpServerNameSchema } from "./mcp.ts";
+import {
+  BuiltinToolInputSchema,
+  ClientToolInputSchema,
+  HttpToolInputSchema,
+  MAX_SESSION_TOOLS,
+  ToolNameSchema,
+  ToolParametersSchema,
+  ToolReplaySchema,
+} from "./tools.ts";
 
 // Agents (spec/API.md "Agents"): tenant-level, versioned definitions of what a session runs with:
 // model, thinking level, settings, resources, tools, active tools and metadata. `settings`,
@@ -42,7 +51,38 @@ const METADATA_COUNT_MESSAGE = `metadata holds at most ${MAX_METADATA_KEYS} keys
 
 /** String keys to string values, bounded (the tenant's own labels; the service reads none of them). */
 export const MetadataSchema = v.pipe(v.record(MetadataKeySchema, MetadataValueSchema), v.check(metadataCount, METADATA_COUNT_MESSAGE));
-/** Tool names a new lane activates: names of this agent's `tools`. */
+/** A tenant tool (`PUT /v1/tools/{name}`) named by an agent: its session copy is made from the revision the version pinned. */
+export const TenantToolRefSchema = v.strictObject({ kind: v.literal("tenant"), tool: ToolNameSchema });
+/** A tenant tool reference as a version stores and shows it: with the revision pinned when the version was made. */
+export const PinnedTenantToolRefSchema = v.strictObject({ ...TenantToolRefSchema.entries, revision: v.number() });
+
+/** One of an agent's tools: a session tool definition, or a tenant tool by name. */
+export const AgentToolSchema = v.variant("kind", [BuiltinToolInputSchema, HttpToolInputSchema, ClientToolInputSchema, TenantToolRefSchema]);
+export type AgentTool = v.InferOutput<typeof AgentToolSchema>;
+const PinnedAgentToolSchema = v.variant("kind", [BuiltinToolInputSchema, HttpToolInputSchema, ClientToolInputSchema, PinnedTenantToolRefSchema]);
+export type PinnedAgentTool = v.InferOutput<typeof PinnedAgentToolSchema>;
+
+/** The leading guard of an agent's `tools` (valibot's record would take an array too); the OpenAPI document describes the whole by it. */
+export const AgentToolsObjectSchema = v.custom<Record<string, unknown>>(
+  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
+  "tools must be an object of definitions by tool name",
+);
+const AgentToolsSchema = v.pipe(
+  AgentToolsObjectSchema,
+  v.record(ToolNameSchema, AgentToolSchema),
+  v.check((tools) => Object.keys(tools).length <= MAX_SESSION_TOOLS, `An agent defines at most ${MAX_SESSION_TOOLS} tools (a session's bound)`),
+);
+
+/** Tenant MCP servers (`PUT /v1/mcp-servers/{name}`) by name: a session made from the agent gets copies of the pinned revisions. */
+const McpServerNamesSchema = v.pipe(
+  v.array(McpServerNameSchema),
+  v.maxLength(MAX_SESSION_MCP_SERVERS, `An agent names at most ${MAX_SESSION_MCP_SERVERS} MCP servers (a session's bound)`),
+  v.check((names) => new Set(names).size === names.length, "mcpServers names each server once"),
+);
+/** A tenant MCP server as a version stores and shows it: its name and the revision pinned. */
+export const PinnedMcpServerSchema = v.object({ name: v.string(), revision: v.number() });
+
+/** Tool names a new lane activates: names of this agent's `tools`, or of its MCP servers' tools. */
 const ActiveToolsSchema = v.pipe(v.array(ToolNameSchema), v.maxLength(256));
 
 const definitionEntries = {
@@ -54,18 +94,44 @@ const definitionEntries = {
   /** The session settings, as `POST /v1/sessions` takes them. */
   settings: v.optional(HarnessSettingsPatchSchema),
   resources: v.optional(HarnessResourcesSchema),
-  /** Tool definitions by name, as `POST /v1/sessions` takes them (an http tool holds no secret here). */
-  tools: v.optional(ToolDefinitionsByNameSchema),
   activeTools: v.optional(ActiveToolsSchema),
   metadata: v.optional(MetadataSchema),
 };
 
-/** One version's definition: everything of an Agent but its id, version and times. */
-export const AgentDefinitionSchema = v.strictObject(definitionEntries);
+const inputEntries = {
+  ...definitionEntries,
+  /** Tool definitions by name, as `POST /v1/sessions` takes them (an http tool holds no secret here), or tenant tools as `{ kind: "tenant", tool }`. */
+  tools: v.optional(AgentToolsSchema),
+  /** Names of tenant MCP servers. */
+  mcpServers: v.optional(McpServerNamesSchema),
+};
+
+/** One version's definition as a client gives it: everything of an Agent but its id, version and times, and no revisions pinned. */
+export const AgentDefinitionSchema = v.strictObject(inputEntries);
 export type AgentDefinition = v.InferOutput<typeof AgentDefinitionSchema>;
 
+const pinnedEntries = {
+  ...definitionEntries,
+  /** Tenant tools show the revision this version pinned: `{ kind: "tenant", tool, revision }`. */
+  tools: v.optional(v.record(ToolNameSchema, PinnedAgentToolSchema)),
+  mcpServers: v.optional(v.array(PinnedMcpServerSchema)),
+};
+/** One version's definition as it is stored: the tenant tools and MCP servers it names with the revisions pinned. */
+export const PinnedAgentDefinitionSchema = v.strictObject(pinnedEntries);
+export type PinnedAgentDefinition = v.InferOutput<typeof PinnedAgentDefinitionSchema>;
+
+/** A stored definition as a client would give it again (the pins left out): what a PATCH merges over, to pin afresh. */
+export function unpinnedDefinition(pinned: PinnedAgentDefinition): AgentDefinition {
+  const { tools, mcpServers, ...rest } = pinned;
+  return {
+    ...rest,
+    ...(tools !== undefined && { tools: Object.fromEntries(Object.entries(tools).map(([name, tool]) => [name, tool.kind === "tenant" ? { kind: tool.kind, tool: tool.tool } : tool])) }),
+    ...(mcpServers !== undefined && { mcpServers: mcpServers.map((server) => server.name) }),
+  };
+}
+
 /** The body of `POST /v1/agents`; `id` defaults to a fresh `ag_…` id. */
-export const CreateAgentSchema = v.optional(v.strictObject({ id: v.optional(AgentIdSchema), ...definitionEntries }), {});
+export const CreateAgentSchema = v.optional(v.strictObject({ id: v.optional(AgentIdSchema), ...inputEntries }), {});
 export type CreateAgent = v.InferOutput<typeof CreateAgentSchema>;
 
 /** A member of a merge patch: absent (unchanged), null (removed) or a value merged in. */
@@ -79,7 +145,8 @@ const resourcePatch = v.record(
 
 /** A tool's patch: any of its members (whichever kind it is); the merged definition is checked whole. */
 const ToolPatchSchema = v.strictObject({
-  kind: v.optional(v.picklist(["builtin", "http", "client"])),
+  kind: v.optional(v.picklist(["builtin", "http", "client", "tenant"])),
+  tool: member(ToolNameSchema),
   description: member(v.string()),
   parameters: member(ToolParametersSchema),
   url: member(v.string()),
@@ -101,6 +168,8 @@ export const PatchAgentSchema = v.strictObject({
   settings: member(HarnessSettingsPatchSchema),
   resources: member(v.strictObject({ skills: member(resourcePatch), promptTemplates: member(resourcePatch) })),
   tools: member(v.record(ToolNameSchema, v.nullable(ToolPatchSchema))),
+  /** Replaces the list (an array in a merge patch is replaced whole). */
+  mcpServers: member(McpServerNamesSchema),
   activeTools: member(ActiveToolsSchema),
   metadata: member(v.pipe(v.record(MetadataKeySchema, v.nullable(MetadataValueSchema)), v.check(metadataCount, METADATA_COUNT_MESSAGE))),
 });
@@ -116,6 +185,6 @@ export const AgentSchema = v.object({
   updatedAt: v.optional(v.number()),
   /** When the agent was deleted (only a deleted agent's versions, read under `…/versions`, have it). */
   deletedAt: v.optional(v.number()),
-  ...definitionEntries,
+  ...pinnedEntries,
 });
 export type Agent = v.InferOutput<typeof AgentSchema>;

@@ -35,6 +35,8 @@ export interface McpTarget {
   sessionId: string;
   serverName: string;
   server: StoredMcpServer;
+  /** Where the headers are sealed when not in the session (a tenant server's own: tenantMcpCredentialContext). */
+  credentialContext?: string;
 }
 
 /**
@@ -82,7 +84,7 @@ async function openHeaders(target: McpTarget, settings: McpSettings): Promise<Re
   if (target.server.sealedHeaders === undefined) return {};
   try {
     const key = await secretBoxKey(settings.secretsKey, "mcp-credential");
-    const opened: unknown = JSON.parse(await openSecret(key, target.server.sealedHeaders, mcpCredentialContext(target.sessionId, target.serverName)));
+    const opened: unknown = JSON.parse(await openSecret(key, target.server.sealedHeaders, target.credentialContext ?? mcpCredentialContext(target.sessionId, target.serverName)));
     if (typeof opened !== "object" || opened === null || Array.isArray(opened)) throw new TypeError("not an object");
     return Object.fromEntries(Object.entries(opened).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
   } catch {

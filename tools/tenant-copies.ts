@@ -35,3 +35,13 @@ export interface AgentForSession {
   agent: Agent;
   copies: TenantCopies;
 }
+
+/** Where a tenant http tool's secret is sealed at rest (purpose "tool-secret"); a session's copy is sealed anew for `toolSecretContext`. */
+export function tenantToolSecretContext(tenantId: string, name: string): string {
+  return `tenant:${tenantId}/tool:${name}`;
+}
+
+/** Where a tenant MCP server's headers are sealed at rest (purpose "mcp-credential"); a session's copy is sealed anew for `mcpCredentialContext`. */
+export function tenantMcpCredentialContext(tenantId: string, name: string): string {
+  return `tenant:${tenantId}/mcp:${name}`;
+}

@@ -2,27 +2,24 @@ import { assertCanDefer } from "../durable-objects/session/deferred-check.ts";
 import { storedToolDefinition } from "../durable-objects/session/tool-definition-input.ts";
 import { expectedError } from "../durable-objects/rpc/rpc-errors.ts";
 import type { AgentDefinition } from "../schema/agents.ts";
-import { fail, HttpFailure } from "./http-error.ts";
+import { HttpFailure } from "./http-error.ts";
 import { assertTenantCanUse } from "./model-check.ts";
 
 /**
  * The checks a valid agent definition still has to pass before it is stored (nothing is written
  * when one fails), the same a session gets for the same parts: each tool definition as
  * `POST /v1/sessions` checks it (a builtin that exists, parameters that compile, an http URL the
- * egress policy allows: schema/egress-policy.ts), `activeTools` naming tools the agent defines (a
- * lane may activate only defined tools, a builtin too), deferred answers only on a model that can
- * give them, and models (`model`, `settings.defaultModel`) the tenant can use now (model-check.ts).
+ * egress policy allows: schema/egress-policy.ts), deferred answers only on a model that can give
+ * them, and models (`model`, `settings.defaultModel`) the tenant can use now (model-check.ts).
  * An http tool is checked without a secret: each session later made from the agent gets its own.
+ * Tenant tools (`{ kind: "tenant" }`) were checked when they were PUT; that they exist, and that
+ * `activeTools` names only tools the agent defines or its MCP servers offer, is checked where
+ * their revisions are pinned, in the tenant object's writing turn (tenant/agent-pins.ts).
  */
 export async function assertUsableAgent(env: Env, tenantId: string, definition: AgentDefinition): Promise<void> {
   const context = { sessionId: "", secretsKey: "", allowLoopback: env.LOCAL_DEV === "on" };
   for (const [name, tool] of Object.entries(definition.tools ?? {})) {
-    await asEdgeFailure(() => storedToolDefinition(name, tool, context, undefined, `tools.${name}`));
-  }
-  const defined = new Set(Object.keys(definition.tools ?? {}));
-  const unknown = [...new Set((definition.activeTools ?? []).filter((name) => !defined.has(name)))];
-  if (unknown.length > 0) {
-    throw fail("UnknownTool", `activeTools names tools this agent does not define: ${unknown.join(", ")} (define a builtin tool as { "kind": "builtin" } in tools)`, { tools: unknown });
+    if (tool.kind !== "tenant") await asEdgeFailure(() => storedToolDefinition(name, tool, context, undefined, `tools.${name}`));
   }
   const model = definition.model ?? definition.settings?.defaultModel ?? undefined;
   if (model) await asEdgeFailure(() => assertCanDefer(definition.settings?.streamOptions?.deferred ?? undefined, [{ lane: "main", model }]));

@@ -18,6 +18,7 @@ import { resourceRoutes } from "./routes/resources.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
 import { toolRoutes } from "./routes/tools.ts";
+import { tenantToolRoutes } from "./routes/tenant-tools.ts";
 import { watchRoutes } from "./routes/watch.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 
@@ -52,6 +53,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1", providerRoutes);
   app.route("/v1", webhookRoutes);
   app.route("/v1", agentRoutes);
+  app.route("/v1", tenantToolRoutes);
   const allowed = allowedMethods(app);
   app.notFound((c) => {
     const allow = allowed(c.req.path);

@@ -29,11 +29,11 @@ export interface AgentTools {
 }
 
 /** The settings a session bound to `agent` runs with: the version's patch over the defaults. */
-export function agentSettings(agent: AgentDefinition): HarnessSettings {
+export function agentSettings(agent: Pick<AgentDefinition, "settings">): HarnessSettings {
   return applySettingsPatch(DEFAULT_SETTINGS, agent.settings ?? {});
 }
 
-export function agentResources(agent: AgentDefinition): HarnessResources {
+export function agentResources(agent: Pick<AgentDefinition, "resources">): HarnessResources {
   return { skills: { ...agent.resources?.skills }, promptTemplates: { ...agent.resources?.promptTemplates } };
 }
 
@@ -63,6 +63,8 @@ export async function agentTools(
       tools[name] = copy;
       continue;
     }
+    // A tenant tool the tenant sent no copy of: the version and its copies disagree (never expected).
+    if (input.kind === "tenant") throw new RpcError({ code: "UnknownTool", message: `Tenant tool ${input.tool} (as ${name}) came without its copy; retry`, details: { tools: [name] } });
     const own: ToolDefinitionInput = input;
     const kept = own.kind === "http" ? options.keep?.(name) : undefined;
     const secret = own.kind === "http" && !kept?.sealedSecret ? newToolSecret() : undefined;

@@ -1,6 +1,7 @@
-import { AGENT_PAGE_BYTES_MAX, MAX_AGENT_VERSION_BYTES, MAX_AGENT_VERSIONS, MAX_AGENTS, type Agent, type AgentDefinition } from "../../schema/agents.ts";
+import { AGENT_PAGE_BYTES_MAX, MAX_AGENT_VERSION_BYTES, MAX_AGENT_VERSIONS, MAX_AGENTS, type Agent, type AgentDefinition, type PinnedAgentDefinition } from "../../schema/agents.ts";
 import { utf8Length } from "../../schema/utf8.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
+import { pinDefinition, recordTenantRefs } from "./agent-pins.ts";
 import { decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
 
 type AgentRow = { agent_id: string; created_at: number; latest_version: number; deleted_at: number | null };
@@ -13,15 +14,17 @@ const VERSION_COLUMNS = "a.agent_id, a.created_at AS agent_created_at, a.deleted
 
 /**
  * The tenant's agents (spec/API.md "Agents"): one row per agent and one immutable row per version,
- * the version's definition as JSON text. Bounds are checked in the writing turn: live agents per
- * tenant, versions per agent, bytes per version. Each method is one synchronous SQL turn.
+ * the version's definition as JSON text, with the revisions of the tenant tools and MCP servers it
+ * names pinned (agent-pins.ts). Bounds are checked in the writing turn: live agents per tenant,
+ * versions per agent, bytes per version. Each method is one synchronous SQL turn.
  */
 export class AgentStore {
   constructor(private readonly sql: SqlStorage) {}
 
   /** Version 1 of a new agent. An id that exists, or existed (deleted), is 409 AgentExists. */
   create(agentId: string, definition: AgentDefinition, now: number): Agent {
-    const text = boundedJson(definition);
+    const pinned = pinDefinition(this.sql, definition);
+    const text = boundedJson(pinned);
     const existing = this.row(agentId);
     if (existing) {
       const deleted = existing.deleted_at !== null;
@@ -37,6 +40,7 @@ export class AgentStore {
     }
     this.sql.exec("INSERT INTO agents (agent_id, created_at, latest_version) VALUES (?, ?, 1)", agentId, now);
     this.sql.exec("INSERT INTO agent_versions (agent_id, version, created_at, definition) VALUES (?, 1, ?, ?)", agentId, now, text);
+    recordTenantRefs(this.sql, agentId, pinned);
     return agentView({ agent_id: agentId, agent_created_at: now, deleted_at: null, version: 1, version_at: now, definition: text });
   }
 
@@ -91,7 +95,8 @@ export class AgentStore {
    * its patch over an older one), nothing is written and the caller merges again.
    */
   append(agentId: string, basedOn: number, definition: AgentDefinition, now: number): AppendResult {
-    const text = boundedJson(definition);
+    const pinned = pinDefinition(this.sql, definition);
+    const text = boundedJson(pinned);
     const row = this.row(agentId);
     if (!row || row.deleted_at !== null) throw agentNotFound(agentId);
     if (row.latest_version !== basedOn) return { conflict: { latestVersion: row.latest_version } };
@@ -105,6 +110,7 @@ export class AgentStore {
     const version = row.latest_version + 1;
     this.sql.exec("INSERT INTO agent_versions (agent_id, version, created_at, definition) VALUES (?, ?, ?, ?)", agentId, version, now, text);
     this.sql.exec("UPDATE agents SET latest_version = ? WHERE agent_id = ?", version, agentId);
+    recordTenantRefs(this.sql, agentId, pinned);
     return { agent: agentView({ agent_id: agentId, agent_created_at: row.created_at, deleted_at: null, version, version_at: now, definition: text }) };
   }
 
@@ -113,6 +119,7 @@ export class AgentStore {
     const row = this.row(agentId);
     if (!row || row.deleted_at !== null) throw agentNotFound(agentId);
     this.sql.exec("UPDATE agents SET deleted_at = ? WHERE agent_id = ?", now, agentId);
+    recordTenantRefs(this.sql, agentId, undefined);
   }
 
   private row(agentId: string): AgentRow | undefined {
@@ -125,7 +132,7 @@ function agentNotFound(agentId: string): RpcError {
 }
 
 /** The definition's JSON text, refused (422 LimitExceeded, nothing written) beyond MAX_AGENT_VERSION_BYTES. */
-function boundedJson(definition: AgentDefinition): string {
+function boundedJson(definition: PinnedAgentDefinition): string {
   const text = JSON.stringify(definition);
   const bytes = utf8Length(text);
   if (bytes > MAX_AGENT_VERSION_BYTES) {
@@ -139,7 +146,7 @@ function boundedJson(definition: AgentDefinition): string {
 }
 
 function agentView(row: VersionRow): Agent {
-  const definition: AgentDefinition = JSON.parse(row.definition);
+  const definition: PinnedAgentDefinition = JSON.parse(row.definition);
   return {
     id: row.agent_id,
     version: row.version,

@@ -2,18 +2,20 @@ import type { Agent, AgentDefinition } from "../../schema/agents.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire } from "../rpc/rpc-errors.ts";
-import { NO_TENANT_COPIES, type AgentForSession, type TenantCopies } from "../../tools/tenant-copies.ts";
+import type { AgentForSession, TenantCopies } from "../../tools/tenant-copies.ts";
+import { tenantCopies } from "./agent-copies.ts";
 import { AgentStore, type AppendResult } from "./agent-store.ts";
 import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type AgentsHost = Pick<TenantHost, "sql" | "requireTenant">;
+type AgentsHost = Pick<TenantHost, "sql" | "env" | "requireTenant">;
 
 /**
  * The tenant's agents (agent-store.ts): versioned definitions a session can be created from. The
  * front worker validated each definition (its shape, its model, its tools) before it gets here;
- * this module keeps the bounds, the versions and the deletions, each call one SQL turn.
+ * this module keeps the bounds, the versions (pinning the tenant tools and MCP servers they name:
+ * agent-pins.ts) and the deletions, each call one SQL turn.
  */
 export class Agents {
   constructor(private readonly host: AgentsHost) {}
@@ -76,18 +78,21 @@ export class Agents {
    * sessions already bound to one keep their copies.
    */
   async agentForSession(agentId: string, version: number | undefined, sessionId: string): Promise<Wire<RpcResult<AgentForSession>>> {
-    return asResult(() => {
-      this.host.requireTenant();
+    return asResult(async () => {
+      const tenant = this.host.requireTenant();
       const store = this.store();
       const latest = store.latest(agentId);
       const agent = version === undefined || version === latest.version ? latest : store.version(agentId, version);
-      return { agent, copies: this.copiesFor(agent, sessionId) };
+      return { agent, copies: await this.copiesFor(tenant.id, agent, sessionId) };
     });
   }
 
-  /** Sealed copies of the tenant tools and MCP servers `agent` pins (none until tenant tools exist). */
-  private copiesFor(_agent: Agent, _sessionId: string): TenantCopies {
-    return NO_TENANT_COPIES;
+  /**
+   * Sealed copies of the tenant tools and MCP servers `agent` pins, for `sessionId` only. Only
+   * reads: the revisions are read in one turn, then sealed (the awaits guard no write).
+   */
+  private copiesFor(tenantId: string, agent: Agent, sessionId: string): Promise<TenantCopies> {
+    return tenantCopies(this.host.sql, agent, { tenantId, sessionId, secretsKey: this.host.env.SECRETS_KEY });
   }
 
   private store(): AgentStore {

@@ -265,6 +265,43 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 16,
+    name: "tenant_tools",
+    statements: [
+      // Tenant tools and MCP servers (tenant/tenant-revisions.ts), `kind` "tool" or "mcp": one row
+      // per name, live or deleted (a deleted name created again continues its revision numbers),
+      // and one immutable row per revision holding its stored definition as JSON (an http tool's
+      // secret and an MCP server's headers sealed under the tenant's context).
+      `CREATE TABLE tenant_tools (
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        latest_revision INTEGER NOT NULL,
+        deleted_at INTEGER,
+        PRIMARY KEY (kind, name)
+      ) WITHOUT ROWID`,
+      // Listings and the live count read only live names, in creation order.
+      "CREATE INDEX tenant_tools_live_by_time ON tenant_tools (kind, created_at, name) WHERE deleted_at IS NULL",
+      `CREATE TABLE tenant_tool_revisions (
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        definition TEXT NOT NULL,
+        PRIMARY KEY (kind, name, revision)
+      ) WITHOUT ROWID`,
+      // The tenant tools and MCP servers the latest version of each live agent names
+      // (tenant/agent-pins.ts): what makes a DELETE 409 ToolInUse, read by name.
+      `CREATE TABLE agent_tenant_refs (
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        PRIMARY KEY (kind, name, agent_id)
+      ) WITHOUT ROWID`,
+      "CREATE INDEX agent_tenant_refs_by_agent ON agent_tenant_refs (agent_id)",
+    ],
+  },
+  {
+    version: 17,
     name: "session_agent_index",
     statements: [
       // The agent version each session is bound to (null: none), shown by a listing, and an index

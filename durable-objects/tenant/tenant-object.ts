@@ -1,6 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { AgentDefinition } from "../../schema/agents.ts";
+import type { McpServerInput } from "../../schema/mcp.ts";
+import type { TenantToolInput } from "../../schema/tenant-tools.ts";
 import type { TenantQuotas } from "../../schema/api.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
 import type { Wire } from "../../schema/wire.ts";
@@ -12,6 +14,8 @@ import type { SuspendedRun } from "./webhooks/webhook-events.ts";
 import { WebhookSubscriptions } from "./webhooks/webhook-subscriptions.ts";
 import { AdminDirectory } from "./admin-directory.ts";
 import { Agents } from "./agents.ts";
+import { TenantMcpServers } from "./tenant-mcp-servers.ts";
+import { TenantTools } from "./tenant-tools.ts";
 import { IdempotencyKeys } from "./idempotency-keys.ts";
 import { OperationsAndUsage } from "./operations-and-usage.ts";
 import { ProviderSettings, type TenantProviderSettings } from "./provider-settings.ts";
@@ -58,6 +62,8 @@ export class TenantObject extends DurableObject<Env> {
   private readonly operations = new OperationsAndUsage(this.host);
   private readonly webhooks = new WebhookSubscriptions(this.host);
   private readonly agents = new Agents(this.host);
+  private readonly tenantTools = new TenantTools(this.host);
+  private readonly tenantMcpServers = new TenantMcpServers(this.host);
   private readonly sessions = new SessionListing(this.host);
   private readonly directory = new AdminDirectory(this.host.schema, this.host.sql);
   private readonly idempotency = new IdempotencyKeys(this.host.schema, this.host.sql);
@@ -109,6 +115,17 @@ export class TenantObject extends DurableObject<Env> {
   async appendAgentVersion(agentId: string, basedOn: number, definition: Wire<AgentDefinition>) { return this.agents.appendAgentVersion(agentId, basedOn, definition); }
   async deleteAgent(agentId: string) { return this.agents.deleteAgent(agentId); }
   async agentForSession(agentId: string, version: number | undefined, sessionId: string) { return this.agents.agentForSession(agentId, version, sessionId); }
+
+  // Tenant tools and MCP servers, by revision (tenant-tools.ts, tenant-mcp-servers.ts).
+  async listTenantTools(limit: number, cursor: string | undefined) { return this.tenantTools.listTenantTools(limit, cursor); }
+  async getTenantTool(name: string) { return this.tenantTools.getTenantTool(name); }
+  async putTenantTool(name: string, input: Wire<TenantToolInput>) { return this.tenantTools.putTenantTool(name, input); }
+  async deleteTenantTool(name: string) { return this.tenantTools.deleteTenantTool(name); }
+  async listTenantMcpServers(limit: number, cursor: string | undefined) { return this.tenantMcpServers.listTenantMcpServers(limit, cursor); }
+  async getTenantMcpServer(name: string) { return this.tenantMcpServers.getTenantMcpServer(name); }
+  async putTenantMcpServer(name: string, input: Wire<McpServerInput>) { return this.tenantMcpServers.putTenantMcpServer(name, input); }
+  async deleteTenantMcpServer(name: string) { return this.tenantMcpServers.deleteTenantMcpServer(name); }
+  async refreshTenantMcpServer(name: string) { return this.tenantMcpServers.refreshTenantMcpServer(name); }
 
   // The session index and its search (session-listing.ts, session-search.ts).
   async registerSession(summary: SessionSummary) { return this.sessions.registerSession(summary); }

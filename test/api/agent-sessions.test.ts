@@ -171,6 +171,43 @@ describe("sessions bound to an agent version", () => {
     expect(body.context).toMatchObject({ sessionId: session.id, agent: { id: "support", version: 1 }, metadata: { user: "u_9" } });
   });
 
+  it("a tenant http tool called from two sessions signs with its one secret, and each request names its session; a fork keeps the copy", async () => {
+    const hook = webhook("agent_tenant_tool");
+    const tenant = await newTenant("agent_tenant_tool");
+    const put = await json<{ secret: string; revision: number }>(
+      await call("/v1/tools/lookup", { method: "PUT", token: tenant.key, body: { kind: "http", description: "Looks up an order", parameters: ARGS_SCHEMA, url: hook.hookUrl("shared") } }),
+      201,
+    );
+    await hook.trust("shared", put.secret);
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "shop", model: SCRIPT, tools: { lookup: { kind: "tenant", tool: "lookup" } } } }), 201);
+    const sessions: string[] = [];
+    for (const user of ["u_a", "u_b"]) {
+      const session = await createFrom(tenant, { agent: "shop", metadata: { user } });
+      // A tenant tool's secret is the tenant's: no session answers one.
+      expect(session.toolSecrets).toBeUndefined();
+      await script(tenant, session.id, [{ toolCalls: [{ name: "lookup", arguments: { question: user } }] }, { text: "done" }]);
+      expect((await settle(lanePath(tenant, session.id), await promptOn(tenant, session.id))).status).toBe("completed");
+      sessions.push(session.id);
+    }
+    const fork = await json<CreatedSession>(await call(`/v1/sessions/${sessions[0]}/fork`, { token: tenant.key, body: { scope: "tree" } }), 201);
+    expect(fork.agent).toEqual({ id: "shop", version: 1 });
+    await script(tenant, fork.id, [{ toolCalls: [{ name: "lookup", arguments: { question: "fork" } }] }, { text: "done" }]);
+    expect((await settle(lanePath(tenant, fork.id), await promptOn(tenant, fork.id))).status).toBe("completed");
+
+    const received = await hook.received();
+    expect(received.map((one) => one.signatureValid)).toEqual([true, true, true]);
+    const contexts = received.map((one) => (typeof one.body === "object" ? one.body.context : undefined));
+    expect(contexts.map((context) => [context?.sessionId, context?.metadata.user, context?.agent])).toEqual([
+      [sessions[0], "u_a", { id: "shop", version: 1 }],
+      [sessions[1], "u_b", { id: "shop", version: 1 }],
+      [fork.id, "u_a", { id: "shop", version: 1 }],
+    ]);
+    // The agent's latest version names it: the tool cannot be deleted.
+    const refused = await call("/v1/tools/lookup", { method: "DELETE", token: tenant.key });
+    expect(refused.status).toBe(409);
+    expect(await errorCode(refused)).toBe("ToolInUse");
+  });
+
   it("the tenant's index finds sessions by agent and version; a fork keeps the binding", async () => {
     const tenant = await agentTenant("agent_search", "https://tools.example.com/lookup");
     const one = await createFrom(tenant, { id: "s_one", agent: "support" });

@@ -129,8 +129,9 @@ describe("agent checks (nothing written on refusal)", () => {
     ["bad settings", { settings: { retry: { maxRetries: -1 } } }, { status: 400, code: "ValidationFailed", message: expect.stringMatching(/^settings\.retry\.maxRetries: /) }],
     ["an unknown setting", { settings: { temperature: 1 } }, { status: 400, code: "ValidationFailed" }],
     ["deferred answers on a model that cannot give them", { model: ECHO, settings: { streamOptions: { deferred: true } } }, { status: 422, code: "DeferredUnsupported" }],
-    ["a tenant tool reference (not served yet)", { tools: { lookup: { kind: "tenant", tool: "lookup" } } }, { status: 400, code: "ValidationFailed" }],
-    ["mcpServers (not served yet)", { mcpServers: ["docs"] }, { status: 400, code: "ValidationFailed" }],
+    ["a tenant tool that does not exist", { tools: { lookup: { kind: "tenant", tool: "lookup" } } }, { status: 422, code: "UnknownTool", details: { tools: ["lookup"] } }],
+    ["a tenant MCP server that does not exist", { mcpServers: ["docs"] }, { status: 422, code: "UnknownTool", details: { mcpServers: ["docs"] } }],
+    ["an MCP server named twice", { mcpServers: ["docs", "docs"] }, { status: 400, code: "ValidationFailed" }],
     ["an unknown member", { colour: "blue" }, { status: 400, code: "ValidationFailed" }],
   ];
 

@@ -23,6 +23,7 @@ import { McpServerListSchema, McpServerViewSchema, ToolListingSchema } from "../
 import { DefaultModelSchema, ModelInfoSchema, ProviderKeyInfoSchema } from "../../schema/providers.ts";
 import { BranchSchema, CreatedSessionSchema, EntryLabelSchema, ResourceNamedSchema, SessionSchema } from "../../schema/session.ts";
 import { CreatedToolDefinitionSchema, ToolDefinitionViewSchema } from "../../schema/tools.ts";
+import { PutTenantToolReplySchema, TenantMcpServerViewSchema, TenantToolViewSchema } from "../../schema/tenant-tools.ts";
 import { CreatedWebhookSchema, WebhookDeliverySchema, WebhookEndpointSchema } from "../../schema/webhooks.ts";
 import { CATALOG } from "../../worker/openapi/catalog.ts";
 import type { OpenApiDocument } from "../../worker/openapi/document.ts";
@@ -94,6 +95,20 @@ describe("every documented success answer validates against the document", () =>
     await checker.expect("listAgentVersions", 200, pageSchema(AgentSchema), { key, path: { id: agent.id }, query: { limit: 1 } });
     await checker.expect("getAgentVersion", 200, AgentSchema, { key, path: { id: agent.id, version: "1" } });
     await checker.status("deleteAgent", 204, { key, path: { id: agent.id } });
+
+    const tenantTool = { kind: "http", description: "Looks up", parameters: ARGS, url: `${inject("toolWebhookUrl")}/openapi-answers` };
+    expect(await checker.expect("putTenantTool", 201, PutTenantToolReplySchema, { key, path: { name: "lookup" }, body: tenantTool })).toMatchObject({ secret: expect.any(String) });
+    await checker.expect("putTenantTool", 200, PutTenantToolReplySchema, { key, path: { name: "lookup" }, body: { ...tenantTool, description: "Looks up, v2" } });
+    await checker.expect("listTenantTools", 200, pageSchema(TenantToolViewSchema), { key });
+    await checker.expect("getTenantTool", 200, TenantToolViewSchema, { key, path: { name: "lookup" } });
+    await checker.status("deleteTenantTool", 204, { key, path: { name: "lookup" } });
+    const tenantMcp = `${inject("mcpServerUrl")}/mcp/openapi-answers-tenant-${Date.now().toString(36)}`;
+    await checker.expect("putTenantMcpServer", 201, TenantMcpServerViewSchema, { key, path: { name: "docs" }, body: { url: tenantMcp } });
+    await checker.expect("putTenantMcpServer", 200, TenantMcpServerViewSchema, { key, path: { name: "docs" }, body: { url: tenantMcp, headers: { "x-team": "a" } } });
+    await checker.expect("refreshTenantMcpServer", 200, TenantMcpServerViewSchema, { key, path: { name: "docs" } });
+    await checker.expect("listTenantMcpServers", 200, pageSchema(TenantMcpServerViewSchema), { key });
+    await checker.expect("getTenantMcpServer", 200, TenantMcpServerViewSchema, { key, path: { name: "docs" } });
+    await checker.status("deleteTenantMcpServer", 204, { key, path: { name: "docs" } });
   });
 
   it("sessions, their resources, tools and MCP servers", async () => {

@@ -16,6 +16,7 @@ export const TAGS = {
   Admin: "Tenants and API keys, behind the admin token.",
   Tenant: "Who the caller is, its provider keys, and the models it can use.",
   Agents: "Versioned agent definitions of the tenant: model, settings, resources and tools, defined once for many sessions.",
+  "Tenant tools": "The tenant's own tools and MCP servers, by revision: one definition and one signing secret for every session made from its agents.",
   Sessions: "Sessions of the authenticated tenant.",
   Entries: "The session-wide entry inventory, entry labels and the usage ledger.",
   Values: "Application values and lists (`pi` and `pi.*` namespaces are reserved for the runtime).",

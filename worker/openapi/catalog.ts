@@ -15,6 +15,7 @@ import {
 } from "../../schema/api.ts";
 import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { agentCatalog } from "./catalog-agents.ts";
+import { tenantToolCatalog } from "./catalog-tenant-tools.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
 import { mcpCatalog } from "./catalog-mcp.ts";
@@ -166,5 +167,6 @@ export const CATALOG: readonly CatalogRoute[] = [
   ...toolCatalog,
   ...webhookCatalog,
   ...agentCatalog,
+  ...tenantToolCatalog,
   ...mcpCatalog,
 ];

@@ -1,4 +1,5 @@
 import { MAX_SESSION_TOOLS, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema } from "../../schema/tools.ts";
+import { AgentToolSchema, AgentToolsObjectSchema } from "../../schema/agents.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
@@ -61,7 +62,10 @@ const BASE_CONFIG = {
   typeMode: "input",
   errorMode: "throw",
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
-  overrideSchema: ({ valibotSchema }) => EXPLICIT.get(valibotSchema) ?? (valibotSchema === ToolDefinitionsObjectSchema ? toolDefinitionsByName() : undefined),
+  overrideSchema: ({ valibotSchema }) =>
+    EXPLICIT.get(valibotSchema) ??
+    (valibotSchema === ToolDefinitionsObjectSchema ? toolsByName(ToolDefinitionInputSchema, "Tool definitions by name") : undefined) ??
+    (valibotSchema === AgentToolsObjectSchema ? toolsByName(AgentToolSchema, 'Tool definitions, or tenant tools as { kind: "tenant", tool }, by name') : undefined),
   overrideAction: ({ valibotAction, jsonSchema }) => {
     // JSON numbers are finite anyway; a `check` predicate is documented by its message.
     if (valibotAction.type === "finite") return jsonSchema;
@@ -73,13 +77,13 @@ const BASE_CONFIG = {
 } satisfies Omit<ConversionConfig, "definitions">;
 const CONFIG: ConversionConfig = { ...BASE_CONFIG, definitions: COMPONENTS };
 
-/** The JSON Schema of `ToolDefinitionsByNameSchema`, given to its leading `v.custom` guard (an object, not an array), which has none. */
-function toolDefinitionsByName(): JsonSchema {
+/** The JSON Schema of a tools-by-name record (a session's, an agent's), given to its leading `v.custom` guard (an object, not an array), which has none. */
+function toolsByName(tool: v.GenericSchema, what: string): JsonSchema {
   return {
     type: "object",
     propertyNames: jsonSchemaOf(ToolNameSchema),
-    additionalProperties: jsonSchemaOf(ToolDefinitionInputSchema),
-    description: `Tool definitions by name, at most ${MAX_SESSION_TOOLS}.`,
+    additionalProperties: jsonSchemaOf(tool),
+    description: `${what}, at most ${MAX_SESSION_TOOLS}.`,
   };
 }
 

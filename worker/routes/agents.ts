@@ -1,5 +1,15 @@
 import { Hono } from "hono";
-import { AgentDefinitionSchema, AgentIdSchema, AgentVersionParamSchema, CreateAgentSchema, PatchAgentSchema, type Agent, type AgentDefinition, type PatchAgent } from "../../schema/agents.ts";
+import {
+  AgentDefinitionSchema,
+  AgentIdSchema,
+  AgentVersionParamSchema,
+  CreateAgentSchema,
+  PatchAgentSchema,
+  unpinnedDefinition,
+  type Agent,
+  type AgentDefinition,
+  type PatchAgent,
+} from "../../schema/agents.ts";
 import { PAGE_LIMIT_DEFAULT, PageQuerySchema } from "../../schema/api.ts";
 import { applyMergePatch } from "../../schema/merge-patch.ts";
 import { toWire } from "../../schema/wire.ts";
@@ -73,7 +83,8 @@ async function appendMerged(c: AppContext, agentId: string, patch: PatchAgent): 
   const tenant = tenantStub(c.env, tenantId);
   for (let attempt = 0; attempt < PATCH_ATTEMPTS; attempt++) {
     const { id: _id, version, createdAt: _createdAt, updatedAt: _updatedAt, deletedAt: _deletedAt, ...latest } = replyValue(await tenant.getAgent(agentId));
-    const merged: AgentDefinition = validate(AgentDefinitionSchema, applyMergePatch(latest, patch));
+    // Merged over the names, not the pinned revisions: the new version pins what is current now.
+    const merged: AgentDefinition = validate(AgentDefinitionSchema, applyMergePatch(unpinnedDefinition(latest), patch));
     await assertUsableAgent(c.env, tenantId, merged);
     const result = replyValue(await tenant.appendAgentVersion(agentId, version, toWire(merged)));
     if ("agent" in result) return result.agent;
