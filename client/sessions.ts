@@ -18,7 +18,8 @@ export class SessionsApi {
 
   /**
    * `POST /v1/sessions` → 201 Session, created with its name, metadata, settings, resources and
-   * tools in one step; `toolSecrets` holds each new http tool's signing secret, shown this once.
+   * tools in one step (`agent: "<id>"` or `"<id>@<version>"`: from that agent version, lane `main`
+   * included); `toolSecrets` holds each new http tool's signing secret, shown this once.
    * Accepts `idempotencyKey`: a retry after a failure gets the session the first attempt created.
    */
   create(body: CreateSessionBody = {}, options: CallOptions = {}): Promise<CreatedSession> {
@@ -26,8 +27,8 @@ export class SessionsApi {
   }
 
   /**
-   * `GET /v1/sessions?limit&cursor&order&metadata.<key>&status&createdAfter&createdBefore`: one page
-   * of `{ id, name, createdAt, metadata }` matching every filter, oldest first, or newest first with
+   * `GET /v1/sessions?limit&cursor&order&agent&metadata.<key>&status&createdAfter&createdBefore`: one page
+   * of `{ id, name, createdAt, metadata, agent? }` matching every filter, oldest first, or newest first with
    * `order: "desc"` (from the tenant's index; `get` has the whole Session). A filtered page may be
    * short, even empty, with a `nextCursor`: keep going until it is null (`all` does).
    */
@@ -37,7 +38,7 @@ export class SessionsApi {
       ...options,
       method: "GET",
       path: "/v1/sessions",
-      query: { limit: query.limit, cursor: query.cursor, order: query.order, status: query.status, createdAfter: query.createdAfter, createdBefore: query.createdBefore, ...filters },
+      query: { limit: query.limit, cursor: query.cursor, order: query.order, agent: query.agent, status: query.status, createdAfter: query.createdAfter, createdBefore: query.createdBefore, ...filters },
     });
   }
 
@@ -52,11 +53,13 @@ export class SessionsApi {
   }
 
   /**
-   * `PATCH /v1/sessions/{sid}` `{ name?, settings?, metadata? }`: `name: null` removes the name;
-   * settings and metadata are JSON Merge Patches (a nested field changes alone; null restores a
-   * setting's default or deletes a metadata key; 422 LimitExceeded beyond 16 metadata keys).
+   * `PATCH /v1/sessions/{sid}` `{ name?, settings?, metadata?, agent? }`: `name: null` removes the
+   * name; settings and metadata are JSON Merge Patches (a nested field changes alone; null restores
+   * a setting's default or deletes a metadata key; 422 LimitExceeded beyond 16 metadata keys);
+   * `agent: "<id>@<version>"` moves the whole session to that agent version (`toolSecrets`: the
+   * secrets of http tools it brought anew, shown this once).
    */
-  patch(sessionId: string, body: PatchSessionBody, options: CallOptions = {}): Promise<Session> {
+  patch(sessionId: string, body: PatchSessionBody, options: CallOptions = {}): Promise<CreatedSession> {
     return this.http.json({ ...options, method: "PATCH", path: sessionPath(sessionId), body });
   }
 

@@ -53,6 +53,8 @@ export interface PageQuery {
 export interface SessionsQuery extends PageQuery {
   /** `asc` (creation order, the default) or `desc` (newest first). */
   order?: "asc" | "desc";
+  /** Sessions bound to an agent: `"<id>"` (any of its versions) or `"<id>@<version>"`. */
+  agent?: string;
   /** Sessions whose metadata holds every one of these pairs exactly (`metadata.<key>=<value>`; at most 16). */
   metadata?: Record<string, string>;
   /** `active`: a lane has an open operation (as the tenant's ledger knows it); `idle`: none. */

@@ -86,12 +86,12 @@ export const laneCatalog: readonly CatalogRoute[] = [
     method: "put", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "putLane", tag: "Lanes", auth: "tenant",
     summary: "Get or create a lane",
     description:
-      "`createAt` is the entry a new lane's branch starts at (null: empty); `model`, `thinkingLevel` and `activeTools` configure a new lane (default: `scripted/echo`, `off`, none). Both apply only when the request creates the lane. " +
+      "`createAt` is the entry a new lane's branch starts at (null: empty); `model`, `thinkingLevel` and `activeTools` configure a new lane (default: `scripted/echo`, `off`, none). Both apply only when the request creates the lane. In a session bound to an agent version, a new lane takes the version's model, thinking level and active tools, under the fields given (\`agent: false\`: the defaults instead; \`agent: true\` in a session bound to none is 409 \`AgentNotBound\`). " +
       CONFIG_CHECK +
       ` A session holds at most ${SESSION_LIMITS.lanes} lanes and ${SESSION_LIMITS.branches} branches; a new lane beyond either (its branch counts when the branch is new) is 422 \`LimitExceeded\`.`,
     pathParams: LANE, body: PutLaneSchema, example: { createAt: null, model: { provider: "scripted", modelId: "echo" } },
     responses: { 200: { description: "The existing lane's LaneInfo", schema: LaneInfoSchema }, 201: { description: "The created lane's LaneInfo", schema: LaneInfoSchema } },
-    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool", "DeferredUnsupported", "LimitExceeded"],
+    errors: [...SESSION_ERRORS, "UnknownTarget", "InvalidLane", "UnknownModel", "UnknownTool", "DeferredUnsupported", "LimitExceeded", "AgentNotBound"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", operationId: "getLane", tag: "Lanes", auth: "tenant",
