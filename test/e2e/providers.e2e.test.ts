@@ -59,6 +59,26 @@ describe("a tenant's own provider key, end to end", () => {
     expect(usage.totals.cost.total).toBeGreaterThan(0);
   }, 90_000);
 
+  it("a session created from an agent runs with the agent's model, system prompt and tools: the provider request shows them", async () => {
+    const gpt = { provider: "openai", modelId: "gpt-5-mini" };
+    const parameters = { type: "object", properties: { order: { type: "string" } }, required: ["order"] };
+    await api.expect(201, "PUT", "/v1/tools/lookup_order", { body: { kind: "http", description: "Looks up an order", parameters, url: "https://tools.example.com/orders" } });
+    await api.expect(201, "POST", "/v1/agents", {
+      body: { id: "shop", model: gpt, settings: { systemPrompt: "You are the shop assistant." }, tools: { lookup_order: { kind: "tenant", tool: "lookup_order" }, current_time: { kind: "builtin" } } },
+    });
+    const session = await api.expect<{ id: string; agent: unknown }>(201, "POST", "/v1/sessions", { body: { agent: "shop", metadata: { user: "u_1" } } });
+    expect(session.agent).toEqual({ id: "shop", version: 1 });
+    const before = fixture.requests.length;
+    const record = await api.expect<{ status: string; agent: unknown }>(200, "POST", `/v1/sessions/${session.id}/lanes/main/prompt`, { body: { prompt: "where is my order?", wait: 30 } });
+    expect(record).toMatchObject({ status: "completed", agent: { id: "shop", version: 1 } });
+    const request = fixture.requests[before];
+    expect(request).toMatchObject({ path: "/v1/responses", body: { model: "gpt-5-mini" } });
+    expect(JSON.stringify(request?.body)).toContain("You are the shop assistant.");
+    const body = request?.body;
+    const tools = typeof body === "object" && body !== null && "tools" in body && Array.isArray(body.tools) ? body.tools : [];
+    expect(tools.map((tool: { name?: string }) => tool.name).sort()).toEqual(["current_time", "lookup_order"]);
+  }, 90_000);
+
   it("the tenant's default model is what a lane created without a model gets", async () => {
     const gpt = { provider: "openai", modelId: "gpt-5-mini" };
     expect(await api.expect(200, "PUT", "/v1/me/default-model", { body: gpt })).toEqual(gpt);
