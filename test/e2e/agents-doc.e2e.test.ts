@@ -23,13 +23,13 @@ describe("the docs/agents.md examples", () => {
     await server?.stop();
   });
 
-  it("define, read, version and delete an agent as written", async () => {
+  it("define, read, version and delete an agent, then run three users' sessions from one, as written", async () => {
     const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "agentsdoc");
     const blocks = fencedBlocks("docs/agents.md", "sh");
-    expect(blocks).toHaveLength(5);
+    expect(blocks).toHaveLength(10);
     const script = blocks.map((block, index) => `echo "@@block ${index}"\n${block}\necho`).join("\n");
     const { stdout } = await run("bash", ["-c", `set -euo pipefail\nexport BASE=${server.baseUrl}\nexport KEY=${key}\n${script}`], { cwd: repo, timeout: 60_000 });
-    const [created, read, patched, versions, deleted] = stdout.split(/^@@block \d+$/m).slice(1).map((output) => output.trim());
+    const [created, read, patched, versions, deleted, tenantTool, agent, sessions, found, moved] = stdout.split(/^@@block \d+$/m).slice(1).map((output) => output.trim());
     expect(jsonValues(created ?? "")[0]).toMatchObject({ id: "support", version: 1, activeTools: ["current_time", "lookup_order"], metadata: { team: "support" } });
     const [list, latest] = jsonValues(read ?? "");
     expect(list).toMatchObject({ items: [{ id: "support", version: 1 }], nextCursor: null });
@@ -48,5 +48,22 @@ describe("the docs/agents.md examples", () => {
     expect(first).toEqual(jsonValues(created ?? "")[0]);
     expect(deleted?.split("\n")[0]).toBe("204");
     expect(jsonValues(deleted ?? "")[0]).toMatchObject({ id: "support", version: 2, deletedAt: expect.any(Number) });
+
+    // Run sessions from an agent: the tenant tool's one secret, the agent pinning it, three users' sessions.
+    expect(jsonValues(tenantTool ?? "")[0]).toMatchObject({ name: "lookup_order", revision: 1, secret: expect.stringMatching(/^tsk_/) });
+    expect(jsonValues(agent ?? "")[0]).toMatchObject({ id: "shop", version: 1, tools: { lookup_order: { kind: "tenant", tool: "lookup_order", revision: 1 } } });
+    const [alice, bob, carol, prompted] = jsonValues(sessions ?? "");
+    for (const [session, user] of [[alice, "alice"], [bob, "bob"], [carol, "carol"]] as const) {
+      expect(session).toMatchObject({ id: `shop-${user}`, agent: { id: "shop", version: 1 }, metadata: { user }, settings: { systemPrompt: "You are the shop assistant." }, lanes: [{ name: "main" }] });
+      expect(session).not.toHaveProperty("toolSecrets");
+    }
+    expect(prompted).toMatchObject({ status: "completed", agent: { id: "shop", version: 1 } });
+    const [byUser, byAgent] = jsonValues(found ?? "");
+    expect(byUser).toMatchObject({ items: [{ id: "shop-alice", agent: { id: "shop", version: 1 } }], nextCursor: null });
+    expect(byAgent).toMatchObject({ items: [{ id: "shop-alice" }, { id: "shop-bob" }, { id: "shop-carol" }], nextCursor: null });
+    const [upgraded, movedSession, onTwo] = jsonValues(moved ?? "");
+    expect(upgraded).toMatchObject({ id: "shop", version: 2 });
+    expect(movedSession).toMatchObject({ id: "shop-alice", agent: { id: "shop", version: 2 }, settings: { systemPrompt: "You are the shop assistant. Answer in one sentence." } });
+    expect(onTwo).toMatchObject({ items: [{ id: "shop-alice", agent: { id: "shop", version: 2 } }], nextCursor: null });
   }, 90_000);
 });
