@@ -107,6 +107,10 @@ describe("sessions bound to an agent version", () => {
       expect(refused.status).toBe(404);
       expect(await errorCode(refused)).toBe("AgentNotFound");
     }
+    // Another tenant's agent of the same id is not this tenant's: isolation by the caller's key.
+    const other = await newTenant("agent_missing_other");
+    const foreign = await call("/v1/sessions", { token: other.key, body: { agent: "support" } });
+    expect(await errorCode(foreign)).toBe("AgentNotFound");
     const bad = await call("/v1/sessions", { token: tenant.key, body: { agent: "support@0" } });
     expect(await errorCode(bad)).toBe("ValidationFailed");
     expect((await call("/v1/agents/support", { method: "DELETE", token: tenant.key })).status).toBe(204);

@@ -122,7 +122,7 @@ describe("every documented success answer validates against the document", () =>
     await checker.expect("listSessions", 200, pageSchema(SessionSummarySchema), { key, query: { order: "desc", limit: 5 } });
     await checker.expect("getSession", 200, SessionSchema, { key, path: { sid } });
     const compaction = { enabled: true, reserveTokens: 4000, keepRecentTokens: 2 };
-    await checker.expect("updateSession", 200, SessionSchema, { key, path: { sid }, body: { name: "renamed", settings: { compaction } } });
+    await checker.expect("updateSession", 200, CreatedSessionSchema, { key, path: { sid }, body: { name: "renamed", settings: { compaction } } });
     await checker.expect("putSkill", 200, ResourceNamedSchema, { key, path: { sid, name: "review" }, body: { content: "Review it." } });
     await checker.status("deleteSkill", 204, { key, path: { sid, name: "review" } });
     await checker.expect("putTemplate", 200, ResourceNamedSchema, { key, path: { sid, name: "sum" }, body: { content: "Sum $1." } });
