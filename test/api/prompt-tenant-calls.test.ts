@@ -11,7 +11,7 @@ import { call, errorCode, newTenant } from "./helpers.ts";
 // the settlement is forwarded. The calls are observed on the real TenantObject instance, whose
 // RPC methods are wrapped in place to record their names; nothing else changes.
 
-const COUNTED = ["authorize", "reserveOperation", "authorizeAndReserve", "bindOperation", "releaseOperation", "operationsSettled"] as const;
+const COUNTED = ["authorize", "reserveOperation", "authorizeAndReserve", "bindOperation", "releaseOperation", "operationsSettled", "agentForSession", "getAgent", "getAgentVersion"] as const;
 
 /**
  * Records the calls the tenant object `tenantId` receives, by name, from now on. RPC dispatches only
@@ -59,6 +59,22 @@ async function echoLane(key: string, sid: string): Promise<string> {
 }
 
 describe("the tenant object's calls on the prompt path", () => {
+  it("a session made from an agent never asks the tenant for its agent on a prompt: the same two calls", async () => {
+    const { tenantId, key } = await newTenant("calls_agent");
+    const tool = { kind: "http", description: "Looks up", parameters: { type: "object" }, url: "https://tools.example.com/lookup" };
+    expect((await call("/v1/tools/lookup", { method: "PUT", body: tool, token: key })).status).toBe(201);
+    const agent = { id: "bot", model: { provider: "scripted", modelId: "echo" }, settings: { systemPrompt: "Be brief." }, tools: { lookup: { kind: "tenant", tool: "lookup" } } };
+    expect((await call("/v1/agents", { body: agent, token: key })).status).toBe(201);
+    expect((await call("/v1/sessions", { body: { id: "s_calls_agent", agent: "bot" }, token: key })).status).toBe(201);
+    const recorder = await recordCalls(tenantId);
+    const response = await call("/v1/sessions/s_calls_agent/lanes/main/prompt", { body: { prompt: "hello" }, token: key });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: "completed", agent: { id: "bot", version: 1 } });
+    const seen = await pollCalls(recorder.read, (names) => names.includes("operationsSettled"));
+    await recorder.stop();
+    expect(seen).toEqual(["authorizeAndReserve", "operationsSettled"]);
+  });
+
   it("a settled prompt costs one tenant call in the request and one settlement forward, which frees the slot and adds the usage", async () => {
     const { tenantId, key } = await newTenant("calls");
     const lane = await echoLane(key, "s_calls");
