@@ -3,7 +3,7 @@ import { IdSchema, ResourceNameSchema } from "./api.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { HarnessResourcesSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
-import { SESSION_METADATA_LIMITS } from "./session-metadata.ts";
+import { SESSION_METADATA_LIMITS, SessionMetadataPatchSchema, SessionMetadataSchema } from "./session-metadata.ts";
 import { MAX_SESSION_MCP_SERVERS, McpServerNameSchema } from "./mcp.ts";
 import {
   BuiltinToolInputSchema,
@@ -44,13 +44,9 @@ export const AgentVersionParamSchema = v.pipe(
 
 const NameSchema = v.pipe(v.string(), v.maxLength(200));
 const DescriptionSchema = v.pipe(v.string(), v.maxLength(4096));
-const MetadataKeySchema = v.pipe(v.string(), v.minLength(1, "A metadata key may not be empty"), v.maxLength(MAX_METADATA_KEY_CHARS, `A metadata key is at most ${MAX_METADATA_KEY_CHARS} characters`));
-const MetadataValueSchema = v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_CHARS, `A metadata value is at most ${MAX_METADATA_VALUE_CHARS} characters`));
-const metadataCount = <T extends object>(record: T): boolean => Object.keys(record).length <= MAX_METADATA_KEYS;
-const METADATA_COUNT_MESSAGE = `metadata holds at most ${MAX_METADATA_KEYS} keys`;
 
 /** String keys to string values, bounded (the tenant's own labels; the service reads none of them). */
-export const MetadataSchema = v.pipe(v.record(MetadataKeySchema, MetadataValueSchema), v.check(metadataCount, METADATA_COUNT_MESSAGE));
+export const MetadataSchema = SessionMetadataSchema;
 /** A tenant tool (`PUT /v1/tools/{name}`) named by an agent: its session copy is made from the revision the version pinned. */
 export const TenantToolRefSchema = v.strictObject({ kind: v.literal("tenant"), tool: ToolNameSchema });
 /** A tenant tool reference as a version stores and shows it: with the revision pinned when the version was made. */
@@ -171,7 +167,7 @@ export const PatchAgentSchema = v.strictObject({
   /** Replaces the list (an array in a merge patch is replaced whole). */
   mcpServers: member(McpServerNamesSchema),
   activeTools: member(ActiveToolsSchema),
-  metadata: member(v.pipe(v.record(MetadataKeySchema, v.nullable(MetadataValueSchema)), v.check(metadataCount, METADATA_COUNT_MESSAGE))),
+  metadata: member(SessionMetadataPatchSchema),
 });
 export type PatchAgent = v.InferOutput<typeof PatchAgentSchema>;
 
