@@ -26,8 +26,8 @@ export class SessionsApi {
   }
 
   /**
-   * `GET /v1/sessions?limit&cursor&order&metadata.<key>&status&createdAfter&createdBefore`: one page
-   * of `{ id, name, createdAt, metadata }` matching every filter, oldest first, or newest first with
+   * `GET /v1/sessions?limit&cursor&order&agent&metadata.<key>&status&createdAfter&createdBefore`: one page
+   * of `{ id, name, createdAt, metadata, agent? }` matching every filter, oldest first, or newest first with
    * `order: "desc"` (from the tenant's index; `get` has the whole Session). A filtered page may be
    * short, even empty, with a `nextCursor`: keep going until it is null (`all` does).
    */
@@ -37,7 +37,7 @@ export class SessionsApi {
       ...options,
       method: "GET",
       path: "/v1/sessions",
-      query: { limit: query.limit, cursor: query.cursor, order: query.order, status: query.status, createdAfter: query.createdAfter, createdBefore: query.createdBefore, ...filters },
+      query: { limit: query.limit, cursor: query.cursor, order: query.order, agent: query.agent, status: query.status, createdAfter: query.createdAfter, createdBefore: query.createdBefore, ...filters },
     });
   }
 

@@ -55,6 +55,8 @@ export interface SessionsQuery extends PageQuery {
   order?: "asc" | "desc";
   /** Sessions whose metadata holds every one of these pairs exactly (`metadata.<key>=<value>`; at most 16). */
   metadata?: Record<string, string>;
+  /** `"<id>"`: sessions bound to any version of that agent; `"<id>@<version>"`: to that version. */
+  agent?: string;
   /** `active`: a lane has an open operation (as the tenant's ledger knows it); `idle`: none. */
   status?: "idle" | "active";
   /** Created strictly after this time (ms since the epoch). */
