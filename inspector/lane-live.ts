@@ -1,4 +1,5 @@
 import type { LaneSnapshot, RunningToolRow, SnapshotOperation } from "../schema/lane.ts";
+import { agentVersionText } from "./agent-format.ts";
 import { dollars, el, json, time } from "./dom.ts";
 import { messageText } from "./entry-kind.ts";
 
@@ -60,6 +61,7 @@ export const LIVE_PARTS: Record<string, LivePart> = {
           el("strong", {}, `${result.kind} ${result.status}`),
           ` · ${result.operationId} · ended ${time(result.endedAt)}`,
         ),
+        result.agent ? el("p", { "data-result-agent": agentVersionText(result.agent) }, `Ran under agent ${agentVersionText(result.agent)}`) : "",
         result.error ? el("p", { class: "error" }, `${result.error.code}: ${result.error.message}`) : "",
       ];
     },

@@ -1,6 +1,7 @@
 import { AgentSessionsClient } from "../client/client.ts";
 import type { Entry } from "../schema/entries.ts";
 import type { LaneSnapshot } from "../schema/lane.ts";
+import { AgentsPanel } from "./agents-panel.ts";
 import { describeError, type InspectorContext } from "./context.ts";
 import { DataPanel } from "./data-panel.ts";
 import { byId, field } from "./dom.ts";
@@ -75,8 +76,15 @@ function start(key: string): void {
       if (current) void entryPanel.show(entry, current);
     },
     onForked: (sessionId) => void openSession(sessionId, `Forked into ${sessionId}`),
+    onAgent: (agent) => void agentsPanel.show(agent.id, agent.version),
   });
   const sessionsPanel = new SessionsPanel(byId("sessions", HTMLElement), context, (sessionId) => void openSession(sessionId));
+  const agentsPanel = new AgentsPanel(byId("agents", HTMLElement), context, {
+    onSessions: (agentId) => {
+      void sessionsPanel.filterByAgent(agentId);
+      byId("sessions", HTMLElement).scrollIntoView({ block: "nearest" });
+    },
+  });
 
   function scheduleTreeRefresh(): void {
     if (refresh !== undefined) return;
@@ -120,7 +128,7 @@ function start(key: string): void {
     byId("sign-out", HTMLButtonElement).hidden = false;
     byId("app", HTMLElement).hidden = false;
     report("Ready");
-    await sessionsPanel.load();
+    await Promise.all([sessionsPanel.load(), agentsPanel.load()]);
   })();
 }
 

@@ -1,5 +1,7 @@
+import type { AgentVersionRef } from "../schema/agent-binding.ts";
 import type { Entry } from "../schema/entries.ts";
 import type { Session } from "../schema/session.ts";
+import { agentVersionText, metadataText } from "./agent-format.ts";
 import type { InspectorContext } from "./context.ts";
 import { dollars, el, field, replace, time } from "./dom.ts";
 import { renderTree } from "./tree-view.ts";
@@ -39,7 +41,7 @@ export class SessionPanel {
   constructor(
     private readonly root: HTMLElement,
     private readonly context: InspectorContext,
-    private readonly handlers: { onLane: (lane: string) => void; onEntry: (entry: Entry) => void; onForked: (sessionId: string) => void },
+    private readonly handlers: { onLane: (lane: string) => void; onEntry: (entry: Entry) => void; onForked: (sessionId: string) => void; onAgent: (agent: AgentVersionRef) => void },
   ) {
     this.laneSelect = el("select", { id: "lane-select", name: "lane", on: { change: () => this.pickLane(this.laneSelect.value) } });
     this.laneForm = this.newLaneForm();
@@ -134,6 +136,9 @@ export class SessionPanel {
       el("dt", {}, "Created"), el("dd", {}, time(session.createdAt)),
       session.parentSessionId !== undefined && el("dt", {}, "Forked from"),
       session.parentSessionId !== undefined && el("dd", {}, session.parentSessionId),
+      el("dt", {}, "Agent"),
+      el("dd", { "data-agent": session.agent ? agentVersionText(session.agent) : "" }, session.agent ? this.agentLink(session.agent) : "none"),
+      el("dt", {}, "Metadata"), el("dd", { "data-metadata": "" }, metadataText(session.metadata)),
       el("dt", {}, "Messages"), el("dd", {}, session.stats.messageCount),
       el("dt", {}, "Usage"), el("dd", {}, `${usage.totalTokens} tokens · ${dollars(usage.cost.total)}`),
       el("dt", {}, "Branches"), el("dd", {}, session.branches.map((branch) => branch.name).join(", ") || "none"),
@@ -147,6 +152,12 @@ export class SessionPanel {
     this.laneSelect.value = this.lane ?? "";
     this.cutNote.hidden = state.complete;
     this.drawTree();
+  }
+
+  /** The session's agent version: opens that version's definition in the agents panel. */
+  private agentLink(agent: AgentVersionRef): HTMLButtonElement {
+    const text = agentVersionText(agent);
+    return el("button", { type: "button", class: "link", "aria-label": `Agent ${text}`, on: { click: () => this.handlers.onAgent(agent) } }, text);
   }
 
   /** The panel's parts in order: built once, filled by render(). */

@@ -1,6 +1,8 @@
 import type { SessionSummary } from "../schema/api.ts";
+import { agentVersionText } from "./agent-format.ts";
 import type { InspectorContext } from "./context.ts";
 import { dollars, el, field, replace, time } from "./dom.ts";
+import { Pager } from "./pager.ts";
 
 const PAGE_SIZE = 20;
 
@@ -12,19 +14,18 @@ interface RowDetails {
 }
 
 /**
- * The tenant's sessions, newest first, a page at a time (`GET /v1/sessions?order=desc`). The index
- * holds names and creation times only; each listed row's usage, cost and last activity (its newest
- * entry's time) are read from the session itself, for the rows on screen only.
+ * The tenant's sessions, newest first, a page at a time (`GET /v1/sessions?order=desc`), or only
+ * those bound to one agent (`?agent=<id>`). The index holds names, creation times and agent
+ * versions; each listed row's usage, cost and last activity (its newest entry's time) are read
+ * from the session itself, for the rows on screen only.
  */
 export class SessionsPanel {
-  private cursors: (string | undefined)[] = [undefined];
-  private page = 0;
   private selected: string | undefined;
+  private agentFilter: string | undefined;
 
   private readonly listHost = el("div", {});
-  private readonly newer = el("button", { type: "button", on: { click: () => this.turn(-1) } }, "Newer");
-  private readonly older = el("button", { type: "button", on: { click: () => this.turn(1) } }, "Older");
-  private readonly pageLabel = el("span", { class: "muted" });
+  private readonly pager = new Pager("Session pages", ["Newer", "Older"], () => void this.load());
+  private readonly filterNote = el("p", { class: "filter-note", hidden: true });
 
   constructor(
     private readonly root: HTMLElement,
@@ -33,32 +34,40 @@ export class SessionsPanel {
   ) {}
 
   /**
-   * Reads the current page and redraws the list and the pager. The form and the pager's buttons
-   * are built once, so paging with the keyboard keeps the focus on the button pressed.
+   * Reads the current page and redraws the list and the pager. The form and the pager are built
+   * once, so paging with the keyboard keeps the focus on the button pressed.
    */
   async load(): Promise<void> {
     const { client } = this.context;
-    const cursor = this.cursors[this.page];
-    const page = await this.context.attempt("List sessions", () => client.sessions.list({ limit: PAGE_SIZE, order: "desc", ...(cursor !== undefined && { cursor }) }));
+    const { cursor } = this.pager.cursors;
+    const agent = this.agentFilter;
+    const page = await this.context.attempt("List sessions", () =>
+      client.sessions.list({ limit: PAGE_SIZE, order: "desc", ...(cursor !== undefined && { cursor }), ...(agent !== undefined && { agent }) }),
+    );
     if (!page) return;
-    this.cursors[this.page + 1] = page.nextCursor ?? undefined;
-    if (!this.root.contains(this.listHost)) {
+    if (!this.root.contains(this.listHost)) replace(this.root, el("h2", { id: "sessions-title" }, "Sessions"), this.createForm(), this.filterNote, this.listHost, this.pager.nav);
+    const empty = agent === undefined ? "No sessions yet." : "No sessions on this page.";
+    replace(this.listHost, page.items.length === 0 ? el("p", { class: "muted" }, empty) : el("ul", { class: "sessions", "aria-label": "Sessions, newest first" }, ...page.items.map((row) => this.row(row))));
+    this.pager.shown(page.nextCursor);
+  }
+
+  /**
+   * Lists only the sessions bound to `agentId` (any version), or all of them again (undefined),
+   * from the first page. A filtered page may be short, even empty, with more after it.
+   */
+  filterByAgent(agentId: string | undefined): Promise<void> {
+    this.agentFilter = agentId;
+    this.pager.cursors.reset();
+    this.filterNote.hidden = agentId === undefined;
+    if (agentId !== undefined) {
       replace(
-        this.root,
-        el("h2", { id: "sessions-title" }, "Sessions"),
-        this.createForm(),
-        this.listHost,
-        el("nav", { class: "pager", "aria-label": "Session pages" }, this.newer, this.pageLabel, this.older),
+        this.filterNote,
+        el("span", { "data-agent-filter": agentId }, `Bound to agent ${agentId}`),
+        " ",
+        el("button", { type: "button", on: { click: () => void this.filterByAgent(undefined) } }, "Show all sessions"),
       );
     }
-    replace(this.listHost, page.items.length === 0 ? el("p", { class: "muted" }, "No sessions yet.") : el("ul", { class: "sessions", "aria-label": "Sessions, newest first" }, ...page.items.map((row) => this.row(row))));
-    this.pageLabel.textContent = `Page ${this.page + 1}`;
-    // A focused button that becomes disabled drops the focus: it moves to the other one instead.
-    const focused = document.activeElement;
-    this.newer.disabled = this.page === 0;
-    this.older.disabled = page.nextCursor === null;
-    if (focused === this.newer && this.newer.disabled) this.older.focus();
-    if (focused === this.older && this.older.disabled) this.newer.focus();
+    return this.load();
   }
 
   select(sessionId: string): void {
@@ -74,18 +83,14 @@ export class SessionsPanel {
     if (details instanceof HTMLElement) void this.fillDetails(sessionId, details);
   }
 
-  private turn(by: number): void {
-    this.page = Math.max(0, this.page + by);
-    void this.load();
-  }
-
   private row(summary: SessionSummary): HTMLLIElement {
     const details = el("span", { class: "muted row-details" }, "…");
     const button = el(
       "button",
-      { type: "button", class: "session-row", "data-session": summary.id, "aria-current": String(summary.id === this.selected), on: { click: () => this.onSelect(summary.id) } },
+      { type: "button", class: "list-row session-row", "data-session": summary.id, "aria-current": String(summary.id === this.selected), on: { click: () => this.onSelect(summary.id) } },
       el("strong", {}, summary.name ?? summary.id),
       el("span", { class: "muted" }, `${summary.id} · created ${time(summary.createdAt)}`),
+      summary.agent && el("span", { class: "muted row-agent", "data-agent": agentVersionText(summary.agent) }, `agent ${agentVersionText(summary.agent)}`),
       details,
     );
     void this.fillDetails(summary.id, details);
@@ -129,8 +134,8 @@ export class SessionsPanel {
         // A session does nothing without a lane: the new one gets `main`, on the default model.
         await client.lanes.put(session.id, "main");
         form.reset();
-        this.page = 0;
-        await this.load();
+        // The new session is bound to no agent: the whole list shows it, on its first page.
+        await this.filterByAgent(undefined);
         this.onSelect(session.id);
       });
     });

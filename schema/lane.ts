@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { AgentVersionRefSchema } from "./agent-binding.ts";
+import { AgentVersionRefSchema, type AgentVersionRef } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
 import type { MessageDelta } from "./message-delta.ts";
 import { JsonValueSchema, type JsonValue } from "./json.ts";
@@ -178,6 +178,8 @@ export type LaneEvent =
       fromTipId: string | null;
       tipId: string | null;
       endedAt: number;
+      /** The agent version the run was accepted under, as its record names it (absent: none). */
+      agent?: AgentVersionRef;
     }
   | { type: "compaction_start"; lane: string; runId: string; reason: CompactionReason; startedAt: number }
   | {
@@ -189,6 +191,8 @@ export type LaneEvent =
       entryId?: string;
       error?: OperationError;
       endedAt: number;
+      /** On the end of a standalone compaction: the agent version its record names (absent: none). */
+      agent?: AgentVersionRef;
     }
   | { type: "navigation_start"; lane: string; runId: string; targetId: string | null; startedAt: number }
   | {

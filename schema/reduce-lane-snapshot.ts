@@ -1,3 +1,4 @@
+import type { AgentVersionRef } from "./agent-binding.ts";
 import type { Entry } from "./entries.ts";
 import { isJsonObject, type JsonValue } from "./json.ts";
 import { applyMessageDelta } from "./message-delta.ts";
@@ -147,15 +148,15 @@ export function reduceLaneSnapshot(snapshot: LaneSnapshot, event: HarnessEvent):
     case "run_end": {
       const op = snapshot.operation;
       if (op === null || op.id !== event.runId || op.kind !== "run") return snapshot;
-      const lastResult = resultRecord(op, "run", event.status, event.error, event.fromTipId, event.tipId, event.endedAt);
+      const lastResult = resultRecord(op, "run", event.status, event.error, event.fromTipId, event.tipId, event.endedAt, event.agent);
       return { ...snapshot, lastResult, operation: null, tipId: event.tipId };
     }
     case "compaction_end": {
       // Terminal only for a standalone compaction; an in-run segment end leaves the run open.
       const op = snapshot.operation;
       if (op === null || op.id !== event.runId || op.kind !== "compaction") return snapshot;
-      const { status, error, endedAt } = event;
-      const lastResult = resultRecord(op, "compaction", status, error, op.fromTipId, snapshot.tipId, endedAt);
+      const { status, error, endedAt, agent } = event;
+      const lastResult = resultRecord(op, "compaction", status, error, op.fromTipId, snapshot.tipId, endedAt, agent);
       return { ...snapshot, lastResult, operation: null };
     }
     case "navigation_end":
@@ -215,6 +216,7 @@ function resultRecord(
   fromTipId: string | null,
   tipId: string | null,
   endedAt: number,
+  agent: AgentVersionRef | undefined,
 ): OperationResultRecord {
   return {
     operationId: op.id,
@@ -225,6 +227,7 @@ function resultRecord(
     tipId,
     startedAt: op.startedAt,
     endedAt,
+    ...(agent !== undefined && { agent }),
   };
 }
 

@@ -43,4 +43,20 @@ describe("client SDK: agents", { timeout: 30_000 }, () => {
     expect(await client.agents.version("support", 2)).toMatchObject({ version: 2, deletedAt: expect.any(Number) });
     expect(isApiError(await client.agents.create({ activeTools: ["nope"] }).catch((error: unknown) => error), "UnknownTool")).toBe(true);
   });
+
+  it("lists the sessions bound to an agent, or to one version of it", async () => {
+    const tenant = await newTenant("sdk_agent_sessions");
+    const client = createClient({ baseUrl: "http://api.test/", key: tenant.key, fetch: (input, init) => exports.default.fetch(input, init) });
+    await client.agents.create({ id: "helper", model: { provider: "scripted", modelId: "echo" } });
+    const first = await client.sessions.create({ agent: "helper" });
+    await client.agents.update("helper", { settings: { systemPrompt: "Be brief." } });
+    const second = await client.sessions.create({ agent: "helper" });
+    await client.sessions.create({});
+    const ids = async (agent: string) => (await client.sessions.list({ agent })).items.map((row) => [row.id, row.agent]);
+    expect(await ids("helper")).toEqual([
+      [first.id, { id: "helper", version: 1 }],
+      [second.id, { id: "helper", version: 2 }],
+    ]);
+    expect(await ids("helper@2")).toEqual([[second.id, { id: "helper", version: 2 }]]);
+  });
 });

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { Api, appendSteps, pollUntil, words } from "./client-helpers.ts";
@@ -64,11 +64,8 @@ describe("the Inspector page", () => {
     return last.server;
   }
 
-  async function idleWith(page: Page, status: string): Promise<void> {
-    await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
-  }
-
-  it("opens with a key, creates a session, streams, steers, aborts, answers two client tools, navigates, labels, resumes a deferred run, queues, adds and watches a lane, forks; the fold equals the server's snapshot after each", async () => {
+  /** A desktop-sized page of its own, collecting page errors and console errors. */
+  async function desktopPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     const page = await context.newPage();
     const problems: string[] = [];
@@ -77,6 +74,15 @@ describe("the Inspector page", () => {
     page.on("console", (message) => {
       if (message.type() === "error") problems.push(message.text());
     });
+    return { context, page, problems };
+  }
+
+  async function idleWith(page: Page, status: string): Promise<void> {
+    await page.locator('#lane[data-operation="idle"] [data-last-status]').and(page.locator(`[data-last-status="${status}"]`)).waitFor({ timeout: 30_000 });
+  }
+
+  it("opens with a key, creates a session, streams, steers, aborts, answers two client tools, navigates, labels, resumes a deferred run, queues, adds and watches a lane, forks; the fold equals the server's snapshot after each", async () => {
+    const { context, page, problems } = await desktopPage();
     expect(inspectorUrl).toBe(`${server.baseUrl}/inspector`);
     await page.goto(inspectorUrl);
     await page.getByLabel("Tenant API key").fill(key);
@@ -264,6 +270,55 @@ describe("the Inspector page", () => {
     await context.close();
   });
 
+  it("lists the agents, shows a session's agent version and metadata, the version a run used, and an agent's sessions", async () => {
+    // An agent on the scripted echo model, a session made from its version 1, then a version 2:
+    // the list shows the latest version, the session and its run the one it is bound to.
+    await api.expect(201, "POST", "/v1/agents", { body: { id: "support", name: "Support desk", model: { provider: "scripted", modelId: "echo" } } });
+    await api.expect(201, "POST", "/v1/sessions", { body: { id: "from-agent", name: "A session from an agent", agent: "support", metadata: { user: "u_42", plan: "pro" } } });
+    await api.expect(200, "PATCH", "/v1/agents/support", { body: { settings: { systemPrompt: "Be brief." } } });
+    await api.expect(201, "POST", "/v1/sessions", { body: { id: "no-agent" } });
+    const { context, page, problems } = await desktopPage();
+    await page.goto(inspectorUrl);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+
+    const agentRow = page.locator('ul.agents button[data-agent="support"]');
+    await expect.poll(() => agentRow.textContent()).toContain("Support desk");
+    expect(await agentRow.textContent()).toContain("support · @ 2 · scripted/echo");
+    const sessionRow = page.locator('ul.sessions button.session-row[data-session="from-agent"]');
+    await expect.poll(() => sessionRow.locator(".row-agent").textContent()).toBe("agent support @ 1");
+
+    // The session names its agent version and its metadata; a prompt from the page runs under @ 1.
+    await sessionRow.click();
+    await expect.poll(() => page.locator("#session dd[data-agent]").getAttribute("data-agent")).toBe("support @ 1");
+    expect(await page.locator("#session dd[data-metadata]").textContent()).toBe("plan = pro, user = u_42");
+    await page.locator('#lane[data-session="from-agent"][data-seq]').waitFor();
+    await page.getByLabel("Prompt", { exact: true }).fill("hello from the agent's session");
+    await page.getByRole("button", { name: "Send prompt" }).click();
+    await idleWith(page, "completed");
+    expect(await page.locator(".live-result [data-result-agent]").textContent()).toBe("Ran under agent support @ 1");
+    const served = await expectFoldMatchesServer(page, "from-agent");
+    expect(served.lastResult?.agent).toEqual({ id: "support", version: 1 });
+
+    // The session's agent opens the version it is bound to; the list's row, the latest.
+    await page.getByRole("button", { name: "Agent support @ 1", exact: true }).click();
+    await expect.poll(() => page.locator("#agent-title").textContent()).toBe("Agent Support desk @ 1");
+    await agentRow.click();
+    await expect.poll(() => page.locator("#agent-title").textContent()).toBe("Agent Support desk @ 2");
+    expect(await page.locator("#agents pre.json").textContent()).toContain("Be brief.");
+
+    // The agent's sessions: the list filtered by ?agent=support holds exactly that session.
+    await page.getByRole("button", { name: "Sessions of support" }).click();
+    const rows = page.locator("ul.sessions button.session-row");
+    await expect.poll(async () => (await rows.evaluateAll((buttons) => buttons.map((button) => button.getAttribute("data-session")))).join(",")).toBe("from-agent");
+    await page.getByRole("button", { name: "Show all sessions" }).click();
+    await expect.poll(() => page.locator('ul.sessions button.session-row[data-session="no-agent"]').count()).toBe(1);
+    expect(await page.locator('ul.sessions button.session-row[data-session="no-agent"] .row-agent').count()).toBe(0);
+    await page.screenshot({ path: new URL("inspector-agents.png", SHOTS).pathname, fullPage: true });
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it("pages through the sessions with the keyboard: the focus stays on the pager", async () => {
     // More sessions than two pages (20 each) hold, whatever the tests before left: Older stays enabled on page 2.
     for (let index = 0; index < 41; index++) await api.expect(201, "POST", "/v1/sessions", { body: { id: `paged-${index}` } });
@@ -278,7 +333,7 @@ describe("the Inspector page", () => {
     await page.getByRole("button", { name: "Older" }).focus();
     await page.keyboard.press("Enter");
     await expect.poll(() => firstRow.getAttribute("data-session")).toBe(newest[20]);
-    expect(await page.locator(".pager").textContent()).toContain("Page 2");
+    expect(await page.locator("#sessions .pager").textContent()).toContain("Page 2");
     expect(await page.evaluate("document.activeElement?.textContent")).toBe("Older");
     // Back with Shift+Tab and Enter; Newer is then disabled, so the focus moves to Older.
     await page.keyboard.press("Shift+Tab");

@@ -59,10 +59,12 @@ export function terminalSuffix(
 /** The event that closes an operation of this kind. */
 export function terminalEvent(lane: string, record: OperationResultRecord): HarnessEvent {
   const error = record.error ? { error: record.error } : {};
+  // A watcher folds the record from this event (reduceLaneSnapshot): it names the same agent version.
+  const agent = record.agent ? { agent: record.agent } : {};
   switch (record.kind) {
     case "run": {
       const status = record.status === "declined" ? "failed" : record.status;
-      return { type: "run_end", lane, runId: record.operationId, status, ...error, fromTipId: record.fromTipId, tipId: record.tipId, endedAt: record.endedAt };
+      return { type: "run_end", lane, runId: record.operationId, status, ...error, fromTipId: record.fromTipId, tipId: record.tipId, endedAt: record.endedAt, ...agent };
     }
     case "compaction":
       // A completed standalone compaction's tip is its compaction entry.
@@ -75,6 +77,7 @@ export function terminalEvent(lane: string, record: OperationResultRecord): Harn
         ...(record.status === "completed" && record.tipId !== null && { entryId: record.tipId }),
         ...error,
         endedAt: record.endedAt,
+        ...agent,
       };
     case "navigation":
       return { type: "navigation_end", lane, runId: record.operationId, status: record.status, ...error, fromTipId: record.fromTipId, tipId: record.tipId, endedAt: record.endedAt };

@@ -1,0 +1,40 @@
+/**
+ * Where a paged list is: the cursor of each page seen so far, so *Newer* goes back without asking
+ * the API for a backwards cursor (its listings page forwards only).
+ */
+export class PageCursors {
+  private cursors: (string | undefined)[] = [undefined];
+  private index = 0;
+
+  /** The page shown, from 0. */
+  get page(): number {
+    return this.index;
+  }
+
+  /** The cursor that reads the current page (undefined: the first). */
+  get cursor(): string | undefined {
+    return this.cursors[this.index];
+  }
+
+  /** The current page was read: remember where the next one starts (null: it is the last). */
+  read(nextCursor: string | null): void {
+    this.cursors[this.index + 1] = nextCursor ?? undefined;
+  }
+
+  /** Whether a page follows the current one (known once it was read). */
+  get hasNext(): boolean {
+    return this.cursors[this.index + 1] !== undefined;
+  }
+
+  /** Moves by `by` pages: never before the first, nor past a page not known to exist. */
+  turn(by: number): void {
+    const target = Math.max(0, this.index + by);
+    if (target <= this.index || this.cursors[target] !== undefined) this.index = target;
+  }
+
+  /** Back to the first page, forgetting the others (the filter changed). */
+  reset(): void {
+    this.cursors = [undefined];
+    this.index = 0;
+  }
+}
