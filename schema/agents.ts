@@ -22,6 +22,11 @@ import {
 
 /** Live (not deleted) agents one tenant may hold. */
 export const MAX_AGENTS = 100;
+/**
+ * Agents one tenant may ever create: a deleted agent's versions stay readable (and its id is not
+ * reused), so deletions do not make room.
+ */
+export const MAX_AGENTS_CREATED = 1000;
 /** Versions one agent may have (its creation is version 1). */
 export const MAX_AGENT_VERSIONS = 1000;
 /** The JSON text of one version's definition. */

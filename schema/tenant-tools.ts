@@ -11,6 +11,11 @@ import { ClientToolInputSchema, HttpToolInputSchema, ToolDefinitionViewSchema } 
 export const MAX_TENANT_TOOLS = 256;
 /** Live tenant MCP servers one tenant may hold. */
 export const MAX_TENANT_MCP_SERVERS = 32;
+/**
+ * Names (of tools, and of MCP servers) one tenant may ever create: a deleted name keeps its
+ * revisions (an older agent version may still pin one), so deletions do not make room.
+ */
+export const MAX_TENANT_TOOL_NAMES = 1000;
 /** Revisions one tenant tool or MCP server may have over its life (a deleted name that is created again counts on). */
 export const MAX_TENANT_TOOL_REVISIONS = 1000;
 /** Tenant tool and MCP server listings end a page before it would pass this many bytes of JSON (at least one item). */

@@ -1,4 +1,4 @@
-import { AGENT_PAGE_BYTES_MAX, MAX_AGENT_VERSION_BYTES, MAX_AGENT_VERSIONS, MAX_AGENTS, type Agent, type AgentDefinition, type PinnedAgentDefinition } from "../../schema/agents.ts";
+import { AGENT_PAGE_BYTES_MAX, MAX_AGENT_VERSION_BYTES, MAX_AGENT_VERSIONS, MAX_AGENTS, MAX_AGENTS_CREATED, type Agent, type AgentDefinition, type PinnedAgentDefinition } from "../../schema/agents.ts";
 import { utf8Length } from "../../schema/utf8.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { pinDefinition, recordTenantRefs } from "./agent-pins.ts";
@@ -34,9 +34,16 @@ export class AgentStore {
         details: { agentId, deleted },
       });
     }
-    const live = this.sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM agents WHERE deleted_at IS NULL").one().count;
+    const { live, all } = this.sql.exec<{ live: number; all: number }>('SELECT COUNT(*) FILTER (WHERE deleted_at IS NULL) AS live, COUNT(*) AS "all" FROM agents').one();
     if (live >= MAX_AGENTS) {
       throw new RpcError({ code: "LimitExceeded", message: `A tenant may hold at most ${MAX_AGENTS} agents; delete one first`, details: { resource: "agents", limit: MAX_AGENTS } });
+    }
+    if (all >= MAX_AGENTS_CREATED) {
+      throw new RpcError({
+        code: "LimitExceeded",
+        message: `A tenant may create at most ${MAX_AGENTS_CREATED} agents in all (a deleted agent's versions stay readable); make a new version of an agent instead`,
+        details: { resource: "agents_created", limit: MAX_AGENTS_CREATED },
+      });
     }
     this.sql.exec("INSERT INTO agents (agent_id, created_at, latest_version) VALUES (?, ?, 1)", agentId, now);
     this.sql.exec("INSERT INTO agent_versions (agent_id, version, created_at, definition) VALUES (?, 1, ?, ?)", agentId, now, text);

@@ -54,7 +54,7 @@ export class TenantMcpServers {
       if (urlProblem) throw invalidInput("url", urlProblem.message, { field: "url", server: name, ...egressDetails(urlProblem) });
       const store = this.store();
       // Refused before contacting the server (and again in the writing turn).
-      if (!store.latest(name)) store.assertRoom();
+      if (!store.latest(name)) store.assertRoom(!store.existed(name));
       const prefix = definition.prefix ?? `${name}_`;
       const headers = { ...definition.headers, ...(definition.bearerToken !== undefined && { Authorization: `Bearer ${definition.bearerToken}` }) };
       const candidate: StoredMcpServer = {

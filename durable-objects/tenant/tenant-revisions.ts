@@ -1,4 +1,4 @@
-import { MAX_TENANT_MCP_SERVERS, MAX_TENANT_TOOL_REVISIONS, MAX_TENANT_TOOLS, TENANT_TOOL_PAGE_BYTES_MAX } from "../../schema/tenant-tools.ts";
+import { MAX_TENANT_MCP_SERVERS, MAX_TENANT_TOOL_NAMES, MAX_TENANT_TOOL_REVISIONS, MAX_TENANT_TOOLS, TENANT_TOOL_PAGE_BYTES_MAX } from "../../schema/tenant-tools.ts";
 import type { StoredToolDefinition } from "../../tools/definitions.ts";
 import type { StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { utf8Length } from "../../schema/utf8.ts";
@@ -109,7 +109,7 @@ export class TenantRevisions<T> {
     const live = row !== undefined && row.deleted_at === null;
     const value = make(live ? this.latest(name)?.value : undefined);
     const text = boundedJson(value, name);
-    if (!live) this.assertRoom();
+    if (!live) this.assertRoom(row === undefined);
     const revision = (row?.latest_revision ?? 0) + 1;
     if (revision > MAX_TENANT_TOOL_REVISIONS) {
       throw new RpcError({
@@ -157,12 +157,29 @@ export class TenantRevisions<T> {
     this.sql.exec("UPDATE tenant_tools SET deleted_at = ? WHERE kind = ? AND name = ?", now, this.rules.kind, name);
   }
 
-  /** Refuses (422 LimitExceeded) a new name when the tenant holds the most it may. */
-  assertRoom(): void {
-    const live = this.sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM tenant_tools WHERE kind = ? AND deleted_at IS NULL", this.rules.kind).one().count;
+  /**
+   * Refuses (422 LimitExceeded) a name that would pass the live bound, or a `newName` (never
+   * created before) beyond MAX_TENANT_TOOL_NAMES, which bounds what deleted names keep.
+   */
+  assertRoom(newName: boolean): void {
+    const { live, all } = this.sql
+      .exec<{ live: number; all: number }>("SELECT COUNT(*) FILTER (WHERE deleted_at IS NULL) AS live, COUNT(*) AS \"all\" FROM tenant_tools WHERE kind = ?", this.rules.kind)
+      .one();
     if (live >= this.rules.maxLive) {
       throw new RpcError({ code: "LimitExceeded", message: `A tenant may hold at most ${this.rules.maxLive} ${this.rules.noun}; delete one first`, details: { resource: resourceOf(this.rules.kind), limit: this.rules.maxLive } });
     }
+    if (newName && all >= MAX_TENANT_TOOL_NAMES) {
+      throw new RpcError({
+        code: "LimitExceeded",
+        message: `A tenant may create at most ${MAX_TENANT_TOOL_NAMES} ${this.rules.noun} names in all (deleted ones keep their revisions); reuse a deleted name`,
+        details: { resource: `${resourceOf(this.rules.kind)}_created`, limit: MAX_TENANT_TOOL_NAMES },
+      });
+    }
+  }
+
+  /** Whether the name was ever created (live or deleted). */
+  existed(name: string): boolean {
+    return this.row(name) !== undefined;
   }
 
   private row(name: string): NameRow | undefined {
