@@ -8,6 +8,8 @@ import type { LaneExecutionInfo, LaneSnapshot, OperationResultRecord } from "../
 import type { CreatedSession } from "../../schema/session.ts";
 import type { ToolDefinitionView } from "../../schema/tools.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";
+import { TOOL_CALL_CONTEXT_META_KEY } from "../../schema/tools.ts";
+import { mcpScope } from "./mcp-helpers.ts";
 import { ARGS_SCHEMA, settle, webhook } from "./tool-api-helpers.ts";
 
 // Sessions bound to an agent version (issue 32 item 2, docs/agents.md) through the real Hono app:
@@ -210,6 +212,20 @@ describe("sessions bound to an agent version", () => {
     const refused = await call("/v1/tools/lookup", { method: "DELETE", token: tenant.key });
     expect(refused.status).toBe(409);
     expect(await errorCode(refused)).toBe("ToolInUse");
+  });
+
+  it("a tenant MCP server's tools run in a session made from the agent, with the tenant's bearer token and the call's context", async () => {
+    const tenant = await newTenant("agent_tenant_mcp");
+    const scope = mcpScope("agent_tenant_mcp");
+    await json(await call("/v1/mcp-servers/docs", { method: "PUT", token: tenant.key, body: { url: scope.url, prefix: "docs_", bearerToken: "tenant-mcp-token" } }), 201);
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "reader", model: SCRIPT, mcpServers: ["docs"], activeTools: ["docs_echo"] } }), 201);
+    const session = await createFrom(tenant, { agent: "reader", metadata: { user: "u_m" } });
+    expect((await lane(tenant, session.id)).configuration.activeToolNames).toEqual(["docs_echo"]);
+    await script(tenant, session.id, [{ toolCalls: [{ name: "docs_echo", arguments: { text: "hi" } }] }, { text: "done" }]);
+    expect((await settle(lanePath(tenant, session.id), await promptOn(tenant, session.id))).status).toBe("completed");
+    const [request] = await scope.calls();
+    expect(request?.authorization).toBe("Bearer tenant-mcp-token");
+    expect(request?.meta).toMatchObject({ [TOOL_CALL_CONTEXT_META_KEY]: { sessionId: session.id, agent: { id: "reader", version: 1 }, metadata: { user: "u_m" } } });
   });
 
   it("the tenant's index finds sessions by agent and version; a fork keeps the binding", async () => {
