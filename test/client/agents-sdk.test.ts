@@ -58,5 +58,14 @@ describe("client SDK: agents", { timeout: 30_000 }, () => {
       [second.id, { id: "helper", version: 2 }],
     ]);
     expect(await ids("helper@2")).toEqual([[second.id, { id: "helper", version: 2 }]]);
+
+    // Moving a session to another version, and a lane made later taking its configuration.
+    const moved = await client.sessions.patch(first.id, { agent: "helper@2" });
+    expect(moved).toMatchObject({ agent: { id: "helper", version: 2 }, settings: { systemPrompt: "Be brief." } });
+    expect(await ids("helper@2")).toEqual([
+      [first.id, { id: "helper", version: 2 }],
+      [second.id, { id: "helper", version: 2 }],
+    ]);
+    expect(await client.prompt(first.id, "main", "hello", { wait: 10 })).toMatchObject({ state: "settled", result: { status: "completed", agent: { id: "helper", version: 2 } } });
   });
 });
