@@ -1,4 +1,7 @@
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 
 /**
  * The fenced code blocks of a Markdown file in the repository whose info string starts with
@@ -32,3 +35,17 @@ export function jsonValues(text: string): unknown[] {
   }
   return values;
 }
+
+/**
+ * Runs a doc's `sh` blocks as a user would: exactly as written, in order, in one bash (so a
+ * variable set in one block is seen by the next) with `BASE` and `KEY` exported as docs/api.md
+ * sets them. Answers each block's output, trimmed.
+ */
+export async function runShellBlocks(blocks: readonly string[], env: { baseUrl: string; key: string }): Promise<string[]> {
+  const script = blocks.map((block, index) => `echo "@@block ${index}"\n${block}\necho`).join("\n");
+  const { stdout } = await run("bash", ["-c", `set -euo pipefail\nexport BASE=${env.baseUrl}\nexport KEY=${env.key}\n${script}`], { cwd: repo, timeout: 60_000 });
+  return stdout.split(/^@@block \d+$/m).slice(1).map((output) => output.trim());
+}
+
+const run = promisify(execFile);
+const repo = fileURLToPath(new URL("../../", import.meta.url));

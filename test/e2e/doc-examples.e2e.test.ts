@@ -1,19 +1,13 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
-import { fencedBlocks, jsonValues } from "./doc-blocks.ts";
+import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// docs/agents.md as a user follows it: its `sh` blocks, exactly as written, run in order in one
-// bash against `npm start`, with `BASE` and `KEY` set as docs/api.md sets them (a fresh tenant).
+// The `sh` examples of docs/agents.md and docs/api-sessions.md as a user follows them: exactly as
+// written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
+// docs/api.md sets them (a fresh tenant per doc).
 
-const run = promisify(execFile);
-
-const repo = fileURLToPath(new URL("../../", import.meta.url));
-
-describe("the docs/agents.md examples", () => {
+describe("the shell examples of the docs", () => {
   let server: DevServer;
   beforeAll(async () => {
     server = await startDevServer();
@@ -27,9 +21,7 @@ describe("the docs/agents.md examples", () => {
     const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "agentsdoc");
     const blocks = fencedBlocks("docs/agents.md", "sh");
     expect(blocks).toHaveLength(10);
-    const script = blocks.map((block, index) => `echo "@@block ${index}"\n${block}\necho`).join("\n");
-    const { stdout } = await run("bash", ["-c", `set -euo pipefail\nexport BASE=${server.baseUrl}\nexport KEY=${key}\n${script}`], { cwd: repo, timeout: 60_000 });
-    const [created, read, patched, versions, deleted, tenantTool, agent, sessions, found, moved] = stdout.split(/^@@block \d+$/m).slice(1).map((output) => output.trim());
+    const [created, read, patched, versions, deleted, tenantTool, agent, sessions, found, moved] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
     expect(jsonValues(created ?? "")[0]).toMatchObject({ id: "support", version: 1, activeTools: ["current_time", "lookup_order"], metadata: { team: "support" } });
     const [list, latest] = jsonValues(read ?? "");
     expect(list).toMatchObject({ items: [{ id: "support", version: 1 }], nextCursor: null });
@@ -65,5 +57,16 @@ describe("the docs/agents.md examples", () => {
     expect(upgraded).toMatchObject({ id: "shop", version: 2 });
     expect(movedSession).toMatchObject({ id: "shop-alice", agent: { id: "shop", version: 2 }, settings: { systemPrompt: "You are the shop assistant. Answer in one sentence." } });
     expect(onTwo).toMatchObject({ items: [{ id: "shop-alice", agent: { id: "shop", version: 2 } }], nextCursor: null });
+  }, 90_000);
+
+  it("create a session with metadata, merge a patch into it, find it by metadata", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "sessionsdoc");
+    const blocks = fencedBlocks("docs/api-sessions.md", "sh");
+    expect(blocks).toHaveLength(1);
+    const [output] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [created, patched, found] = jsonValues(output ?? "");
+    expect(created).toMatchObject({ id: "chat-u42", name: "Support chat", metadata: { user: "u_42", plan: "pro" } });
+    expect(patched).toMatchObject({ id: "chat-u42", metadata: { user: "u_42", plan: "enterprise", ticket: "T-7" } });
+    expect(found).toEqual({ items: [{ id: "chat-u42", name: "Support chat", createdAt: expect.any(Number), metadata: { user: "u_42", plan: "enterprise", ticket: "T-7" } }], nextCursor: null });
   }, 90_000);
 });
