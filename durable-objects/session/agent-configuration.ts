@@ -46,13 +46,12 @@ export function resourcesOver(base: HarnessResources, own: HarnessResources | un
 /**
  * The version's tools, checked and sealed as `PUT …/tools/{name}` would: its own definitions
  * (`fromAgent`), each http one with the secret `keep` still holds for it or a fresh one, and the
- * tenant's copies as they came. `skip` and `skipServers` name tools and MCP servers the session
- * defines itself (they win).
+ * tenant's copies as they came. `skip` names tools the request defines itself (they win).
  */
 export async function agentTools(
   bundle: AgentForSession,
   context: ToolDefinitionContext,
-  options: { keep?: (name: string) => StoredToolDefinition | undefined; skip?: ReadonlySet<string>; skipServers?: ReadonlySet<string> } = {},
+  options: { keep?: (name: string) => StoredToolDefinition | undefined; skip?: ReadonlySet<string> } = {},
 ): Promise<AgentTools> {
   const tools: Record<string, StoredToolDefinition> = {};
   const secrets: Record<string, string> = {};
@@ -77,8 +76,7 @@ export async function agentTools(
     };
     if (secret !== undefined) secrets[name] = secret;
   }
-  const mcpServers = Object.fromEntries(Object.entries(bundle.copies.mcpServers).filter(([name]) => !options.skipServers?.has(name)));
-  return { tools, mcpServers, secrets };
+  return { tools, mcpServers: { ...bundle.copies.mcpServers }, secrets };
 }
 
 /** The binding the session stores: the version, and what its lanes take from it. */

@@ -37,24 +37,20 @@ export class SessionAgent {
       const bundle = parseWire(input);
       const harness = await this.host.harness();
       const session = this.host.session();
-      // Read and sealed before the commit; what they read is checked again on the line below.
-      const stored = session.scanValues(toolDefinitionsPrefix());
-      const ownTools = new Set(stored.filter(({ value }) => !value.fromAgent && !value.tenantTool).map(({ address }) => address.key));
-      const ownServers = new Set(session.scanValues(mcpServersPrefix()).filter(({ value }) => !value.tenantServer).map(({ address }) => address.key));
-      const previous = new Map(stored.map(({ address, value }) => [address.key, value]));
+      // Checked and sealed before the commit; which of them the session takes is decided on the line.
+      const previous = new Map(session.scanValues(toolDefinitionsPrefix()).map(({ address, value }) => [address.key, value]));
       const tools = await agentTools(bundle, this.host.toolDefinitionContext(session.metadata.id), {
         // The version's own http tool that the session already held from the agent keeps its secret.
         keep: (name) => {
           const held = previous.get(name);
           return held?.fromAgent && held.kind === "http" ? held : undefined;
         },
-        skip: ownTools,
-        skipServers: ownServers,
       });
       const binding = bindingOf(bundle, tools);
       const settings = agentSettings(bundle.agent);
+      let brought: Record<string, unknown> = {};
       const writes = (m: SessionReader): Write[] => {
-        // On the line: a tool or server the session defined itself meanwhile keeps its name.
+        // A tool or MCP server the session defined itself keeps its name: the agent's is not taken.
         const own = (name: string): boolean => {
           const held = m.getValue(toolDefinition(name))?.value;
           return held !== undefined && !held.fromAgent && !held.tenantTool;
@@ -63,12 +59,13 @@ export class SessionAgent {
           const held = m.getValue(mcpServer(name))?.value;
           return held !== undefined && !held.tenantServer;
         };
-        const brought = {
+        const taken = {
           tools: Object.fromEntries(Object.entries(tools.tools).filter(([name]) => !own(name))),
           mcpServers: Object.fromEntries(Object.entries(tools.mcpServers).filter(([name]) => !ownServer(name))),
           secrets: tools.secrets,
         };
-        return [...leftBehind(m, brought.tools, brought.mcpServers), ...agentWrites(brought, binding)];
+        brought = taken.tools;
+        return [...leftBehind(m, taken.tools, taken.mcpServers), ...agentWrites(taken, binding)];
       };
       await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes }, (next) => {
         assertValidSettings(next);
@@ -88,10 +85,11 @@ export class SessionAgent {
         if (thinkingLevel && thinkingLevel !== lane.getThinkingLevel()) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
         if (activeTools && JSON.stringify(activeTools) !== JSON.stringify(lane.getActiveTools())) unwrapLane(await lane.setActiveTools(activeTools));
       }
-      return { agent: { id: binding.id, version: binding.version }, toolSecrets: tools.secrets };
+      // Secrets of the http tools the session took anew (not of those it kept its own of).
+      const toolSecrets = Object.fromEntries(Object.entries(tools.secrets).filter(([name]) => name in brought));
+      return { agent: { id: binding.id, version: binding.version }, toolSecrets };
     });
   }
-
 }
 
 /** Deletes what the session holds from the version it leaves and the new one does not bring. */

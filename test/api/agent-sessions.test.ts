@@ -163,6 +163,29 @@ describe("sessions bound to an agent version", () => {
     expect((await lane(tenant, session.id, "plain")).configuration).toMatchObject({ thinkingLevel: "off", activeToolNames: [] });
   });
 
+  it("a move keeps the tools the session defined itself, and drops what only the old version brought", async () => {
+    const tenant = await agentTenant("agent_move_own", "https://tools.example.com/lookup");
+    const session = await createFrom(tenant, { agent: "support" });
+    expect((await call(`/v1/sessions/${session.id}/tools/extra`, { method: "PUT", token: tenant.key, body: { kind: "client", description: "Mine", parameters: ARGS_SCHEMA } })).status).toBe(201);
+    await json(
+      await call("/v1/agents/support", {
+        method: "PATCH",
+        token: tenant.key,
+        body: { tools: { ask_user: null, extra: { kind: "http", description: "The agent's", parameters: ARGS_SCHEMA, url: "https://tools.example.com/extra" } } },
+      }),
+      200,
+    );
+    const moved = await json<CreatedSession>(await call(`/v1/sessions/${session.id}`, { method: "PATCH", token: tenant.key, body: { agent: "support" } }), 200);
+    expect(moved.agent).toEqual({ id: "support", version: 2 });
+    // No secret for an http tool the session did not take.
+    expect(moved.toolSecrets).toBeUndefined();
+    expect((await tools(tenant, session.id)).map((tool) => [tool.name, tool.kind])).toEqual([
+      ["current_time", "builtin"],
+      ["extra", "client"],
+      ["lookup", "http"],
+    ]);
+  });
+
   it("an http tool call names the agent version in its signed context", async () => {
     const hook = webhook("agent_ctx");
     const tenant = await agentTenant("agent_ctx", hook.hookUrl("echo"));
