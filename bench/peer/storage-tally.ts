@@ -1,6 +1,6 @@
 import type { StorageTally } from "./tally.ts";
 
-const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0 };
+const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0, socketMessages: 0, alarms: 0 };
 /**
  * The latest statement's cursor: its rowsRead grows while it is consumed, so it is added when the
  * next statement runs or the tally is read (the SDK consumes its cursors at once).
@@ -65,6 +65,25 @@ export function installStorageTally(storage: DurableObjectStorage): void {
     tally.kvWrites += Array.isArray(keys) ? keys.length : 1;
     return Reflect.apply(remove, this, args);
   } as DurableObjectStorage["delete"];
+}
+
+/**
+ * Counts the billed invocations of an agent that are not HTTP requests: incoming WebSocket messages
+ * and alarms. The platform calls both through the prototype chain, so the wrappers sit on the
+ * agent's class prototype (once per isolate). Bench only, like the storage tally.
+ */
+export function countInvocations(agent: object): void {
+  const prototype: object = Object.getPrototypeOf(agent);
+  for (const [name, field] of [["webSocketMessage", "socketMessages"], ["alarm", "alarms"]] as const) {
+    const original: unknown = Reflect.get(prototype, name);
+    if (typeof original !== "function" || Reflect.get(original, "counted") === true) continue;
+    const counted = function (this: unknown, ...args: unknown[]): unknown {
+      tally[field]++;
+      return Reflect.apply(original, this, args);
+    };
+    Reflect.set(counted, "counted", true);
+    Reflect.set(prototype, name, counted);
+  }
 }
 
 export function storageTally(): StorageTally {
