@@ -96,6 +96,8 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
     expect(entries.items.length).toBe(2 * (WARMUP + TURNS));
   }
 
+  // Every peer turn sends at least its chat message: none counted means the count is broken.
+  expect(peerAfter.socketMessages - peerBefore.socketMessages).toBeGreaterThanOrEqual(2 * TURNS);
   const o = summarize(ours);
   const p = summarize(theirs);
   const ok = summarize(oursKept);

@@ -69,20 +69,22 @@ export function installStorageTally(storage: DurableObjectStorage): void {
 
 /**
  * Counts the billed invocations of an agent that are not HTTP requests: incoming WebSocket messages
- * and alarms. The platform calls both through the prototype chain, so the wrappers sit on the
- * agent's class prototype (once per isolate). Bench only, like the storage tally.
+ * and alarms. The SDK's lifecycle installs `webSocketMessage` on the agent instance itself (an own
+ * property, in the Agent constructor) while `alarm` is a prototype method, so each is wrapped where
+ * the platform finds it. Call after `super()`. Bench only, like the storage tally.
  */
 export function countInvocations(agent: object): void {
-  const prototype: object = Object.getPrototypeOf(agent);
   for (const [name, field] of [["webSocketMessage", "socketMessages"], ["alarm", "alarms"]] as const) {
-    const original: unknown = Reflect.get(prototype, name);
-    if (typeof original !== "function" || Reflect.get(original, "counted") === true) continue;
+    const owner: object = Object.prototype.hasOwnProperty.call(agent, name) ? agent : Object.getPrototypeOf(agent);
+    const original: unknown = Reflect.get(owner, name);
+    if (typeof original !== "function") throw new Error(`the agent has no ${name} handler to count`);
+    if (Reflect.get(original, "counted") === true) continue;
     const counted = function (this: unknown, ...args: unknown[]): unknown {
       tally[field]++;
       return Reflect.apply(original, this, args);
     };
     Reflect.set(counted, "counted", true);
-    Reflect.set(prototype, name, counted);
+    Object.defineProperty(owner, name, { value: counted, configurable: true, writable: true });
   }
 }
 
