@@ -113,7 +113,8 @@ export function formatTable(lines: readonly BenchLine[]): string {
   const rows = lines.map((line) => [
     line.id,
     line.what,
-    `${line.case} (n=${line.samples})`,
+    // A computed line (no samples of its own, e.g. a cost from other rows' counts) shows no n.
+    line.samples > 0 ? `${line.case} (n=${line.samples})` : line.case,
     line.median,
     line.p95,
     line.target,

@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import type { Reporter, TestModule } from "vitest/node";
+import { costLines } from "../cost-row.ts";
 import { formatTable, resolveRatios, type BenchLine, type BenchNote } from "../report.ts";
 
 /** Where every run writes its lines as JSON (next to this directory's README). */
@@ -31,7 +32,9 @@ export default class TableReporter implements Reporter {
       }
     }
     // Ratios between rows (ours in workerd against the peer over the wire) once every row ran.
-    for (const line of resolveRatios(reported)) byRow.set(line.id, [...(byRow.get(line.id) ?? []), line]);
+    // P12's cost, from the units both projects measured, when any of them ran.
+    const cost = reported.some((line) => line.key?.includes(".cost.")) ? costLines(reported) : [];
+    for (const line of [...resolveRatios(reported), ...cost]) byRow.set(line.id, [...(byRow.get(line.id) ?? []), line]);
     const out: string[] = ["", "## Benchmarks (QUALITY.md performance rows)", "", machineLine(), ""];
     if (byRow.size === 0) out.push("(no bench lines were reported)");
     const ids = [...byRow.keys()].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));

@@ -1,6 +1,6 @@
 import type { StorageTally } from "./tally.ts";
 
-const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0 };
+const tally: StorageTally = { sqlStatements: 0, rowsWritten: 0, boundBytes: 0, rowsRead: 0, kvWrites: 0, kvBytes: 0, socketMessages: 0, alarms: 0 };
 /**
  * The latest statement's cursor: its rowsRead grows while it is consumed, so it is added when the
  * next statement runs or the tally is read (the SDK consumes its cursors at once).
@@ -65,6 +65,27 @@ export function installStorageTally(storage: DurableObjectStorage): void {
     tally.kvWrites += Array.isArray(keys) ? keys.length : 1;
     return Reflect.apply(remove, this, args);
   } as DurableObjectStorage["delete"];
+}
+
+/**
+ * Counts the billed invocations of an agent that are not HTTP requests: incoming WebSocket messages
+ * and alarms. The SDK's lifecycle installs `webSocketMessage` on the agent instance itself (an own
+ * property, in the Agent constructor) while `alarm` is a prototype method, so each is wrapped where
+ * the platform finds it. Call after `super()`. Bench only, like the storage tally.
+ */
+export function countInvocations(agent: object): void {
+  for (const [name, field] of [["webSocketMessage", "socketMessages"], ["alarm", "alarms"]] as const) {
+    const owner: object = Object.prototype.hasOwnProperty.call(agent, name) ? agent : Object.getPrototypeOf(agent);
+    const original: unknown = Reflect.get(owner, name);
+    if (typeof original !== "function") throw new Error(`the agent has no ${name} handler to count`);
+    if (Reflect.get(original, "counted") === true) continue;
+    const counted = function (this: unknown, ...args: unknown[]): unknown {
+      tally[field]++;
+      return Reflect.apply(original, this, args);
+    };
+    Reflect.set(counted, "counted", true);
+    Object.defineProperty(owner, name, { value: counted, configurable: true, writable: true });
+  }
 }
 
 export function storageTally(): StorageTally {

@@ -1,7 +1,7 @@
 // The shape of the peer's storage tally, on its own so the Node bench can read the peer's
 // `/tally` answer typed without compiling the workerd-side counting code.
 
-/** Storage work counted in this isolate: SQL write statements, rows read, key-value puts/deletes. */
+/** Work counted in this isolate: SQL write statements, rows read, key-value puts/deletes, socket messages and alarms. */
 export interface StorageTally {
   sqlStatements: number;
   /** SQLite's own rowsWritten over the write statements (index rows included). */
@@ -14,4 +14,8 @@ export interface StorageTally {
   kvWrites: number;
   /** UTF-8 bytes of the keys and JSON of the values put. */
   kvBytes: number;
+  /** Incoming WebSocket messages the agents handled (`webSocketMessage`), billed 20:1 as requests. */
+  socketMessages: number;
+  /** Alarm invocations (`alarm`), each one billed Durable Object request. */
+  alarms: number;
 }

@@ -2,7 +2,7 @@ import { AIChatAgent, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import { routeAgentRequest } from "agents";
 import { convertToModelMessages, streamText, type GenerateTextOnFinishCallback, type ToolSet } from "ai";
 import { echoModel } from "./echo-model.ts";
-import { installStorageTally, storageTally } from "./storage-tally.ts";
+import { countInvocations, installStorageTally, storageTally } from "./storage-tally.ts";
 
 /** AIChatAgent requires an Env extending the global `Cloudflare.Env` (the product's bindings in this repository); the peer itself has only `PeerChat` (bench/peer/wrangler.toml). */
 type PeerEnv = Cloudflare.Env & {
@@ -19,6 +19,8 @@ export class PeerChat extends AIChatAgent<PeerEnv> {
     super(ctx, env);
     // Counts this isolate's SQL writes, rows read and storage puts/deletes from here on (bench only).
     installStorageTally(ctx.storage);
+    // And its incoming socket messages and alarms, the billed invocations a turn adds (bench only).
+    countInvocations(this);
   }
 
   override async onChatMessage(_onFinish: GenerateTextOnFinishCallback<ToolSet>, options?: OnChatMessageOptions): Promise<Response> {
