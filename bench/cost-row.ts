@@ -5,7 +5,7 @@ import { count, ratio, type BenchLine } from "./report.ts";
 // bench/p12-cost-counts.bench-test.ts and `peer.cost.*`/`ours.cost.turnSeconds` by the P1 server
 // bench) into the cost lines the reporter prints once every row ran.
 
-const ID = "P12-cost";
+const ID = "P12";
 /** QUALITY.md P12: ≤ 0.5× the peer's cost; rows written per simple turn ≤ 13, every object counted. */
 const COST_RATIO_TARGET = 0.5;
 const ROWS_WRITTEN_TARGET = 13;

@@ -108,7 +108,7 @@ it("P12 (cost): Durable Object requests, alarms, rows written and read, and byte
   const rowsRead = perTurn(after.rowsRead - before.rowsRead);
   const retained = perTurn(sizesAfter.reduce((sum, size, i) => sum + size - (sizesBefore[i] ?? 0), 0));
   const what = "ours: billed units per simple turn (POST …/prompt, scripted/echo), every object";
-  const line = (fields: Omit<BenchLine, "id" | "what" | "p95" | "target" | "met" | "samples">): BenchLine => ({ id: "P12-cost", what, p95: "—", target: "—", met: undefined, samples: TURNS, ...fields });
+  const line = (fields: Omit<BenchLine, "id" | "what" | "p95" | "target" | "met" | "samples">): BenchLine => ({ id: "P12", what, p95: "—", target: "—", met: undefined, samples: TURNS, ...fields });
   task.meta.benchLines = [
     line({ case: "Workers requests (the prompt)", median: count(1), key: "ours.cost.workersRequests", value: 1 }),
     line({ case: `Durable Object requests: ${count(rpc)} RPC calls + ${count(alarmsPerTurn)} alarm invocations`, median: count(rpc + alarmsPerTurn), key: "ours.cost.objectRequests", value: rpc + alarmsPerTurn }),
@@ -119,7 +119,7 @@ it("P12 (cost): Durable Object requests, alarms, rows written and read, and byte
   const breakdown = [...calls].sort((a, b) => a[0].localeCompare(b[0])).map(([name, n]) => `  ${count(n / TURNS)}  ${name}`);
   task.meta.benchNotes = [
     {
-      id: "P12-cost",
+      id: "P12",
       lines: [
         `Ours, Durable Object calls per turn by method (over ${TURNS} turns after ${WARMUP}), alarms per turn ${count(alarmsPerTurn)} (run right after each turn: turns more than 5 s apart):`,
         ...breakdown,

@@ -154,7 +154,7 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
   // estimate (the lean clients' medians: the least client time in the wall time).
   const socketTurns = WARMUP + TURNS;
   const peerCost = (label: string, key: string, value: number, shown = count(value)): BenchLine =>
-    ({ id: "P12-cost", what: "peer: billed units per simple turn (one chat message on its socket)", case: label, median: shown, p95: "—", target: "—", met: undefined, samples: TURNS, key: `peer.cost.${key}`, value });
+    ({ id: "P12", what: "peer: billed units per simple turn (one chat message on its socket)", case: label, median: shown, p95: "—", target: "—", met: undefined, samples: TURNS, key: `peer.cost.${key}`, value });
   const cost: BenchLine[] = [
     peerCost(`Workers requests (the socket's upgrade, shared by its ${socketTurns} turns)`, "workersRequests", 1 / socketTurns),
     peerCost(`Durable Object requests other than socket messages: the upgrade / ${socketTurns} + ${count(peerPerTurn("alarms"))} alarm invocations`, "objectRequests", 1 / socketTurns + peerPerTurn("alarms")),
@@ -163,7 +163,7 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
     peerCost("SQL rows read (SQLite rowsRead over every statement)", "rowsRead", peerPerTurn("rowsRead")),
     peerCost("bytes retained (agent database growth)", "retainedBytes", retainedPeer, bytes(retainedPeer)),
     peerCost("turn wall time, the ws package (median)", "turnSeconds", pw.median / 1000, ms(pw.median)),
-    { id: "P12-cost", what: "ours: turn wall time for the duration estimate", case: "POST …/prompt over kept-alive node:http (median)", median: ms(ok.median), p95: "—", target: "—", met: undefined, samples: ok.samples, key: "ours.cost.turnSeconds", value: ok.median / 1000 },
+    { id: "P12", what: "ours: turn wall time for the duration estimate", case: "POST …/prompt over kept-alive node:http (median)", median: ms(ok.median), p95: "—", target: "—", met: undefined, samples: ok.samples, key: "ours.cost.turnSeconds", value: ok.median / 1000 },
   ];
   task.meta.benchLines = [...lines, ...retained, ...reads, ...cost];
   task.meta.benchNotes = [

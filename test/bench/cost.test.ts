@@ -6,7 +6,7 @@ import type { BenchLine } from "../../bench/report.ts";
 // The arithmetic of `npm run bench`'s P12 cost row on fixed inputs, worked by hand against the
 // price table in bench/README.md.
 
-const keyed = (key: string, value: number): BenchLine => ({ id: "P12-cost", what: "", case: key, median: "", p95: "", target: "", met: undefined, samples: 1, key, value });
+const keyed = (key: string, value: number): BenchLine => ({ id: "P12", what: "", case: key, median: "", p95: "", target: "", met: undefined, samples: 1, key, value });
 
 describe("the cost of 1,000,000 simple turns at list prices", () => {
   it("prices every line: requests, duration at 128 MB, rows, a month of what is retained", () => {
