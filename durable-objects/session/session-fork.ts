@@ -37,7 +37,10 @@ export class SessionFork {
   ) {}
 
   async forkPlan(options: Wire<ForkOptions>): Promise<Wire<RpcResult<ForkPlan>>> {
-    return asResult(() => forkPlan(this.host.ctx.storage, this.host.openStorage().metadata.id, parseWire(options)));
+    return asResult(() => {
+      const storage = this.host.openStorage();
+      return forkPlan(this.host.ctx.storage, { sessionId: storage.metadata.id, highWater: storage.nextSeq - 1 }, parseWire(options));
+    });
   }
 
   async forkEntries(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkEntryCursor>): Promise<Wire<RpcResult<ForkEntryPage>>> {

@@ -6,7 +6,7 @@ import { SqlSessionStorage } from "../../durable-objects/session/storage/sql-ses
 import { value } from "../../harness/session/addresses.ts";
 import { operationResult } from "../../harness/session/builtin-addresses.ts";
 import { insertEntry } from "../../harness/session/writes.ts";
-import { customEntry, messageEntry, objectStub, uniqueObjectName } from "../helpers/storage.ts";
+import { customEntry, messageEntry, objectStub, rerunMigration, uniqueObjectName } from "../helpers/storage.ts";
 
 // Session migration 8 (QUALITY P3): operation records move from the values table into their own
 // `op_results` table, and the entry type index stops holding message entries. A database written
@@ -14,12 +14,25 @@ import { customEntry, messageEntry, objectStub, uniqueObjectName } from "../help
 
 const BEFORE = SESSION_MIGRATIONS.findIndex((migration) => migration.name === "operation_results");
 
+/**
+ * A session as the build before migration 8 left it, as far as the migration reads it: no
+ * `op_results` table and the type index over every entry. The session is made by this build (its
+ * later migrations changed the tables it writes) and the two are turned back.
+ */
+function sessionBeforeMigration8(state: DurableObjectState): SqlSessionStorage {
+  migrate(state.storage, SESSION_MIGRATIONS);
+  const storage = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 });
+  state.storage.sql.exec("DROP TABLE op_results");
+  state.storage.sql.exec("DROP INDEX entries_by_type");
+  state.storage.sql.exec("CREATE INDEX entries_by_type ON entries (type, custom_type, seq)");
+  return storage;
+}
+
 describe("migration 8: operation results and the entry type index", () => {
   it("moves stored records into op_results with their seq; a chunked one stays; reads see both unchanged", async () => {
     await runInDurableObject(objectStub(uniqueObjectName("results_migration")), (_instance, state) => {
       expect(BEFORE).toBeGreaterThan(0);
-      migrate(state.storage, SESSION_MIGRATIONS.slice(0, BEFORE));
-      const earlier = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 });
+      const earlier = sessionBeforeMigration8(state);
       const full = { kind: "run", status: "completed", fromTipId: null, tipId: "e1", startedAt: 5, endedAt: 9 };
       earlier.commit([{ kind: "value", op: "set", namespace: "app.other", key: "k", value: 1 }]);
       // Rows as the earlier build wrote them (this build writes records to op_results only).
@@ -29,7 +42,7 @@ describe("migration 8: operation results and the entry type index", () => {
       state.storage.sql.exec("INSERT INTO vals (namespace, key, seq, chunks, value) VALUES ('pi.result', 'op-b', 99, 1, NULL)");
       state.storage.sql.exec("INSERT INTO payload_chunks (seq, idx, data) VALUES (99, 0, ?)", new TextEncoder().encode(JSON.stringify({ ...full, tipId: "e2" })).buffer);
 
-      migrate(state.storage, SESSION_MIGRATIONS);
+      rerunMigration(state.storage, SESSION_MIGRATIONS, "operation_results");
       const moved = state.storage.sql.exec<{ operation_id: string; seq: number; record: string }>("SELECT operation_id, seq, record FROM op_results").toArray();
       expect(moved).toEqual([{ operation_id: "op-a", seq: firstSeq, record: JSON.stringify(full) }]);
       const storage = SqlSessionStorage.open(state.storage);
@@ -42,12 +55,11 @@ describe("migration 8: operation results and the entry type index", () => {
 
   it("typed entry scans find every type after the type index was rebuilt without messages", async () => {
     await runInDurableObject(objectStub(uniqueObjectName("type_index")), (_instance, state) => {
-      migrate(state.storage, SESSION_MIGRATIONS.slice(0, BEFORE));
-      const earlier = SqlSessionStorage.create(state.storage, { id: "s", tenantId: "t", createdAt: 1 });
+      const earlier = sessionBeforeMigration8(state);
       const message = messageEntry(null);
       const custom = customEntry(message.id, "note");
       earlier.commit([insertEntry(message), insertEntry(custom)]);
-      migrate(state.storage, SESSION_MIGRATIONS);
+      rerunMigration(state.storage, SESSION_MIGRATIONS, "operation_results");
       const storage = SqlSessionStorage.open(state.storage);
       expect(storage?.scanEntries({ type: "message" }).map((entry) => entry.id)).toEqual([message.id]);
       expect(storage?.scanEntries({ type: "custom", customType: "note" }).map((entry) => entry.id)).toEqual([custom.id]);

@@ -79,7 +79,13 @@ function declared(namespace: string): boolean {
 }
 
 /** Reads the plan on the object's line (synchronous: one coherent moment). */
-export function forkPlan(host: SqlHost, sourceSessionId: string, options: ForkOptions): ForkPlan {
+export function forkPlan(
+  host: SqlHost,
+  /** The source, and its last seq used (the storage's, in memory: the stored row holds only a limit). */
+  source: { sessionId: string; highWater: number },
+  options: ForkOptions,
+): ForkPlan {
+  const { sessionId: sourceSessionId, highWater } = source;
   const reserved = host.sql
     .exec<{ namespace: string }>(
       "SELECT DISTINCT namespace FROM vals WHERE namespace = 'pi' OR namespace LIKE 'pi.%' UNION SELECT DISTINCT namespace FROM list_items WHERE namespace = 'pi' OR namespace LIKE 'pi.%'",
@@ -88,7 +94,6 @@ export function forkPlan(host: SqlHost, sourceSessionId: string, options: ForkOp
     .map((row) => row.namespace);
   const unknown = reserved.filter((namespace) => !declared(namespace));
   if (unknown.length > 0) throw invalid("undeclared_namespace", `The session holds state a fork does not know how to copy (${unknown.join(", ")})`);
-  const highWater = host.sql.exec<{ next_seq: number }>("SELECT next_seq FROM counters WHERE singleton = 1").one().next_seq - 1;
   // Tool definitions and MCP servers are bounded per session (MAX_SESSION_TOOLS, MAX_SESSION_MCP_SERVERS);
   // an http tool's sealed secret and an MCP server's sealed headers are bound to this session and
   // are sealed again for the fork by the destination.

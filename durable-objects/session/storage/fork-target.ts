@@ -1,10 +1,8 @@
-import { zeroUsage } from "../../../harness/session/usage.ts";
 import type { ForkDataPage, ForkEntryPage, ForkPlan, ForkValue } from "./fork-source.ts";
 import { encodePayloadText, writeChunks } from "./payload-codec.ts";
 import { storedId } from "./stored-ids.ts";
 import type { SqlHost } from "../../sql/sql-host.ts";
-import { STORAGE_VERSION } from "./sql-session-storage.ts";
-import { sparseUsage } from "./usage-codec.ts";
+import { STORAGE_VERSION, insertCounters } from "./sql-session-storage.ts";
 
 // The destination half of a fork (reference §1.11). Rows keep their source seqs (entry ids and
 // seqs are the source's; every source seq is unique across tables, so chunks never collide), and
@@ -80,15 +78,14 @@ export function finishForkImport(host: SqlHost, progress: ForkImport, plan: Fork
       }
     }
     host.sql.exec(
-      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id, usage) VALUES (1, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id) VALUES (1, ?, ?, ?, ?, ?)`,
       init.sessionId,
       init.tenantId,
       init.createdAt,
       STORAGE_VERSION,
       plan.sourceSessionId,
-      JSON.stringify(sparseUsage(zeroUsage())),
     );
-    host.sql.exec("INSERT INTO counters (singleton, next_seq, message_count) VALUES (1, ?, ?)", progress.maxSeq + 1, progress.messages);
+    insertCounters(host, progress.maxSeq + 1, progress.messages);
   });
 }
 

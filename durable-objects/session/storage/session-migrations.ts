@@ -228,4 +228,65 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       "INSERT INTO usage_forward (singleton, forwarded_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM usage",
     ],
   },
+  {
+    version: 13,
+    name: "keyed_tables",
+    // SQLite writes a rowid table's row and, separately, the index that enforces its primary key:
+    // an insert into `vals`, `due_work` or `settlement_outbox` counted as two rows written (three
+    // with `due_work_by_time`), and rows written are most of a turn's bill (QUALITY P12). Keyed by
+    // their primary key alone (WITHOUT ROWID, like `op_results`), an insert is one row. The
+    // schedule tables hold one row per open operation or unacknowledged settlement, so finding the
+    // earliest reads a handful of rows without an index on time.
+    statements: [
+      `CREATE TABLE vals_keyed (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        chunks INTEGER NOT NULL DEFAULT 0,
+        value TEXT,
+        PRIMARY KEY (namespace, key)
+      ) WITHOUT ROWID`,
+      "INSERT INTO vals_keyed (namespace, key, seq, chunks, value) SELECT namespace, key, seq, chunks, value FROM vals",
+      // Dropping the table drops its triggers (no row is deleted, so no chunk is released).
+      "DROP TABLE vals",
+      "ALTER TABLE vals_keyed RENAME TO vals",
+      `CREATE TRIGGER vals_release_chunks_on_update AFTER UPDATE OF seq ON vals
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+      `CREATE TRIGGER vals_release_chunks_on_delete AFTER DELETE ON vals
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+      `CREATE TABLE due_work_keyed (
+        operation_id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        due_at INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+      "INSERT INTO due_work_keyed (operation_id, lane, due_at) SELECT operation_id, lane, due_at FROM due_work",
+      "DROP TABLE due_work",
+      "ALTER TABLE due_work_keyed RENAME TO due_work",
+      `CREATE TABLE settlement_outbox_keyed (
+        operation_id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        settled_at INTEGER NOT NULL,
+        forward_at INTEGER NOT NULL,
+        reservation_id TEXT
+      ) WITHOUT ROWID`,
+      `INSERT INTO settlement_outbox_keyed (operation_id, lane, settled_at, forward_at, reservation_id)
+        SELECT operation_id, lane, settled_at, forward_at, reservation_id FROM settlement_outbox`,
+      "DROP TABLE settlement_outbox",
+      "ALTER TABLE settlement_outbox_keyed RENAME TO settlement_outbox",
+    ],
+  },
+  {
+    version: 14,
+    name: "counters_checkpoint",
+    // The counters row is no longer rewritten by every commit (sql-session-storage.ts): `next_seq`
+    // is a limit every seq in use stays below, moved ahead in steps; `message_count` counts the
+    // messages up to `counted_through`, and opening counts the few after it; the usage totals
+    // move here from `meta`, so the commit that adds a ledger row rewrites one row, not two.
+    statements: [
+      "ALTER TABLE counters ADD COLUMN counted_through INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE counters ADD COLUMN usage TEXT NOT NULL DEFAULT '{}'",
+      "UPDATE counters SET counted_through = next_seq - 1, usage = (SELECT usage FROM meta WHERE singleton = 1)",
+      "ALTER TABLE meta DROP COLUMN usage",
+    ],
+  },
 ];

@@ -41,10 +41,30 @@ type MetaRow = {
   created_at: number;
   storage_version: number;
   parent_session_id: string | null;
-  usage: string;
 };
 
-type CountersRow = { next_seq: number; message_count: number };
+type CountersRow = { next_seq: number; message_count: number; counted_through: number; usage: string };
+
+/**
+ * What the stored counters row says: every seq in use is below `seqLimit`, and `messageCount`
+ * messages were counted up to the seq before it was written.
+ */
+interface StoredCounters {
+  seqLimit: number;
+  messageCount: number;
+}
+
+/**
+ * Seqs a commit may hand out past the stored row's limit without storing the row. Rows written are
+ * most of a turn's bill (QUALITY P12), and a turn makes three commits of which only the settling
+ * one moves the usage totals: the row is stored with that one (and whenever the limit or the
+ * message bound is reached), not with every commit. A restarted object continues at the limit,
+ * so the seqs between the last one used and the limit are never used (seqs order writes; they
+ * were never dense: deleted values leave gaps too).
+ */
+export const SEQ_RESERVE = 1024;
+/** Messages committed before the counters row is stored again: bounds what opening counts. */
+export const UNSTORED_MESSAGES_MAX = 64;
 
 
 export interface CreateSessionMetadata {
@@ -69,6 +89,7 @@ export class SqlSessionStorage implements Storage {
     readonly metadata: SessionMetadata,
     readonly tenantId: string,
     private counters: Counters,
+    private stored: StoredCounters,
     private readonly clock: () => number,
   ) {}
 
@@ -82,26 +103,29 @@ export class SqlSessionStorage implements Storage {
       storageVersion: row.storage_version,
       ...(row.parent_session_id !== null && { parentSessionId: row.parent_session_id }),
     };
-    const seq = host.sql.exec<CountersRow>("SELECT next_seq, message_count FROM counters WHERE singleton = 1").toArray()[0];
-    if (!seq) throw new StorageCorruption("The session has metadata but no counters");
-    const counters = { nextSeq: seq.next_seq, messageCount: seq.message_count, usage: fullUsage(JSON.parse(row.usage)) };
-    return new SqlSessionStorage(host, metadata, row.tenant_id, counters, clock);
+    const stored = host.sql.exec<CountersRow>("SELECT next_seq, message_count, counted_through, usage FROM counters WHERE singleton = 1").toArray()[0];
+    if (!stored) throw new StorageCorruption("The session has metadata but no counters");
+    // The messages committed since the row was stored: a range of the entries' rowid, a few rows.
+    const uncounted = host.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM entries WHERE seq > ? AND type = 'message'", stored.counted_through)
+      .one().n;
+    const counters = { nextSeq: stored.next_seq, messageCount: stored.message_count + uncounted, usage: fullUsage(JSON.parse(stored.usage)) };
+    return new SqlSessionStorage(host, metadata, row.tenant_id, counters, { seqLimit: stored.next_seq, messageCount: counters.messageCount }, clock);
   }
 
   /** Writes only the metadata row: no branch, no lane (WP06: no implicit main). */
   static create(host: SqlHost, init: CreateSessionMetadata, clock: () => number = Date.now): SqlSessionStorage {
     if (SqlSessionStorage.open(host, clock)) throw new StorageCorruption("A session already exists in this object");
     host.sql.exec(
-      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id, usage)
-       VALUES (1, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO meta (singleton, session_id, tenant_id, created_at, storage_version, parent_session_id)
+       VALUES (1, ?, ?, ?, ?, ?)`,
       init.id,
       init.tenantId,
       init.createdAt,
       STORAGE_VERSION,
       init.parentSessionId ?? null,
-      JSON.stringify(sparseUsage(zeroUsage())),
     );
-    host.sql.exec("INSERT INTO counters (singleton, next_seq, message_count) VALUES (1, ?, 0)", init.nextSeq ?? 1);
+    insertCounters(host, init.nextSeq ?? 1, 0);
     const opened = SqlSessionStorage.open(host, clock);
     if (!opened) throw new StorageCorruption("Session metadata was not stored");
     return opened;
@@ -120,23 +144,10 @@ export class SqlSessionStorage implements Storage {
         seqs.push(seq);
         applyWrite(this.host, write, payload, seq, timestamp, counters);
       }
-      // Each commit rewrites only the small counters row; the usage totals (the largest column of
-      // the session's metadata) change with ledger rows alone (QUALITY P3).
-      if (seqs.length > 0) {
-        const countChanged = counters.messageCount !== this.counters.messageCount;
-        this.host.sql.exec(
-          `UPDATE counters SET next_seq = ?${countChanged ? ", message_count = ?" : ""} WHERE singleton = 1`,
-          counters.nextSeq,
-          ...(countChanged ? [counters.messageCount] : []),
-        );
-      }
-      if (counters.usage !== this.counters.usage) {
-        // Sparse like the ledger rows (usage-codec.ts): most totals carry several zeros.
-        this.host.sql.exec("UPDATE meta SET usage = ? WHERE singleton = 1", JSON.stringify(sparseUsage(counters.usage)));
-      }
-      return { counters, seqs };
+      return { counters, seqs, stored: this.storeCounters(counters) };
     });
     this.counters = next.counters;
+    this.stored = next.stored;
     return {
       firstSeq: next.seqs[0] ?? next.counters.nextSeq,
       seqs: next.seqs,
@@ -286,6 +297,28 @@ export class SqlSessionStorage implements Storage {
     return found;
   }
 
+  /**
+   * Stores the counters row when this commit must (SEQ_RESERVE): it moved the usage totals, used a
+   * seq at or past the stored limit, or left too many messages uncounted. Inside the commit's
+   * transaction, so the row never claims less than the commit wrote.
+   */
+  private storeCounters(counters: Counters): StoredCounters {
+    const usageChanged = counters.usage !== this.counters.usage;
+    const mustStore =
+      usageChanged || counters.nextSeq > this.stored.seqLimit || counters.messageCount - this.stored.messageCount >= UNSTORED_MESSAGES_MAX;
+    if (!mustStore) return this.stored;
+    const seqLimit = counters.nextSeq + SEQ_RESERVE;
+    this.host.sql.exec(
+      `UPDATE counters SET next_seq = ?, message_count = ?, counted_through = ?${usageChanged ? ", usage = ?" : ""} WHERE singleton = 1`,
+      seqLimit,
+      counters.messageCount,
+      counters.nextSeq - 1,
+      // Sparse like the ledger rows (usage-codec.ts): most totals carry several zeros.
+      ...(usageChanged ? [JSON.stringify(sparseUsage(counters.usage))] : []),
+    );
+    return { seqLimit, messageCount: counters.messageCount };
+  }
+
   private statsOf(counters: Counters): SessionStats {
     return { messageCount: counters.messageCount, usage: structuredClone(counters.usage) };
   }
@@ -313,4 +346,15 @@ function limitClause(limit: number | undefined, bindings: (string | number)[]): 
   assertLimit(limit);
   bindings.push(limit);
   return " LIMIT ?";
+}
+
+/** The counters row of a new session (or a fork's destination) whose next seq is `nextSeq`. */
+export function insertCounters(host: SqlHost, nextSeq: number, messageCount: number): void {
+  host.sql.exec(
+    "INSERT INTO counters (singleton, next_seq, message_count, counted_through, usage) VALUES (1, ?, ?, ?, ?)",
+    nextSeq,
+    messageCount,
+    nextSeq - 1,
+    JSON.stringify(sparseUsage(zeroUsage())),
+  );
 }
