@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FORWARD_RETRY_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
-import { UsageOutbox } from "../../durable-objects/session/due-work/usage-outbox.ts";
+import { STORED_MARK_LAG, UsageOutbox } from "../../durable-objects/session/due-work/usage-outbox.ts";
 import { insertUsage } from "../../harness/session/writes.ts";
 import { usageOf, usageRow, withStorage } from "../helpers/storage.ts";
 
@@ -48,8 +48,9 @@ describe("the usage outbox", () => {
   it("a retry that finds nothing left to tell (the mark was stored before an eviction) is disarmed", async () => {
     await withStorage((storage, state) => {
       const before = new UsageOutbox(state.storage.sql, () => NOW);
-      storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 1 })))]);
-      before.acknowledge(before.pending(storage, 50));
+      // A batch of rows: an acknowledgment that far ahead is stored even with no retry armed.
+      storage.commit(Array.from({ length: STORED_MARK_LAG }, () => insertUsage(usageRow(usageOf({ totalTokens: 1 })))));
+      before.acknowledge(before.pending(storage, STORED_MARK_LAG));
       before.persistAcknowledged();
       before.postpone(FORWARD_RETRY_MS);
 
@@ -60,6 +61,22 @@ describe("the usage outbox", () => {
       after.acknowledge(pending);
       after.persistAcknowledged();
       expect(after.retryAt()).toBeUndefined();
+    });
+  });
+
+  it("an acknowledgment less than a batch ahead stays in memory; a restarted object tells those rows again", async () => {
+    await withStorage((storage, state) => {
+      const stored = () => state.storage.sql.exec<{ forwarded_seq: number }>("SELECT forwarded_seq FROM usage_forward").one().forwarded_seq;
+      const outbox = new UsageOutbox(state.storage.sql, () => NOW);
+      storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 1 })))]);
+      const told = outbox.pending(storage, 50);
+      outbox.acknowledge(told);
+      outbox.persistAcknowledged();
+      expect(stored()).toBe(0);
+      // This instance tells nothing twice.
+      expect(outbox.pending(storage, 50).rows).toEqual([]);
+      // A restarted one tells the row again (the tenant applies it once, by its mark).
+      expect(new UsageOutbox(state.storage.sql, () => NOW).pending(storage, 50).rows).toEqual(told.rows);
     });
   });
 });

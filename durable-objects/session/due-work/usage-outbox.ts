@@ -18,14 +18,18 @@ export interface PendingUsage extends ForwardedUsage {
 
 type ForwardState = { forwarded_seq: number; retry_at: number | null };
 
+/** Ledger rows an acknowledged mark may run ahead of the stored one: one forward's batch. */
+export const STORED_MARK_LAG = 50;
+
 /**
  * The session's usage outbox (issue 30 item 6c: the tenant's totals are exact). The ledger itself
  * is the outbox: every row past the seq the tenant acknowledged is told again by the next forward
  * (the settlement forward, a forward kicked by the row's own commit, the alarm), so a forward that
  * fails or dies with the object loses nothing, and the tenant applies each row once by its
  * per-session high-water mark (tenant/session-usage-marks.ts). Like the settlement outbox, the
- * acknowledged mark is stored with the session's next commit or alarm, not in a commit of its own;
- * an eviction before that costs a repeated forward, applied once. Every method is one synchronous
+ * acknowledged mark is stored with the session's next commit or alarm, not in a commit of its own,
+ * and only once it is a batch ahead or a retry is armed (`persistAcknowledged`); an eviction
+ * before that costs a repeated forward, applied once. Every method is one synchronous
  * SQL turn.
  */
 export class UsageOutbox {
@@ -56,10 +60,17 @@ export class UsageOutbox {
    * Stores the acknowledged mark; synchronous, so inside a mutation it joins its commit. The retry
    * is disarmed only when the mark covers the whole ledger: the acknowledgment stored may be an
    * earlier forward's, and a later one that failed still needs the alarm for its newer rows.
+   *
+   * Only when it matters: while no retry is armed and the mark is less than a batch
+   * (STORED_MARK_LAG) behind, it stays in memory. Storing it every turn was a row written per turn
+   * (QUALITY P12) for nothing a restart needs: a restarted object tells those rows again, in one
+   * call, and the tenant applies each row once by its own mark (tenant/session-usage-marks.ts).
    */
   persistAcknowledged(): void {
     const acknowledged = this.acknowledged;
     if (!acknowledged) return;
+    const state = this.state();
+    if (state.retry_at === null && acknowledged.seq - state.forwarded_seq < STORED_MARK_LAG) return;
     this.acknowledged = undefined;
     this.sql.exec(
       `UPDATE usage_forward SET forwarded_seq = max(forwarded_seq, ?1),
