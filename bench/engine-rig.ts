@@ -271,14 +271,14 @@ export function estimatedBytes(write: Write): number {
 }
 
 /**
- * The session rows a commit rewrites besides its writes: the `counters` row (next_seq,
- * message_count) every time, and the usage totals in `meta` when the commit added ledger rows.
+ * The session row a commit rewrites besides its writes: the `counters` row (seq limit, message
+ * count, the seq counted through, and the usage totals) when the commit added ledger rows, which
+ * is when a simple turn stores it (sql-session-storage.ts SEQ_RESERVE).
  */
 export function sessionRowBytes(commit: { writes: readonly Write[]; result: CommitResult }): number {
-  const counters = 2 * 8 + ROW_OVERHEAD_BYTES;
+  if (!commit.writes.some((write) => write.kind === "usage")) return 0;
   // The totals column as the adapter stores it (sparse, usage-codec.ts).
-  const usage = commit.writes.some((write) => write.kind === "usage") ? utf8Bytes(JSON.stringify(sparseUsage(commit.result.stats.usage))) + ROW_OVERHEAD_BYTES : 0;
-  return counters + usage;
+  return 3 * 8 + utf8Bytes(JSON.stringify(sparseUsage(commit.result.stats.usage))) + ROW_OVERHEAD_BYTES;
 }
 
 /** The entries' own payload: the JSON of each message an entry write carries. */

@@ -1,7 +1,7 @@
 import { value, type Value } from "../harness/session/addresses.ts";
 import type { Session } from "../harness/session/session.ts";
 import type { JsonObject } from "../schema/json.ts";
-import type { McpReplay, McpServerSummary, McpServerView, McpToolView } from "../schema/mcp.ts";
+import { DEFAULT_MCP_TIMEOUT_MS, type McpReplay, type McpServerInput, type McpServerSummary, type McpServerView, type McpToolView } from "../schema/mcp.ts";
 import type { ToolDefinitionView } from "../schema/tools.ts";
 import { toolDefinitionsPrefix } from "./definitions.ts";
 
@@ -40,6 +40,27 @@ export interface StoredMcpServer {
 }
 
 export const mcpServer = (name: string): Value<StoredMcpServer> => value("pi.mcp", name);
+
+/**
+ * A registration as it is stored before its first discovery (a session's or a tenant's): defaults
+ * applied, the bearer token folded into the headers, and the headers sealed by `seal` (bound to
+ * whoever stores them), never kept in plain text.
+ */
+export async function mcpServerCandidate(name: string, input: McpServerInput, seal: (headers: Record<string, string>) => Promise<string>): Promise<StoredMcpServer> {
+  const headers = { ...input.headers, ...(input.bearerToken !== undefined && { Authorization: `Bearer ${input.bearerToken}` }) };
+  return {
+    url: input.url,
+    prefix: input.prefix ?? `${name}_`,
+    ...(input.allow !== undefined && { allow: input.allow }),
+    replay: input.replay ?? "never",
+    timeoutMs: input.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
+    headerNames: Object.keys(headers),
+    ...(Object.keys(headers).length > 0 && { sealedHeaders: await seal(headers) }),
+    revision: crypto.randomUUID(),
+    tools: [],
+    skippedTools: [],
+  };
+}
 /** Only for `scanValues`: every server. */
 export const mcpServersPrefix = (): Value<StoredMcpServer> => value("pi.mcp", "");
 

@@ -1,13 +1,13 @@
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import { egressDetails, egressProblem } from "../../schema/egress-policy.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import { DEFAULT_MCP_TIMEOUT_MS, MAX_SESSION_MCP_SERVERS, type McpServerInput, type McpServerReply, type McpServerView } from "../../schema/mcp.ts";
+import { MAX_SESSION_MCP_SERVERS, type McpServerInput, type McpServerReply, type McpServerView } from "../../schema/mcp.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
 import { withDiscovery, type DiscoveryOutcome } from "../../tools/mcp-cache.ts";
 import type { McpSettings } from "../../tools/mcp-connection.ts";
 import { McpExchangeError } from "../../tools/mcp-connection.ts";
-import { mcpCredentialContext, mcpServer, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
+import { mcpCredentialContext, mcpServer, mcpServerCandidate, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
 import { asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 
@@ -46,19 +46,7 @@ export class SessionMcp {
       const prefix = definition.prefix ?? `${name}_`;
       this.checkServerBound(name);
       this.checkPrefixChange(harness, name, prefix);
-      const headers = { ...definition.headers, ...(definition.bearerToken !== undefined && { Authorization: `Bearer ${definition.bearerToken}` }) };
-      const candidate: StoredMcpServer = {
-        url: definition.url,
-        prefix,
-        ...(definition.allow !== undefined && { allow: definition.allow }),
-        replay: definition.replay ?? "never",
-        timeoutMs: definition.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
-        headerNames: Object.keys(headers),
-        ...(Object.keys(headers).length > 0 && { sealedHeaders: await this.sealHeaders(name, headers) }),
-        revision: crypto.randomUUID(),
-        tools: [],
-        skippedTools: [],
-      };
+      const candidate = await mcpServerCandidate(name, definition, (headers) => this.sealHeaders(name, headers));
       const outcome = await this.discover(name, candidate);
       // From here on one synchronous turn: the bound and the previous registration are read again.
       this.checkServerBound(name);

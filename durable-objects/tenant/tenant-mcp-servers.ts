@@ -1,12 +1,12 @@
 import { egressDetails, egressProblem } from "../../schema/egress-policy.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import { DEFAULT_MCP_TIMEOUT_MS, type McpServerInput } from "../../schema/mcp.ts";
+import type { McpServerInput } from "../../schema/mcp.ts";
 import type { TenantMcpServerReply, TenantMcpServerView } from "../../schema/tenant-tools.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
 import { withDiscovery, type DiscoveryOutcome } from "../../tools/mcp-cache.ts";
 import { McpExchangeError } from "../../tools/mcp-connection.ts";
-import { mcpServerView, type McpToolBinding, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
+import { mcpServerCandidate, mcpServerView, type McpToolBinding, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
 import { tenantMcpCredentialContext } from "../../tools/tenant-copies.ts";
 import { asResult, invalidInput, parseWire } from "../rpc/rpc-errors.ts";
@@ -55,20 +55,8 @@ export class TenantMcpServers {
       const store = this.store();
       // Refused before contacting the server (and again in the writing turn).
       if (!store.latest(name)) store.assertRoom(!store.existed(name));
-      const prefix = definition.prefix ?? `${name}_`;
-      const headers = { ...definition.headers, ...(definition.bearerToken !== undefined && { Authorization: `Bearer ${definition.bearerToken}` }) };
-      const candidate: StoredMcpServer = {
-        url: definition.url,
-        prefix,
-        ...(definition.allow !== undefined && { allow: definition.allow }),
-        replay: definition.replay ?? "never",
-        timeoutMs: definition.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
-        headerNames: Object.keys(headers),
-        ...(Object.keys(headers).length > 0 && { sealedHeaders: await this.sealHeaders(tenant.id, name, headers) }),
-        revision: crypto.randomUUID(),
-        tools: [],
-        skippedTools: [],
-      };
+      const candidate = await mcpServerCandidate(name, definition, (headers) => this.sealHeaders(tenant.id, name, headers));
+      const { prefix } = candidate;
       const outcome = await this.discover(tenant.id, name, candidate);
       // From here on one synchronous turn. Under the same prefix the cached tools carry over, kept
       // should this discovery have failed.
