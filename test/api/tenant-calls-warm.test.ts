@@ -36,9 +36,16 @@ describe("tenant-object calls per request on a warm isolate (P13)", () => {
   });
 
   it("a route whose data the tenant object owns makes exactly its data call", async () => {
-    const { tenantId, key } = await newTenant("p13_agents");
-    const calls = await warmCalls(tenantId, () => ok("/v1/agents", key), () => ok("/v1/agents", key));
-    expect(calls).toEqual(["listAgents"]);
+    const { tenantId, key } = await newTenant("p13_owned");
+    const owned: [string, string][] = [
+      ["/v1/agents", "listAgents"],
+      ["/v1/tools", "listTenantTools"],
+      ["/v1/webhooks", "listWebhooks"],
+      ["/v1/sessions", "searchSessions"],
+    ];
+    for (const [path, dataCall] of owned) {
+      expect(await warmCalls(tenantId, () => ok(path, key), () => ok(path, key))).toEqual([dataCall]);
+    }
   });
 
   it("a prompt makes one call on its path (the reservation, which checks the key) and the settlement forward after it", async () => {
