@@ -71,6 +71,26 @@ async function inOneMinute<T>(attempt: () => Promise<T>): Promise<T> {
   }
 }
 
+describe("a holder's leases", () => {
+  it("spends a lease in its minute only, adds a grant of the same minute, and keeps no late grant of an older one", () => {
+    const leases = new QuotaLeases();
+    const minute = 1_700_000_040_000;
+    leases.hold("acme", minute, 2);
+    leases.hold("acme", minute, 1);
+    expect([leases.spend("acme", minute + 1), leases.spend("acme", minute + 2), leases.spend("acme", minute + 3), leases.spend("acme", minute + 4)]).toEqual([true, true, true, false]);
+    leases.hold("acme", minute, 5);
+    // Expired with its minute, and forgotten.
+    expect(leases.spend("acme", minute + WINDOW_MS)).toBe(false);
+    expect(leases.spend("acme", minute + 1)).toBe(false);
+    leases.hold("acme", minute + WINDOW_MS, 1);
+    leases.hold("acme", minute, 5);
+    expect([leases.spend("acme", minute + WINDOW_MS), leases.spend("acme", minute + WINDOW_MS)]).toEqual([true, false]);
+    leases.hold("acme", minute + WINDOW_MS, 3);
+    leases.drop("acme");
+    expect(leases.spend("acme", minute + WINDOW_MS)).toBe(false);
+  });
+});
+
 describe("request-quota leases", () => {
   it("a tenant with 5 requests a minute gets exactly 5 through the API, then 429 RateLimited with Retry-After", async () => {
     const { statuses, limited } = await inOneMinute(async () => {
