@@ -8,8 +8,9 @@ export interface Caller {
 
 /** `requestId` is the server's own; `clientRequestId` a client's `X-Request-Id`, only echoed. */
 /**
- * A key that passed its shape and rate checks but whose tenant object has not been asked yet: the
- * routes that reserve an open-operation slot ask it in the same call as the reservation.
+ * A key that passed its shape and rate checks, on the routes that reserve an open-operation slot:
+ * their reservation checks it in the same tenant-object call (and authenticates it, when this
+ * isolate did not admit it already).
  */
 export interface PresentedKey {
   tenantId: string;

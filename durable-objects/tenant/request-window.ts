@@ -1,42 +1,46 @@
-/** The count is saved each time it grows by this fraction of the quota (and when the quota is reached). */
-const SAVE_EVERY_FRACTION = 10;
-const WINDOW_MS = 60_000;
+import { leaseSize, WINDOW_MS, windowStartOf } from "./quota-leases.ts";
 
-type Window = { start: number; count: number; saved: number };
+type Window = { start: number; count: number };
 
-export type RequestVerdict = { limited: false } | { limited: true; retryAfterSeconds: number };
+/** A lease of `granted` requests of the minute `windowStart` (0 for a key check that asked for none), or a refusal. */
+export type LeaseGrant = { limited: false; granted: number; windowStart: number } | { limited: true; retryAfterSeconds: number };
 
 /**
- * The tenant's per-minute request count (quota `requestsPerMinute`). Every authenticated request
- * passes here, so a write per request would put a storage flush in front of every answer (the
- * platform holds a reply until the writes before it are durable: ~1.2 ms a request under
- * `wrangler dev`, more when storage is replicated). The count lives in memory, exact while the
- * object lives, and is saved each time it grows by a tenth of the quota and when it reaches the
- * quota: a restarted object (a deploy, an eviction) resumes from the saved count, so at most a
- * tenth of the quota more gets through in that minute. A tenant at its quota stays refused.
+ * The tenant's per-minute request count (quota `requestsPerMinute`), spent through leases
+ * (quota-leases.ts): the front worker's isolates ask for a batch of requests and spend it without
+ * asking again. A grant counts the whole lease against the minute and saves the count in the same
+ * synchronous turn, before the answer leaves the object (the platform holds a reply until the
+ * writes before it are durable): one write per lease, not per request, and a restarted object (a
+ * deploy, an eviction, a crash) resumes from a count that includes every lease it ever granted, so
+ * no accounting is lost. The count is kept in memory too, so a grant reads no row.
  */
 export class RequestWindow {
   private current: Window | undefined;
 
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Counts one request at `now` against `limit`, or refuses it with the seconds left in the minute. */
-  admit(now: number, limit: number): RequestVerdict {
-    const start = now - (now % WINDOW_MS);
+  /**
+   * Leases up to `wanted` requests of the minute of `now` against `limit` (leaseSize decides how
+   * many), or refuses with the seconds left in the minute. `wanted` 0 counts nothing and is never
+   * refused: its caller spends a lease it holds.
+   */
+  grant(now: number, limit: number, wanted: number): LeaseGrant {
+    const start = windowStartOf(now);
+    if (wanted <= 0) return { limited: false, granted: 0, windowStart: start };
     const window = this.windowStarting(start);
-    if (window.count >= limit) return { limited: true, retryAfterSeconds: Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000)) };
-    window.count += 1;
-    const step = Math.max(1, Math.ceil(limit / SAVE_EVERY_FRACTION));
-    if (window.count >= limit || window.count - window.saved >= step) this.save(window);
-    return { limited: false };
+    const remaining = limit - window.count;
+    if (remaining <= 0) return { limited: true, retryAfterSeconds: Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000)) };
+    const granted = leaseSize(remaining, wanted);
+    window.count += granted;
+    this.save(window);
+    return { limited: false, granted, windowStart: start };
   }
 
   private windowStarting(start: number): Window {
     if (this.current?.start === start) return this.current;
     // A fresh object reads the saved count once; a row of an earlier minute counts for nothing.
     const saved = this.current ? undefined : this.sql.exec<{ window_start: number; count: number }>("SELECT window_start, count FROM request_window WHERE singleton = 1").toArray()[0];
-    const count = saved?.window_start === start ? saved.count : 0;
-    this.current = { start, count, saved: count };
+    this.current = { start, count: saved?.window_start === start ? saved.count : 0 };
     return this.current;
   }
 
@@ -47,6 +51,5 @@ export class RequestWindow {
       window.start,
       window.count,
     );
-    window.saved = window.count;
   }
 }

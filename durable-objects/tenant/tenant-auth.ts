@@ -3,17 +3,20 @@ import type { TenantQuotas } from "../../schema/api.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult } from "../rpc/rpc-errors.ts";
 import { sha256Hex, type KeyInfo } from "./tenant-keys.ts";
+import type { LeaseGrant } from "./request-window.ts";
 import type { Reservation } from "./tenant-operations.ts";
 import { randomToken, type TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
-export type Authorization = { keyId: string; limited: false } | { keyId: string; limited: true; retryAfterSeconds: number };
+/** A verified key's id with its quota lease (request-window.ts), or with the refusal when the minute's quota is used up. */
+export type Authorization = { keyId: string } & LeaseGrant;
 
 /**
  * The tenant's API keys (ARCHITECTURE D17), as the admin manages them (minted here and shown once,
- * only their hashes stored; revoked immediately, open watch sockets included) and as every request
- * presents them: verified and counted against the per-minute quota in one synchronous turn,
- * together with the open-operation reservation on the prompt path.
+ * only their hashes stored; revoked here at once, open watch sockets included) and as requests
+ * present them: verified together with a lease of the per-minute request quota in one synchronous
+ * turn (and the open-operation reservation on the prompt path). The front worker trusts a
+ * verification for a few seconds and spends its lease without calling here (worker/middleware/auth.ts).
  */
 export class TenantAuth {
   constructor(private readonly host: TenantHost) {}
@@ -31,8 +34,10 @@ export class TenantAuth {
   }
 
   /**
-   * Effective on the next request: verification reads this row every time (no cache). The key's
-   * open watch sockets are closed before the answer (a batch of sessions; the alarm does the rest).
+   * Effective on the key's next verification here, which reads this row every time; the front
+   * worker trusts a verification for at most KEY_TRUST_MS (worker/middleware/verified-keys.ts) and
+   * the isolate that revoked drops it at once. The key's open watch sockets are closed before the
+   * answer (a batch of sessions; the alarm does the rest).
    */
   async revokeKey(keyId: string): Promise<Wire<RpcResult<{ revoked: boolean }>>> {
     return asResult(async () => {
@@ -64,33 +69,32 @@ export class TenantAuth {
   }
 
   /**
-   * Authenticates a request and counts it against the tenant's per-minute quota in one
-   * synchronous turn (no await between the count's read and its write). Null: not authenticated,
-   * and then nothing was written (an object that is no tenant stays without storage).
+   * Authenticates a key and, when `wanted` > 0, leases up to that many requests of the tenant's
+   * per-minute quota (request-window.ts: counted and saved before the answer), in one synchronous
+   * turn. `wanted` 0 only checks the key (its caller spends a lease it holds). Null: not
+   * authenticated, and then nothing was written (an object that is no tenant stays without storage).
    */
-  async authorize(hash: string, now = Date.now()): Promise<Authorization | null> {
-    return this.authorizeNow(hash, now)?.authorization ?? null;
+  async authorizeLease(hash: string, wanted: number, now = Date.now()): Promise<Authorization | null> {
+    return this.authorizeNow(hash, wanted, now)?.authorization ?? null;
   }
 
   /**
-   * `authorize` and, when it admits the request, `reserveOperation` in the same synchronous turn: one
-   * call on the prompt path instead of two sequential ones. Nothing is reserved for a request that
-   * is not authenticated or is over its per-minute quota.
+   * `authorizeLease` and, when it admits the request, `reserveOperation` in the same synchronous
+   * turn: one call on the prompt path instead of two sequential ones. Nothing is reserved for a
+   * request that is not authenticated or is over its per-minute quota.
    */
-  async authorizeAndReserve(hash: string, sessionId: string, lane: string, now = Date.now()): Promise<{ authorization: Authorization | null; reservation: Reservation }> {
-    const admitted = this.authorizeNow(hash, now);
+  async authorizeAndReserve(hash: string, sessionId: string, lane: string, wanted: number, now = Date.now()): Promise<{ authorization: Authorization | null; reservation: Reservation }> {
+    const admitted = this.authorizeNow(hash, wanted, now);
     if (!admitted || admitted.authorization.limited) return { authorization: admitted?.authorization ?? null, reservation: { ok: false, openOperations: [] } };
     return { authorization: admitted.authorization, reservation: this.host.operations().reserve(sessionId, lane, admitted.quotas.maxOpenOperations, now) };
   }
 
   /** The verdict with the quotas it read, so a reservation after it reads them no second time. */
-  private authorizeNow(hash: string, now: number): { authorization: Authorization; quotas: TenantQuotas } | null {
+  private authorizeNow(hash: string, wanted: number, now: number): { authorization: Authorization; quotas: TenantQuotas } | null {
     if (!this.host.schema.exists) return null;
     const key = this.host.keys().use(hash, now);
     if (!key) return null;
     const quotas = this.host.quotas();
-    const verdict = this.host.requestWindow.admit(now, quotas.requestsPerMinute);
-    if (verdict.limited) return { authorization: { keyId: key.keyId, limited: true, retryAfterSeconds: verdict.retryAfterSeconds }, quotas };
-    return { authorization: { keyId: key.keyId, limited: false }, quotas };
+    return { authorization: { keyId: key.keyId, ...this.host.requestWindow.grant(now, quotas.requestsPerMinute, wanted) }, quotas };
   }
 }

@@ -33,9 +33,10 @@ export type { Authorization, KeyInfo, Page, SessionSummary, TenantInfo, TenantPr
 export { DEFAULT_REQUESTS_PER_MINUTE, sha256Hex };
 
 /**
- * One per tenant (ARCHITECTURE D2, D17): the tenant record, SHA-256 hashes of its API keys with
- * immediate revocation (tenant-keys.ts), the index of its sessions for listing (tenant-listings.ts),
- * its quotas (requests per minute; open operations: tenant-operations.ts) and its usage totals.
+ * One per tenant (ARCHITECTURE D2, D17): the tenant record, SHA-256 hashes of its API keys
+ * (tenant-keys.ts), the index of its sessions for listing (tenant-listings.ts),
+ * its quotas (requests per minute, leased to the front worker: request-window.ts; open operations:
+ * tenant-operations.ts) and its usage totals.
  * Keys are minted here and shown once; only their hashes are stored. This class is the object's
  * whole RPC surface: each method delegates to a capability (tenant-record.ts, tenant-auth.ts,
  * provider-settings.ts, operations-and-usage.ts, webhooks/webhook-subscriptions.ts, agents.ts,
@@ -80,8 +81,8 @@ export class TenantObject extends DurableObject<Env> {
   async listKeys(limit: number, cursor: string | undefined) { return this.auth.listKeys(limit, cursor); }
   async registerWatch(keyId: string, sessionId: string) { return this.auth.registerWatch(keyId, sessionId); }
   async verifyKey(hash: string) { return this.auth.verifyKey(hash); }
-  async authorize(hash: string, now?: number) { return this.auth.authorize(hash, now); }
-  async authorizeAndReserve(hash: string, sessionId: string, lane: string, now?: number) { return this.auth.authorizeAndReserve(hash, sessionId, lane, now); }
+  async authorizeLease(hash: string, wanted: number, now?: number) { return this.auth.authorizeLease(hash, wanted, now); }
+  async authorizeAndReserve(hash: string, sessionId: string, lane: string, wanted: number, now?: number) { return this.auth.authorizeAndReserve(hash, sessionId, lane, wanted, now); }
 
   // Provider keys and the default model (provider-settings.ts).
   async putProviderKey(provider: string, apiKey: string, baseUrl: string | undefined) { return this.providers.putProviderKey(provider, apiKey, baseUrl); }

@@ -3,54 +3,14 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
+import { LEASE_MAX } from "../../durable-objects/tenant/quota-leases.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";
+import { pollCalls, recordCalls } from "./tenant-calls.ts";
 
 // The prompt path's round trips to the tenant object: one call that authenticates and reserves the
 // open-operation slot, and one (off the request's path) that frees the slot and adds the usage when
-// the settlement is forwarded. The calls are observed on the real TenantObject instance, whose
-// RPC methods are wrapped in place to record their names; nothing else changes.
-
-const COUNTED = ["authorize", "reserveOperation", "authorizeAndReserve", "bindOperation", "releaseOperation", "operationsSettled", "agentForSession", "getAgent", "getAgentVersion"] as const;
-
-/**
- * Records the calls the tenant object `tenantId` receives, by name, from now on. RPC dispatches only
- * prototype methods, so the wrappers sit on the class's prototype and record only this instance's
- * calls; `stop` puts the prototype back.
- */
-async function recordCalls(tenantId: string): Promise<{ read: () => Promise<string[]>; stop: () => Promise<void> }> {
-  await runInDurableObject(env.TENANTS.getByName(tenantId), (instance: TenantObject) => {
-    const calls: string[] = [];
-    const prototype: object = Object.getPrototypeOf(instance);
-    const restore: (() => void)[] = [];
-    for (const name of COUNTED) {
-      const original: unknown = Reflect.get(prototype, name);
-      if (typeof original !== "function") throw new Error(`TenantObject has no ${name}`);
-      const own = Object.getOwnPropertyDescriptor(prototype, name);
-      Reflect.set(prototype, name, function recorded(this: unknown, ...args: unknown[]) {
-        if (this === instance) calls.push(name);
-        return Reflect.apply(original, this, args);
-      });
-      restore.push(() => (own ? Object.defineProperty(prototype, name, own) : Reflect.deleteProperty(prototype, name)));
-    }
-    Reflect.set(instance, "recordedCalls", { calls, restore });
-  });
-  const recorded = (instance: TenantObject): { calls: string[]; restore: (() => void)[] } => Reflect.get(instance, "recordedCalls");
-  return {
-    read: () => runInDurableObject(env.TENANTS.getByName(tenantId), (instance: TenantObject) => [...recorded(instance).calls]),
-    stop: () => runInDurableObject(env.TENANTS.getByName(tenantId), (instance: TenantObject) => recorded(instance).restore.forEach((undo) => undo())),
-  };
-}
-
-async function pollCalls(read: () => Promise<string[]>, done: (calls: string[]) => boolean): Promise<string[]> {
-  let calls: string[] = [];
-  for (let attempt = 0; attempt < 200; attempt++) {
-    calls = await read();
-    if (done(calls)) return calls;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return calls;
-}
+// the settlement is forwarded (tenant-calls.ts records them on the real TenantObject).
 
 async function echoLane(key: string, sid: string): Promise<string> {
   expect((await call("/v1/sessions", { body: { id: sid }, token: key })).status).toBe(201);
@@ -94,22 +54,26 @@ describe("the tenant object's calls on the prompt path", () => {
     expect(usage.input + usage.output).toBeGreaterThan(0);
   });
 
-  it("authorizeAndReserve reserves nothing for a key that is not the tenant's, nor over the request quota", async () => {
+  it("authorizeAndReserve reserves nothing for a key that is not the tenant's, nor over the request quota unless a lease paid", async () => {
     const { tenantId, key } = await newTenant("calls-deny");
     const tenant = env.TENANTS.getByName(tenantId);
-    const wrong = await tenant.authorizeAndReserve(await sha256Hex(`${key}x`), "s", "main");
+    const wrong = await tenant.authorizeAndReserve(await sha256Hex(`${key}x`), "s", "main", LEASE_MAX);
     expect(wrong).toEqual({ authorization: null, reservation: { ok: false, openOperations: [] } });
     const quota = await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 1 }, token: env.ADMIN_TOKEN });
     expect(quota.status).toBe(200);
     const hash = await sha256Hex(key);
-    const first = await tenant.authorizeAndReserve(hash, "s", "main");
-    expect(first.authorization).toMatchObject({ limited: false });
+    const first = await tenant.authorizeAndReserve(hash, "s", "main", LEASE_MAX);
+    expect(first.authorization).toMatchObject({ limited: false, granted: 1 });
     expect(first.reservation.ok).toBe(true);
-    const limited = await tenant.authorizeAndReserve(hash, "s", "main");
+    const limited = await tenant.authorizeAndReserve(hash, "s", "main", LEASE_MAX);
     expect(limited.authorization).toMatchObject({ limited: true });
     expect(limited.reservation.ok).toBe(false);
-    // The granted slot is held in memory (its accept is in flight), not written.
-    expect(await tenant.openOperationCount()).toBe(1);
+    // A request paid from an isolate's lease asks for no quota (wanted 0): its key is checked and it reserves.
+    const paid = await tenant.authorizeAndReserve(hash, "s", "main", 0);
+    expect(paid.authorization).toMatchObject({ limited: false, granted: 0 });
+    expect(paid.reservation.ok).toBe(true);
+    // The granted slots are held in memory (their accepts are in flight), not written.
+    expect(await tenant.openOperationCount()).toBe(2);
     const rows = await runInDurableObject(tenant, (_instance: TenantObject, ctx) => ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n);
     expect(rows).toBe(0);
   });

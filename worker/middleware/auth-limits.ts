@@ -5,8 +5,9 @@ const PROVEN_MAX = 10_000;
 
 /**
  * Keys (and the admin token) that authenticated recently in this isolate, by hash. Only the
- * failed-authentication limit reads this: a remembered key skips it, and is still verified on
- * every request, by its tenant's object or against the admin token (revocation stays immediate).
+ * failed-authentication limit reads this: a remembered key skips it, and is still verified, by
+ * its tenant's object (trusted for at most KEY_TRUST_MS: verified-keys.ts) or against the admin
+ * token on every request.
  */
 class ProvenKeys {
   private readonly until = new Map<string, number>();

@@ -3,7 +3,9 @@ import { sha256Hex, type Authorization } from "../../durable-objects/tenant/tena
 import { tenantStub, type AppContext, type AppEnv, type Caller, type PresentedKey } from "../env.ts";
 import { adminTokenProblem } from "../admin-token.ts";
 import { fail } from "../http-error.ts";
+import { LEASE_MAX, QuotaLeases } from "../../durable-objects/tenant/quota-leases.ts";
 import { provenKeys, unprovenAllowed, UNPROVEN_RETRY_AFTER_SECONDS, type AuthSubject } from "./auth-limits.ts";
+import { verifiedKeys } from "./verified-keys.ts";
 
 /** `sk_<tenantId>_<43 base64url characters>`: the random tail has a fixed length, so the tenant
  * id (which may itself contain `_`) is read off unambiguously. */
@@ -20,29 +22,36 @@ export function presentedKey(headers: Headers): string | undefined {
   return protocols.find((protocol) => protocol.startsWith("bearer."))?.slice("bearer.".length);
 }
 
+/** This isolate's request-quota leases, taken from the tenants' objects (quota-leases.ts). */
+export const quotaLeases = new QuotaLeases();
+
 /**
  * Authenticates a tenant key (ARCHITECTURE D17): shape first, then the failed-authentication limit
  * for keys not yet proven in this isolate (auth-limits.ts; 429 RateLimited with Retry-After,
- * before any object is touched), then the SHA-256 hash against the tenant's object, every request
- * (revocation is immediate), counting the request against the tenant's per-minute quota in the
- * same call (429 RateLimited). Any bad key is the same 401, and writes nothing anywhere.
+ * before any object is touched), then the key and the tenant's per-minute request quota. A warm
+ * isolate asks no object: the key was verified by its tenant's object less than KEY_TRUST_MS ago
+ * (verified-keys.ts: the bound on a revoked key's use elsewhere) and the request is spent from a
+ * lease the object granted (quota-leases.ts). Otherwise the object verifies the key and grants a
+ * lease in one call (429 RateLimited past the quota). Any bad key is the same 401, and writes
+ * nothing anywhere.
  */
 export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
   const presented = await presentTenantKey(c);
-  admitCaller(c, presented, await tenantStub(c.env, presented.tenantId).authorize(presented.hash));
+  if (!admitWarm(c, presented)) await admitCold(c, presented);
   await next();
 });
 
 /**
  * `requireTenant` for the routes that reserve an open-operation slot (worker/routes/open-operations.ts):
- * the key's shape and rate checks run here, and the tenant object is asked once, by
- * `withOpenOperation`, which authenticates and reserves in one call. A request with an
- * Idempotency-Key is authenticated here as usual, because its claim must follow authentication.
+ * the tenant object is asked once, by `withOpenOperation`, which checks the key, leases quota when
+ * this isolate has none, and reserves in one call. A warm isolate admits here (the reservation
+ * still checks the key). A request with an Idempotency-Key is authenticated here as usual, because
+ * its claim must follow authentication.
  */
 export const requireTenantWithReservation = createMiddleware<AppEnv>(async (c, next) => {
   const presented = await presentTenantKey(c);
-  if (c.req.header("idempotency-key") === undefined) c.set("presentedKey", presented);
-  else admitCaller(c, presented, await tenantStub(c.env, presented.tenantId).authorize(presented.hash));
+  c.set("presentedKey", presented);
+  if (!admitWarm(c, presented) && c.req.header("idempotency-key") !== undefined) await admitCold(c, presented);
   await next();
 });
 
@@ -65,18 +74,56 @@ async function limitUnproven(c: AppContext, hash: string, subject: AuthSubject):
   });
 }
 
-/** Applies the tenant object's verdict on a presented key: 401, 429 over the request quota, or the caller. */
-export function admitCaller(c: AppContext, presented: PresentedKey, verified: Authorization | null): void {
+/** Admits without a call: the key is trusted here still and a held lease has a request left. */
+function admitWarm(c: AppContext, presented: PresentedKey): boolean {
+  const now = Date.now();
+  const key = verifiedKeys.get(presented.hash, now);
+  if (!key || !quotaLeases.spend(presented.tenantId, now)) return false;
+  c.set("caller", { tenantId: key.tenantId, keyId: key.keyId });
+  return true;
+}
+
+/** Asks the tenant object to verify the key, with a lease unless one held here paid for the request. */
+async function admitCold(c: AppContext, presented: PresentedKey): Promise<void> {
+  const admission = beginAdmission(presented.tenantId, false);
+  admitCaller(c, presented, admission, await tenantStub(c.env, presented.tenantId).authorizeLease(presented.hash, admission.wanted));
+}
+
+/** One call's worth of admission: when it was asked (the key's trust starts then), and what it asks for. */
+export interface Admission {
+  askedAt: number;
+  generation: number;
+  /** The request was paid from a lease held here: the call only checks the key (wanted 0). */
+  paid: boolean;
+  wanted: number;
+}
+
+/** Pays the request from a held lease when one has a request left, unless it was paid already. */
+export function beginAdmission(tenantId: string, alreadyPaid: boolean): Admission {
+  const askedAt = Date.now();
+  const fromLease = alreadyPaid || quotaLeases.spend(tenantId, askedAt);
+  return { askedAt, generation: verifiedKeys.generation(), paid: fromLease, wanted: fromLease ? 0 : LEASE_MAX };
+}
+
+/**
+ * Applies the tenant object's verdict on a presented key: 401 (and the key is no longer trusted
+ * here), 429 over the request quota, or the caller, with the key trusted from when it was asked
+ * and the rest of a granted lease held (this request takes one of it).
+ */
+export function admitCaller(c: AppContext, presented: PresentedKey, admission: Admission, verified: Authorization | null): void {
   if (!verified) {
+    verifiedKeys.forget(presented.hash);
     provenKeys.forget(presented.hash);
     throw fail("Unauthenticated", "A valid API key is required");
   }
   provenKeys.remember(presented.hash, Date.now());
+  verifiedKeys.remember(presented.hash, { tenantId: presented.tenantId, keyId: verified.keyId, verifiedAt: admission.askedAt }, admission.generation);
   if (verified.limited) {
     throw fail("RateLimited", `The tenant's request quota is used up; retry in ${verified.retryAfterSeconds} s`, {
       retryAfterSeconds: verified.retryAfterSeconds,
     });
   }
+  if (!admission.paid) quotaLeases.hold(presented.tenantId, verified.windowStart, verified.granted - 1);
   c.set("caller", { tenantId: presented.tenantId, keyId: verified.keyId });
 }
 
@@ -84,8 +131,7 @@ export function admitCaller(c: AppContext, presented: PresentedKey, verified: Au
 export async function callerOf(c: AppContext): Promise<Caller> {
   const caller = c.get("caller");
   if (caller) return caller;
-  const presented = c.get("presentedKey");
-  admitCaller(c, presented, await tenantStub(c.env, presented.tenantId).authorize(presented.hash));
+  await admitCold(c, c.get("presentedKey"));
   return c.get("caller");
 }
 

@@ -85,7 +85,7 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   {
     method: "delete", path: "/v1/admin/tenants/{tenantId}/keys/{keyId}", operationId: "revokeKey", tag: "Admin", auth: "admin",
-    summary: "Revoke an API key", description: "Effective immediately.",
+    summary: "Revoke an API key", description: "The key is refused within 5 s everywhere: at once by the worker instance that answers this request and by the routes that accept an operation (their reservation checks the key); elsewhere a verified key is trusted for at most 5 s. Its open watch sockets are closed (1008) before the answer.",
     pathParams: { tenantId: IdSchema, keyId: IdSchema },
     responses: { 204: { description: "Revoked", content: "none" } },
     errors: ["NotFound"],

@@ -4,7 +4,8 @@ import type { ApiError } from "../../schema/errors.ts";
 import { fromWire } from "../../schema/wire.ts";
 import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
 import { HttpFailure, replyValue } from "../http-error.ts";
-import { requireAdmin } from "../middleware/auth.ts";
+import { quotaLeases, requireAdmin } from "../middleware/auth.ts";
+import { verifiedKeys } from "../middleware/verified-keys.ts";
 import { idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
@@ -66,11 +67,19 @@ export const adminRoutes = new Hono<AppEnv>()
   .patch("/tenants/:tenantId/quotas", async (c) => {
     const tenantId = pathParam(c, "tenantId", IdSchema);
     const patch = await jsonBody(c, TenantQuotasPatchSchema);
-    return c.json(replyValue(await tenantStub(c.env, tenantId).setQuotas(patch)));
+    const quotas = replyValue(await tenantStub(c.env, tenantId).setQuotas(patch));
+    // A lease of this isolate was sized under the old quota: a lowered one applies here at once.
+    quotaLeases.drop(tenantId);
+    return c.json(quotas);
   })
   .delete("/tenants/:tenantId/keys/:keyId", async (c) => {
     const tenantId = pathParam(c, "tenantId", IdSchema);
     const keyId = pathParam(c, "keyId", IdSchema);
-    replyValue(await tenantStub(c.env, tenantId).revokeKey(keyId));
+    try {
+      replyValue(await tenantStub(c.env, tenantId).revokeKey(keyId));
+    } finally {
+      // Refused at once on this isolate; other isolates trust their verification for at most KEY_TRUST_MS.
+      verifiedKeys.forgetKey(tenantId, keyId);
+    }
     return c.body(null, 204);
   });

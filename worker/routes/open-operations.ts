@@ -5,7 +5,7 @@ import { LaneNameSchema } from "../../schema/lane-api.ts";
 import { fromWire, type Wire } from "../../schema/wire.ts";
 import { sessionStub, tenantStub, type AppContext } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
-import { admitCaller, callerOf } from "../middleware/auth.ts";
+import { admitCaller, beginAdmission, callerOf } from "../middleware/auth.ts";
 import { pathParam } from "../validate.ts";
 
 type TenantStub = ReturnType<typeof tenantStub>;
@@ -84,12 +84,16 @@ async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingSco
   });
 }
 
-/** Authenticates and reserves in one call when the key is not verified yet; otherwise reserves. */
+/**
+ * Checks the key and reserves in one call, leasing request quota in it unless the request was
+ * paid from this isolate's lease (a warm isolate, or an Idempotency-Key request authenticated
+ * before): a key revoked elsewhere is refused here at once, whatever this isolate trusts.
+ */
 async function firstReservation(c: AppContext, tenant: TenantStub, scope: AdmittingScope): Promise<Reservation> {
-  if (c.get("caller")) return tenant.reserveOperation(scope.sessionId, scope.lane);
   const presented = c.get("presentedKey");
-  const { authorization, reservation } = await tenant.authorizeAndReserve(presented.hash, scope.sessionId, scope.lane);
-  admitCaller(c, presented, authorization);
+  const admission = beginAdmission(presented.tenantId, c.get("caller") !== undefined);
+  const { authorization, reservation } = await tenant.authorizeAndReserve(presented.hash, scope.sessionId, scope.lane, admission.wanted);
+  admitCaller(c, presented, admission, authorization);
   return reservation;
 }
 
