@@ -23,7 +23,7 @@ import { SESSION_MIGRATIONS } from "./storage/session-migrations.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { DeferredRegistrar } from "./due-work/deferred-registrations.ts";
 import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./due-work/session-forwards.ts";
-import type { SettlementForwarder } from "./due-work/settlement-outbox.ts";
+import type { HandedReservation, SettlementForwarder } from "./due-work/settlement-outbox.ts";
 import type { ToolDefinitionContext } from "./tool-definition-input.ts";
 import type { RemoteTools } from "../../tools/registry.ts";
 
@@ -253,8 +253,13 @@ export class SessionHost {
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
-  takeOverReservation(operationId: string, reservationId: string): void {
-    this.dueWork.outbox.takeOver(operationId, reservationId);
+  takeOverReservation(operationId: string, reservation: HandedReservation): void {
+    this.dueWork.outbox.takeOver(operationId, reservation);
+  }
+
+  /** The accept answered before its operation settled: the worker binds the slot (SettlementOutbox.bound). */
+  reservationBound(operationId: string): void {
+    this.dueWork.outbox.bound(operationId);
   }
 
   /**

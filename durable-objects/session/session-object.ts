@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { HandedReservation } from "./due-work/settlement-outbox.ts";
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import type { BranchScan } from "../../harness/session/branch.ts";
 import type { EntryQuery } from "../../harness/session/session.ts";
@@ -140,7 +141,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // Operations (session-operations.ts) and the structural conveniences (session-structural.ts).
   acceptOperation(name: string, request: Wire<OperationRequest>) { return this.operations.acceptOperation(name, request); }
-  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservationId?: string) { return this.operations.acceptAndAwait(name, request, waitMs, reservationId); }
+  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation) { return this.operations.acceptAndAwait(name, request, waitMs, reservation); }
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
   resumeOperation(name: string, operationId: string, waitMs?: number) { return this.operations.resumeOperation(name, operationId, waitMs); }
   resumeCurrent(name: string, waitMs: number) { return this.operations.resumeCurrent(name, waitMs); }

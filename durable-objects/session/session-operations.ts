@@ -6,6 +6,7 @@ import type { RpcResult } from "../../schema/errors.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
 import type { Wire } from "../../schema/wire.ts";
+import type { HandedReservation } from "./due-work/settlement-outbox.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import type { OperationView } from "./session-runtime.ts";
@@ -27,7 +28,7 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
 export type { AbortOutcome };
 
 /** What this module reaches of the host (session-host.ts). */
-type OperationsHost = Pick<SessionHost, "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "takeOverReservation">;
+type OperationsHost = Pick<SessionHost, "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
 
 /** Operations over RPC (reference §3.1–3.9, §4.1, §4.4): accept, drive, resume, abort, and the waiting conveniences. */
 export class SessionOperations {
@@ -71,14 +72,18 @@ export class SessionOperations {
    * prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`.
    * A settled run answers its record with the messages it appended, so one call gets the answer.
    */
-  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservationId?: string): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
       const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
-      if (reservationId !== undefined) this.host.takeOverReservation(admission.operationId, reservationId);
+      if (reservation !== undefined) this.host.takeOverReservation(admission.operationId, reservation);
       this.host.open().runtime.startPass(lane, admission.operationId);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
-      if (outcome.state !== "settled") return outcome;
+      if (outcome.state !== "settled") {
+        // Answered before it settled: the worker binds the slot, whose release must then be kept.
+        if (reservation !== undefined) this.host.reservationBound(admission.operationId);
+        return outcome;
+      }
       return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.host.openStorage(), outcome.result, placedBy(lane, outcome.result)) } };
     });
   }

@@ -22,7 +22,7 @@ export class OperationsAndUsage {
    */
   async reserveOperation(sessionId: string, lane: string, now = Date.now()): Promise<Reservation> {
     if (!this.host.schema.exists) return { ok: false, openOperations: [] };
-    return this.host.operations().reserve(sessionId, lane, this.host.quotas().maxOpenOperations, now);
+    return this.host.operations().reserve(sessionId, lane, this.host.quotas().maxOpenOperations, now, this.host.webhooks().hasEndpoints());
   }
 
   /** The accept succeeded: the reservation's slot now belongs to `operationId`. */

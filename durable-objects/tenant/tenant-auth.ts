@@ -86,7 +86,7 @@ export class TenantAuth {
   async authorizeAndReserve(hash: string, sessionId: string, lane: string, wanted: number, now = Date.now()): Promise<{ authorization: Authorization | null; reservation: Reservation }> {
     const admitted = this.authorizeNow(hash, wanted, now);
     if (!admitted || admitted.authorization.limited) return { authorization: admitted?.authorization ?? null, reservation: { ok: false, openOperations: [] } };
-    return { authorization: admitted.authorization, reservation: this.host.operations().reserve(sessionId, lane, admitted.quotas.maxOpenOperations, now) };
+    return { authorization: admitted.authorization, reservation: this.host.operations().reserve(sessionId, lane, admitted.quotas.maxOpenOperations, now, this.host.webhooks().hasEndpoints()) };
   }
 
   /** The verdict with the quotas it read, so a reservation after it reads them no second time. */

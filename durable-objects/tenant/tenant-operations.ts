@@ -30,7 +30,13 @@ export interface OpenOperation {
   operationId: string;
 }
 
-export type Reservation = { ok: true; reservationId: string } | { ok: false; openOperations: OpenOperation[] };
+/**
+ * A granted reservation says whether the tenant has webhook endpoints (`webhooks`): a session
+ * settling an operation it took the reservation of over keeps no outbox row for it when nothing
+ * but the reservation (which expires by itself) and usage (told by its own mark) needs the
+ * forward (session/due-work/settlement-outbox.ts).
+ */
+export type Reservation = { ok: true; reservationId: string; webhooks: boolean } | { ok: false; openOperations: OpenOperation[] };
 
 type OpenRow = { operation_id: string; session_id: string; lane: string };
 
@@ -55,7 +61,7 @@ export class TenantOperations {
   ) {}
 
   /** Writes nothing when it grants a slot: the reservation stays in memory until it is bound. */
-  reserve(sessionId: string, lane: string, max: number, now: number): Reservation {
+  reserve(sessionId: string, lane: string, max: number, now: number, webhooks: boolean): Reservation {
     this.pending.expire(now - UNBOUND_RESERVATION_MS);
     if (this.count() >= max) {
       if (!this.healDue(now)) return { ok: false, openOperations: [] };
@@ -66,7 +72,7 @@ export class TenantOperations {
     }
     const reservationId = `rsv_${crypto.randomUUID()}`;
     this.pending.add(reservationId, { sessionId, lane, reservedAt: now });
-    return { ok: true, reservationId };
+    return { ok: true, reservationId, webhooks };
   }
 
   /** Slots taken: bound operations (rows) and accepts in flight (memory). */

@@ -165,6 +165,13 @@ export function outboxRows(tenantId: string, sid: string): Promise<OutboxRow[]> 
   );
 }
 
+/** Makes every usage forward to the tenant object fail (its usage marks table is away), or heals it. */
+export function breakUsageMarks(tenantId: string, broken: boolean): Promise<void> {
+  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+    state.storage.sql.exec(broken ? "ALTER TABLE session_usage_marks RENAME TO session_usage_marks_away" : "ALTER TABLE session_usage_marks_away RENAME TO session_usage_marks");
+  });
+}
+
 /** Makes the tenant object fail every forward that enqueues a webhook (its delivery table out of reach), or heals it. */
 export function breakTenant(tenantId: string, broken: boolean): Promise<void> {
   return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {

@@ -63,21 +63,26 @@ describe("settlement outbox", () => {
     expect(await tenantCounts(setup.tenantId)).toEqual({ open: 0, deliveries: 1 });
   });
 
-  it("frees the open-operation slot through the outbox: with a quota of one, prompts follow each other", async () => {
+  it("frees the open-operation slot through the forward: with a quota of one, prompts follow each other", async () => {
     const setup = await laneSetup("obslot");
     const quota = await fetchQuota(setup.tenantId, 1);
     expect(quota).toBe(200);
-    let last = "";
     for (const prompt of ["one", "two", "three"]) {
-      last = await settledPrompt(setup.key, setup.lanePath, prompt);
+      await settledPrompt(setup.key, setup.lanePath, prompt);
       await eventually(async () => ((await tenantCounts(setup.tenantId)).open === 0 ? true : undefined), "the slot to be freed");
+      // A tenant without webhook endpoints: a turn settled within its request keeps no row.
+      expect(await outboxRows(setup.tenantId, setup.sid)).toEqual([]);
     }
-    // An acknowledged row is deleted by the next turn's commit, so only the last turn's is left,
-    // until the alarm armed for it fires and deletes it (no commit followed).
+    expect(await tenantCounts(setup.tenantId)).toEqual({ open: 0, deliveries: 0 });
+  });
+
+  it("with a webhook endpoint, an acknowledged row is deleted by the next turn's commit or by the alarm", async () => {
+    const { setup, operationId } = await deliveredPrompt("obnext");
+    expect((await outboxRows(setup.tenantId, setup.sid)).map((row) => row.operation_id)).toEqual([operationId]);
+    const last = await settledPrompt(setup.key, setup.lanePath, "again");
     expect((await outboxRows(setup.tenantId, setup.sid)).map((row) => row.operation_id)).toEqual([last]);
     expect(await runDurableObjectAlarm(objectOf(setup.tenantId, setup.sid))).toBe(true);
     expect(await outboxRows(setup.tenantId, setup.sid)).toEqual([]);
-    expect(await tenantCounts(setup.tenantId)).toEqual({ open: 0, deliveries: 0 });
   });
 
   it("an acknowledged row whose deletion died with the object is forwarded again by the alarm and delivered once", async () => {

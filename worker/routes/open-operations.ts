@@ -10,6 +10,9 @@ import { pathParam } from "../validate.ts";
 
 type TenantStub = ReturnType<typeof tenantStub>;
 
+/** A slot the tenant granted, and whether the tenant has webhook endpoints (tenant-operations.ts). */
+export type GrantedReservation = Extract<Reservation, { ok: true }>;
+
 /** What a refused reservation tells the client to wait before retrying. */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -49,16 +52,17 @@ export async function withOpenOperation<B, T>(
   c: AppContext,
   scope: AdmittingScope,
   readBody: () => Promise<B>,
-  accept: (body: B, reservationId: string) => Promise<Wire<RpcResult<T>>>,
+  accept: (body: B, reservation: GrantedReservation) => Promise<Wire<RpcResult<T>>>,
   operationIdOf: (value: T) => string,
   handedOver: (value: T) => boolean = () => false,
 ): Promise<T> {
   // One stub for every tenant call of this request: each getByName derives the object's id again.
   const tenant = tenantStub(c.env, scope.tenantId);
-  const reservationId = await reserve(c, tenant, scope, readBody);
+  const reservation = await reserve(c, tenant, scope, readBody);
+  const { reservationId } = reservation;
   let value: T;
   try {
-    value = replyValue(await accept(await readBody(), reservationId));
+    value = replyValue(await accept(await readBody(), reservation));
   } catch (error) {
     // A failed release leaves an unbound reservation, which expires on its own.
     await tenant.releaseOperation(reservationId).catch(() => undefined);
@@ -69,15 +73,15 @@ export async function withOpenOperation<B, T>(
   return value;
 }
 
-async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingScope, readBody: () => Promise<B>): Promise<string> {
+async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingScope, readBody: () => Promise<B>): Promise<GrantedReservation> {
   const first = await firstReservation(c, tenant, scope);
-  if (first.ok) return first.reservationId;
+  if (first.ok) return first;
   await readBody();
   const stale = await staleOperations(c.env, scope.tenantId, first.openOperations);
   await Promise.all(stale.map((operationId) => tenant.releaseOperation(operationId)));
   // Retried once even when nothing was stale: a release may have landed meanwhile.
   const second = await tenant.reserveOperation(scope.sessionId, scope.lane);
-  if (second.ok) return second.reservationId;
+  if (second.ok) return second;
   throw fail("RateLimited", `The tenant's open operations quota is used up; retry in ${RETRY_AFTER_SECONDS} s`, {
     quota: "maxOpenOperations",
     retryAfterSeconds: RETRY_AFTER_SECONDS,

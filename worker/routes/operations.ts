@@ -48,10 +48,10 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, PromptConvenienceSchema),
-      ({ prompt, images, wait, operationId, deferred }, reservationId) => {
+      ({ prompt, images, wait, operationId, deferred }, reservation) => {
         const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, reservationId);
+        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, { reservationId: reservation.reservationId, webhooks: reservation.webhooks });
       },
       operationIdOf,
       (value) => value.state === "settled",

@@ -90,7 +90,8 @@ export class DueWork implements WakeScheduler {
   settled(lane: string, operationId: string): void {
     this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
     this.flushAcknowledged();
-    this.wantAlarmBy(this.outbox.record(lane, operationId));
+    const forwardBy = this.outbox.record(lane, operationId);
+    if (forwardBy !== undefined) this.wantAlarmBy(forwardBy);
     this.notify("settled");
     // A run that suspended leaves its DeferredIndex shard with this commit (D8): its registration
     // becomes a removal, forwarded like it.
@@ -188,6 +189,7 @@ export class DueWork implements WakeScheduler {
   async disarm(): Promise<void> {
     this.armedAt = undefined;
     this.usage.forget();
+    this.outbox.forget();
     await this.host.deleteAlarm();
   }
 

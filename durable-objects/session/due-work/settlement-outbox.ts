@@ -21,6 +21,20 @@ export const OUTBOX_MAX_AGE_MS = 7 * 24 * 3_600_000;
 
 type OutboxRow = { operation_id: string; lane: string; settled_at: number; reservation_id: string | null };
 
+/**
+ * The worker's reservation of an accepted operation's open-operation slot, handed to the session
+ * with the accept, and whether the tenant has webhook endpoints (tenant-operations.ts).
+ */
+export interface HandedReservation {
+  reservationId: string;
+  webhooks: boolean;
+}
+
+/** A handed-over reservation until its operation settles; `bound` once the worker bound the slot. */
+interface HeldReservation extends HandedReservation {
+  bound: boolean;
+}
+
 /** What the session tells its tenant about one settled operation (a summary, never content). */
 export interface SettledOperation {
   operationId: string;
@@ -42,7 +56,12 @@ export interface SettledOperation {
  */
 export class SettlementOutbox {
   /** Reservations handed over with accepts of this instance, until their operation settles. */
-  private readonly handedOver = new Map<string, string>();
+  private readonly handedOver = new Map<string, HeldReservation>();
+  /**
+   * Settled operations told to the tenant from memory, with no row (`record`): until acknowledged,
+   * or stored as rows when a forward of them fails.
+   */
+  private readonly unstored = new Map<string, OutboxRow>();
   /**
    * Rows the tenant acknowledged that are still stored. Deleting a row on its own right after the
    * acknowledgment is one more commit (and flush) per turn, on the way of the next request; so it
@@ -64,23 +83,53 @@ export class SettlementOutbox {
    * call. Held in memory until the settling commit writes it into the row; an operation that does
    * not settle in this instance was not answered as settled, so the worker bound it itself.
    */
-  takeOver(operationId: string, reservationId: string): void {
-    this.handedOver.set(operationId, reservationId);
+  takeOver(operationId: string, reservation: HandedReservation): void {
+    this.handedOver.set(operationId, { ...reservation, bound: false });
   }
 
-  /** Writes the settled operation's row; answers when the alarm must forward it at the latest. */
-  record(lane: string, operationId: string): number {
+  /**
+   * The accept's answer did not carry the settled operation, so the worker binds the slot to the
+   * operation: its release must survive a crash (a bound slot does not expire), so the settlement
+   * keeps a row, also when it was already told from memory.
+   */
+  bound(operationId: string): void {
+    const held = this.handedOver.get(operationId);
+    if (held) held.bound = true;
+    const unstored = this.unstored.get(operationId);
+    if (unstored) this.store(unstored, this.clock() + FORWARD_SAFETY_NET_MS);
+  }
+
+  /**
+   * Writes the settled operation's row; answers when the alarm must forward it at the latest.
+   *
+   * No row for an operation whose unbound reservation this instance holds, in a tenant without
+   * webhook endpoints: nothing its forward carries then needs one. The reservation expires at the
+   * tenant by itself (tenant-operations.ts UNBOUND_RESERVATION_MS) and usage is told by its own
+   * mark (usage-outbox.ts). The row was inserted and deleted again within the turn, two rows
+   * written of a simple turn's bill (QUALITY P12). The forward tells it from memory; a forward
+   * that fails stores it (`postpone`), and a crash before the forward loses only what expires.
+   */
+  record(lane: string, operationId: string): number | undefined {
     const now = this.clock();
-    const forwardAt = now + FORWARD_SAFETY_NET_MS;
-    const reservationId = this.handedOver.get(operationId) ?? null;
+    const held = this.handedOver.get(operationId);
     this.handedOver.delete(operationId);
+    const row: OutboxRow = { operation_id: operationId, lane, settled_at: now, reservation_id: held?.reservationId ?? null };
+    if (held && !held.webhooks && !held.bound) {
+      this.unstored.set(operationId, row);
+      return undefined;
+    }
+    return this.store(row, now + FORWARD_SAFETY_NET_MS);
+  }
+
+  private store(row: OutboxRow, forwardAt: number): number {
+    this.unstored.delete(row.operation_id);
     this.sql.exec(
       "INSERT INTO settlement_outbox (operation_id, lane, settled_at, forward_at, reservation_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (operation_id) DO NOTHING",
-      storedId(operationId),
-      lane,
-      now,
+      storedId(row.operation_id),
+      row.lane,
+      row.settled_at,
       forwardAt,
-      reservationId,
+      row.reservation_id,
     );
     return forwardAt;
   }
@@ -99,8 +148,13 @@ export class SettlementOutbox {
       .find((row) => !this.acknowledged.has(row.operation_id))?.forward_at;
   }
 
-  /** The oldest rows not yet acknowledged, read fully (a cursor never crosses an await). */
+  /** The oldest settlements not yet acknowledged (stored rows, read fully, then the unstored ones). */
   pending(limit: number): OutboxRow[] {
+    const stored = this.storedPending(limit);
+    return [...stored, ...[...this.unstored.values()].slice(0, limit - stored.length)];
+  }
+
+  private storedPending(limit: number): OutboxRow[] {
     return this.sql
       .exec<OutboxRow>(
         `SELECT ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?`,
@@ -116,7 +170,7 @@ export class SettlementOutbox {
    * they are deleted now, so the set stays bounded whatever the session does next.
    */
   acknowledge(operationIds: readonly string[]): void {
-    for (const id of operationIds) this.acknowledged.add(id);
+    for (const id of operationIds) if (!this.unstored.delete(id)) this.acknowledged.add(id);
     if (this.acknowledged.size >= FORWARD_BATCH) this.dropAcknowledged();
   }
 
@@ -125,6 +179,12 @@ export class SettlementOutbox {
     if (this.acknowledged.size === 0) return;
     this.remove([...this.acknowledged]);
     this.acknowledged.clear();
+  }
+
+  /** The session is being deleted: what this instance holds in memory belonged to it. */
+  forget(): void {
+    this.handedOver.clear();
+    this.unstored.clear();
   }
 
   remove(operationIds: readonly string[]): void {
@@ -142,9 +202,14 @@ export class SettlementOutbox {
     return expired.filter((row) => !this.acknowledged.delete(row.operation_id));
   }
 
+  /** A forward of these failed: retried by the alarm at `delayMs` from now, as rows (unstored ones are stored now). */
   postpone(operationIds: readonly string[], delayMs: number): void {
     const at = this.clock() + delayMs;
-    for (const id of operationIds) this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, storedId(id));
+    for (const id of operationIds) {
+      const unstored = this.unstored.get(id);
+      if (unstored) this.store(unstored, at);
+      else this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, storedId(id));
+    }
   }
 }
 

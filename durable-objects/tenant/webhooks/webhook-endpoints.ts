@@ -98,6 +98,11 @@ export class WebhookEndpoints {
     return endpointView(this.require(endpointId));
   }
 
+  /** Whether the tenant has any endpoint, disabled ones included (they may be enabled again). */
+  any(): boolean {
+    return this.sql.exec("SELECT 1 FROM webhook_endpoints LIMIT 1").toArray().length > 0;
+  }
+
   /** The endpoints that are sent deliveries: every one not disabled. */
   enabled(): EndpointRow[] {
     return this.sql.exec<EndpointRow>(`SELECT ${COLUMNS} FROM webhook_endpoints WHERE disabled_at IS NULL ORDER BY created_at, endpoint_id`).toArray();
