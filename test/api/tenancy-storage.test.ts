@@ -91,6 +91,9 @@ describe("failed authentications are limited before any object is touched", () =
     expect(before.every((status) => status === 401)).toBe(true);
     expect(await errorCode(refused)).toBe("RateLimited");
     expect((await call("/v1/me", { token: key })).status).toBe(200);
+    // Presented as the admin token, the key is refused there, and still proven for its tenant.
+    expect((await call(`/v1/admin/tenants/${tenantId}/quotas`, { token: key })).status).toBe(401);
+    expect((await call("/v1/me", { token: key })).status).toBe(200);
     // Another tenant is not affected.
     const other = await newTenant("tenother");
     await expectError(await call("/v1/me", { token: garbageKey(other.tenantId) }), 401, "Unauthenticated");

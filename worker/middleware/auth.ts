@@ -62,13 +62,14 @@ async function presentTenantKey(c: AppContext): Promise<PresentedKey> {
   const tenantId = match?.[1];
   if (!key || !tenantId) throw fail("Unauthenticated", "A valid API key is required");
   const hash = await sha256Hex(key);
-  await limitUnproven(c, hash, { tenantId });
+  // A key this isolate trusts (verified-keys.ts) is proven, whatever the admin route forgot of it.
+  if (verifiedKeys.get(hash, Date.now()) === undefined) await limitUnproven(c, hash, { tenantId });
   return { tenantId, hash };
 }
 
 /** The failed-authentication limit (auth-limits.ts): 429 RateLimited for a credential not proven in this isolate, past the limit. */
-async function limitUnproven(c: AppContext, hash: string, subject: AuthSubject): Promise<void> {
-  if (provenKeys.has(hash, Date.now()) || (await unprovenAllowed(c.env, subject, c.req.header("cf-connecting-ip")))) return;
+async function limitUnproven(c: AppContext, proof: string, subject: AuthSubject): Promise<void> {
+  if (provenKeys.has(proof, Date.now()) || (await unprovenAllowed(c.env, subject, c.req.header("cf-connecting-ip")))) return;
   throw fail("RateLimited", `Too many failed authentications; retry in ${UNPROVEN_RETRY_AFTER_SECONDS} s`, {
     retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
   });
@@ -150,12 +151,15 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const presented = presentedKey(c.req.raw.headers);
   if (!presented) throw fail("Unauthenticated", "The admin token is required");
   const hash = await sha256Hex(presented);
-  await limitUnproven(c, hash, "admin");
+  // Proven as the admin token, under a name of its own: a tenant key presented here and refused
+  // must stay proven for its tenant.
+  const proof = `admin:${hash}`;
+  await limitUnproven(c, proof, "admin");
   const expectedHash = await sha256Hex(expected);
   if (!crypto.subtle.timingSafeEqual(encoder.encode(expectedHash), encoder.encode(hash))) {
-    provenKeys.forget(hash);
+    provenKeys.forget(proof);
     throw fail("Unauthenticated", "The admin token is required");
   }
-  provenKeys.remember(hash, Date.now());
+  provenKeys.remember(proof, Date.now());
   await next();
 });
