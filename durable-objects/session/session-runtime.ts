@@ -76,24 +76,31 @@ export class SessionRuntime {
   }
 
   /**
-   * The alarm body: drive every scheduled operation once (at most one per lane). Idempotent under
-   * re-delivery and early firing: a live pass is joined, a retry not yet due answers its wait
-   * without writing, a settled operation answers its record, a stale row is dropped.
+   * The alarm body: drive every scheduled operation and every lane's open operation once (at most
+   * one per lane; work due now has no row, DueWork.due). Idempotent under re-delivery and early
+   * firing: a live pass is joined, a retry not yet due, a parked or a suspended operation answers
+   * its wait without writing, a settled operation answers its record, a stale row is dropped.
    */
   async runDue(): Promise<void> {
     try {
       const harness = await this.harness();
+      const rows = this.dueWork.all();
+      const scheduled = new Set(rows.map((row) => row.operation_id));
+      const open = harness
+        .lanes()
+        .flatMap((info) => (info.operation && !scheduled.has(info.operation.id) ? [{ lane: info.name, operationId: info.operation.id, row: false }] : []));
+      const passes = [...rows.map((row) => ({ lane: row.lane, operationId: row.operation_id, row: true })), ...open];
       // Settled one by one: a lane whose pass keeps failing must not starve the others (or the re-arm).
       await Promise.allSettled(
-        this.dueWork.all().map(async (row) => {
-          const lane = harness.getLane(row.lane);
-          if (!lane) return this.dueWork.forget(row.operation_id);
+        passes.map(async ({ lane: name, operationId, row }) => {
+          const lane = harness.getLane(name);
+          if (!lane) return row ? this.dueWork.forget(operationId) : undefined;
           try {
-            const driven = await lane.drive({ operationId: row.operation_id, waitForRetry: false });
-            if (!driven.ok) this.dueWork.forget(row.operation_id);
+            const driven = await lane.drive({ operationId, waitForRetry: false });
+            if (!driven.ok && row) this.dueWork.forget(operationId);
           } catch (error) {
-            // The row stays (the operation is still open) but is retried later, not in a hot loop.
-            this.dueWork.postpone(row.operation_id, FAILED_PASS_RETRY_MS);
+            // The operation is still open: retried later, not in a hot loop.
+            this.dueWork.postpone(name, operationId, FAILED_PASS_RETRY_MS);
             throw error;
           }
         }),

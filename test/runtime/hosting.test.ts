@@ -44,14 +44,17 @@ describe("SessionObject hosting of lanes and runs", () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     expect(unwrap(await stub.laneExecution("main")).current?.at).toBe("assistant.effect_pending");
+    // Even an alarm lost meanwhile (agents#1119) is armed again by the restarted object.
+    await runInDurableObject(stub, (_instance: SessionObject, state) => state.storage.deleteAlarm());
     await abortAllDurableObjects();
     const fresh = sessionStub(name);
-    // The restarted object re-arms its alarm for the operation the dead pass left open.
+    // The restarted object re-arms its alarm for the operation the dead pass left open: work due
+    // now has no row (only work due later does); the open operation itself is what arms it.
     const armed = await runInDurableObject(fresh, async (_instance: SessionObject, state) => ({
       alarm: await state.storage.getAlarm(),
       due: state.storage.sql.exec<{ operation_id: string }>(`SELECT ${idText("operation_id")} AS operation_id FROM due_work`).toArray().map((row) => row.operation_id),
     }));
-    expect(armed.due).toEqual([admission.operationId]);
+    expect(armed.due).toEqual([]);
     expect(armed.alarm).not.toBeNull();
     // The alarm handler (run here directly; a re-delivered alarm would just join) recovers it.
     await runInDurableObject(fresh, (instance: SessionObject) => instance.alarm());

@@ -35,7 +35,7 @@ describe("schedule ids at rest", () => {
       ]);
       expect(schedule.all().map((row) => row.operation_id)).toEqual([first, second, "op-named"]);
 
-      schedule.postpone(second, 10_000);
+      schedule.postpone("side", second, 10_000);
       expect(schedule.all().map((row) => [row.operation_id, row.due_at])).toEqual([
         [second, NOW + 10_000],
         [first, NOW + 60_000],

@@ -4,6 +4,9 @@ import { SettlementOutbox } from "./settlement-outbox.ts";
 import { UsageOutbox } from "./usage-outbox.ts";
 import { idText, storedId } from "../storage/stored-ids.ts";
 
+/** Where an open operation's meta value lives (harness/session/builtin-addresses.ts operationMeta). */
+const OPERATION_META_NAMESPACE = "pi.op.meta";
+
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
 export interface AlarmHost {
   readonly sql: SqlStorage;
@@ -68,19 +71,35 @@ export class DueWork implements WakeScheduler {
   /**
    * Work due "now" is being driven by a live pass already; the alarm is only the safety net for a
    * pass that dies, so it is armed a little later instead of firing at once beside the live pass.
+   *
+   * Only work due later (a retry wait, a client call's deadline) is a row. Work due now is every
+   * open operation's by nature: the alarm drives each lane's open operation (session-runtime.ts
+   * runDue; a parked or suspended one answers its wait without writing), and a restarted object
+   * arms the alarm whenever an operation is open (`ensureArmed`). A row for it was inserted and
+   * deleted again within each turn: two rows written of a simple turn's bill (QUALITY P12).
    */
   due(lane: string, operationId: string, at: number): void {
     const now = this.clock();
-    const dueAt = at <= now ? now + SAFETY_NET_MS : at;
+    if (at <= now) {
+      // A row left by an earlier wait of the operation would only bring the alarm back early.
+      this.host.sql.exec("DELETE FROM due_work WHERE operation_id = ?", storedId(operationId));
+      this.flushAcknowledged();
+      this.wantAlarmBy(now + SAFETY_NET_MS);
+      return;
+    }
+    this.schedule(lane, operationId, at);
+    this.flushAcknowledged();
+    this.wantAlarmBy(at);
+  }
+
+  private schedule(lane: string, operationId: string, at: number): void {
     this.host.sql.exec(
       `INSERT INTO due_work (operation_id, lane, due_at) VALUES (?, ?, ?)
        ON CONFLICT (operation_id) DO UPDATE SET due_at = excluded.due_at, lane = excluded.lane`,
       storedId(operationId),
       lane,
-      dueAt,
+      at,
     );
-    this.flushAcknowledged();
-    this.wantAlarmBy(dueAt);
   }
 
   /**
@@ -126,7 +145,15 @@ export class DueWork implements WakeScheduler {
     this.flushAcknowledged();
   }
 
-  /** Every scheduled operation (one per lane at most), earliest first. */
+  /**
+   * Whether an operation is open (its meta value exists until its settling commit deletes it):
+   * then work may be due that no row records, and a restarted object arms the alarm for it.
+   */
+  hasOpenOperations(): boolean {
+    return this.host.sql.exec("SELECT 1 FROM vals WHERE namespace = ? LIMIT 1", OPERATION_META_NAMESPACE).toArray().length > 0;
+  }
+
+  /** Every operation scheduled for later (one per lane at most), earliest first. */
   all(): DueRow[] {
     return this.host.sql.exec<DueRow>(`SELECT ${idText("operation_id")} AS operation_id, lane, due_at FROM due_work ORDER BY due_at`).toArray();
   }
@@ -138,9 +165,9 @@ export class DueWork implements WakeScheduler {
     return times.length === 0 ? undefined : Math.min(...times);
   }
 
-  /** Moves an operation's row `delayMs` from now (a pass that failed is retried later). */
-  postpone(operationId: string, delayMs: number): void {
-    this.host.sql.exec("UPDATE due_work SET due_at = ? WHERE operation_id = ?", this.clock() + delayMs, storedId(operationId));
+  /** Schedules an operation `delayMs` from now (a pass that failed is retried later, not in a hot loop). */
+  postpone(lane: string, operationId: string, delayMs: number): void {
+    this.schedule(lane, operationId, this.clock() + delayMs);
   }
 
   forget(operationId: string): void {
@@ -193,9 +220,17 @@ export class DueWork implements WakeScheduler {
     await this.host.deleteAlarm();
   }
 
-  /** After a restart: make sure an alarm exists whenever due work does (agents#1119). */
+  /** Whether a restarted object must make sure its alarm is armed (`ensureArmed`). */
+  wantsAlarm(): boolean {
+    return this.earliest() !== undefined || this.hasOpenOperations();
+  }
+
+  /**
+   * After a restart: make sure an alarm exists whenever due work does (agents#1119), including the
+   * open operations of passes that died with the object, which no row records (`due`).
+   */
   async ensureArmed(): Promise<void> {
-    const earliest = this.earliest();
+    const earliest = this.earliest() ?? (this.hasOpenOperations() ? this.clock() : undefined);
     if (earliest === undefined) return;
     const armed = await this.host.getAlarm();
     if (armed !== null && armed <= earliest) {
