@@ -192,11 +192,12 @@ export class DueWork implements WakeScheduler {
    * Something was just scheduled at `at`. Every row is written through this class and the alarm is
    * only ever moved earlier, so a known alarm at or before `at` already covers it: the turn reads
    * no schedule table to find out. Only an instance that knows of no alarm (fresh, or its alarm was
-   * just delivered) looks at every table (`rearm`).
+   * just delivered) looks at every table, and arms for the earlier of them and `at` (work due now
+   * is in no table: `due`).
    */
   private wantAlarmBy(at: number): void {
-    if (this.armedAt === undefined) return this.rearm();
-    this.armNoLaterThan(at);
+    const earliest = this.armedAt === undefined ? this.earliest() : undefined;
+    this.armNoLaterThan(earliest === undefined ? at : Math.min(at, earliest));
   }
 
   /** Moves the known alarm earlier to `at`, or leaves it where it is when it fires by then. */
