@@ -9,11 +9,13 @@ import { toWire } from "../../schema/wire.ts";
 import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";
 import { never, objectInvariants, shapeOf, stepsTaken, until } from "./invariants.ts";
 import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
+import { value } from "../../harness/session/addresses.ts";
 
 // The same crash matrix through the real hosting (ARCHITECTURE D7): acceptOperation starts the
-// pass in the object, abortAllDurableObjects() kills it, and the fresh object's alarm (re-armed
-// by its constructor from the due-work row) resumes the operation. An alarm may fire on its own
-// before the test calls `instance.alarm()`: the assertions are about the final durable state.
+// pass in the object, abortAllDurableObjects() kills it, and the fresh object's alarm (armed by
+// its constructor because an operation is open: work due now has no due-work row) resumes the
+// operation. An alarm may fire on its own before the test calls `instance.alarm()`: the
+// assertions are about the final durable state.
 
 type Stub = ReturnType<typeof sessionStub>;
 
@@ -47,9 +49,11 @@ async function untilLeaf(stub: Stub, at: string): Promise<void> {
 async function killAndResume(name: string, operationId: string) {
   await abortAllDurableObjects();
   const fresh = sessionStub(name);
-  const due = await runInDurableObject(fresh, (_instance: SessionObject, state) =>
-    state.storage.sql.exec<{ operation_id: string }>(`SELECT ${idText("operation_id")} AS operation_id FROM due_work`).toArray().map((row) => row.operation_id),
-  );
+  const { due, armed } = await runInDurableObject(fresh, async (instance: SessionObject, state) => ({
+    due: state.storage.sql.exec<{ operation_id: string }>(`SELECT ${idText("operation_id")} AS operation_id FROM due_work`).toArray().map((row) => row.operation_id),
+    // Armed, unless an alarm delivered on its own already resumed the run (the lane is idle then).
+    armed: (await state.storage.getAlarm()) !== null || instance.session().scanValues(value("pi.op.meta", "")).length === 0,
+  }));
   await runInDurableObject(fresh, (instance: SessionObject) => instance.alarm());
   let info = await execution(fresh);
   for (let i = 0; i < 1000 && info.current !== null; i++) {
@@ -63,7 +67,7 @@ async function killAndResume(name: string, operationId: string) {
     dueLeft: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM due_work").one().n,
     violations: objectInvariants(instance, state),
   }));
-  return { due, info, view, ...after };
+  return { due, armed, info, view, ...after };
 }
 
 describe("hosted crash recovery through the alarm", () => {
@@ -79,8 +83,9 @@ describe("hosted crash recovery through the alarm", () => {
     await until(() => parked, "before_run");
     await untilLeaf(stub, "starting");
     const resumed = await killAndResume(name, admission.operationId);
-    // The due row survived the kill (unless the re-delivered alarm already resumed the run).
-    expect([[admission.operationId], []]).toContainEqual(resumed.due);
+    // Work due now has no row; the restarted object armed the alarm for the open operation.
+    expect(resumed.due).toEqual([]);
+    expect(resumed.armed).toBe(true);
     expect(resumed.info.current).toBeNull();
     expect(resumed.view).toMatchObject({ state: "settled", result: { operationId: admission.operationId, status: "completed" } });
     expect(resumed.shape).toEqual([
@@ -100,6 +105,7 @@ describe("hosted crash recovery through the alarm", () => {
     const admission = unwrap(await stub.acceptOperation("main", toWire({ kind: "prompt", prompt: "go" })));
     await untilLeaf(stub, "assistant.effect_pending");
     const resumed = await killAndResume(name, admission.operationId);
+    expect(resumed.armed).toBe(true);
     expect(resumed.view).toMatchObject({ state: "settled", result: { status: "completed" } });
     expect(resumed.shape.map((s) => [s.role, s.stopReason])).toEqual([["user", undefined], ["assistant", "error"], ["assistant", "stop"]]);
     expect(long.startsWith(resumed.shape[1]?.text ?? "-")).toBe(true);
@@ -118,6 +124,9 @@ describe("hosted crash recovery through the alarm", () => {
     const waiting = await execution(stub);
     expect(waiting.current).toMatchObject({ at: "assistant.retry_wait", status: "open" });
     const resumed = await killAndResume(name, admission.operationId);
+    // Work due later is a row; the restarted object armed the alarm for it.
+    expect([[admission.operationId], []]).toContainEqual(resumed.due);
+    expect(resumed.armed).toBe(true);
     expect(resumed.view).toMatchObject({ state: "settled", result: { status: "completed" } });
     expect(resumed.shape.map((s) => [s.role, s.stopReason])).toEqual([["user", undefined], ["assistant", "error"], ["assistant", "stop"]]);
     expect(resumed.steps).toBe(2);
