@@ -132,7 +132,8 @@ export class SessionHost {
     this.registrar = deferredRegistrar(forwards);
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
     // agents#1119): the alarm covers both.
-    if (this.schema.exists && this.dueWork.wantsAlarm()) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed());
+    const alarmAt = this.schema.exists ? this.dueWork.restartAlarmAt() : undefined;
+    if (alarmAt !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed(alarmAt));
   }
 
   /** The open session's storage, else the stored one, else undefined (forwards read it after their awaits). */

@@ -1,6 +1,6 @@
 import type { InboxItem, LaneConfiguration, LaneQueuedItem } from "../../schema/lane.ts";
 import { value } from "../session/addresses.ts";
-import { branchTipInventoryPrefix, operationIdOfKey, pendingEntry } from "../session/builtin-addresses.ts";
+import { branchTipInventoryPrefix, operationIdOfKey, operationMetaPrefix, pendingEntry } from "../session/builtin-addresses.ts";
 import type { SessionMutator, SessionReader } from "../session/mutation.ts";
 import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
 import { readOperation, type StoredOperationMeta } from "./operation-codec.ts";
@@ -13,7 +13,7 @@ export class RestoreCorruption extends Error {
 
 const laneConfigPrefix = value<LaneConfiguration>("pi.lane.config", "");
 const laneStatePrefix = value<DurableLaneState>("pi.lane.state", "");
-const operationMetaPrefix = value<Pick<StoredOperationMeta, "lane">>("pi.op.meta", "");
+const openOperationMetas = operationMetaPrefix<Pick<StoredOperationMeta, "lane">>();
 
 /**
  * The open operation of each lane, from the meta rows (one per open operation, naming its lane;
@@ -21,7 +21,7 @@ const operationMetaPrefix = value<Pick<StoredOperationMeta, "lane">>("pi.op.meta
  */
 export function openOperations(m: Pick<SessionReader, "scanValues">): Map<string, string> {
   const open = new Map<string, string>();
-  for (const stored of m.scanValues(operationMetaPrefix)) {
+  for (const stored of m.scanValues(openOperationMetas)) {
     const { lane } = longOperationForm(stored.value);
     const operationId = operationIdOfKey(stored.address.key);
     const other = open.get(lane);

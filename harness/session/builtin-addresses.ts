@@ -29,6 +29,8 @@ export const operationIdOfKey = (key: string): string => (isPackedUuid(key) ? un
 export const operationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", operationKey(opId));
 export const operationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", operationKey(opId));
 export const legacyOperationMeta = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.meta", opId);
+/** Every open operation's meta, whichever form its key has (a scan prefix). */
+export const operationMetaPrefix = <T = JsonObject>(): Value<T> => value<T>("pi.op.meta", "");
 export const legacyOperationState = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.state", opId);
 /** The operation's current GenerationContext, written once per generation (operation-codec.ts). */
 export const operationGeneration = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.op.generation", opId);

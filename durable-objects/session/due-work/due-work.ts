@@ -3,9 +3,7 @@ import { DeferredRegistrations } from "./deferred-registrations.ts";
 import { SettlementOutbox } from "./settlement-outbox.ts";
 import { UsageOutbox } from "./usage-outbox.ts";
 import { idText, storedId } from "../storage/stored-ids.ts";
-
-/** Where an open operation's meta value lives (harness/session/builtin-addresses.ts operationMeta). */
-const OPERATION_META_NAMESPACE = "pi.op.meta";
+import { operationMetaPrefix } from "../../../harness/session/builtin-addresses.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
 export interface AlarmHost {
@@ -150,7 +148,7 @@ export class DueWork implements WakeScheduler {
    * then work may be due that no row records, and a restarted object arms the alarm for it.
    */
   hasOpenOperations(): boolean {
-    return this.host.sql.exec("SELECT 1 FROM vals WHERE namespace = ? LIMIT 1", OPERATION_META_NAMESPACE).toArray().length > 0;
+    return this.host.sql.exec("SELECT 1 FROM vals WHERE namespace = ? LIMIT 1", operationMetaPrefix().namespace).toArray().length > 0;
   }
 
   /** Every operation scheduled for later (one per lane at most), earliest first. */
@@ -221,17 +219,16 @@ export class DueWork implements WakeScheduler {
     await this.host.deleteAlarm();
   }
 
-  /** Whether a restarted object must make sure its alarm is armed (`ensureArmed`). */
-  wantsAlarm(): boolean {
-    return this.earliest() !== undefined || this.hasOpenOperations();
+  /**
+   * When a restarted object wants its alarm: the earliest scheduled time, else now when an
+   * operation is open (a pass that died with the object: work due now has no row, `due`).
+   */
+  restartAlarmAt(): number | undefined {
+    return this.earliest() ?? (this.hasOpenOperations() ? this.clock() : undefined);
   }
 
-  /**
-   * After a restart: make sure an alarm exists whenever due work does (agents#1119), including the
-   * open operations of passes that died with the object, which no row records (`due`).
-   */
-  async ensureArmed(): Promise<void> {
-    const earliest = this.earliest() ?? (this.hasOpenOperations() ? this.clock() : undefined);
+  /** After a restart: make sure an alarm exists whenever due work does (agents#1119), by `earliest`. */
+  async ensureArmed(earliest = this.restartAlarmAt()): Promise<void> {
     if (earliest === undefined) return;
     const armed = await this.host.getAlarm();
     if (armed !== null && armed <= earliest) {

@@ -7,6 +7,17 @@ import { isCanonicalUuidText, uuidBytes } from "./stored-ids.ts";
 // Every write gets a session-global seq. Entries and list items use it as their rowid, so a branch
 // walk follows parent links by integer key (`parent_seq`). Payloads above the inline limit live in
 // `payload_chunks`, keyed by the seq of the write that stored them.
+/**
+ * A replaced or deleted value's payload releases its chunks inside SQLite (session migration 4;
+ * created again by migration 13, which rebuilds the table). The text is what migration 4 shipped.
+ */
+const VALS_RELEASE_CHUNKS = [
+  `CREATE TRIGGER vals_release_chunks_on_update AFTER UPDATE OF seq ON vals
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+  `CREATE TRIGGER vals_release_chunks_on_delete AFTER DELETE ON vals
+        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+];
+
 export const SESSION_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -102,10 +113,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE meta DROP COLUMN message_count",
       // A replaced or deleted payload releases its chunks inside SQLite, instead of a DELETE
       // statement (and its lookup) before every value write, chunked or not.
-      `CREATE TRIGGER vals_release_chunks_on_update AFTER UPDATE OF seq ON vals
-        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
-      `CREATE TRIGGER vals_release_chunks_on_delete AFTER DELETE ON vals
-        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+      ...VALS_RELEASE_CHUNKS,
       `CREATE TRIGGER list_items_release_chunks_on_delete AFTER DELETE ON list_items
         WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
     ],
@@ -250,10 +258,7 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       // Dropping the table drops its triggers (no row is deleted, so no chunk is released).
       "DROP TABLE vals",
       "ALTER TABLE vals_keyed RENAME TO vals",
-      `CREATE TRIGGER vals_release_chunks_on_update AFTER UPDATE OF seq ON vals
-        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
-      `CREATE TRIGGER vals_release_chunks_on_delete AFTER DELETE ON vals
-        WHEN old.chunks > 0 BEGIN DELETE FROM payload_chunks WHERE seq = old.seq; END`,
+      ...VALS_RELEASE_CHUNKS,
       `CREATE TABLE due_work_keyed (
         operation_id TEXT PRIMARY KEY,
         lane TEXT NOT NULL,

@@ -59,11 +59,11 @@ export class TenantWebhooks {
   constructor(private readonly sql: SqlStorage) {
     this.endpoints = new WebhookEndpoints(sql);
   }
+
   /** Whether a settlement may be told to an endpoint: the tenant has one (enabled or not). */
   hasEndpoints(): boolean {
-    return this.endpoints.any();
+    return this.endpoints.registered();
   }
-
 
   insert(endpoint: NewEndpoint): WebhookEndpoint {
     return this.endpoints.insert(endpoint);

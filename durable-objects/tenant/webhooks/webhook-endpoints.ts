@@ -98,8 +98,8 @@ export class WebhookEndpoints {
     return endpointView(this.require(endpointId));
   }
 
-  /** Whether the tenant has any endpoint, disabled ones included (they may be enabled again). */
-  any(): boolean {
+  /** Whether the tenant has an endpoint, disabled ones included (they may be enabled again). */
+  registered(): boolean {
     return this.sql.exec("SELECT 1 FROM webhook_endpoints LIMIT 1").toArray().length > 0;
   }
 
