@@ -95,18 +95,21 @@ describe("the deferred sweep at full size", { timeout: 900_000 }, () => {
     for (let attempt = 0; attempt < 400 && (await indexSize()) < before + COUNT; attempt++) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(await indexSize()).toBeGreaterThanOrEqual(before + COUNT);
 
+    // The index is the deployment's: test files running beside this one may register runs of their
+    // own (swept here too) or tick the cron themselves (sweeping some of these). So the ticks run
+    // until one finds nothing due, and exactly-once is checked on each of these runs' branches.
     const perTick: number[] = [];
-    let resumed = 0;
-    while (resumed < COUNT && perTick.length < 40) {
+    while (perTick.length < 40) {
       const metrics = await tick();
       expect(metrics.failed).toBe(0);
       expect(metrics.resumed).toBeLessThanOrEqual(SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS);
       perTick.push(metrics.resumed);
-      resumed += metrics.resumed;
+      if (metrics.resumed === 0) break;
     }
-    // Every run was resumed, over at least as many ticks as the bound demands, and none twice.
-    expect(resumed).toBe(COUNT);
-    expect(perTick.length).toBeGreaterThanOrEqual(Math.ceil(COUNT / (SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS)));
+    // More were due than one tick may take: the first tick took its whole bound (every shard holds
+    // far more than one tick's share of 1,000 runs), and the rest took further ticks.
+    expect(perTick[0]).toBe(SWEEP_PER_SHARD * DEFERRED_INDEX_SHARDS);
+    expect(perTick.filter((resumed) => resumed > 0).length).toBeGreaterThanOrEqual(2);
     for (const run of runs) {
       let outcome = await outcomeOf(run);
       for (let attempt = 0; attempt < 200 && outcome.status === undefined; attempt++) {
