@@ -2,21 +2,22 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../durable-objects/sql/migrations.ts";
 import { SESSION_MIGRATIONS } from "../../durable-objects/session/storage/session-migrations.ts";
-import { SEQ_RESERVE, SqlSessionStorage, UNSTORED_MESSAGES_MAX } from "../../durable-objects/session/storage/sql-session-storage.ts";
+import { SqlSessionStorage, UNSTORED_MESSAGES_MAX, UNSTORED_USAGE_ROWS_MAX } from "../../durable-objects/session/storage/sql-session-storage.ts";
 import { value } from "../../harness/session/addresses.ts";
 import { insertEntry, insertUsage, setValue } from "../../harness/session/writes.ts";
 import { assistantMessage, messageEntry, objectStub, uniqueObjectName, usageOf, usageRow, withStorage } from "../helpers/storage.ts";
 
-// Issue 33 item 2 (QUALITY P12, rows written per turn): the counters row is stored by the commit
-// that moves the usage totals, not by every commit; a restarted object recovers the message count
-// from the entries after the stored row, continues its seqs at the stored limit and never reuses one.
+// Issue 33 item 2 (QUALITY P12, rows written per turn): the counters row is a checkpoint, not
+// rewritten by every commit nor by every ledger row; a restarted object recovers the message count
+// and the usage totals from the entries and ledger rows after it, continues its seqs at the stored
+// limit and never reuses one.
 
 type CountersRow = { next_seq: number; message_count: number; counted_through: number; usage: string };
 const countersRow = (state: DurableObjectState): CountersRow =>
   state.storage.sql.exec<CountersRow>("SELECT next_seq, message_count, counted_through, usage FROM counters").one();
 
 describe("the counters checkpoint", () => {
-  it("commits without usage leave the row alone; the settling commit stores it with the totals", async () => {
+  it("commits leave the row alone, ledger rows included; opening adds up the ledger rows after it", async () => {
     await withStorage((storage, state) => {
       // A new session's first commit stores the row: it uses the first seq, the stored limit.
       storage.commit([setValue(value("app", "created"), true)]);
@@ -24,15 +25,30 @@ describe("the counters checkpoint", () => {
       const user = messageEntry(null);
       storage.commit([insertEntry(user), setValue(value("pi.branch.tip", "main"), user.id)]);
       storage.commit([setValue(value("app", "state"), { leaf: "effect" })]);
-      expect(countersRow(state)).toEqual(before);
-
       const reply = messageEntry(user.id, assistantMessage("hello", usageOf({ input: 3, output: 2 })));
-      const result = storage.commit([insertEntry(reply), insertUsage(usageRow(usageOf({ input: 3, output: 2 }), { entryId: reply.id }))]);
+      storage.commit([insertEntry(reply), insertUsage(usageRow(usageOf({ input: 3, output: 2 }), { entryId: reply.id }))]);
+      storage.commit([insertUsage(usageRow(usageOf({ input: 1, output: 1 })))]);
+      // The settling commits wrote their ledger rows and nothing more.
+      expect(countersRow(state)).toEqual(before);
+      expect(storage.getStats()).toMatchObject({ messageCount: 2, usage: { input: 4, output: 3 } });
+      // A restarted object counts the messages and adds up the ledger rows committed since.
+      const reopened = SqlSessionStorage.open(state.storage);
+      expect(reopened?.getStats()).toStrictEqual(storage.getStats());
+    });
+  });
+
+  it("stores the row with the totals once the ledger rows after it reach their bound", async () => {
+    await withStorage((storage, state) => {
+      storage.commit([setValue(value("app", "created"), true)]);
+      for (let index = 0; index < UNSTORED_USAGE_ROWS_MAX - 1; index++) storage.commit([insertUsage(usageRow(usageOf({ input: 1, output: 2 })))]);
+      expect(JSON.parse(countersRow(state).usage)).not.toMatchObject({ input: UNSTORED_USAGE_ROWS_MAX - 1 });
+      const last = storage.commit([insertUsage(usageRow(usageOf({ input: 1, output: 2 })))]);
       const stored = countersRow(state);
-      expect(stored.message_count).toBe(2);
-      expect(stored.counted_through).toBe(Math.max(...result.seqs));
-      expect(stored.next_seq).toBe(storage.nextSeq + SEQ_RESERVE);
-      expect(JSON.parse(stored.usage)).toMatchObject({ input: 3, output: 2 });
+      expect(stored.counted_through).toBe(Math.max(...last.seqs));
+      expect(JSON.parse(stored.usage)).toMatchObject({ input: UNSTORED_USAGE_ROWS_MAX, output: 2 * UNSTORED_USAGE_ROWS_MAX });
+      // And one more after it: the totals are the stored ones plus that row.
+      storage.commit([insertUsage(usageRow(usageOf({ input: 5, output: 0 })))]);
+      expect(SqlSessionStorage.open(state.storage)?.getStats().usage).toMatchObject({ input: UNSTORED_USAGE_ROWS_MAX + 5, output: 2 * UNSTORED_USAGE_ROWS_MAX });
     });
   });
 

@@ -15,7 +15,7 @@ import {
   type UsageScan,
   type Write,
 } from "../../../harness/session/storage.ts";
-import { zeroUsage } from "../../../harness/session/usage.ts";
+import { addUsage, zeroUsage } from "../../../harness/session/usage.ts";
 import { fullUsage, sparseUsage } from "./usage-codec.ts";
 import { walkBranch } from "./branch-walk.ts";
 import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
@@ -52,19 +52,24 @@ type CountersRow = { next_seq: number; message_count: number; counted_through: n
 interface StoredCounters {
   seqLimit: number;
   messageCount: number;
+  /** Ledger rows committed since the row was stored: their usage is not in its totals. */
+  usageRowsAfter: number;
 }
 
 /**
  * Seqs a commit may hand out past the stored row's limit without storing the row. Rows written are
- * most of a turn's bill (QUALITY P12), and a turn makes three commits of which only the settling
- * one moves the usage totals: the row is stored with that one (and whenever the limit or the
- * message bound is reached), not with every commit. A restarted object continues at the limit,
- * so the seqs between the last one used and the limit are never used (seqs order writes; they
- * were never dense: deleted values leave gaps too).
+ * most of a turn's bill (QUALITY P12): the row is a checkpoint, stored when the limit is reached or
+ * when too many messages or ledger rows were committed after it, not with every commit. Opening
+ * counts the messages and adds up the ledger rows committed after it (a range of each table's
+ * rowid, a few dozen rows at most). A restarted object continues at the limit, so the seqs between
+ * the last one used and the limit are never used (seqs order writes; they were never dense:
+ * deleted values leave gaps too).
  */
 export const SEQ_RESERVE = 1024;
 /** Messages committed before the counters row is stored again: bounds what opening counts. */
 export const UNSTORED_MESSAGES_MAX = 64;
+/** Ledger rows committed before the counters row is stored again: bounds what opening adds up. */
+export const UNSTORED_USAGE_ROWS_MAX = 64;
 
 
 export interface CreateSessionMetadata {
@@ -109,8 +114,21 @@ export class SqlSessionStorage implements Storage {
     const uncounted = host.sql
       .exec<{ n: number }>("SELECT count(*) AS n FROM entries WHERE seq > ? AND type = 'message'", stored.counted_through)
       .one().n;
-    const counters = { nextSeq: stored.next_seq, messageCount: stored.message_count + uncounted, usage: fullUsage(JSON.parse(stored.usage)) };
-    return new SqlSessionStorage(host, metadata, row.tenant_id, counters, { seqLimit: stored.next_seq, messageCount: counters.messageCount }, clock);
+    // The ledger rows committed since, added to the stored totals as their commits added them.
+    const unsummed = host.sql
+      .exec<UsageTableRow>(`SELECT ${USAGE_COLUMNS} FROM usage WHERE seq > ? ORDER BY seq`, stored.counted_through)
+      .toArray()
+      .map(decodeUsage);
+    const usage = unsummed.reduce((totals, ledgerRow) => addUsage(totals, ledgerRow.usage), fullUsage(JSON.parse(stored.usage)));
+    const counters = { nextSeq: stored.next_seq, messageCount: stored.message_count + uncounted, usage };
+    return new SqlSessionStorage(
+      host,
+      metadata,
+      row.tenant_id,
+      counters,
+      { seqLimit: stored.next_seq, messageCount: counters.messageCount, usageRowsAfter: unsummed.length },
+      clock,
+    );
   }
 
   /** Writes only the metadata row: no branch, no lane (WP06: no implicit main). */
@@ -144,7 +162,8 @@ export class SqlSessionStorage implements Storage {
         seqs.push(seq);
         applyWrite(this.host, write, payload, seq, timestamp, counters);
       }
-      return { counters, seqs, stored: this.storeCounters(counters) };
+      const usageRows = prepared.filter(({ write }) => write.kind === "usage").length;
+      return { counters, seqs, stored: this.storeCounters(counters, usageRows) };
     });
     this.counters = next.counters;
     this.stored = next.stored;
@@ -298,25 +317,27 @@ export class SqlSessionStorage implements Storage {
   }
 
   /**
-   * Stores the counters row when this commit must (SEQ_RESERVE): it moved the usage totals, used a
-   * seq at or past the stored limit, or left too many messages uncounted. Inside the commit's
-   * transaction, so the row never claims less than the commit wrote.
+   * Stores the counters row when this commit must (SEQ_RESERVE): it used a seq at or past the
+   * stored limit, or left too many messages or ledger rows after the checkpoint. Inside the
+   * commit's transaction, so the row never claims less than the commit wrote.
    */
-  private storeCounters(counters: Counters): StoredCounters {
-    const usageChanged = counters.usage !== this.counters.usage;
+  private storeCounters(counters: Counters, usageRows: number): StoredCounters {
+    const usageRowsAfter = this.stored.usageRowsAfter + usageRows;
     const mustStore =
-      usageChanged || counters.nextSeq > this.stored.seqLimit || counters.messageCount - this.stored.messageCount >= UNSTORED_MESSAGES_MAX;
-    if (!mustStore) return this.stored;
+      counters.nextSeq > this.stored.seqLimit ||
+      counters.messageCount - this.stored.messageCount >= UNSTORED_MESSAGES_MAX ||
+      usageRowsAfter >= UNSTORED_USAGE_ROWS_MAX;
+    if (!mustStore) return { ...this.stored, usageRowsAfter };
     const seqLimit = counters.nextSeq + SEQ_RESERVE;
     this.host.sql.exec(
-      `UPDATE counters SET next_seq = ?, message_count = ?, counted_through = ?${usageChanged ? ", usage = ?" : ""} WHERE singleton = 1`,
+      "UPDATE counters SET next_seq = ?, message_count = ?, counted_through = ?, usage = ? WHERE singleton = 1",
       seqLimit,
       counters.messageCount,
       counters.nextSeq - 1,
       // Sparse like the ledger rows (usage-codec.ts): most totals carry several zeros.
-      ...(usageChanged ? [JSON.stringify(sparseUsage(counters.usage))] : []),
+      JSON.stringify(sparseUsage(counters.usage)),
     );
-    return { seqLimit, messageCount: counters.messageCount };
+    return { seqLimit, messageCount: counters.messageCount, usageRowsAfter: 0 };
   }
 
   private statsOf(counters: Counters): SessionStats {
