@@ -125,9 +125,9 @@ export class SessionHost {
     // Synchronous SQL in the constructor blocks other events until it returns; cheap when current,
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
-    this.models = new TenantModelAccess(env, () => this.currentStorage()?.tenantId);
+    this.models = new TenantModelAccess(env, () => this.existingStorage()?.tenantId);
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
-    const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.currentStorage() };
+    const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.existingStorage() };
     this.forwarder = settlementForwarder(forwards);
     this.registrar = deferredRegistrar(forwards);
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
@@ -136,13 +136,18 @@ export class SessionHost {
     if (alarmAt !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed(alarmAt));
   }
 
-  /** The open session's storage, else the stored one, else undefined (forwards read it after their awaits). */
-  private currentStorage(): SqlSessionStorage | undefined {
-    return this.opened?.storage ?? this.existingStorage();
+  /**
+   * The stored session, or undefined when this object holds none (nothing is written to find out).
+   * The open session's storage when there is one: opening reads the counters and the rows after
+   * their checkpoint, which an existence check (every alarm, every idempotent POST) need not repeat.
+   */
+  existingStorage(): SqlSessionStorage | undefined {
+    if (this.opened && !this.opened.session.closed) return this.opened.storage;
+    return this.storedSession();
   }
 
-  /** The stored session, or undefined when this object holds none (nothing is written to find out). */
-  existingStorage(): SqlSessionStorage | undefined {
+  /** The session as stored, read afresh (a faulted predecessor's memory is not trusted). */
+  private storedSession(): SqlSessionStorage | undefined {
     return this.schema.exists ? SqlSessionStorage.open(this.ctx.storage) : undefined;
   }
 
@@ -191,7 +196,7 @@ export class SessionHost {
 
   open(): OpenedSession {
     if (this.opened && !this.opened.session.closed && !this.opened.runtime.faulted) return this.opened;
-    const storage = this.existingStorage();
+    const storage = this.storedSession();
     if (!storage) throw new RpcError({ code: "SessionNotFound", message: "Session not found" });
     // A faulted (or closed) predecessor is retired before its successor restores: its line is
     // sealed, its gates closed and its admitted work signalled, so only one harness ever writes.

@@ -37,7 +37,7 @@ export class OperationsAndUsage {
    * enqueued. Idempotent: a release is, and an event id is derived from session and operation and
    * remembered longer than a forward may be repeated (webhooks/webhook-event-ids.ts), so a repeated forward
    * enqueues nothing twice. `usage`: the session's usage-ledger rows it has not seen acknowledged,
-   * added to the totals in the same transaction, each once (session-usage-marks.ts), so the totals
+   * added to the session's sum in the same transaction, each once (session-usage-marks.ts), so the totals
    * stay exact across failed and repeated forwards.
    */
   async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage): Promise<void> {
@@ -50,7 +50,7 @@ export class OperationsAndUsage {
     const enqueued = this.host.ctx.storage.transactionSync(() => {
       const ledger = this.host.operations();
       for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
-      if (usage) for (const row of new SessionUsageMarks(this.host.sql).unapplied(sessionId, usage)) ledger.addUsage(row);
+      if (usage) new SessionUsageMarks(this.host.sql).apply(sessionId, usage);
       return this.host.webhooks().enqueue(this.host.eventIds().claim(events, now), now);
     });
     // Memory follows the committed transaction: a batch that failed keeps its slots held.
@@ -82,6 +82,6 @@ export class OperationsAndUsage {
   }
 
   async usageTotals(): Promise<Usage> {
-    return this.host.schema.exists ? this.host.operations().usage() : zeroUsage();
+    return this.host.schema.exists ? new SessionUsageMarks(this.host.sql).totals() : zeroUsage();
   }
 }

@@ -312,4 +312,14 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX sessions_by_agent ON sessions (agent_id, created_at, session_id) WHERE agent_id IS NOT NULL",
     ],
   },
+  {
+    version: 18,
+    name: "usage_per_session",
+    statements: [
+      // Each session's usage sum moves with its mark (tenant/session-usage-marks.ts): a forward
+      // rewrites one row, not the mark and the tenant's totals. `usage_totals` keeps what was
+      // counted before and the sums of sessions deleted since; the totals add up both when read.
+      "ALTER TABLE session_usage_marks ADD COLUMN usage TEXT",
+    ],
+  },
 ];

@@ -1,6 +1,3 @@
-import * as v from "valibot";
-import { addUsage, zeroUsage } from "../../harness/session/usage.ts";
-import { UsageSchema, UsageTotalsSchema, type Usage } from "../../schema/usage.ts";
 import type { PendingReservations } from "./pending-reservations.ts";
 
 /** Concurrent open operations a tenant may have when no quota of its own is set. */
@@ -136,43 +133,6 @@ export class TenantOperations {
   /** After the transaction that released them committed: their pending reservations are freed. */
   forgetPending(reservationIds: readonly (string | undefined)[]): void {
     for (const id of reservationIds) if (id !== undefined) this.pending.take(id);
-  }
-
-  /**
-   * Adds one ledger row's usage to the tenant's totals. A usage that is not one request's bounded
-   * usage is skipped, and so is any addition when the stored totals do not parse or the sum would
-   * not be finite: the totals are never reset, whatever arrives.
-   */
-  addUsage(usage: unknown): Usage | undefined {
-    const parsed = v.safeParse(UsageSchema, usage);
-    const current = this.storedUsage();
-    if (!parsed.success || current === undefined) return current;
-    const next = addUsage(current, parsed.output);
-    if (!v.is(UsageTotalsSchema, next)) return current;
-    this.sql.exec(
-      "INSERT INTO usage_totals (singleton, totals) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET totals = excluded.totals",
-      JSON.stringify(next),
-    );
-    return next;
-  }
-
-  /** The totals; stored totals that do not parse (written by an older version) read as zero and stay stored. */
-  usage(): Usage {
-    return this.storedUsage() ?? zeroUsage();
-  }
-
-  /** The stored totals, zero when none are stored yet, undefined when what is stored does not parse. */
-  private storedUsage(): Usage | undefined {
-    const row = this.sql.exec<{ totals: string }>("SELECT totals FROM usage_totals WHERE singleton = 1").toArray()[0];
-    if (!row) return zeroUsage();
-    let stored: unknown;
-    try {
-      stored = JSON.parse(row.totals);
-    } catch {
-      return undefined;
-    }
-    const parsed = v.safeParse(UsageTotalsSchema, stored);
-    return parsed.success ? parsed.output : undefined;
   }
 
   /** Whether a refusal may list operations for healing now; if so, the time is recorded. */

@@ -65,7 +65,7 @@ describe("tenant usage totals are never reset", () => {
   const row = (input: number): Usage => ({ input, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: input, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } });
   let seq = 0;
   /** One ledger row of a session, forwarded as sessions forward them (with their settlements). */
-  const forward = (tenantId: string, usage: Usage) => env.TENANTS.getByName(tenantId).operationsSettled("s_bounds", [], { epoch: 1, rows: [{ seq: ++seq, usage }] });
+  const forward = (tenantId: string, usage: Usage, epoch = 1, sid = "s_bounds") => env.TENANTS.getByName(tenantId).operationsSettled(sid, [], { epoch, rows: [{ seq: ++seq, usage }] });
   const stored = (tenantId: string) =>
     runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => state.storage.sql.exec<{ totals: string }>("SELECT totals FROM usage_totals").toArray());
 
@@ -83,5 +83,26 @@ describe("tenant usage totals are never reset", () => {
     });
     await forward(tenantId, row(11));
     expect(await stored(tenantId)).toEqual([{ totals: corrupt }]);
+  });
+
+  it("totals stored before sessions kept their own sums still count, and a forward rewrites only its session's mark", async () => {
+    const { tenantId, key } = await newTenant("ubretired");
+    await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+      state.storage.sql.exec("INSERT INTO usage_totals (singleton, totals) VALUES (1, ?)", JSON.stringify(row(100)));
+    });
+    await forward(tenantId, row(5));
+    await forward(tenantId, row(6), 1, "s_other");
+    expect(await usageOf(key)).toMatchObject({ input: 111, totalTokens: 111 });
+    expect(await stored(tenantId)).toEqual([{ totals: JSON.stringify(row(100)) }]);
+  });
+
+  it("a newer incarnation of a session id retires the older one's sum; a late forward of the older one adds nothing", async () => {
+    const { tenantId, key } = await newTenant("ubepoch");
+    await forward(tenantId, row(5), 1, "s_reborn");
+    await forward(tenantId, row(7), 2, "s_reborn");
+    expect(await usageOf(key)).toMatchObject({ input: 12 });
+    await forward(tenantId, row(1_000), 1, "s_reborn");
+    expect(await usageOf(key)).toMatchObject({ input: 12 });
+    expect(await stored(tenantId)).toEqual([{ totals: JSON.stringify(row(5)) }]);
   });
 });

@@ -119,12 +119,15 @@ describe("issue 30 item 6c: tenant usage totals stay exact", () => {
     await tenantReaches(setup.key, addUsage(first, second));
   });
 
-  it("a deleted session's usage mark leaves with it: the tenant keeps no row for it", async () => {
+  it("a deleted session's usage mark leaves with it, its usage kept in the totals: the tenant keeps no row for it", async () => {
     const setup = await laneSetup("usemarkgone");
     await settledPrompt(setup.key, setup.lanePath, "counted");
     await tenantReaches(setup.key, await sessionUsage(setup.key, setup.sessionPath));
     expect(await usageMarks(setup.tenantId, setup.sid)).toHaveLength(1);
+    const counted = await tenantUsage(setup.key);
     expect((await call(setup.sessionPath, { method: "DELETE", token: setup.key })).status).toBe(204);
     expect(await usageMarks(setup.tenantId, setup.sid)).toEqual([]);
+    // Its usage stays in the tenant's totals.
+    expect(await tenantUsage(setup.key)).toEqual(counted);
   });
 });
