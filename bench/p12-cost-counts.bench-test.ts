@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { call, newTenant } from "../test/api/helpers.ts";
-import { installStorageTally, storageTally } from "./peer/storage-tally.ts";
+import { installStorageTally, rowsWrittenByStatement, storageTally } from "./peer/storage-tally.ts";
 import { bytes, count, type BenchLine } from "./report.ts";
 
 // P12 (cost), our side's counts: what one simple turn, driven through the real front worker
@@ -97,8 +97,10 @@ it("P12 (cost): Durable Object requests, alarms, rows written and read, and byte
   alarms = 0;
   const sizesBefore = [await databaseSize(session), await databaseSize(tenant)];
   const before = storageTally();
+  const statementsBefore = rowsWrittenByStatement();
   for (let index = WARMUP; index < WARMUP + TURNS; index++) await turn(index);
   const after = storageTally();
+  const statementsAfter = rowsWrittenByStatement();
   const sizesAfter = [await databaseSize(session), await databaseSize(tenant)];
 
   const perTurn = (value: number): number => value / TURNS;
@@ -117,12 +119,20 @@ it("P12 (cost): Durable Object requests, alarms, rows written and read, and byte
     line({ case: "bytes retained (databaseSize growth of the session and the tenant objects)", median: bytes(retained), key: "ours.cost.retainedBytes", value: retained }),
   ];
   const breakdown = [...calls].sort((a, b) => a[0].localeCompare(b[0])).map(([name, n]) => `  ${count(n / TURNS)}  ${name}`);
+  // Where the rows written go, statement by statement (SQLite's rowsWritten: an index row counts).
+  const byStatement = [...statementsAfter]
+    .map(([statement, rows]): [string, number] => [statement, perTurn(rows - (statementsBefore.get(statement) ?? 0))])
+    .filter(([, rows]) => rows > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([statement, rows]) => `  ${rows.toFixed(2).padStart(6)}  ${statement.length > 110 ? `${statement.slice(0, 107)}...` : statement}`);
   task.meta.benchNotes = [
     {
       id: "P12",
       lines: [
         `Ours, Durable Object calls per turn by method (over ${TURNS} turns after ${WARMUP}), alarms per turn ${count(alarmsPerTurn)} (run right after each turn: turns more than 5 s apart):`,
         ...breakdown,
+        "Ours, rows written per turn by statement (session and tenant):",
+        ...byStatement,
       ],
     },
   ];

@@ -14,6 +14,8 @@ function settleLastCursor(): void {
 const WRITE_STATEMENT = /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i;
 const encoder = new TextEncoder();
 let installed = false;
+/** Rows written by statement (its text, whitespace folded): where a turn's rows go. */
+const rowsByStatement = new Map<string, number>();
 
 function bytesOf(value: unknown): number {
   if (value === null || value === undefined) return 0;
@@ -41,6 +43,10 @@ export function installStorageTally(storage: DurableObjectStorage): void {
       tally.sqlStatements++;
       tally.boundBytes += bindings.reduce<number>((sum, value) => sum + bytesOf(value), 0);
       tally.rowsWritten += cursor.rowsWritten;
+      if (cursor.rowsWritten > 0) {
+        const statement = query.replace(/\s+/g, " ").trim();
+        rowsByStatement.set(statement, (rowsByStatement.get(statement) ?? 0) + cursor.rowsWritten);
+      }
     }
     return cursor;
   };
@@ -91,4 +97,9 @@ export function countInvocations(agent: object): void {
 export function storageTally(): StorageTally {
   settleLastCursor();
   return { ...tally };
+}
+
+/** Rows written so far by each statement that wrote any (bench breakdowns; compare two snapshots). */
+export function rowsWrittenByStatement(): Map<string, number> {
+  return new Map(rowsByStatement);
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { FORWARD_RETRY_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
 import { STORED_MARK_LAG, UsageOutbox } from "../../durable-objects/session/due-work/usage-outbox.ts";
-import { insertUsage } from "../../harness/session/writes.ts";
+import { value } from "../../harness/session/addresses.ts";
+import { insertUsage, setValue } from "../../harness/session/writes.ts";
 import { usageOf, usageRow, withStorage } from "../helpers/storage.ts";
 
 // The session's usage outbox (issue 30 item 6c): the ledger rows past the seq the tenant
@@ -77,6 +78,20 @@ describe("the usage outbox", () => {
       expect(outbox.pending(storage, 50).rows).toEqual([]);
       // A restarted one tells the row again (the tenant applies it once, by its mark).
       expect(new UsageOutbox(state.storage.sql, () => NOW).pending(storage, 50).rows).toEqual(told.rows);
+    });
+  });
+  it("the mark is stored once a batch of ledger rows is acknowledged, however many seqs the turns between them used", async () => {
+    await withStorage((storage, state) => {
+      const stored = () => state.storage.sql.exec<{ forwarded_seq: number }>("SELECT forwarded_seq FROM usage_forward").one().forwarded_seq;
+      const outbox = new UsageOutbox(state.storage.sql, () => NOW);
+      for (let turn = 1; turn <= STORED_MARK_LAG; turn++) {
+        // A turn's other writes take seqs too (messages, values): ten of them around each row.
+        storage.commit(Array.from({ length: 9 }, (_, index) => setValue(value("app.turn", `t${turn}_${index}`), index)));
+        storage.commit([insertUsage(usageRow(usageOf({ totalTokens: 1 })))]);
+        outbox.acknowledge(outbox.pending(storage, 50));
+        outbox.persistAcknowledged();
+        expect(stored() > 0).toBe(turn === STORED_MARK_LAG);
+      }
     });
   });
 });

@@ -18,7 +18,7 @@ export interface PendingUsage extends ForwardedUsage {
 
 type ForwardState = { forwarded_seq: number; retry_at: number | null };
 
-/** Ledger rows an acknowledged mark may run ahead of the stored one: one forward's batch. */
+/** Ledger rows an acknowledged mark may run ahead of the stored one: fewer than one forward's batch. */
 export const STORED_MARK_LAG = 50;
 
 /**
@@ -33,8 +33,11 @@ export const STORED_MARK_LAG = 50;
  * SQL turn.
  */
 export class UsageOutbox {
-  /** Acknowledged by the tenant and not yet stored, for the session created at `epoch`. */
-  private acknowledged: { epoch: number; seq: number } | undefined;
+  /**
+   * Acknowledged by the tenant and not yet stored, for the session created at `epoch`: up to `seq`,
+   * `rows` ledger rows past the stored mark.
+   */
+  private acknowledged: { epoch: number; seq: number; rows: number } | undefined;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -52,8 +55,9 @@ export class UsageOutbox {
 
   /** The tenant applied `usage` (or, for an empty batch, nothing was left to tell it). */
   acknowledge(usage: ForwardedUsage): void {
-    const previous = this.acknowledged?.epoch === usage.epoch ? this.acknowledged.seq : 0;
-    this.acknowledged = { epoch: usage.epoch, seq: Math.max(previous, usage.rows.at(-1)?.seq ?? 0) };
+    const previous = this.acknowledged?.epoch === usage.epoch ? this.acknowledged : { seq: 0, rows: 0 };
+    const fresh = usage.rows.filter((row) => row.seq > previous.seq).length;
+    this.acknowledged = { epoch: usage.epoch, seq: Math.max(previous.seq, usage.rows.at(-1)?.seq ?? 0), rows: previous.rows + fresh };
   }
 
   /**
@@ -61,16 +65,17 @@ export class UsageOutbox {
    * is disarmed only when the mark covers the whole ledger: the acknowledgment stored may be an
    * earlier forward's, and a later one that failed still needs the alarm for its newer rows.
    *
-   * Only when it matters: while no retry is armed and the mark is less than a batch
-   * (STORED_MARK_LAG) behind, it stays in memory. Storing it every turn was a row written per turn
-   * (QUALITY P12) for nothing a restart needs: a restarted object tells those rows again, in one
-   * call, and the tenant applies each row once by its own mark (tenant/session-usage-marks.ts).
+   * Only when it matters: while no retry is armed and fewer than a batch of ledger rows
+   * (STORED_MARK_LAG) were acknowledged since the stored mark, it stays in memory. Storing it
+   * every turn was a row written per turn (QUALITY P12) for nothing a restart needs: a restarted
+   * object tells those rows again, in one call, and the tenant applies each row once by its own
+   * mark (tenant/session-usage-marks.ts).
    */
   persistAcknowledged(): void {
     const acknowledged = this.acknowledged;
     if (!acknowledged) return;
     const state = this.state();
-    if (state.retry_at === null && acknowledged.seq - state.forwarded_seq < STORED_MARK_LAG) return;
+    if (state.retry_at === null && acknowledged.rows < STORED_MARK_LAG) return;
     this.acknowledged = undefined;
     this.sql.exec(
       `UPDATE usage_forward SET forwarded_seq = max(forwarded_seq, ?1),
