@@ -7,7 +7,6 @@ import { err, ok, type Result } from "./errors.ts";
 import type { GateControl } from "../execution/effect-gate.ts";
 import { runLaneCommand, type Planner } from "./lane-command.ts";
 import type { LaneProjection } from "./lane-state.ts";
-import { stateWrites } from "./operation-codec.ts";
 import { queueView } from "./lane-state.ts";
 import type { OperationState } from "./types.ts";
 
@@ -20,7 +19,7 @@ export type { AbortRequestResult };
  * (D14.3); a stale id cancels nothing.
  */
 export function planRequestAbort(core: HarnessCore, lane: string, operationId: string, onMarked: () => void): Planner<Result<AbortRequestResult>> {
-  return (m, state) => {
+  return (_m, state) => {
     const current = state.operation;
     if (!current || current.meta.operationId !== operationId) {
       return {
@@ -50,7 +49,7 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
     const queued = new Map([...state.queued].filter(([id]) => !drainedIds.has(id)));
     const next: OperationState = { ...current.state, control: { status: "cancel_requested", requestedAt: core.clock() } };
     return {
-      writes: [...stateWrites(m, core.captures, operationId, next, current.state), ...drained.map((item) => deleteValue(pendingEntry(item.entryId)))],
+      writes: drained.map((item) => deleteValue(pendingEntry(item.entryId))),
       next: { ...state, inbox, queued, operation: { meta: current.meta, state: next } },
       events: () => [
         { type: "operation_abort", lane, operationId, steer, followUp },

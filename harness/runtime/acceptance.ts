@@ -3,7 +3,7 @@ import type { Entry, NewEntry } from "../../schema/entries.ts";
 import type { HarnessEvent, LaneQueuedItem } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { DeferredMode, HarnessResources, HarnessSettings } from "../../schema/settings.ts";
-import { branchTip, legacyOperationMeta, operationMeta, operationResult, pendingEntry, sessionAgent } from "../session/builtin-addresses.ts";
+import { branchTip, operationResult, pendingEntry, sessionAgent } from "../session/builtin-addresses.ts";
 import { isUuidV7 } from "../session/ids.ts";
 import { deleteValue, insertEntry, setValue } from "../session/writes.ts";
 import type { HarnessCore } from "./core.ts";
@@ -13,7 +13,6 @@ import type { Planner } from "./lane-command.ts";
 import { entryOfQueued, queueView, type LaneProjection } from "./lane-state.ts";
 import type { SessionReader } from "../session/mutation.ts";
 import { normalizePrompt, type PromptInput } from "./messages.ts";
-import { metaWrites, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
 import type { ImageContent } from "../../schema/messages.ts";
 
@@ -89,12 +88,12 @@ export function formatTemplate(content: string, args: readonly string[]): string
  * What every acceptance refuses before anything else (reference §3.1), on the line: a busy lane,
  * and an operation id that is not a fresh UUIDv7 (settled, or still open on any lane).
  */
-export function admissionRefusal(m: Pick<SessionReader, "getValue">, state: LaneProjection, lane: string, operationId: string): LaneError | undefined {
+export function admissionRefusal(core: Pick<HarnessCore, "operationOpen">, m: Pick<SessionReader, "getValue">, state: LaneProjection, lane: string, operationId: string): LaneError | undefined {
   if (state.operation) {
     const { meta } = state.operation;
     return { code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind };
   }
-  if (!isUuidV7(operationId) || m.getValue(operationResult(operationId)) || m.getValue(operationMeta(operationId)) || m.getValue(legacyOperationMeta(operationId))) {
+  if (!isUuidV7(operationId) || core.operationOpen(operationId) || m.getValue(operationResult(operationId))) {
     return { code: "InvalidOperationId", operationId };
   }
   return undefined;
@@ -113,7 +112,7 @@ export function planRunAcceptance(
   deferred?: DeferredMode,
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
-    const refused = admissionRefusal(m, state, lane, operationId);
+    const refused = admissionRefusal(core, m, state, lane, operationId);
     if (refused) return { writes: [], value: err(refused) };
     const settings = core.settings();
     const { selected, remainder } = selectEligible(state.inbox, {
@@ -155,8 +154,6 @@ export function planRunAcceptance(
         ...placed.map(insertEntry),
         ...captured.map((view) => deleteValue(pendingEntry(view.entryId))),
         setValue(branchTip(lane), parentId),
-        ...metaWrites(m, core.captures, meta, opState.settings),
-        ...stateWrites(m, core.captures, operationId, opState, undefined),
       ],
       next: { ...state, tipId: parentId, inbox: remainder, queued, operation: { meta, state: opState } },
       events: (done) => [

@@ -8,7 +8,6 @@ import { admissionRefusal, runSettingsOf } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { Planner } from "./lane-command.ts";
-import { metaWrites, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState } from "./types.ts";
 
 /**
@@ -26,7 +25,7 @@ export function planCompactionAcceptance(
   contextPath: () => readonly Entry[],
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
-    const refused = admissionRefusal(m, state, lane, operationId);
+    const refused = admissionRefusal(core, m, state, lane, operationId);
     if (refused) return { writes: [], value: err(refused) };
     const settings = runSettingsOf(core.settings(), m);
     const tipId = state.tipId;
@@ -57,8 +56,6 @@ export function planCompactionAcceptance(
     return {
       writes: [
         setValue(operationPreparation<StoredCompactionPreparation>(operationId, taskId), storedPreparation(tipId, context, cut)),
-        ...metaWrites(m, core.captures, meta, settings),
-        ...stateWrites(m, core.captures, operationId, opState, undefined),
       ],
       next: { ...state, operation: { meta, state: opState } },
       events: () => [{ type: "compaction_start", lane, runId: operationId, reason: "manual", startedAt }],

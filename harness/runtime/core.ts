@@ -64,6 +64,11 @@ export interface HarnessCore {
   readonly projectors: EntryProjectors;
   /** Content-addressed captures of what operations keep (settings, configurations). */
   readonly captures: CaptureStore;
+  /**
+   * Whether `operationId` is open on any lane of this harness (its lane state holds it, so no
+   * value of its own answers that: every lane is restored on attachment, acceptance.ts).
+   */
+  operationOpen(operationId: string): boolean;
   /** `${sessionId}:${lane}` is the provider cache identity of a lane (reference §7.1, M10). */
   readonly sessionId: string;
   settings(): HarnessSettings;

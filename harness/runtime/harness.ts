@@ -25,7 +25,8 @@ import { CaptureStore } from "./captures.ts";
 import { withStats } from "./lane-command.ts";
 import { committed, type LaneProjection } from "./lane-state.ts";
 import { entryOfAppend, type AppendInput } from "./queue.ts";
-import { inventoryLanes, openOperations, restoreLane } from "./restore.ts";
+import { inventoryLanes, operationsInRows, restoreLane } from "./restore.ts";
+import type { ReadOpenOperation } from "./operation-codec.ts";
 import { resourcesAddress, settingsAddress } from "./settings.ts";
 import type { DurableLaneState } from "./types.ts";
 import { openFeed, openWatch, type EventFeed, type WatchHandle } from "./watch.ts";
@@ -87,6 +88,7 @@ export class AgentHarness {
       wake: options.wake ?? noWakeScheduler,
       projectors: options.projectors ?? {},
       captures: new CaptureStore(),
+      operationOpen: (operationId) => [...this.lanesByName.values()].some((lane) => lane.state.operation?.meta.operationId === operationId),
       sessionId: options.session.metadata.id,
       settings: () => this.currentSettings,
       resources: () => this.currentResources,
@@ -134,11 +136,11 @@ export class AgentHarness {
       if (published) return { lane: published, delivered: Promise.resolve() };
       const tip = m.getValue(branchTip(name));
       const config = m.getValue(laneConfig<LaneConfiguration>(name));
-      const durable = m.getValue(laneState<DurableLaneState>(name));
+      const durable = m.getValue(laneState<DurableLaneState & { o?: ReadOpenOperation }>(name));
       if (tip && config && durable) {
         let projection: LaneProjection;
         try {
-          projection = restoreLane(m, name, tip.value, config.value, durable.value, openOperations(m).get(name));
+          projection = restoreLane(m, name, tip.value, config.value, durable.value, operationsInRows(m).get(name));
         } catch (error) {
           // A contradictory complete lane (missing operation or queued payload) is corruption too.
           throw this.fault(error);

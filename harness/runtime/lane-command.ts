@@ -8,6 +8,7 @@ import type { CommitResult, Write } from "../session/storage.ts";
 import { setValue } from "../session/writes.ts";
 import type { HarnessCore } from "./core.ts";
 import { committed, durableLaneState, sameDurableLaneState, type LaneProjection } from "./lane-state.ts";
+import { storedOpenOperation, type StoredOpenOperation } from "./operation-codec.ts";
 import type { DurableLaneState } from "./types.ts";
 
 /** What a committed plan produced, for building its events. */
@@ -19,8 +20,9 @@ export interface Committed {
 
 /**
  * One lane decision: bounded reads already done by the planner, the write set of at most one
- * commit, the next projection, and the events the commit justifies. The durable lane state is
- * appended automatically, last, exactly when one of its fields changed (reference §3.2).
+ * commit, the next projection, and the events the commit justifies. The durable lane state, with
+ * the open operation it holds (operation-codec.ts), is appended automatically, last, exactly when
+ * one of its fields or the operation changed (reference §3.2).
  */
 export interface LanePlan<T> {
   writes: Write[];
@@ -63,11 +65,7 @@ export function applyLanePlan<T>(core: HarnessCore, lane: LaneTarget, m: Session
   core.assertUnfaulted();
   const plan = planner(m, lane.state);
   const writes = [...plan.writes];
-  const before: DurableLaneState = durableLaneState(lane.state);
-  if (plan.next) {
-    const after = durableLaneState(plan.next);
-    if (!sameDurableLaneState(before, after)) writes.push(setValue(laneState<DurableLaneState>(lane.name), after));
-  }
+  if (plan.next && laneStateChanged(lane.state, plan.next)) writes.push(...laneStateWrites(core, m, lane.name, plan.next));
   let done: Committed | undefined;
   if (writes.length > 0) {
     let commit: CommitResult;
@@ -86,6 +84,27 @@ export function applyLanePlan<T>(core: HarnessCore, lane: LaneTarget, m: Session
   const delivered = events.length > 0 ? core.events.emitBatch(events) : Promise.resolve();
   plan.afterCommit?.();
   return { value: plan.value, delivered };
+}
+
+/** The lane state as stored: its durable fields and its open operation, if any. */
+export interface StoredLaneState extends DurableLaneState {
+  o?: StoredOpenOperation;
+}
+
+/**
+ * Whether a plan changes what the lane state stores. Planners make a new operation object exactly
+ * when they move the operation (acceptance, a transition, the cancellation marker, the
+ * settlement) and carry the same object over otherwise.
+ */
+function laneStateChanged(before: LaneProjection, after: LaneProjection): boolean {
+  return before.operation !== after.operation || !sameDurableLaneState(durableLaneState(before), durableLaneState(after));
+}
+
+/** The lane state's write, after the captures its operation needs stored first. */
+function laneStateWrites(core: HarnessCore, m: SessionMutator, name: string, projection: LaneProjection): Write[] {
+  const open = projection.operation ? storedOpenOperation(m, core.captures, projection.operation) : undefined;
+  const stored: StoredLaneState = { ...durableLaneState(projection), ...(open && { o: open.stored }) };
+  return [...(open?.writes ?? []), setValue(laneState<StoredLaneState>(name), stored)];
 }
 
 /**

@@ -7,7 +7,6 @@ import { admissionRefusal, runSettingsOf } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { Planner } from "./lane-command.ts";
-import { metaWrites, stateWrites } from "./operation-codec.ts";
 import type { OperationMeta, OperationState } from "./types.ts";
 
 /**
@@ -27,7 +26,7 @@ export function planNavigationAcceptance(
   request: NavigationRequest,
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
-    const refused = admissionRefusal(m, state, lane, operationId);
+    const refused = admissionRefusal(core, m, state, lane, operationId);
     if (refused) return { writes: [], value: err(refused) };
     const { targetId, label, customInstructions } = request;
     const summarize = request.summarize === true;
@@ -67,8 +66,6 @@ export function planNavigationAcceptance(
     return {
       writes: [
         ...(left && taskId ? [setValue(operationPreparation<StoredBranchPreparation>(operationId, taskId), left)] : []),
-        ...metaWrites(m, core.captures, meta, settings),
-        ...stateWrites(m, core.captures, operationId, opState, undefined),
       ],
       next: { ...state, operation: { meta, state: opState } },
       events: () => [{ type: "navigation_start", lane, runId: operationId, targetId, startedAt }],

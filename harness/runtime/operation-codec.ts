@@ -1,5 +1,15 @@
 import type { OperationError, OperationKind, OperationResultRecord, OperationStatus } from "../../schema/lane.ts";
-import { legacyOperationMeta, legacyOperationState, operationGeneration, operationMeta, operationResult, operationState } from "../session/builtin-addresses.ts";
+import {
+  laneStatePrefix,
+  legacyOperationMeta,
+  legacyOperationState,
+  operationGeneration,
+  operationIdOfKey,
+  operationKey,
+  operationMeta,
+  operationResult,
+  operationState,
+} from "../session/builtin-addresses.ts";
 import { packUuid, unpackUuid } from "../session/ids.ts";
 import type { SessionReader } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
@@ -9,20 +19,25 @@ import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { Control, GenerationContext, OperationMeta, OperationState, RunSettings } from "./types.ts";
 import { longOperationForm, shortOperationForm, type ShortForm } from "./operation-short-form.ts";
 
-// The durable form of an open operation (reference §3.1–3.3; QUALITY P3). In memory every leaf
-// carries the whole scope, as the reference describes; durably each value holds what only it
-// knows, so a transition writes only what its leaf needs:
-//   pi.op.meta/{op}        written once at acceptance: the intent and the key of the captured
-//                          RunSettings (captures.ts; the operation id is the key, not repeated);
-//   pi.op.state/{op}       the leaf: `at` and its own fields; `control` only once cancelled,
-//                          `latestAssistantEntryId` only once set; a generation leaf (ready,
-//                          effect-pending, retry-wait) holds its GenerationContext inline, with
-//                          the lane configuration and request options as captures. No row means
-//                          `starting` under running control: acceptance writes none;
-//   pi.result/{op}         the immutable record, compact: without the operation id its key already
-//                          holds, defaults and null tips left out, the end as a duration.
-// Decoding tolerates the earlier forms: whole-scope state (settings and generationContext inline),
-// the separate `pi.op.generation/{op}` row, and a `starting` row.
+// The durable form of an open operation (reference §3.1–3.3; QUALITY P3, P12). In memory every
+// leaf carries the whole scope, as the reference describes; durably the open operation lives in
+// its lane's state value (`pi.lane.state/{lane}`, lane-state-codec.ts), which a settling commit
+// rewrites anyway: acceptance, each transition and the settlement each rewrite that one row, where
+// separate meta and state values cost an insert and a delete each per turn (rows written are most
+// of a turn's bill). Stored there:
+//   meta     the intent and the key of the captured RunSettings (captures.ts); the operation id
+//            and the lane are the value's own (`i`, its key);
+//   state    the leaf: `at` and its own fields; `control` only once cancelled,
+//            `latestAssistantEntryId` only once set; a generation leaf (ready, effect-pending,
+//            retry-wait) holds its GenerationContext inline, with the lane configuration and
+//            request options as captures. No state means `starting` under running control;
+//   pi.result/{op}  the immutable record, compact: without the operation id its key already
+//            holds, defaults and null tips left out, the end as a duration.
+// Earlier builds stored meta and state as values of their own (`pi.op.meta/{op}`,
+// `pi.op.state/{op}`, keyed by the packed id or the id's text): an operation they left open is
+// still read from there and its rows are deleted by its settlement. Decoding tolerates the
+// earlier forms too: whole-scope state (settings and generationContext inline), the separate
+// `pi.op.generation/{op}` row, and a `starting` row.
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -33,6 +48,26 @@ export interface StoredOperationMeta {
   intent: OperationMeta["intent"];
   /** The capture key of the RunSettings (an object: the earlier inline form, read only). */
   settings: string | RunSettings;
+}
+
+/** The open operation as its lane's state value holds it (short forms, operation-short-form.ts). */
+export interface StoredOpenOperation {
+  /** The operation id, packed when it is a UUID (builtin-addresses operationKey). */
+  i: string;
+  /** The meta without its lane. */
+  m: ShortForm;
+  /** The leaf; absent while `starting` under running control. */
+  s?: ShortForm;
+}
+
+/**
+ * The same as a reader types it: the short form reads back as the long one through
+ * `longOperationForm` (which passes the long names of earlier rows through as they are).
+ */
+export interface ReadOpenOperation {
+  i: string;
+  m: Omit<StoredOperationMeta, "lane">;
+  s?: StoredOperationState;
 }
 
 /** A generation as stored: its own fields, and the key of what it shares with others. */
@@ -81,20 +116,45 @@ const RUNNING: Control = { status: "running" };
 
 type Reader = Pick<SessionReader, "getValue">;
 
-export function metaWrites(m: Reader, captures: CaptureStore, meta: OperationMeta, settings: RunSettings): Write[] {
-  const { operationId, ...rest } = meta;
-  const captured = captures.capture(m, settings);
-  const stored: StoredOperationMeta = { ...rest, settings: captured.key };
-  return [...captured.writes, setValue(operationMeta<ShortForm>(operationId), shortOperationForm(stored))];
-}
+/**
+ * A meta's stored form, kept per meta object once its captures are stored (an operation's meta
+ * never changes; every transition stores it again with its leaf, and need not hash its settings
+ * again). Only a form whose encoding wrote nothing is kept: a capture write belongs to a commit
+ * that may still fail.
+ */
+const storedMetas = new WeakMap<OperationMeta, ShortForm>();
 
 /**
- * The writes that move an operation's durable state from `previous` to `next`: the leaf row, with
- * the generation inline for a generation leaf; nothing for a fresh `starting` (no row means it).
+ * Operations read from an earlier build's separate meta and state values: the first commit that
+ * stores one in its lane state (or its settlement) deletes those rows, so they never stand beside
+ * it (an operation opened since has none, so no lookup is spent on it).
  */
-export function stateWrites(m: Reader, captures: CaptureStore, operationId: string, next: OperationState, previous: OperationState | undefined): Write[] {
+const readFromRows = new WeakSet<OperationMeta>();
+
+/** The open operation as its lane's state stores it, and the capture writes it needs first. */
+export function storedOpenOperation(m: Reader, captures: CaptureStore, operation: { meta: OperationMeta; state: OperationState }): { stored: StoredOpenOperation; writes: Write[] } {
+  const meta = storedMeta(m, captures, operation.meta, operation.state.settings);
+  const state = storedState(m, captures, operation.state);
+  return {
+    stored: { i: operationKey(operation.meta.operationId), m: meta.stored, ...(state.stored && { s: state.stored }) },
+    writes: [...operationDeletes(m, operation.meta), ...meta.writes, ...state.writes],
+  };
+}
+
+function storedMeta(m: Reader, captures: CaptureStore, meta: OperationMeta, settings: RunSettings): { stored: ShortForm; writes: Write[] } {
+  const known = storedMetas.get(meta);
+  if (known) return { stored: known, writes: [] };
+  const { operationId: _key, lane: _lane, ...rest } = meta;
+  const captured = captures.capture(m, settings);
+  const stored = shortOperationForm({ ...rest, settings: captured.key });
+  if (captured.writes.length === 0) storedMetas.set(meta, stored);
+  return { stored, writes: captured.writes };
+}
+
+/** The leaf as stored, with the generation inline for a generation leaf; none for a fresh `starting`. */
+function storedState(m: Reader, captures: CaptureStore, next: OperationState): { stored: ShortForm | undefined; writes: Write[] } {
   const { control, settings: _captured, latestAssistantEntryId, ...leaf } = next;
-  if (previous === undefined && leaf.at === "starting" && control.status === "running" && latestAssistantEntryId === null) return [];
+  if (leaf.at === "starting" && control.status === "running" && latestAssistantEntryId === null) return { stored: undefined, writes: [] };
   const writes: Write[] = [];
   let stored: StoredOperationState;
   if ("generationContext" in leaf) {
@@ -115,8 +175,7 @@ export function stateWrites(m: Reader, captures: CaptureStore, operationId: stri
   }
   if (control.status !== "running") stored.control = control;
   if (latestAssistantEntryId !== null) stored.latestAssistantEntryId = latestAssistantEntryId;
-  writes.push(setValue(operationState<ShortForm>(operationId), shortOperationForm(stored)));
-  return writes;
+  return { stored: shortOperationForm(stored), writes };
 }
 
 function storedGeneration(m: Reader, captures: CaptureStore, generation: GenerationContext, limits: Limits | undefined): { writes: Write[]; stored: StoredGeneration } {
@@ -136,26 +195,53 @@ function storedGeneration(m: Reader, captures: CaptureStore, generation: Generat
   return { writes: captured.writes, stored };
 }
 
-/** Everything the terminal transaction deletes of the operation's own values (the earlier
- * separate generation row only where one was written). */
-export function operationDeletes(m: Reader, operationId: string): Write[] {
+/**
+ * What the terminal transaction (or the first commit storing it in its lane state) deletes of
+ * the operation's own values: nothing for an operation its lane state holds (the lane state's
+ * rewrite drops it); for one read from an earlier build's values, once, its meta and state rows
+ * (either key form) and its separate generation row.
+ */
+export function operationDeletes(m: Reader, meta: OperationMeta): Write[] {
+  if (!readFromRows.delete(meta)) return [];
+  const operationId = meta.operationId;
   const legacyGeneration = m.getValue(operationGeneration(operationId)) ? [deleteValue(operationGeneration(operationId))] : [];
-  // Rows an earlier build keyed by the id's text: only an operation it accepted has them, and then
-  // always its meta (written at acceptance), so one lookup tells.
   const legacyMeta = legacyOperationMeta(operationId);
-  const legacyRows = legacyMeta.key !== operationMeta(operationId).key && m.getValue(legacyMeta) ? [deleteValue(legacyMeta), deleteValue(legacyOperationState(operationId))] : [];
+  const legacyRows = legacyMeta.key !== operationMeta(operationId).key ? [deleteValue(legacyMeta), deleteValue(legacyOperationState(operationId))] : [];
   return [deleteValue(operationMeta(operationId)), deleteValue(operationState(operationId)), ...legacyRows, ...legacyGeneration];
 }
 
-/** Reads an open operation back; undefined when a part is missing (the caller decides: corruption). */
-export function readOperation(m: Reader, operationId: string): { meta: OperationMeta; state: OperationState } | undefined {
-  // Either key form (builtin-addresses operationKey); a state written since the upgrade is newer.
+/** The open operation a lane's state value holds; undefined when a part is missing (the caller decides: corruption). */
+export function readOpenOperation(m: Reader, lane: string, stored: ReadOpenOperation): { meta: OperationMeta; state: OperationState } | undefined {
+  return decodeOperation(m, operationIdOfKey(stored.i), { ...longOperationForm(stored.m), lane }, stored.s ? longOperationForm(stored.s) : undefined);
+}
+
+/**
+ * An open operation by id, wherever it is stored: in its lane's state, or in an earlier build's
+ * separate values; undefined when it is not open or a part is missing.
+ */
+export function readOperation(m: Pick<SessionReader, "getValue" | "scanValues">, operationId: string): { meta: OperationMeta; state: OperationState } | undefined {
+  const key = operationKey(operationId);
+  for (const lane of m.scanValues(laneStatePrefix<{ o?: ReadOpenOperation }>())) {
+    if (lane.value.o?.i === key) return readOpenOperation(m, lane.address.key, lane.value.o);
+  }
+  return readOperationRows(m, operationId);
+}
+
+/** An operation an earlier build left open, from its separate meta and state values. */
+export function readOperationRows(m: Reader, operationId: string): { meta: OperationMeta; state: OperationState } | undefined {
+  // Either key form (builtin-addresses operationKey).
   const shortMeta = (m.getValue(operationMeta<StoredOperationMeta & { operationId?: string }>(operationId)) ?? m.getValue(legacyOperationMeta<StoredOperationMeta & { operationId?: string }>(operationId)))?.value;
   if (!shortMeta) return undefined;
-  const storedMeta = longOperationForm(shortMeta);
   const shortState = (m.getValue(operationState<StoredOperationState>(operationId)) ?? m.getValue(legacyOperationState<StoredOperationState>(operationId)))?.value;
-  const stored: StoredOperationState = shortState ? longOperationForm(shortState) : { at: "starting" };
-  const { settings: capturedSettings, operationId: _legacyId, ...metaRest } = storedMeta;
+  const { operationId: _legacyId, ...storedMeta } = longOperationForm(shortMeta);
+  const operation = decodeOperation(m, operationId, storedMeta, shortState ? longOperationForm(shortState) : undefined);
+  if (operation) readFromRows.add(operation.meta);
+  return operation;
+}
+
+function decodeOperation(m: Reader, operationId: string, storedMeta: StoredOperationMeta, storedState: StoredOperationState | undefined): { meta: OperationMeta; state: OperationState } | undefined {
+  const stored: StoredOperationState = storedState ?? { at: "starting" };
+  const { settings: capturedSettings, ...metaRest } = storedMeta;
   const meta: OperationMeta = { operationId, ...metaRest };
   const { control, latestAssistantEntryId, settings: legacySettings, generationContext: legacyGeneration, generation, ...leaf } = stored;
   const settings = legacySettings ?? (typeof capturedSettings === "string" ? resolveCapture<RunSettings>(m, capturedSettings) : capturedSettings);

@@ -3,7 +3,7 @@ import { value } from "../session/addresses.ts";
 import { branchTipInventoryPrefix, operationIdOfKey, operationMetaPrefix, pendingEntry } from "../session/builtin-addresses.ts";
 import type { SessionMutator, SessionReader } from "../session/mutation.ts";
 import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
-import { readOperation, type StoredOperationMeta } from "./operation-codec.ts";
+import { readOpenOperation, readOperationRows, type ReadOpenOperation, type StoredOperationMeta } from "./operation-codec.ts";
 import { longOperationForm } from "./operation-short-form.ts";
 import type { DurableLaneState, OperationMeta, OperationState } from "./types.ts";
 
@@ -12,14 +12,28 @@ export class RestoreCorruption extends Error {
 }
 
 const laneConfigPrefix = value<LaneConfiguration>("pi.lane.config", "");
-const laneStatePrefix = value<DurableLaneState>("pi.lane.state", "");
+const laneStatePrefix = value<DurableLaneState & { o?: ReadOpenOperation }>("pi.lane.state", "");
 const openOperationMetas = operationMetaPrefix<Pick<StoredOperationMeta, "lane">>();
 
 /**
- * The open operation of each lane, from the meta rows (one per open operation, naming its lane;
- * at most one per lane, §3.2). Bounded by the number of lanes, never by history.
+ * The open operation of each lane: the one its lane state holds, or one an earlier build left
+ * open in separate meta and state values (one meta per open operation, naming its lane; at most
+ * one per lane, §3.2). Bounded by the number of lanes, never by history.
  */
 export function openOperations(m: Pick<SessionReader, "scanValues">): Map<string, string> {
+  const open = new Map<string, string>();
+  const add = (lane: string, operationId: string): void => {
+    const other = open.get(lane);
+    if (other !== undefined) throw new RestoreCorruption(`Lane "${lane}" has two open operations, ${other} and ${operationId}`);
+    open.set(lane, operationId);
+  };
+  for (const stored of m.scanValues(laneStatePrefix)) if (stored.value.o) add(stored.address.key, operationIdOfKey(stored.value.o.i));
+  for (const [lane, operationId] of operationsInRows(m)) add(lane, operationId);
+  return open;
+}
+
+/** The operations an earlier build left open in separate values, by lane. */
+export function operationsInRows(m: Pick<SessionReader, "scanValues">): Map<string, string> {
   const open = new Map<string, string>();
   for (const stored of m.scanValues(openOperationMetas)) {
     const { lane } = longOperationForm(stored.value);
@@ -40,30 +54,37 @@ export function inventoryLanes(m: SessionMutator): Map<string, LaneProjection> {
   const tips = new Map(m.scanValues(branchTipInventoryPrefix()).map((tip) => [tip.address.key, tip.value]));
   const configs = new Map(m.scanValues(laneConfigPrefix).map((stored) => [stored.address.key, stored.value]));
   const states = new Map(m.scanValues(laneStatePrefix).map((stored) => [stored.address.key, stored.value]));
-  const open = openOperations(m);
+  const inRows = operationsInRows(m);
   const lanes = new Map<string, LaneProjection>();
   for (const name of new Set([...configs.keys(), ...states.keys()])) {
     const configuration = configs.get(name);
     const state = states.get(name);
     if (!configuration || !state || !tips.has(name)) throw new RestoreCorruption(`Lane "${name}" is only partly stored`);
-    lanes.set(name, restoreLane(m, name, tips.get(name) ?? null, configuration, state, open.get(name)));
+    lanes.set(name, restoreLane(m, name, tips.get(name) ?? null, configuration, state, inRows.get(name)));
   }
-  for (const [lane, operationId] of open) {
+  for (const [lane, operationId] of inRows) {
     if (!lanes.has(lane)) throw new RestoreCorruption(`Operation ${operationId} belongs to lane "${lane}", which is not stored`);
   }
   return lanes;
 }
 
-/** One complete lane's projection from exactly branchTip + laneConfig + laneState (+ its operation). */
+/**
+ * One complete lane's projection from exactly branchTip + laneConfig + laneState (+ its operation:
+ * the one the lane state holds, or one an earlier build left in separate values).
+ */
 export function restoreLane(
   m: SessionMutator,
   name: string,
   tipId: string | null,
   configuration: LaneConfiguration,
-  state: DurableLaneState,
-  /** The lane's open operation (`openOperations`), if any. */
-  openOperationId: string | undefined,
+  state: DurableLaneState & { o?: ReadOpenOperation },
+  /** The lane's open operation in an earlier build's separate values (`openOperations`), if any. */
+  operationInRows: string | undefined,
 ): LaneProjection {
+  if (state.o && operationInRows !== undefined) {
+    throw new RestoreCorruption(`Lane "${name}" has two open operations, ${operationIdOfKey(state.o.i)} and ${operationInRows}`);
+  }
+  const openOperationId = state.o ? operationIdOfKey(state.o.i) : operationInRows;
   // The earlier lane-state form names its current operation: it must agree with the meta rows.
   if (state.currentOperationId !== undefined && (state.currentOperationId ?? undefined) !== openOperationId) {
     throw new RestoreCorruption(`Lane "${name}" names operation ${state.currentOperationId ?? "none"}, but ${openOperationId ?? "none"} is open`);
@@ -80,12 +101,12 @@ export function restoreLane(
     inbox: state.inbox.map((item: InboxItem) => ({ ...item })),
     queued,
     lastOperationId: state.lastOperationId,
-    operation: openOperationId === undefined ? null : restoreOperation(m, name, openOperationId),
+    operation: openOperationId === undefined ? null : restoreOperation(m, name, openOperationId, state.o),
   };
 }
 
-function restoreOperation(m: SessionMutator, lane: string, operationId: string): { meta: OperationMeta; state: OperationState } {
-  const operation = readOperation(m, operationId);
+function restoreOperation(m: SessionMutator, lane: string, operationId: string, held: ReadOpenOperation | undefined): { meta: OperationMeta; state: OperationState } {
+  const operation = held ? readOpenOperation(m, lane, held) : readOperationRows(m, operationId);
   if (!operation) throw new RestoreCorruption(`Operation ${operationId} of lane "${lane}" is only partly stored`);
   const { meta, state } = operation;
   if (meta.lane !== lane) throw new RestoreCorruption(`Operation ${operationId} belongs to lane "${meta.lane}", not "${lane}"`);

@@ -64,6 +64,7 @@ export const entryLabel = (entryId: string): Value<string> => value("pi.entry.la
 
 // The scan-prefix constructors: only for `scanValues`, where the key is a prefix.
 export const branchTipInventoryPrefix = (): Value<string | null> => value("pi.branch.tip", "");
+export const laneStatePrefix = <T = JsonObject>(): Value<T> => value<T>("pi.lane.state", "");
 export const operationToolArgsPrefix = (opId: string, stepId?: string): Value<JsonObject> =>
   value("pi.op.tool_args", stepId === undefined ? `${opId}:` : `${opId}:${stepId}:`);
 export const operationToolMemoPrefix = (opId: string, invocationId?: string): Value<JsonValue> =>

@@ -63,8 +63,8 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
     expect(result.at).toBe("starting");
     expect(result.control).toEqual({ status: "running" });
     expect(result.pending).toEqual([]);
-    // Acceptance does not rewrite the lane state: the open operation is found by its meta (P3).
-    expect(result.durable).toEqual({ lastOperationId: expect.any(String), inbox: [] });
+    // Acceptance rewrites the lane state: it holds the open operation (QUALITY P12).
+    expect(result.durable).toEqual({ lastOperationId: expect.any(String), inbox: [], o: expect.objectContaining({ i: expect.any(String) }) });
     expect(result.queue).toEqual([]);
     expect(result.current).toMatchObject({ id: result.admission.operationId, kind: "run", status: "open", at: "starting" });
     // run_start → per placed entry its lifecycle (messages) and entry_added → queue_update.

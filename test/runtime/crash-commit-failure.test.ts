@@ -16,6 +16,7 @@ import { SCRIPT } from "./helpers.ts";
 import { ForwardingStorage } from "../../harness/session/forwarding-storage.ts";
 import { acceptPrompt, attach, baseline, objectInvariants, settledRecord, shapeOf, stepsTaken, transcriptOf } from "./invariants.ts";
 import { longOperationForm } from "../../harness/runtime/operation-short-form.ts";
+import { isRecord } from "../../schema/json.ts";
 
 // The injected storage failure of QUALITY R1: a commit that throws inside the object is a harness
 // fault (reference §1.5: all calls reject, the process must restart). A fresh object then recovers
@@ -42,16 +43,13 @@ class FailingStorage extends ForwardingStorage {
 const settlesAssistant = (writes: readonly Write[]): boolean =>
   writes.some((write) => write.kind === "entry" && write.entry.type === "message" && write.entry.message.role === "assistant");
 
+/** The commit that stores the operation at its effect-pending leaf (its lane state holds the leaf). */
 const entersEffectPending = (writes: readonly Write[]): boolean =>
-  writes.some(
-    (write) =>
-      write.kind === "value" &&
-      write.op === "set" &&
-      write.namespace === "pi.op.state" &&
-      typeof write.value === "object" &&
-      write.value !== null &&
-      longOperationForm<{ at?: unknown }>(write.value).at === "assistant.effect_pending",
-  );
+  writes.some((write) => {
+    if (write.kind !== "value" || write.op !== "set" || write.namespace !== "pi.lane.state" || !isRecord(write.value)) return false;
+    const open = write.value["o"];
+    return isRecord(open) && isRecord(open["s"]) && longOperationForm<{ at?: unknown }>(open["s"]).at === "assistant.effect_pending";
+  });
 
 interface Faulted {
   name: string;

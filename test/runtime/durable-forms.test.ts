@@ -4,7 +4,8 @@ import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { normalizeRetryPolicy } from "../../harness/runtime/settings.ts";
 import type { DurableLaneState } from "../../harness/runtime/types.ts";
 import { value } from "../../harness/session/addresses.ts";
-import { laneState, legacyOperationMeta, legacyOperationState } from "../../harness/session/builtin-addresses.ts";
+import { laneState, legacyOperationMeta, legacyOperationState, operationMeta, operationState } from "../../harness/session/builtin-addresses.ts";
+import { packUuid } from "../../harness/session/ids.ts";
 import { ECHO } from "./helpers.ts";
 import { settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
 import { checkInvariants } from "./invariants.ts";
@@ -13,7 +14,8 @@ import { checkInvariants } from "./invariants.ts";
 // a lane state naming its current operation, meta and state rows keyed by the operation id's text
 // in the long form, a separate `pi.op.generation` row with two capture keys, and an effect row
 // carrying its model limits. A session stored that way re-attaches,
-// recovers the open effect and settles it.
+// recovers the open effect and settles it. An operation the previous build stored in values of its
+// own (short form, packed key) moves into its lane state with its first commit.
 
 describe("earlier durable forms", () => {
   it("an open effect stored in the earlier forms restores, recovers and settles; its leftovers are deleted", async () => {
@@ -77,6 +79,48 @@ describe("earlier durable forms", () => {
     expect(result.current).toBeNull();
     expect(result.record).toMatchObject({ operationId: result.ids.op, status: "completed" });
     expect(result.leftovers).toBe(0);
+    expect(result.violations).toEqual([]);
+  });
+  it("an operation the previous build left in its own meta and state values moves into its lane state with its first commit", async () => {
+    const result = await withDriveRig(
+      async (rig) => {
+        const lane = await rig.harness.lane("main");
+        const tip = lane.state.tipId;
+        const { session } = rig;
+        const op = session.idGenerator.next();
+        const captures = new CaptureStore();
+        const settings = { compaction: { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 }, steeringMode: "all", followUpMode: "all", toolExecution: "parallel" };
+        const settingsKey = await session.mutate((m) => {
+          const captured = captures.capture(m, settings);
+          m.commit(captured.writes);
+          return captured.key;
+        });
+        // The previous build's form: short names, keyed by the packed id, the lane state idle.
+        await session.setValue(operationMeta(op), { l: "main", s: tip, a: 1, i: { k: "run", p: [] }, c: settingsKey });
+        await session.setValue(operationState(op), { "@": "c" });
+        await rig.harness.close();
+        const rows = (s: typeof session) => ["pi.op.meta", "pi.op.state"].flatMap((namespace) => s.scanValues(value(namespace, ""))).length;
+
+        const reopened = await rig.reopen();
+        const before = rows(reopened.session);
+        const restored = await reopened.harness.lane("main");
+        // Its first commit (the cancellation marker) stores it in the lane state and drops its rows.
+        unwrap(await restored.requestAbort(op));
+        const moved = { rows: rows(reopened.session), held: reopened.session.getValue(laneState<{ o?: { i: string } }>("main"))?.value.o?.i };
+        await reopened.harness.close();
+
+        // A restart then finds it once, in the lane state, and settles it.
+        const again = await rig.reopen();
+        const record = settledRecord(await (await again.harness.lane("main")).drive({ operationId: op }));
+        return { op, open: again.open, before, moved, record, after: rows(again.session), violations: checkInvariants(again.session) };
+      },
+      { model: ECHO },
+    );
+    expect(result.before).toBe(2);
+    expect(result.moved).toEqual({ rows: 0, held: packUuid(result.op) });
+    expect(result.open).toMatchObject([{ operationId: result.op, aborting: true }]);
+    expect(result.record).toMatchObject({ operationId: result.op, status: "aborted" });
+    expect(result.after).toBe(0);
     expect(result.violations).toEqual([]);
   });
 });

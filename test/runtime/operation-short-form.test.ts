@@ -88,7 +88,7 @@ describe("the short stored form of an open operation", () => {
     expect(operationIdOfKey("AaI10CfYc_CSh0uOBkgABB")).toBe("AaI10CfYc_CSh0uOBkgABB");
   });
 
-  it("a run stores its meta and effect state short; the open effect restores from them and settles", async () => {
+  it("a run stores its meta and effect state short in its lane state; the open effect restores from them and settles", async () => {
     const result = await withDriveRig(
       async (rig) => {
         const lane = await rig.harness.lane("main");
@@ -97,10 +97,13 @@ describe("the short stored form of an open operation", () => {
         const streaming = nextEvent(rig.harness, (event) => event.type === "message_update");
         const driving = lane.drive({ operationId: op });
         await streaming;
+        const laneState = rig.session.getValue(value<{ o?: { i: string; m: object; s?: object } }>("pi.lane.state", "main"))?.value;
         const stored = {
+          // The open operation lives in its lane's state: no value of its own.
           keys: ["pi.op.meta", "pi.op.state"].flatMap((namespace) => rig.session.scanValues(value(namespace, "")).map((row) => row.address.key)),
-          meta: rig.session.getValue(operationMeta(op))?.value,
-          state: rig.session.getValue(operationState(op))?.value,
+          id: laneState?.o?.i,
+          meta: laneState?.o?.m,
+          state: laneState?.o?.s,
         };
         const read = readOperation(rig.session, op);
         const inMemory = lane.state.operation;
@@ -109,8 +112,10 @@ describe("the short stored form of an open operation", () => {
       },
       { steps: [{ text: "a reply streamed in a few chunks to keep the effect open", chunkMs: 5 }] },
     );
-    expect(result.stored.keys).toEqual([packUuid(result.op), packUuid(result.op)]);
-    expect(Object.keys(result.stored.meta ?? {}).sort()).toEqual(["a", "c", "i", "l", "s"]);
+    expect(result.stored.keys).toEqual([]);
+    expect(result.stored.id).toBe(packUuid(result.op));
+    // The lane is the value's key, not repeated in the meta.
+    expect(Object.keys(result.stored.meta ?? {}).sort()).toEqual(["a", "c", "i", "s"]);
     expect(result.stored.state).toMatchObject({ "@": "ae", n: 1, g: { C: expect.any(String) } });
     expect(result.read).toEqual({ meta: result.inMemory?.meta, state: result.inMemory?.state });
     expect(result.read?.meta).toMatchObject({ operationId: result.op, lane: "main", intent: { kind: "run" } });

@@ -3,7 +3,7 @@ import { DeferredRegistrations } from "./deferred-registrations.ts";
 import { SettlementOutbox } from "./settlement-outbox.ts";
 import { UsageOutbox } from "./usage-outbox.ts";
 import { idText, storedId } from "../storage/stored-ids.ts";
-import { operationMetaPrefix } from "../../../harness/session/builtin-addresses.ts";
+import { laneStatePrefix, operationMetaPrefix } from "../../../harness/session/builtin-addresses.ts";
 
 /** The storage slice the schedule needs: synchronous SQL plus the object's one alarm. */
 export interface AlarmHost {
@@ -144,11 +144,22 @@ export class DueWork implements WakeScheduler {
   }
 
   /**
-   * Whether an operation is open (its meta value exists until its settling commit deletes it):
-   * then work may be due that no row records, and a restarted object arms the alarm for it.
+   * Whether an operation is open (its lane state holds it until its settling commit, or an earlier
+   * build's meta value exists): then work may be due that no row records, and a restarted object
+   * arms the alarm for it. A lane state too large to stay inline is taken to hold one (the alarm
+   * then finds nothing to do, at worst).
    */
   hasOpenOperations(): boolean {
-    return this.host.sql.exec("SELECT 1 FROM vals WHERE namespace = ? LIMIT 1", operationMetaPrefix().namespace).toArray().length > 0;
+    return (
+      this.host.sql
+        .exec(
+          `SELECT 1 FROM vals WHERE namespace = ?1
+             OR (namespace = ?2 AND (chunks > 0 OR json_extract(value, '$.o') IS NOT NULL)) LIMIT 1`,
+          operationMetaPrefix().namespace,
+          laneStatePrefix().namespace,
+        )
+        .toArray().length > 0
+    );
   }
 
   /** Every operation scheduled for later (one per lane at most), earliest first. */

@@ -26,7 +26,7 @@ export function terminalSuffix(
 ): { writes: Write[]; record: OperationResultRecord } {
   const { meta, state } = operation;
   const op = meta.operationId;
-  const cleanup: Write[] = operationDeletes(m, op);
+  const cleanup: Write[] = operationDeletes(m, meta);
   cleanup.push(
     ...m.scanValues(operationToolArgsPrefix(op)).map((stored) => deleteValue(stored.address)),
     ...m.scanValues(operationToolMemoPrefix(op)).map((stored) => deleteValue(stored.address)),

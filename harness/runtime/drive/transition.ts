@@ -2,7 +2,6 @@ import type { HarnessEvent, OperationError, OperationStatus } from "../../../sch
 import type { SessionMutator } from "../../session/mutation.ts";
 import type { Write } from "../../session/storage.ts";
 import { runLaneCommand, type Committed } from "../lane-command.ts";
-import { stateWrites } from "../operation-codec.ts";
 import type { LaneProjection } from "../lane-state.ts";
 import type { OperationMeta, OperationState } from "../types.ts";
 import { CONTINUE, currentOperation, type Pass, type Step } from "./pass.ts";
@@ -78,7 +77,7 @@ async function transition(pass: Pass, planner: TransitionPlanner, underCancel: b
     const patched: LaneProjection = { ...state, ...plan.patch };
     if (plan.kind === "commit") {
       return {
-        writes: [...plan.writes, ...stateWrites(m, core.captures, pass.operationId, plan.state, operation.state)],
+        writes: plan.writes,
         next: { ...patched, operation: { meta: operation.meta, state: plan.state } },
         ...(plan.events && { events: plan.events }),
         ...(plan.afterCommit && { afterCommit: plan.afterCommit }),
