@@ -6,7 +6,7 @@ import { RESULTS_NAMESPACE } from "../durable-objects/session/storage/results-ta
 import { storedId } from "../durable-objects/session/storage/stored-ids.ts";
 import { ForwardingStorage } from "../harness/session/forwarding-storage.ts";
 import type { SqlHost } from "../durable-objects/sql/sql-host.ts";
-import { SqlSessionStorage } from "../durable-objects/session/storage/sql-session-storage.ts";
+import { SqlSessionStorage, UNSTORED_USAGE_ROWS_MAX } from "../durable-objects/session/storage/sql-session-storage.ts";
 import { AgentHarness } from "../harness/runtime/harness.ts";
 import { longOperationForm } from "../harness/runtime/operation-short-form.ts";
 import type { AgentLane } from "../harness/runtime/lane.ts";
@@ -271,14 +271,17 @@ export function estimatedBytes(write: Write): number {
 }
 
 /**
- * The session row a commit rewrites besides its writes: the `counters` row (seq limit, message
- * count, the seq counted through, and the usage totals) when the commit added ledger rows, which
- * is when a simple turn stores it (sql-session-storage.ts SEQ_RESERVE).
+ * The session row a commit rewrites besides its writes, amortized: the `counters` checkpoint (seq
+ * limit, message count, the seq counted through, and the usage totals) is stored once per
+ * UNSTORED_USAGE_ROWS_MAX ledger rows (sql-session-storage.ts), so each ledger row a commit adds
+ * carries that share of it.
  */
 export function sessionRowBytes(commit: { writes: readonly Write[]; result: CommitResult }): number {
-  if (!commit.writes.some((write) => write.kind === "usage")) return 0;
+  const ledgerRows = commit.writes.filter((write) => write.kind === "usage").length;
+  if (ledgerRows === 0) return 0;
   // The totals column as the adapter stores it (sparse, usage-codec.ts).
-  return 3 * 8 + utf8Bytes(JSON.stringify(sparseUsage(commit.result.stats.usage))) + ROW_OVERHEAD_BYTES;
+  const row = 3 * 8 + utf8Bytes(JSON.stringify(sparseUsage(commit.result.stats.usage))) + ROW_OVERHEAD_BYTES;
+  return (row * ledgerRows) / UNSTORED_USAGE_ROWS_MAX;
 }
 
 /** The entries' own payload: the JSON of each message an entry write carries. */

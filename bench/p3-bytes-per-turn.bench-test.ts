@@ -191,7 +191,7 @@ it("P3 bytes written per simple turn", async ({ task }) => {
   const add = (category: string, amount: number): void => void byCategory.set(category, (byCategory.get(category) ?? 0) + amount / turns.length);
   for (const turn of turns) {
     for (const commit of turn.commits) {
-      add("session rows (the counters row with its usage totals, when a commit adds ledger rows)", sessionRowBytes(commit));
+      add("session rows (the counters checkpoint with its usage totals, its share per ledger row)", sessionRowBytes(commit));
       for (const write of commit.writes) {
         const size = estimatedBytes(write);
         const payload = messagePayloadBytes(write);

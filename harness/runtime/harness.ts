@@ -26,7 +26,7 @@ import { withStats } from "./lane-command.ts";
 import { committed, type LaneProjection } from "./lane-state.ts";
 import { entryOfAppend, type AppendInput } from "./queue.ts";
 import { inventoryLanes, operationsInRows, restoreLane } from "./restore.ts";
-import type { ReadOpenOperation } from "./operation-codec.ts";
+import { readLaneState, type ReadLaneState } from "./lane-state-form.ts";
 import { resourcesAddress, settingsAddress } from "./settings.ts";
 import type { DurableLaneState } from "./types.ts";
 import { openFeed, openWatch, type EventFeed, type WatchHandle } from "./watch.ts";
@@ -136,11 +136,11 @@ export class AgentHarness {
       if (published) return { lane: published, delivered: Promise.resolve() };
       const tip = m.getValue(branchTip(name));
       const config = m.getValue(laneConfig<LaneConfiguration>(name));
-      const durable = m.getValue(laneState<DurableLaneState & { o?: ReadOpenOperation }>(name));
+      const durable = m.getValue(laneState<ReadLaneState>(name));
       if (tip && config && durable) {
         let projection: LaneProjection;
         try {
-          projection = restoreLane(m, name, tip.value, config.value, durable.value, operationsInRows(m).get(name));
+          projection = restoreLane(m, name, tip.value, config.value, readLaneState(durable.value), operationsInRows(m).get(name));
         } catch (error) {
           // A contradictory complete lane (missing operation or queued payload) is corruption too.
           throw this.fault(error);

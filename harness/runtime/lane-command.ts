@@ -8,8 +8,8 @@ import type { CommitResult, Write } from "../session/storage.ts";
 import { setValue } from "../session/writes.ts";
 import type { HarnessCore } from "./core.ts";
 import { committed, durableLaneState, sameDurableLaneState, type LaneProjection } from "./lane-state.ts";
-import { storedOpenOperation, type StoredOpenOperation } from "./operation-codec.ts";
-import type { DurableLaneState } from "./types.ts";
+import { storedLaneState, type StoredLaneState } from "./lane-state-form.ts";
+import { storedOpenOperation } from "./operation-codec.ts";
 
 /** What a committed plan produced, for building its events. */
 export interface Committed {
@@ -86,11 +86,6 @@ export function applyLanePlan<T>(core: HarnessCore, lane: LaneTarget, m: Session
   return { value: plan.value, delivered };
 }
 
-/** The lane state as stored: its durable fields and its open operation, if any. */
-export interface StoredLaneState extends DurableLaneState {
-  o?: StoredOpenOperation;
-}
-
 /**
  * Whether a plan changes what the lane state stores. Planners make a new operation object exactly
  * when they move the operation (acceptance, a transition, the cancellation marker, the
@@ -103,8 +98,7 @@ function laneStateChanged(before: LaneProjection, after: LaneProjection): boolea
 /** The lane state's write, after the captures its operation needs stored first. */
 function laneStateWrites(core: HarnessCore, m: SessionMutator, name: string, projection: LaneProjection): Write[] {
   const open = projection.operation ? storedOpenOperation(m, core.captures, projection.operation) : undefined;
-  const stored: StoredLaneState = { ...durableLaneState(projection), ...(open && { o: open.stored }) };
-  return [...(open?.writes ?? []), setValue(laneState<StoredLaneState>(name), stored)];
+  return [...(open?.writes ?? []), setValue(laneState<StoredLaneState>(name), storedLaneState(durableLaneState(projection), open?.stored))];
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   operationResult,
   operationState,
 } from "../session/builtin-addresses.ts";
-import { packUuid, unpackUuid } from "../session/ids.ts";
+import { isUuidV7, packUuid, unpackUuid, uuidv7Timestamp } from "../session/ids.ts";
 import type { SessionReader } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
 import { resolveCapture, type CaptureStore } from "./captures.ts";
@@ -66,9 +66,20 @@ export interface StoredOpenOperation {
  */
 export interface ReadOpenOperation {
   i: string;
-  m: Omit<StoredOperationMeta, "lane">;
+  m: StoredOpenMeta;
   s?: StoredOperationState;
 }
+
+/**
+ * The meta as a lane state holds it: no lane (the value's key), a run's intent without its kind
+ * (the default), and the start as milliseconds after the time its UUIDv7 id carries (a few
+ * digits instead of thirteen; every accepted id is one, acceptance.ts).
+ */
+type StoredOpenMeta = Omit<StoredOperationMeta, "lane" | "startedAt" | "intent"> & {
+  startedAt?: number;
+  startedAfterId?: number;
+  intent: OperationMeta["intent"] | { promptEntryIds: string[] };
+};
 
 /** A generation as stored: its own fields, and the key of what it shares with others. */
 export interface StoredGeneration {
@@ -144,9 +155,15 @@ export function storedOpenOperation(m: Reader, captures: CaptureStore, operation
 function storedMeta(m: Reader, captures: CaptureStore, meta: OperationMeta, settings: RunSettings): { stored: ShortForm; writes: Write[] } {
   const known = storedMetas.get(meta);
   if (known) return { stored: known, writes: [] };
-  const { operationId: _key, lane: _lane, ...rest } = meta;
+  const { operationId, lane: _lane, startedAt, intent, ...rest } = meta;
   const captured = captures.capture(m, settings);
-  const stored = shortOperationForm({ ...rest, settings: captured.key });
+  const open: StoredOpenMeta = {
+    ...rest,
+    ...(isUuidV7(operationId) ? { startedAfterId: startedAt - uuidv7Timestamp(operationId) } : { startedAt }),
+    intent: intent.kind === "run" ? { promptEntryIds: intent.promptEntryIds } : intent,
+    settings: captured.key,
+  };
+  const stored = shortOperationForm(open);
   if (captured.writes.length === 0) storedMetas.set(meta, stored);
   return { stored, writes: captured.writes };
 }
@@ -212,7 +229,12 @@ export function operationDeletes(m: Reader, meta: OperationMeta): Write[] {
 
 /** The open operation a lane's state value holds; undefined when a part is missing (the caller decides: corruption). */
 export function readOpenOperation(m: Reader, lane: string, stored: ReadOpenOperation): { meta: OperationMeta; state: OperationState } | undefined {
-  return decodeOperation(m, operationIdOfKey(stored.i), { ...longOperationForm(stored.m), lane }, stored.s ? longOperationForm(stored.s) : undefined);
+  const operationId = operationIdOfKey(stored.i);
+  const { startedAt, startedAfterId, intent, ...rest } = longOperationForm(stored.m);
+  const started = startedAfterId !== undefined && isUuidV7(operationId) ? uuidv7Timestamp(operationId) + startedAfterId : startedAt;
+  if (started === undefined) return undefined;
+  const meta: StoredOperationMeta = { ...rest, lane, startedAt: started, intent: "kind" in intent ? intent : { kind: "run", ...intent } };
+  return decodeOperation(m, operationId, meta, stored.s ? longOperationForm(stored.s) : undefined);
 }
 
 /**

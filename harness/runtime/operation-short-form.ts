@@ -18,6 +18,7 @@ const SHORT_NAMES: Readonly<Record<string, string>> = {
   lane: "l",
   sourceTipId: "s",
   startedAt: "a",
+  startedAfterId: "d",
   intent: "i",
   settings: "c",
   kind: "k",

@@ -3,6 +3,7 @@ import { value } from "../session/addresses.ts";
 import { branchTipInventoryPrefix, operationIdOfKey, operationMetaPrefix, pendingEntry } from "../session/builtin-addresses.ts";
 import type { SessionMutator, SessionReader } from "../session/mutation.ts";
 import { queuedItemOf, type LaneProjection } from "./lane-state.ts";
+import { readLaneState, type ReadLaneState } from "./lane-state-form.ts";
 import { readOpenOperation, readOperationRows, type ReadOpenOperation, type StoredOperationMeta } from "./operation-codec.ts";
 import { longOperationForm } from "./operation-short-form.ts";
 import type { DurableLaneState, OperationMeta, OperationState } from "./types.ts";
@@ -12,7 +13,7 @@ export class RestoreCorruption extends Error {
 }
 
 const laneConfigPrefix = value<LaneConfiguration>("pi.lane.config", "");
-const laneStatePrefix = value<DurableLaneState & { o?: ReadOpenOperation }>("pi.lane.state", "");
+const laneStatePrefix = value<ReadLaneState>("pi.lane.state", "");
 const openOperationMetas = operationMetaPrefix<Pick<StoredOperationMeta, "lane">>();
 
 /**
@@ -53,7 +54,7 @@ export function operationsInRows(m: Pick<SessionReader, "scanValues">): Map<stri
 export function inventoryLanes(m: SessionMutator): Map<string, LaneProjection> {
   const tips = new Map(m.scanValues(branchTipInventoryPrefix()).map((tip) => [tip.address.key, tip.value]));
   const configs = new Map(m.scanValues(laneConfigPrefix).map((stored) => [stored.address.key, stored.value]));
-  const states = new Map(m.scanValues(laneStatePrefix).map((stored) => [stored.address.key, stored.value]));
+  const states = new Map(m.scanValues(laneStatePrefix).map((stored) => [stored.address.key, readLaneState(stored.value)]));
   const inRows = operationsInRows(m);
   const lanes = new Map<string, LaneProjection>();
   for (const name of new Set([...configs.keys(), ...states.keys()])) {
@@ -77,14 +78,14 @@ export function restoreLane(
   name: string,
   tipId: string | null,
   configuration: LaneConfiguration,
-  state: DurableLaneState & { o?: ReadOpenOperation },
+  state: DurableLaneState & { open?: ReadOpenOperation },
   /** The lane's open operation in an earlier build's separate values (`openOperations`), if any. */
   operationInRows: string | undefined,
 ): LaneProjection {
-  if (state.o && operationInRows !== undefined) {
-    throw new RestoreCorruption(`Lane "${name}" has two open operations, ${operationIdOfKey(state.o.i)} and ${operationInRows}`);
+  if (state.open && operationInRows !== undefined) {
+    throw new RestoreCorruption(`Lane "${name}" has two open operations, ${operationIdOfKey(state.open.i)} and ${operationInRows}`);
   }
-  const openOperationId = state.o ? operationIdOfKey(state.o.i) : operationInRows;
+  const openOperationId = state.open ? operationIdOfKey(state.open.i) : operationInRows;
   // The earlier lane-state form names its current operation: it must agree with the meta rows.
   if (state.currentOperationId !== undefined && (state.currentOperationId ?? undefined) !== openOperationId) {
     throw new RestoreCorruption(`Lane "${name}" names operation ${state.currentOperationId ?? "none"}, but ${openOperationId ?? "none"} is open`);
@@ -101,7 +102,7 @@ export function restoreLane(
     inbox: state.inbox.map((item: InboxItem) => ({ ...item })),
     queued,
     lastOperationId: state.lastOperationId,
-    operation: openOperationId === undefined ? null : restoreOperation(m, name, openOperationId, state.o),
+    operation: openOperationId === undefined ? null : restoreOperation(m, name, openOperationId, state.open),
   };
 }
 

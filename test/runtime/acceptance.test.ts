@@ -1,6 +1,6 @@
 import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { describe, expect, it } from "vitest";
-import type { DurableLaneState } from "../../harness/runtime/types.ts";
+import { readLaneState, type ReadLaneState } from "../../harness/runtime/lane-state-form.ts";
 import { laneState, pendingEntry } from "../../harness/session/builtin-addresses.ts";
 import { types, withRig } from "./helpers.ts";
 import {
@@ -47,7 +47,7 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
         at: state?.at,
         control: state?.control,
         pending: ids.filter((id) => session.getValue(pendingEntry(id)) !== undefined),
-        durable: session.getValue(laneState<DurableLaneState>("main"))?.value,
+        durable: readLaneState(session.getValue(laneState<ReadLaneState>("main"))?.value ?? {}),
         queue: queued(lane),
         current: lane.inspectExecution().current,
         events: events.slice(mark),
@@ -64,7 +64,7 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
     expect(result.control).toEqual({ status: "running" });
     expect(result.pending).toEqual([]);
     // Acceptance rewrites the lane state: it holds the open operation (QUALITY P12).
-    expect(result.durable).toEqual({ lastOperationId: expect.any(String), inbox: [], o: expect.objectContaining({ i: expect.any(String) }) });
+    expect(result.durable).toEqual({ lastOperationId: expect.any(String), inbox: [], open: expect.objectContaining({ i: expect.any(String) }) });
     expect(result.queue).toEqual([]);
     expect(result.current).toMatchObject({ id: result.admission.operationId, kind: "run", status: "open", at: "starting" });
     // run_start → per placed entry its lifecycle (messages) and entry_added → queue_update.

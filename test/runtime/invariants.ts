@@ -1,5 +1,6 @@
 import { readOperation, readResult } from "../../harness/runtime/operation-codec.ts";
 import { openOperations } from "../../harness/runtime/restore.ts";
+import { readLaneState, type ReadLaneState } from "../../harness/runtime/lane-state-form.ts";
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { HookName } from "../../harness/execution/hooks.ts";
@@ -8,7 +9,7 @@ import type { Result } from "../../harness/runtime/errors.ts";
 import { AgentHarness, type OpenOperation } from "../../harness/runtime/harness.ts";
 import type { ToolsPort } from "../../harness/execution/tools.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import type { DriveOutcome, DurableLaneState, OperationState } from "../../harness/runtime/types.ts";
+import type { DriveOutcome, OperationState } from "../../harness/runtime/types.ts";
 import { list, value } from "../../harness/session/addresses.ts";
 import { branchTipInventoryPrefix, operationIdOfKey, operationResult, pendingEntry } from "../../harness/session/builtin-addresses.ts";
 import type { Session } from "../../harness/session/session.ts";
@@ -71,7 +72,7 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   }
 
   // Lanes: current operations are complete, last operations have their record.
-  const allLanes = session.scanValues(value<DurableLaneState>("pi.lane.state", "")).map((stored) => ({ name: stored.address.key, state: stored.value }));
+  const allLanes = session.scanValues(value<ReadLaneState>("pi.lane.state", "")).map((stored) => ({ name: stored.address.key, state: readLaneState(stored.value) }));
   const lanes = options.lane === undefined ? allLanes : allLanes.filter((lane) => lane.name === options.lane);
   if (options.lane !== undefined && lanes.length === 0) fail(`lane "${options.lane}" has no durable state`);
   // The current operation of a lane is the open one whose meta names it (at most one per lane).
@@ -97,9 +98,9 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
     const op = open.get(name);
     if (op !== undefined) {
       const meta = readOperation(session, op)?.meta;
-      if (!meta) fail(`lane "${name}" current operation ${op} has no pi.op.meta`);
+      if (!meta) fail(`lane "${name}" current operation ${op} has no stored meta`);
       else if (meta.lane !== name) fail(`operation ${op} is current on "${name}" but belongs to "${meta.lane}"`);
-      if (!current.get(op)?.state) fail(`lane "${name}" current operation ${op} has no pi.op.state`);
+      if (!current.get(op)?.state) fail(`lane "${name}" current operation ${op} has no stored state`);
       if (session.getValue(operationResult(op))) fail(`current operation ${op} already has a pi.result record`);
     }
     // Queued input: every inbox item has its payload and is not placed yet.

@@ -3,7 +3,7 @@ import { readOperation } from "../../harness/runtime/operation-codec.ts";
 import { longOperationForm, shortOperationForm } from "../../harness/runtime/operation-short-form.ts";
 import { value } from "../../harness/session/addresses.ts";
 import { operationIdOfKey, operationKey, operationMeta, operationState } from "../../harness/session/builtin-addresses.ts";
-import { isPackedUuid, packUuid } from "../../harness/session/ids.ts";
+import { isPackedUuid, packUuid, uuidv7Timestamp } from "../../harness/session/ids.ts";
 import { nextEvent, settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
 import { checkInvariants } from "./invariants.ts";
 
@@ -114,8 +114,10 @@ describe("the short stored form of an open operation", () => {
     );
     expect(result.stored.keys).toEqual([]);
     expect(result.stored.id).toBe(packUuid(result.op));
-    // The lane is the value's key, not repeated in the meta.
-    expect(Object.keys(result.stored.meta ?? {}).sort()).toEqual(["a", "c", "i", "s"]);
+    // The lane is the value's key, not repeated in the meta; the start is stored after the time
+    // the id carries, a run's intent without its kind.
+    expect(Object.keys(result.stored.meta ?? {}).sort()).toEqual(["c", "d", "i", "s"]);
+    expect(result.stored.meta).toMatchObject({ d: result.inMemory ? result.inMemory.meta.startedAt - uuidv7Timestamp(result.op) : -1, i: { p: [expect.any(String)] } });
     expect(result.stored.state).toMatchObject({ "@": "ae", n: 1, g: { C: expect.any(String) } });
     expect(result.read).toEqual({ meta: result.inMemory?.meta, state: result.inMemory?.state });
     expect(result.read?.meta).toMatchObject({ operationId: result.op, lane: "main", intent: { kind: "run" } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DurableLaneState } from "../../harness/runtime/types.ts";
+import { readLaneState, type ReadLaneState } from "../../harness/runtime/lane-state-form.ts";
 import { laneState, pendingEntry } from "../../harness/session/builtin-addresses.ts";
 import { types, withRig } from "./helpers.ts";
 import {
@@ -42,7 +42,7 @@ describe("enqueue: steer / followUp / nextRun (§3.7)", () => {
       await enqueue("steer", "aborting steer");
       const record = settledRecord(await lane.drive({ operationId: run.operationId }));
       await enqueue("followUp", "after follow");
-      const durable = session.getValue(laneState<DurableLaneState>("main"))?.value;
+      const durable = readLaneState(session.getValue(laneState<ReadLaneState>("main"))?.value ?? {});
       return { idleQueue, snapshots, abort, record, queue: queued(lane), durable, entries: transcript(lane) };
     });
     expect(result.idleQueue).toEqual(["steer:idle steer"]);
@@ -116,7 +116,7 @@ describe("cancelQueued triage", () => {
         laterEvents: events.length - mark2,
         laterCommits: commits.count,
         payloads: [session.getValue(pendingEntry(steer)) !== undefined, session.getValue(pendingEntry(follow)) !== undefined],
-        durable: session.getValue(laneState<DurableLaneState>("main"))?.value.inbox,
+        durable: readLaneState(session.getValue(laneState<ReadLaneState>("main"))?.value ?? {}).inbox,
         follow,
       };
     });
