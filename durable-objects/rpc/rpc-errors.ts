@@ -133,6 +133,13 @@ export function laneApiError(error: LaneError): ApiError {
         details: { lane: error.lane, estimatedTokens: error.estimatedTokens, keepRecentTokens: error.keepRecentTokens },
       };
     case "QueueFull":
+      if ("pendingRuns" in error) {
+        return {
+          code: "QueueFull",
+          message: `Lane ${error.lane} already holds ${error.pendingRuns} pending runs (at most ${error.maxPendingRuns}): retry once one has started`,
+          details: { lane: error.lane, pendingRuns: error.pendingRuns, maxPendingRuns: error.maxPendingRuns },
+        };
+      }
       return {
         code: "QueueFull",
         message: `The queue of lane ${error.lane} is full (${error.items} items, ${error.bytes} bytes; at most ${error.maxItems} items and ${error.maxBytes} bytes): retry once the lane has taken some`,

@@ -74,7 +74,28 @@ export interface AbortTarget {
  * (§4.3), the marker commits, and then the pass live *now* is signalled — which may have been
  * installed after this call, its hooks and effects admitted under an open gate (§4.4.3).
  */
-export async function requestAbort(core: HarnessCore, lane: AbortTarget, operationId: string): Promise<Result<AbortRequestResult>> {
+export function requestAbort(core: HarnessCore, lane: AbortTarget, operationId: string): Promise<Result<AbortRequestResult>> {
+  return requestAbortWith(
+    core,
+    lane,
+    operationId,
+    (onMarked) => planRequestAbort(core, lane.name, operationId, onMarked),
+    (result) => result.newlyRequested,
+  );
+}
+
+/**
+ * requestAbort's gate protocol around any lane command that commits the cancellation marker of
+ * `operationId` (with more writes, for an interrupt: busy-prompts.ts). The planner calls
+ * `onMarked` after its commit (as its afterCommit); `newlyMarked` tells whether it committed one.
+ */
+export async function requestAbortWith<T>(
+  core: HarnessCore,
+  lane: AbortTarget,
+  operationId: string,
+  planner: (onMarked: () => void) => Planner<Result<T>>,
+  newlyMarked: (value: T) => boolean,
+): Promise<Result<T>> {
   let marked!: () => void;
   let failed!: (error: unknown) => void;
   const cancellation = new Promise<void>((resolve, reject) => {
@@ -83,13 +104,13 @@ export async function requestAbort(core: HarnessCore, lane: AbortTarget, operati
   });
   if (lane.state.operation?.meta.operationId === operationId) lane.liveGate(operationId)?.beginAbort(cancellation);
   try {
-    const result = await runLaneCommand(core, lane, planRequestAbort(core, lane.name, operationId, () => {
+    const result = await runLaneCommand(core, lane, planner(() => {
       marked();
       const live = lane.liveGate(operationId);
       live?.beginAbort(cancellation);
       live?.signalAbort();
     }));
-    if (!result.ok || !result.value.newlyRequested) marked();
+    if (!result.ok || !newlyMarked(result.value)) marked();
     return result;
   } catch (error) {
     failed(error);

@@ -21,6 +21,8 @@ export type LaneError =
   | { code: "NothingToResume"; lane: string }
   | { code: "NothingToCompact"; lane: string; estimatedTokens: number; keepRecentTokens: number }
   | { code: "QueueFull"; lane: string; items: number; bytes: number; maxItems: number; maxBytes: number }
+  /** The lane already holds its most pending runs (pending-runs.ts). */
+  | { code: "QueueFull"; lane: string; pendingRuns: number; maxPendingRuns: number }
   | { code: "UnknownToolCall"; operationId: string; toolCallId: string }
   | { code: "ToolResultConflict"; operationId: string; toolCallId: string; timedOut?: true }
   | { code: "Closed" };

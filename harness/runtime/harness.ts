@@ -170,7 +170,7 @@ export class AgentHarness {
       } catch (error) {
         throw this.fault(error);
       }
-      const created = this.newLane(name, { tipId: at, configuration, inbox: [], queued: new Map(), lastOperationId: null, operation: null });
+      const created = this.newLane(name, { tipId: at, configuration, inbox: [], queued: new Map(), lastOperationId: null, operation: null, pending: [] });
       this.lanesByName.set(name, created);
       return { lane: created, delivered: this.events.emitBatch([{ type: "lane_created", lane: name, at }]) };
     });

@@ -18,17 +18,27 @@ export interface LaneProjection {
   queued: ReadonlyMap<string, LaneQueuedItem>;
   lastOperationId: string | null;
   operation: { meta: OperationMeta; state: OperationState } | null;
+  /**
+   * Pending runs (spec "Prompt while busy", pending-runs.ts): whole operations accepted while the
+   * lane was busy, started one by one, in this order, by the settlement before them. Never
+   * non-empty on an idle lane.
+   */
+  pending: readonly string[];
 }
 
 export function durableLaneState(projection: LaneProjection): DurableLaneState {
-  return { lastOperationId: projection.lastOperationId, inbox: projection.inbox };
+  return { lastOperationId: projection.lastOperationId, inbox: projection.inbox, pending: [...projection.pending] };
 }
 
 export function sameDurableLaneState(a: DurableLaneState, b: DurableLaneState): boolean {
+  const pendingA = a.pending ?? [];
+  const pendingB = b.pending ?? [];
   return (
     a.lastOperationId === b.lastOperationId &&
     a.inbox.length === b.inbox.length &&
-    a.inbox.every((item, index) => item.entryId === b.inbox[index]?.entryId && item.kind === b.inbox[index]?.kind)
+    a.inbox.every((item, index) => item.entryId === b.inbox[index]?.entryId && item.kind === b.inbox[index]?.kind) &&
+    pendingA.length === pendingB.length &&
+    pendingA.every((id, index) => id === pendingB[index])
   );
 }
 

@@ -18,7 +18,10 @@ import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { readResult } from "./operation-codec.ts";
-import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest } from "./acceptance.ts";
+import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest, type RunRequest } from "./acceptance.ts";
+import { acceptWhileBusy, type BusyPromptAnswer, type IfBusy } from "./busy-prompts.ts";
+import { planCancelPendingRun, type StoredPendingRun } from "./pending-runs.ts";
+import { pendingRun } from "../session/builtin-addresses.ts";
 import { planNavigationAcceptance } from "./navigation.ts";
 import { planCompactionAcceptance } from "./compaction.ts";
 import { requestAbort, type AbortRequestResult } from "./abort.ts";
@@ -174,6 +177,33 @@ export class AgentLane implements LaneHandle {
   }
 
   /**
+   * A run request under a busy strategy (spec "Prompt while busy", busy-prompts.ts): on an idle
+   * lane every strategy starts the run; `reject` is `accept`.
+   */
+  async acceptWhileBusy(request: RunRequest, ifBusy: IfBusy): Promise<Result<BusyPromptAnswer>> {
+    if (ifBusy === "reject") {
+      const accepted = await this.accept(request);
+      return accepted.ok ? ok({ admission: accepted.value }) : accepted;
+    }
+    if (this.closed()) return err({ code: "Closed" });
+    const now = this.core.clock();
+    const operationId = request.operationId ?? this.core.ids.next(now);
+    const messages = requestMessages(request, this.core.resources(), now);
+    if (!messages.ok) return err(withLane(messages.error, this.name));
+    while (this.idleOwner) await this.idleOwner;
+    const entryIds = messages.value.map(() => this.core.ids.next(now));
+    return acceptWhileBusy(this.core, this, { operationId, messages: messages.value, deferred: request.deferred, ifBusy, entryIds });
+  }
+
+  /** The lane's pending runs in line (1: next to start), with when each was accepted. */
+  pendingRuns(): { operationId: string; position: number; acceptedAt: number }[] {
+    return this.projection.pending.flatMap((operationId, index) => {
+      const stored = this.core.session.getValue(pendingRun<StoredPendingRun>(operationId))?.value;
+      return stored ? [{ operationId, position: index + 1, acceptedAt: stored.acceptedAt }] : [];
+    });
+  }
+
+  /**
    * drive(id), total over ids (reference §4.1): the current operation installs or joins the one
    * pass; a settled id answers its record (however old); anything else is OperationMismatch.
    */
@@ -215,6 +245,14 @@ export class AgentLane implements LaneHandle {
   /** Durable cancellation of the current operation (reference §4.4); never installs a drive. */
   async requestAbort(operationId: string): Promise<Result<AbortRequestResult>> {
     if (this.closed()) return err({ code: "Closed" });
+    if (this.projection.pending.includes(operationId)) {
+      // A pending run is cancelled before it starts: its record says so (pending-runs.ts).
+      const cancelled = await runLaneCommand(this.core, this, planCancelPendingRun(this.core, this.name, operationId));
+      if (cancelled.ok || !this.projection.pending.includes(operationId)) {
+        return cancelled.ok ? ok({ operationId, newlyRequested: true, steer: [], followUp: [] }) : this.requestAbort(operationId);
+      }
+      return cancelled;
+    }
     return requestAbort(this.core, this, operationId);
   }
 

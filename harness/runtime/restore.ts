@@ -102,6 +102,7 @@ export function restoreLane(
     inbox: state.inbox.map((item: InboxItem) => ({ ...item })),
     queued,
     lastOperationId: state.lastOperationId,
+    pending: [...(state.pending ?? [])],
     operation: openOperationId === undefined ? null : restoreOperation(m, name, openOperationId, state.open),
   };
 }

@@ -170,15 +170,16 @@ export interface OperationMeta {
 }
 
 /**
- * Durable `pi.lane.state/{lane}`: rewritten only when one of its fields changes (§3.2). The
- * current operation is not stored here: it is the open operation whose `pi.op.meta` names this
- * lane, so accepting a run does not rewrite the lane state (QUALITY P3). `currentOperationId` is
- * the earlier form, read only (and checked against the meta rows).
+ * Durable `pi.lane.state/{lane}`: rewritten only when one of its fields (or the open operation it
+ * holds, lane-state-form.ts) changes (§3.2). `pending`: the ids of the lane's pending runs in
+ * acceptance order (pending-runs.ts; absent in earlier forms: none). `currentOperationId` is the
+ * earliest form, read only (and checked against the meta rows).
  */
 export interface DurableLaneState {
   currentOperationId?: string | null;
   lastOperationId: string | null;
   inbox: InboxItem[];
+  pending?: string[];
 }
 
 /** What a caller of drive(id) asks (reference §4.1). */

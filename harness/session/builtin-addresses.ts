@@ -44,6 +44,8 @@ export const clientToolResult = (opId: string, invocationId: string): Value<Json
 export const operationPreparation = <T = JsonObject>(opId: string, taskId: string): Value<T> =>
   value<T>("pi.op.preparation", opKey(opId, taskId));
 export const pendingEntry = (entryId: string): Value<PendingEntry> => value("pi.pending.entry", entryId);
+/** A pending run's request, from its acceptance until it starts or is cancelled (pending-runs.ts). */
+export const pendingRun = <T = JsonObject>(opId: string): Value<T> => value<T>("pi.pending.run", operationKey(opId));
 export const pendingToolOutput = (opId: string, invocationId: string): Value<JsonObject> =>
   value("pi.pending.tool_output", opKey(opId, invocationId));
 export const pendingAssistantFrames = <T = JsonObject>(opId: string, responseEntryId: string): ValueList<T> =>

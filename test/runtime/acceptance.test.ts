@@ -64,7 +64,7 @@ describe("run acceptance: inbox capture (§3.1, §3.7)", () => {
     expect(result.control).toEqual({ status: "running" });
     expect(result.pending).toEqual([]);
     // Acceptance rewrites the lane state: it holds the open operation (QUALITY P12).
-    expect(result.durable).toEqual({ lastOperationId: expect.any(String), inbox: [], open: expect.objectContaining({ i: expect.any(String) }) });
+    expect(result.durable).toEqual({ lastOperationId: expect.any(String), inbox: [], pending: [], open: expect.objectContaining({ i: expect.any(String) }) });
     expect(result.queue).toEqual([]);
     expect(result.current).toMatchObject({ id: result.admission.operationId, kind: "run", status: "open", at: "starting" });
     // run_start → per placed entry its lifecycle (messages) and entry_added → queue_update.

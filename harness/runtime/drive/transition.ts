@@ -6,6 +6,7 @@ import type { LaneProjection } from "../lane-state.ts";
 import type { OperationMeta, OperationState } from "../types.ts";
 import { CONTINUE, currentOperation, type Pass, type Step } from "./pass.ts";
 import { terminalEvent, terminalSuffix } from "./terminal.ts";
+import { restrictedTo, startNextPending } from "../pending-runs.ts";
 
 /** The lane fields an operation transition may change besides the operation itself. */
 export type LanePatch = Partial<Pick<LaneProjection, "tipId" | "configuration" | "inbox" | "queued">>;
@@ -92,11 +93,23 @@ async function transition(pass: Pass, planner: TransitionPlanner, underCancel: b
       tipId: patched.tipId,
       endedAt: core.clock(),
     });
+    const idle: LaneProjection = { ...patched, operation: null, lastOperationId: pass.operationId };
+    const settling = [...plan.writes, ...suffix.writes];
+    // The first pending run starts in the settlement's own commit (pending-runs.ts): never twice,
+    // never out of line, and never an idle moment for another prompt to slip in ahead of it.
+    const following = startNextPending(core, lane.name, m, idle);
     return {
-      writes: [...plan.writes, ...suffix.writes],
-      next: { ...patched, operation: null, lastOperationId: pass.operationId },
-      events: (done) => [...(plan.events?.(done) ?? []), terminalEvent(lane.name, suffix.record)],
-      afterCommit: () => core.wake.settled(lane.name, pass.operationId),
+      writes: [...settling, ...(following?.writes ?? [])],
+      next: following?.next ?? idle,
+      events: (done) => [
+        ...(plan.events?.(following && done ? restrictedTo(done, settling) : done) ?? []),
+        terminalEvent(lane.name, suffix.record),
+        ...(following?.events?.(done) ?? []),
+      ],
+      afterCommit: () => {
+        core.wake.settled(lane.name, pass.operationId);
+        following?.afterCommit?.();
+      },
       value: { kind: "settled", record: suffix.record },
     };
   });
