@@ -56,8 +56,22 @@ export const OperationViewSchema = v.variant("state", [
     /** A suspended run's handle and how many polls it has had. */
     deferred: v.optional(DeferredWaitSchema),
   }),
+  /** A pending run (ifBusy "enqueue" or "interrupt"): its place in its lane's line, 1 next. */
+  v.object({ state: v.literal("pending"), position: v.number() }),
 ]);
 export type OperationView = v.InferOutput<typeof OperationViewSchema>;
+
+/** A pending run as `POST …/operations` answers it and `GET …/lanes/{lane}/pending` lists it. */
+export const PendingRunSchema = v.object({ operationId: v.string(), kind: v.literal("run"), state: v.literal("pending"), position: v.number(), acceptedAt: v.number() });
+export type PendingRun = v.InferOutput<typeof PendingRunSchema>;
+
+/** A prompt that `ifBusy: "steer" | "followUp"` handed to the running operation's queue. */
+export const QueuedPromptSchema = v.object({ operationId: v.string(), entryId: v.string(), queued: v.picklist(["steer", "followUp"]) });
+export type QueuedPrompt = v.InferOutput<typeof QueuedPromptSchema>;
+
+/** What an interrupting prompt drained from the operation it aborted. */
+export const InterruptedSchema = v.object({ operationId: v.string(), steer: v.array(AgentMessageSchema), followUp: v.array(AgentMessageSchema) });
+export type Interrupted = v.InferOutput<typeof InterruptedSchema>;
 
 /** `POST …/operations/{opId}/abort`: the steer and follow-up messages the abort drained from the queue. */
 export const AbortRequestResultSchema = v.object({

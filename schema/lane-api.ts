@@ -72,8 +72,16 @@ const promptInput = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array
 const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 
 /** OperationRequest of spec/API.md "Operations: primitives". */
+/**
+ * What a prompt does when its lane is busy (spec "Prompt while busy"): `reject` (409 LaneBusy, the
+ * default), `enqueue` (a pending run), `interrupt` (abort, then this run), `steer` or `followUp`
+ * (handed to the running operation). On an idle lane every strategy starts the run.
+ */
+export const IfBusySchema = v.picklist(["reject", "enqueue", "interrupt", "steer", "followUp"]);
+const ifBusy = v.optional(IfBusySchema);
+
 export const OperationRequestSchema = v.variant("kind", [
-  v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId, deferred }),
+  v.strictObject({ kind: v.literal("prompt"), prompt: promptInput, images, operationId, deferred, ifBusy }),
   v.strictObject({ kind: v.literal("skill"), name: v.pipe(v.string(), v.minLength(1), v.maxLength(64)), additionalInstructions: instructions, operationId, deferred }),
   v.strictObject({
     kind: v.literal("prompt_template"),
@@ -103,6 +111,7 @@ export const PromptConvenienceSchema = v.strictObject({
   wait: v.optional(waitSeconds),
   operationId,
   deferred,
+  ifBusy,
 });
 
 /** `POST …/navigate` `{ targetId, summarize?, label?, customInstructions?, wait? }` (wait in seconds). */

@@ -3,6 +3,7 @@ import type { AppendInput, CancelQueuedResult } from "../../harness/runtime/queu
 import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, ModelIdentity } from "../../schema/lane.ts";
 import type { Wire } from "../../schema/wire.ts";
+import type { PendingRun } from "../../schema/lane-answers.ts";
 import { asResult, parseWire, unwrapLane } from "../rpc/rpc-errors.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
@@ -65,6 +66,11 @@ export class SessionLanes {
   /** Lanes by name, a page at a time. */
   async lanes(query: NamePageQuery = {}): Promise<Wire<RpcResult<Page<LaneInfo>>>> {
     return asResult(async () => lanePage((await this.host.harness()).lanes(), query.after, { limit: query.limit ?? PAGE_LIMIT_DEFAULT, budget: PAGE_BYTES_MAX }));
+  }
+
+  /** `GET …/lanes/{lane}/pending`: the lane's pending runs in line (spec "Prompt while busy"). */
+  async pendingRuns(name: string): Promise<Wire<RpcResult<PendingRun[]>>> {
+    return asResult(async () => (await this.host.lane(name)).pendingRuns().map((run) => ({ ...run, kind: "run" as const, state: "pending" as const })));
   }
 
   async laneExecution(name: string): Promise<Wire<RpcResult<LaneExecutionInfo>>> {

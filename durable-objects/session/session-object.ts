@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { HandedReservation } from "./due-work/settlement-outbox.ts";
-import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import type { CompactionRequest, NavigationRequest, OperationRequest, RunRequest } from "../../harness/runtime/acceptance.ts";
 import type { BranchScan } from "../../harness/session/branch.ts";
 import type { EntryQuery } from "../../harness/session/session.ts";
 import type { ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
@@ -23,7 +23,7 @@ import { SessionHost, type LaneConfigPatch, type NewBranchEntry, type QueueInput
 import { SessionLanes } from "./session-lanes.ts";
 import { SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionMcp } from "./session-mcp.ts";
-import { SessionOperations } from "./session-operations.ts";
+import { SessionOperations, type BusyStrategy } from "./session-operations.ts";
 import { SessionSettings } from "./session-settings.ts";
 import { SessionStructural } from "./session-structural.ts";
 import { SessionTools } from "./session-tools.ts";
@@ -142,6 +142,9 @@ export class SessionObject extends DurableObject<Env> {
   // Operations (session-operations.ts) and the structural conveniences (session-structural.ts).
   acceptOperation(name: string, request: Wire<OperationRequest>) { return this.operations.acceptOperation(name, request); }
   acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation) { return this.operations.acceptAndAwait(name, request, waitMs, reservation); }
+  acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy) { return this.operations.acceptWhileBusy(name, request, ifBusy); }
+  promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation) { return this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation); }
+  pendingRuns(name: string) { return this.laneCommands.pendingRuns(name); }
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
   resumeOperation(name: string, operationId: string, waitMs?: number) { return this.operations.resumeOperation(name, operationId, waitMs); }
   resumeCurrent(name: string, waitMs: number) { return this.operations.resumeCurrent(name, waitMs); }

@@ -1,6 +1,9 @@
 import type { AbortOutcome } from "../../schema/lane-answers.ts";
 import type { AbortRequestResult } from "../../harness/runtime/abort.ts";
-import type { OperationAdmission, OperationRequest } from "../../harness/runtime/acceptance.ts";
+import type { OperationAdmission, OperationRequest, RunRequest } from "../../harness/runtime/acceptance.ts";
+import type { BusyPromptAnswer, IfBusy } from "../../harness/runtime/busy-prompts.ts";
+import type { PromptAdmission } from "../../harness/runtime/pending-runs.ts";
+import type { Interrupted, QueuedPrompt } from "../../schema/lane-answers.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
@@ -26,6 +29,29 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
 
 /** The abort convenience: requestAbort's answer plus the record when reconciliation settled in time. */
 export type { AbortOutcome };
+
+/** The strategies a prompt may ask for besides the plain acceptance (`reject`). */
+export type BusyStrategy = Exclude<IfBusy, "reject">;
+
+/** `POST …/operations` under `ifBusy`: the admission or place in line (with what an interrupt drained), or the queued prompt. */
+export type BusyAdmission = (PromptAdmission & { interrupted?: Interrupted }) | QueuedPrompt;
+
+/** `POST …/prompt` under `ifBusy`: the run's outcome (with what an interrupt drained), or the queued prompt. */
+export type BusyPromptOutcome =
+  | { state: "settled"; result: PromptAnswer & { interrupted?: Interrupted } }
+  | ({ state: "suspended"; operationId: string; deferred: DeferredHandle } & { interrupted?: Interrupted })
+  | ({ state: "pending"; operationId: string } & { interrupted?: Interrupted })
+  | QueuedPrompt;
+
+function queuedAnswer(queued: Extract<BusyPromptAnswer, { queued: unknown }>["queued"]): QueuedPrompt {
+  return { operationId: queued.operationId, entryId: queued.entryId, queued: queued.kind };
+}
+
+/** What an interrupt drained from the operation it aborted, as answered. */
+function interruptedOf(answer: Extract<BusyPromptAnswer, { admission: unknown }>): { interrupted?: Interrupted } {
+  const drained = answer.interrupted;
+  return drained ? { interrupted: { operationId: drained.operationId, steer: drained.steer, followUp: drained.followUp } } : {};
+}
 
 /** What this module reaches of the host (session-host.ts). */
 type OperationsHost = Pick<SessionHost, "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
@@ -88,6 +114,43 @@ export class SessionOperations {
     });
   }
 
+  /**
+   * A prompt under `ifBusy` (spec "Prompt while busy"): the run started, its place in line, or the
+   * running operation it was handed to; an interrupt also answers what it drained.
+   */
+  async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy): Promise<Wire<RpcResult<BusyAdmission>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const answer = unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy));
+      if ("queued" in answer) return queuedAnswer(answer.queued);
+      if (!("state" in answer.admission)) this.host.open().runtime.startPass(lane, answer.admission.operationId);
+      return { ...answer.admission, ...interruptedOf(answer) };
+    });
+  }
+
+  /**
+   * The prompt convenience under `ifBusy`: as `acceptWhileBusy`, then the run's outcome within
+   * `waitMs` (a pending run's wait includes its time in line); a prompt handed to the running
+   * operation answers at once.
+   */
+  async promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation): Promise<Wire<RpcResult<BusyPromptOutcome>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const answer = unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy));
+      if ("queued" in answer) return queuedAnswer(answer.queued);
+      const { operationId } = answer.admission;
+      if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
+      if (!("state" in answer.admission)) this.host.open().runtime.startPass(lane, operationId);
+      const outcome = await this.outcomeWithin(lane, operationId, waitMs);
+      const interrupted = interruptedOf(answer);
+      if (outcome.state !== "settled") {
+        if (reservation !== undefined) this.host.reservationBound(operationId);
+        return { ...outcome, ...interrupted };
+      }
+      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.host.openStorage(), outcome.result, placedBy(lane, outcome.result)), ...interrupted } };
+    });
+  }
+
   /** resume convenience: the current operation with one deferred poll permit (NothingToResume when idle). */
   async resumeCurrent(name: string, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome>>> {
     return asResult(async () => {
@@ -144,6 +207,12 @@ export class SessionOperations {
     return wait.handle.expiresAt !== undefined && Date.now() >= wait.handle.expiresAt ? "expired" : "resumed";
   }
 
+  /** A run request whose deferred mode the lane's model can serve (`deferrable`), typed as one. */
+  private async runnable(lane: AgentLane, request: RunRequest): Promise<RunRequest> {
+    await this.deferrable(lane, request);
+    return request;
+  }
+
   /** A run request whose deferred mode (its own, else the session's) the lane's model can serve (422 otherwise). */
   private async deferrable(lane: AgentLane, request: OperationRequest): Promise<OperationRequest> {
     if (request.kind === "prompt" || request.kind === "skill" || request.kind === "prompt_template") {
@@ -166,7 +235,7 @@ export class SessionOperations {
   async outcomeWithin(lane: AgentLane, operationId: string, waitMs: number): Promise<ConvenienceOutcome> {
     const view = await this.host.open().runtime.awaitOperation(lane, operationId, Math.min(Math.max(0, waitMs), 60_000));
     if (view?.state === "settled") return view;
-    if (view?.at === "deferred.suspended") {
+    if (view?.state === "active" && view.at === "deferred.suspended") {
       const driven = await lane.drive({ operationId, waitForRetry: false });
       const outcome = driven.ok ? driven.value : undefined;
       if (outcome?.kind === "settled") return { state: "settled", result: outcome.outcome };

@@ -1,7 +1,7 @@
 import type { OperationView } from "../../schema/lane-answers.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
 import type { ModelsPort } from "../../harness/execution/models.ts";
-import type { LiveUpdatePacing } from "../../harness/runtime/core.ts";
+import type { LiveUpdatePacing, WakeScheduler } from "../../harness/runtime/core.ts";
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import { createToolRegistry, type RemoteTools } from "../../tools/registry.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
@@ -51,12 +51,36 @@ export class SessionRuntime {
       session: this.session,
       models: this.models(),
       tools,
-      wake: this.dueWork,
+      wake: this.wakeScheduler(),
       ...(this.liveUpdateIntervalMs && { liveUpdateIntervalMs: this.liveUpdateIntervalMs }),
     });
     this.created = harness;
     this.onHarness(harness);
     return harness;
+  }
+
+  /**
+   * The due-work table as the harness's wake scheduler, and a pass for work due now that no
+   * caller starts: a pending run accepted by the settling commit before it (pending-runs.ts)
+   * starts at once, not at the alarm's safety net. After the line is released (a zero timer); a
+   * pass already live is joined.
+   */
+  private wakeScheduler(): WakeScheduler {
+    const dueWork = this.dueWork;
+    return {
+      due: (lane, operationId, at) => {
+        dueWork.due(lane, operationId, at);
+        if (at <= Date.now()) setTimeout(() => this.startDuePass(lane, operationId), 0);
+      },
+      settled: (lane, operationId) => dueWork.settled(lane, operationId),
+      parked: (lane, operationId) => dueWork.parked(lane, operationId),
+      suspended: (lane, operationId, pollAt) => dueWork.suspended(lane, operationId, pollAt),
+    };
+  }
+
+  private startDuePass(name: string, operationId: string): void {
+    const lane = this.created?.getLane(name);
+    if (lane?.state.operation?.meta.operationId === operationId) this.startPass(lane, operationId);
   }
 
   /** Closes the hosted harness (and its session) for good; its successor restores from storage. */
@@ -120,6 +144,11 @@ export class SessionRuntime {
     for (;;) {
       const view = operationView(lane, operationId);
       if (!view || view.state === "settled" || Date.now() >= deadline) return view;
+      if (view.state === "pending") {
+        // A pending run starts with the settlement before it (or is cancelled): wait for that.
+        if ((await raceDeadline(lane.untilNotPending(operationId).then(() => true), deadline)) === undefined) return operationView(lane, operationId);
+        continue;
+      }
       const outcome = await raceDeadline(lane.drive({ operationId, waitForRetry: false }), deadline);
       if (!outcome) return operationView(lane, operationId);
       if (!outcome.ok) return operationView(lane, operationId);
@@ -145,6 +174,8 @@ export function operationView(lane: AgentLane, operationId: string): OperationVi
       ...(state.at === "deferred.suspended" && suspendedView(lane)),
     };
   }
+  const position = lane.state.pending.indexOf(operationId) + 1;
+  if (position > 0) return { state: "pending", position };
   const record = lane.getResult(operationId);
   return record ? { state: "settled", result: record } : undefined;
 }

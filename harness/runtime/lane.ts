@@ -74,6 +74,8 @@ export class AgentLane implements LaneHandle {
   /** The warm context path (QUALITY P11): process-local, rebuilt from storage on demand. */
   private readonly context = new ContextCache();
   private idleOwner: Promise<void> | undefined;
+  /** Callers waiting for a pending run to start (or be cancelled). */
+  private readonly pendingWaiters: { operationId: string; resolve: () => void }[] = [];
   private idleWaiters: (() => void)[] = [];
   private toolResultWaiters: (() => void)[] = [];
 
@@ -93,6 +95,18 @@ export class AgentLane implements LaneHandle {
   publish(next: LaneProjection): void {
     this.projection = next;
     this.notifyIdle();
+    if (this.pendingWaiters.length > 0) {
+      for (const waiter of this.pendingWaiters.splice(0)) {
+        if (next.pending.includes(waiter.operationId)) this.pendingWaiters.push(waiter);
+        else waiter.resolve();
+      }
+    }
+  }
+
+  /** Resolves once `operationId` is no longer pending on this lane (it started or was cancelled). */
+  untilNotPending(operationId: string): Promise<void> {
+    if (!this.projection.pending.includes(operationId)) return Promise.resolve();
+    return new Promise((resolve) => this.pendingWaiters.push({ operationId, resolve }));
   }
 
   contextPath(): readonly Entry[] {

@@ -53,7 +53,8 @@ export async function withOpenOperation<B, T>(
   scope: AdmittingScope,
   readBody: () => Promise<B>,
   accept: (body: B, reservation: GrantedReservation) => Promise<Wire<RpcResult<T>>>,
-  operationIdOf: (value: T) => string,
+  /** The operation the accept opened; undefined when it opened none (a prompt handed to a running one). */
+  operationIdOf: (value: T) => string | undefined,
   handedOver: (value: T) => boolean = () => false,
 ): Promise<T> {
   // One stub for every tenant call of this request: each getByName derives the object's id again.
@@ -69,7 +70,9 @@ export async function withOpenOperation<B, T>(
     throw error;
   }
   // The operation is accepted whatever happens here: a failed bind leaves an expiring reservation.
-  if (!handedOver(value)) await tenant.bindOperation(reservationId, operationIdOf(value)).catch(() => undefined);
+  const operationId = operationIdOf(value);
+  if (operationId === undefined) await tenant.releaseOperation(reservationId).catch(() => undefined);
+  else if (!handedOver(value)) await tenant.bindOperation(reservationId, operationId).catch(() => undefined);
   return value;
 }
 

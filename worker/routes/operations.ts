@@ -1,5 +1,5 @@
 import { Hono, type Context } from "hono";
-import type { ConvenienceOutcome } from "../../durable-objects/session/session-operations.ts";
+import type { BusyAdmission, BusyPromptOutcome, ConvenienceOutcome } from "../../durable-objects/session/session-operations.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody } from "../../schema/lane-api.ts";
@@ -35,8 +35,15 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, OperationRequestSchema),
-      (body) => stub.acceptOperation(scope.lane, toWire(engineRequest(body))),
-      (value) => value.operationId,
+      (body): Promise<Wire<RpcResult<BusyAdmission>>> => {
+        // A prompt that may arrive while the lane is busy (spec "Prompt while busy").
+        if (body.kind === "prompt" && body.ifBusy !== undefined && body.ifBusy !== "reject") {
+          const { ifBusy, ...request } = body;
+          return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
+        }
+        return stub.acceptOperation(scope.lane, toWire(engineRequest(body)));
+      },
+      (value) => ("queued" in value ? undefined : value.operationId),
     );
     return c.json(admission, 202);
   })
@@ -48,14 +55,17 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, PromptConvenienceSchema),
-      ({ prompt, images, wait, operationId, deferred }, reservation) => {
+      ({ prompt, images, wait, operationId, deferred, ifBusy }, reservation): Promise<Wire<RpcResult<BusyPromptOutcome>>> => {
         const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, { reservationId: reservation.reservationId, webhooks: reservation.webhooks });
+        const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.promptWhileBusy(scope.lane, toWire(request), ifBusy, waitFor, handed);
+        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, handed);
       },
-      operationIdOf,
-      (value) => value.state === "settled",
+      (value) => ("queued" in value ? undefined : operationIdOf(value)),
+      (value) => !("queued" in value) && value.state === "settled",
     );
+    if ("queued" in outcome) return c.json(outcome, 200);
     return convenience(c, outcome);
   })
   // accept a navigation + wait; then the continuation run when queued input is eligible.
@@ -92,6 +102,11 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
   });
 
 export const operationRoutes = new Hono<AppEnv>()
+  // The lane's pending runs in line (spec "Prompt while busy"); at most 20, so one page.
+  .get("/:lane/pending", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    return c.json({ items: replyValue(await stub.pendingRuns(lane)) });
+  })
   // drive(id) made total; `?wait=` long-polls until settled or a durable wait.
   .get("/:lane/operations/:opId", async (c) => {
     const { stub, lane } = laneTarget(c);
