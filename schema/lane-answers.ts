@@ -73,6 +73,16 @@ export type QueuedPrompt = v.InferOutput<typeof QueuedPromptSchema>;
 export const InterruptedSchema = v.object({ operationId: v.string(), steer: v.array(AgentMessageSchema), followUp: v.array(AgentMessageSchema) });
 export type Interrupted = v.InferOutput<typeof InterruptedSchema>;
 
+/**
+ * `POST …/operations` (202): the admission; under `ifBusy`, a pending run (with what an interrupt
+ * drained) or the running operation a prompt was handed to.
+ */
+export const AcceptedOperationSchema = v.union([
+  OperationAdmissionSchema,
+  v.object({ ...PendingRunSchema.entries, interrupted: v.optional(InterruptedSchema) }),
+  QueuedPromptSchema,
+]);
+
 /** `POST …/operations/{opId}/abort`: the steer and follow-up messages the abort drained from the queue. */
 export const AbortRequestResultSchema = v.object({
   operationId: v.string(),

@@ -12,7 +12,7 @@ import {
   EntryPlacementSchema,
   LaneSnapshotAnswerSchema,
   NavigateAnswerSchema,
-  OperationAdmissionSchema,
+  AcceptedOperationSchema,
   OperationViewSchema,
   PendingOperationSchema,
   QueuedSchema,
@@ -43,6 +43,7 @@ const lane = () => ({ sid, lane: "main" });
 const ARGS = { type: "object", properties: { question: { type: "string" } }, required: ["question"] };
 const PROMPT = routeOf("prompt").responses[200]?.schema ?? v.never();
 const RESUME_CURRENT = routeOf("resumeCurrent").responses[200]?.schema ?? v.never();
+const PENDING_RUNS = routeOf("listPendingRuns").responses[200]?.schema ?? v.never();
 
 beforeAll(async () => {
   checker = new AnswerChecker(await (await call("/openapi.json")).json<OpenApiDocument>());
@@ -157,7 +158,7 @@ describe("every documented success answer validates against the document", () =>
     const queued = await checker.expect("enqueue", 201, QueuedSchema, { key, path: lane(), body: { kind: "followUp", message: "later" } });
     await checker.expect("getLaneSnapshot", 200, LaneSnapshotAnswerSchema, { key, path: lane() });
     expect(await checker.expect("cancelQueued", 200, CancelQueuedAnswerSchema, { key, path: { ...lane(), entryId: queued.entryId } })).toEqual({ result: "cancelled" });
-    const accepted = await checker.expect("acceptOperation", 202, OperationAdmissionSchema, { key, path: lane(), body: { kind: "prompt", prompt: "again" } });
+    const accepted = await checker.expect("acceptOperation", 202, AcceptedOperationSchema, { key, path: lane(), body: { kind: "prompt", prompt: "again" } });
     await settled(accepted.operationId);
     await checker.expect("resumeOperation", 200, OperationViewSchema, { key, path: { ...lane(), opId: accepted.operationId } });
 
@@ -180,11 +181,16 @@ describe("every documented success answer validates against the document", () =>
     expect(requested.operationId).toBe(pending.operationId);
     await settled(pending.operationId);
     await script(slowStep());
-    await checker.expect("acceptOperation", 202, OperationAdmissionSchema, { key, path: lane(), body: { kind: "prompt", prompt: "slow" } });
+    await checker.expect("acceptOperation", 202, AcceptedOperationSchema, { key, path: lane(), body: { kind: "prompt", prompt: "slow" } });
+    // A prompt while busy: a pending run, listed, then cancelled before it starts.
+    const waiting = await checker.expect("acceptOperation", 202, AcceptedOperationSchema, { key, path: lane(), body: { kind: "prompt", prompt: "later", ifBusy: "enqueue" } });
+    const line = await checker.expect("listPendingRuns", 200, PENDING_RUNS, { key, path: lane() });
+    expect(line).toEqual({ items: [expect.objectContaining({ operationId: waiting.operationId, position: 1 })] });
+    await checker.expect("abortOperation", 200, AbortRequestResultSchema, { key, path: { ...lane(), opId: waiting.operationId } });
     const aborted = await checker.expect("abortCurrent", 200, AbortOutcomeSchema, { key, path: lane(), query: { wait: 30 } });
     expect(aborted.record?.status).toBe("aborted");
     await script(slowStep());
-    const running = await checker.expect("acceptOperation", 202, OperationAdmissionSchema, { key, path: lane(), body: { kind: "prompt", prompt: "slow" } });
+    const running = await checker.expect("acceptOperation", 202, AcceptedOperationSchema, { key, path: lane(), body: { kind: "prompt", prompt: "slow" } });
     await checker.expect("resumeCurrent", 202, PendingOperationSchema, { key, path: lane(), query: { wait: 0 } });
     expect(await checker.expect("resumeCurrent", 200, RESUME_CURRENT, { key, path: lane(), query: { wait: 30 } })).toMatchObject({ operationId: running.operationId, status: "completed" });
     // A step an aborted run never took would be the next run's: the script starts afresh.
@@ -196,7 +202,7 @@ describe("every documented success answer validates against the document", () =>
     expect(ready).toMatchObject({ status: "completed" });
 
     await script({ toolCalls: [{ name: "ask_user", arguments: { question: "ok?" } }] }, { text: "thanks" });
-    const asking = await checker.expect("acceptOperation", 202, OperationAdmissionSchema, { key, path: lane(), body: { kind: "prompt", prompt: "ask me" } });
+    const asking = await checker.expect("acceptOperation", 202, AcceptedOperationSchema, { key, path: lane(), body: { kind: "prompt", prompt: "ask me" } });
     const toolCallId = await waitingClientCall();
     const result = { content: [{ type: "text", text: "yes" }] };
     await checker.expect("postToolResult", 202, ToolResultAcceptedSchema, { key, path: { ...lane(), opId: asking.operationId, toolCallId }, body: result });

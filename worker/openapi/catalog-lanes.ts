@@ -22,10 +22,12 @@ import {
   EntryPlacementSchema,
   LaneSnapshotAnswerSchema,
   NavigateAnswerSchema,
-  OperationAdmissionSchema,
   OperationViewSchema,
+  AcceptedOperationSchema,
   PendingOperationSchema,
+  PendingRunSchema,
   PROMPT_ANSWER_LIMITS,
+  QueuedPromptSchema,
   PromptAnswerSchema,
   QueuedSchema,
   SuspendedRunSchema,
@@ -41,12 +43,16 @@ import {
   WATCH_UNACKED_WINDOW_BYTES,
   WatchQuerySchema,
 } from "../../schema/watch.ts";
+import { MAX_PENDING_RUNS } from "../../harness/runtime/pending-runs.ts";
 import { LANE_ERRORS, SESSION_ERRORS, type CatalogRoute } from "./catalog-types.ts";
 
 // spec/API.md "Lanes", "Queue", "Operations" and "Watch protocol": worker/routes/lanes.ts,
 // operations.ts and watch.ts (docs/api-lanes.md, docs/api-watch.md).
 
 /** The watch protocol's flow control and close codes, in both watch routes (docs/api-watch.md). */
+/** The prompt-while-busy strategies, as the descriptions name them. */
+const IF_BUSY = "`ifBusy` (`reject`, the default: 409 `LaneBusy`; `enqueue`: a pending run, at most " + String(MAX_PENDING_RUNS) + " per lane, 409 `QueueFull` beyond; `interrupt`: abort the current operation and run this one first; `steer` / `followUp`: hand the prompt to the running operation; on an idle lane each starts the run)";
+
 const WATCH_PROTOCOL =
   `Acknowledge received bytes with \`{ "type": "ack", "bytes": n }\` (the UTF-8 length of all snapshot and event messages so far) at least every ${mib(WATCH_ACK_EVERY_BYTES)}: ` +
   `more than ${mib(WATCH_UNACKED_WINDOW_BYTES)} unacknowledged closes the socket ${WATCH_CLOSE.slowConsumer}. ` +
@@ -138,8 +144,13 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "Accept an operation",
     description: "Acceptance runs no work; the session object drives it. `navigation` moves the lane's tip (`targetId`, or null for the root; `label` optional); `compaction` summarizes the lane's older context into a compaction entry (422 `NothingToCompact` when it all fits in the kept recent part); `navigation` with `summarize: true` also summarizes the branch the tip leaves (after the point it shares with the target) into a branch-summary entry under the target, which becomes the tip (422 `InvalidNavigation` reason `summarize_root` for the root). " + OPEN_QUOTA,
     pathParams: LANE, body: OperationRequestSchema, example: { kind: "prompt", prompt: "Hello" }, idempotent: true,
-    responses: { 202: { description: "`{ operationId, kind, startedAt }`", schema: OperationAdmissionSchema } },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
+    responses: {
+      202: {
+        description: `\`{ operationId, kind, startedAt }\`; under ${IF_BUSY} a pending run \`{ operationId, kind, state: "pending", position, acceptedAt }\` (with \`interrupted\` for an interrupt) or the running operation it was handed to \`{ operationId, entryId, queued }\``,
+        schema: AcceptedOperationSchema,
+      },
+    },
+    errors: [...LANE_ERRORS, "LaneBusy", "QueueFull", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/compact", operationId: "compact", tag: "Operations", auth: "tenant",
@@ -173,7 +184,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort", operationId: "abortOperation", tag: "Operations", auth: "tenant",
-    summary: "Request the abort of an operation", description: "A stale id (not the current operation) is 409 `OperationMismatch`.",
+    summary: "Request the abort of an operation", description: "A pending run is cancelled before it starts (its record: `aborted`, `error.code: \"cancelled_before_start\"`). A stale id (neither current nor pending) is 409 `OperationMismatch`.",
     pathParams: OPERATION,
     responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp }`", schema: AbortRequestResultSchema } },
     errors: [...LANE_ERRORS, "OperationMismatch"],
@@ -191,10 +202,21 @@ export const laneCatalog: readonly CatalogRoute[] = [
     description: `\`wait\` in seconds (≤ 60, default 60). \`deferred: true | { window }\` asks for a deferred answer (a background response or batch; 422 \`DeferredUnsupported\` on a model that cannot give one), \`false\` a live one whatever the session's \`streamOptions.deferred\`. A settled run answers its record plus \`messages\`: what the run placed on the lane's branch, oldest first, the final assistant message last; the newest ${PROMPT_ANSWER_LIMITS.messages} messages within ${PROMPT_ANSWER_LIMITS.bytes / 1024} KiB (the final message always), \`messagesTruncated: true\` when older ones were left out. ${OPEN_QUOTA}`,
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
     responses: {
-      200: { description: "The settled record with `messages` and `messagesTruncated`, or `{ status: \"suspended\", operationId, deferred }`", schema: v.union([PromptAnswerSchema, SuspendedRunSchema]) },
+      200: {
+        description: `The settled record with \`messages\` and \`messagesTruncated\`, or \`{ status: "suspended", operationId, deferred }\`; under ${IF_BUSY} a pending run's wait includes its time in line, an interrupt's answer adds \`interrupted: { operationId, steer, followUp }\`, and a prompt handed to the running operation answers \`{ operationId, entryId, queued }\` at once`,
+        schema: v.union([PromptAnswerSchema, SuspendedRunSchema, QueuedPromptSchema]),
+      },
       202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "InvalidMessage", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "QueueFull", "InvalidMessage", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/pending", operationId: "listPendingRuns", tag: "Operations", auth: "tenant",
+    summary: "The lane's pending runs, in line",
+    description: `Runs accepted with \`ifBusy: "enqueue"\` (or \`"interrupt"\`) while the lane was busy, in the order they will start (at most ${MAX_PENDING_RUNS}, so one page). Each starts when the operation before it has ended, exactly once.`,
+    pathParams: LANE,
+    responses: { 200: { description: "`{ items: [{ operationId, kind, state, position, acceptedAt }] }`", schema: v.object({ items: v.array(PendingRunSchema) }) } },
+    errors: LANE_ERRORS,
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", operationId: "abortCurrent", tag: "Operations", auth: "tenant",
