@@ -3,7 +3,9 @@ import type { DeferredHandle, ImageContent } from "../schema/messages.ts";
 import type { DeferredMode } from "../schema/settings.ts";
 import { path, waitSeconds, type CallOptions, type HttpClient, type HttpResponse } from "./http.ts";
 import { lanePath } from "./lanes.ts";
-import type { AbortOutcome, AbortRequestResult, ConvenienceOutcome, OperationAdmission, OperationRequestBody, OperationView, PromptAnswer, PromptInput, PromptOutcome } from "./types.ts";
+import type { IfBusy } from "../schema/lane-api.ts";
+import type { QueuedPrompt } from "../schema/lane-answers.ts";
+import type { AbortOutcome, AbortRequestResult, AcceptedOperation, ConvenienceOutcome, OperationRequestBody, OperationView, PendingRun, PromptAnswer, PromptInput, PromptOutcome } from "./types.ts";
 
 /** Waiting options: seconds, at most 60 (decimals allowed). */
 export interface WaitOptions extends CallOptions {
@@ -12,6 +14,12 @@ export interface WaitOptions extends CallOptions {
 
 export interface PromptOptions extends CallOptions {
   images?: ImageContent[];
+  /**
+   * What to do when the lane is busy: `reject` (the default, 409 LaneBusy), `enqueue` (a pending
+   * run, answered when it settles), `interrupt` (abort the current run, then this one; the answer
+   * adds `interrupted`), `steer` / `followUp` (hand the prompt to the running operation: `queued`).
+   */
+  ifBusy?: IfBusy;
   /** Seconds to wait for the result (server default 60, at most 60). */
   wait?: number;
   /** A fresh UUIDv7 chosen by the caller. */
@@ -33,9 +41,19 @@ export class OperationsApi {
     this.http = http;
   }
 
-  /** `POST …/operations` OperationRequest → 202 `{ operationId, kind, startedAt }` (409 LaneBusy). Accepts `idempotencyKey`. */
-  accept(sessionId: string, lane: string, request: OperationRequestBody, options: CallOptions = {}): Promise<OperationAdmission> {
+  /**
+   * `POST …/operations` OperationRequest → 202 `{ operationId, kind, startedAt }` (409 LaneBusy).
+   * A prompt with `ifBusy` on a busy lane answers its pending run (`state: "pending"`, `position`)
+   * or, for `steer`/`followUp`, the running operation it was handed to (`queued`). Accepts `idempotencyKey`.
+   */
+  accept(sessionId: string, lane: string, request: OperationRequestBody, options: CallOptions = {}): Promise<AcceptedOperation> {
     return this.http.json({ ...options, method: "POST", path: lanePath(sessionId, lane, "/operations"), body: request });
+  }
+
+  /** `GET …/pending`: the lane's pending runs, in the order they will start. */
+  async pending(sessionId: string, lane: string, options: CallOptions = {}): Promise<PendingRun[]> {
+    const body = await this.http.json<{ items: PendingRun[] }>({ ...options, method: "GET", path: lanePath(sessionId, lane, "/pending") });
+    return body.items;
   }
 
   /**
@@ -65,15 +83,19 @@ export class OperationsApi {
    * Accepts `idempotencyKey`.
    */
   async prompt(sessionId: string, lane: string, prompt: PromptInput, options: PromptOptions = {}): Promise<PromptOutcome> {
-    const { images, wait, operationId, deferred, ...call } = options;
+    const { images, wait, operationId, deferred, ifBusy, ...call } = options;
     const body = {
       prompt,
       ...(images !== undefined && { images }),
       ...(wait !== undefined && { wait }),
       ...(operationId !== undefined && { operationId }),
       ...(deferred !== undefined && { deferred }),
+      ...(ifBusy !== undefined && { ifBusy }),
     };
-    return convenienceOutcome(await this.http.send<ConvenienceBody<PromptAnswer>>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body }));
+    const response = await this.http.send<ConvenienceBody<PromptAnswer> | QueuedPrompt>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body });
+    const answer = response.body;
+    if ("queued" in answer) return { state: "queued", ...answer };
+    return convenienceOutcome({ ...response, body: answer });
   }
 
   /**

@@ -11,9 +11,13 @@ import type {
   CancelQueuedResult,
   EntryPlacementSchema,
   LaneSnapshotAnswerSchema,
+  AcceptedOperationSchema,
+  Interrupted,
   OperationAdmission,
   OperationView,
+  PendingRun,
   PromptAnswer,
+  QueuedPrompt,
   QueuedSchema,
 } from "../schema/lane-answers.ts";
 import type { EntryLabelSchema } from "../schema/session.ts";
@@ -173,7 +177,7 @@ export type LaneSnapshotAt = v.InferOutput<typeof LaneSnapshotAnswerSchema>;
 export type EnqueuedItem = v.InferOutput<typeof QueuedSchema>;
 
 // The operation answers, as the server types them (schema/lane-answers.ts).
-export type { AbortOutcome, AbortRequestResult, CancelQueuedResult, OperationAdmission, OperationView };
+export type { AbortOutcome, AbortRequestResult, CancelQueuedResult, Interrupted, OperationAdmission, OperationView, PendingRun, QueuedPrompt };
 
 /**
  * What the waiting conveniences (`prompt`, `resume`) answer, normalised: the server sends the
@@ -190,7 +194,13 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
  * branch (`result.messages`, oldest first, the final assistant message last; `messagesTruncated`
  * when older ones were left out by the answer's bounds).
  */
-export type PromptOutcome = ConvenienceOutcome<PromptAnswer>;
+export type PromptOutcome =
+  | ConvenienceOutcome<PromptAnswer & { interrupted?: Interrupted }>
+  /** `ifBusy: "steer" | "followUp"` on a busy lane: the prompt went to the running operation's queue. */
+  | ({ state: "queued" } & QueuedPrompt);
+
+/** `POST …/operations` (202): the admission; under `ifBusy`, a pending run or the operation a prompt was handed to. */
+export type AcceptedOperation = v.InferOutput<typeof AcceptedOperationSchema>;
 
 export type { PromptAnswer };
 export type { Branch, BranchListing, CreatedSession, Session };

@@ -78,6 +78,7 @@ const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
  * (handed to the running operation). On an idle lane every strategy starts the run.
  */
 export const IfBusySchema = v.picklist(["reject", "enqueue", "interrupt", "steer", "followUp"]);
+export type IfBusy = v.InferOutput<typeof IfBusySchema>;
 const ifBusy = v.optional(IfBusySchema);
 
 export const OperationRequestSchema = v.variant("kind", [
