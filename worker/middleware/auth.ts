@@ -74,8 +74,10 @@ async function presentTenantKey(c: AppContext): Promise<PresentedKey> {
  */
 function presentedCredential(c: AppContext): { value: string; inUrl: boolean } | undefined {
   const value = presentedKey(c.req.raw.headers);
-  if (value !== undefined || c.req.header("authorization") !== undefined) return value === undefined ? undefined : { value, inUrl: false };
-  const query = c.req.method === "GET" ? c.req.query("access_token") : undefined;
+  if (value !== undefined) return { value, inUrl: false };
+  // A malformed Authorization header is refused as such, whatever the query holds.
+  if (c.req.header("authorization") !== undefined || c.req.method !== "GET") return undefined;
+  const query = c.req.query("access_token");
   return query === undefined ? undefined : { value: query, inUrl: true };
 }
 
