@@ -10,7 +10,7 @@ export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>
 export interface HttpClientOptions {
   /** Origin (and optional path prefix) of the API, e.g. `https://sessions.example.com`; `/v1/…` is appended. */
   baseUrl: string;
-  /** A tenant API key (`sk_…`), sent as `Authorization: Bearer <key>`. */
+  /** A tenant API key (`sk_…`) or a browser token (`bt_…`), sent as `Authorization: Bearer <key>`. */
   key?: string;
   /** The admin token, used instead of `key` by the admin routes. */
   adminToken?: string;

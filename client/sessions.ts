@@ -1,6 +1,8 @@
 import type { SessionSummary } from "../schema/api.ts";
 export type { SessionSummary };
 import type { ForkSession } from "../schema/api-fork.ts";
+import type { BrowserToken, CreateBrowserToken } from "../schema/browser-tokens.ts";
+export type { BrowserToken, CreateBrowserToken };
 import type { Entry } from "../schema/entries.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
@@ -70,6 +72,17 @@ export class SessionsApi {
    */
   fork(sessionId: string, body: ForkSession, options: CallOptions = {}): Promise<Session> {
     return this.http.json({ ...options, method: "POST", path: sessionPath(sessionId, "/fork"), body });
+  }
+
+  /**
+   * `POST /v1/sessions/{sid}/tokens` → 201 `{ token, expiresAt }`: a short-lived browser token for
+   * this session (only `lanes`, when given; `scopes` `"watch"` and/or `"prompt"`; `ttlSeconds`
+   * 1–3600, default 900) to hand to a page instead of the key. A page uses it as `key` (this
+   * client, `watchLane`). Only a tenant key mints; revoking that key ends its tokens. The token
+   * is shown once: a repeat with the same `idempotencyKey` is 409 `KeySecretNotReplayed`.
+   */
+  createBrowserToken(sessionId: string, body: CreateBrowserToken, options: CallOptions = {}): Promise<BrowserToken> {
+    return this.http.json({ ...options, method: "POST", path: sessionPath(sessionId, "/tokens"), body });
   }
 
   /** `DELETE /v1/sessions/{sid}` → 204; afterwards the session is 404 (a repeated delete too). */

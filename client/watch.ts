@@ -89,7 +89,7 @@ export class WatchError extends Error {
 export interface WatchLaneOptions {
   /** The API's base URL (`https://…` or `http://…`; `wss://`/`ws://` are derived). */
   baseUrl: string;
-  /** The tenant key, offered as the `bearer.<key>` subprotocol. */
+  /** The tenant key (or a browser token with the `watch` scope), offered as the `bearer.<key>` subprotocol. */
   key: string;
   sessionId: string;
   lane: string;

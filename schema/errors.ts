@@ -12,6 +12,12 @@ export const ERROR_STATUS = {
   InvalidOperationId: 400,
   ReservedNamespace: 400,
   Unauthenticated: 401,
+  /**
+   * A browser token asked for something outside what it was minted for: another session, a lane
+   * it does not name, a scope it lacks, or a route no token may call (`details.scope`, `lane` or
+   * `kind` name what was missing where that applies).
+   */
+  TokenScope: 403,
   NotFound: 404,
   SessionNotFound: 404,
   UnknownBranch: 404,
@@ -40,8 +46,8 @@ export const ERROR_STATUS = {
   AgentNotBound: 409,
   IdempotencyInProgress: 409,
   /**
-   * A replay of a creation whose answer held a secret (an API key, a webhook endpoint): it exists
-   * (`details` names it), its secret was shown once and is not shown again.
+   * A replay of a creation whose answer held a secret (an API key, a webhook endpoint, a browser
+   * token): it exists (`details` names it), its secret was shown once and is not shown again.
    */
   KeySecretNotReplayed: 409,
   BranchExists: 409,

@@ -8,8 +8,11 @@
  * to another row or tenant fails to open instead of leaking. The sealed form starts with a version
  * tag so a later key rotation can tell old seals from new.
  *
- * This module imports nothing of ours: the worker, the objects, `models/` and `tools/` all use it.
+ * This module imports nothing of ours outside `secrets/`: the worker, the objects, `models/` and
+ * `tools/` all use it.
  */
+
+import { fromBase64Url, toBase64Url } from "./base64url.ts";
 
 const VERSION = "v1";
 const IV_BYTES = 12;
@@ -72,9 +75,9 @@ export async function openSecret(key: CryptoKey, sealed: string, context: string
   if (version !== VERSION || iv === undefined || body === undefined || extra !== undefined) throw new SecretBoxError("Not a sealed secret");
   try {
     const plain = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: fromBase64Url(iv), additionalData: encoder.encode(context) },
+      { name: "AES-GCM", iv: openable(iv), additionalData: encoder.encode(context) },
       key,
-      fromBase64Url(body),
+      openable(body),
     );
     return decoder.decode(plain);
   } catch {
@@ -88,16 +91,8 @@ export function secretHint(secret: string): string {
   return secret.length >= 12 ? `…${secret.slice(-4)}` : "…";
 }
 
-function toBase64Url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-function fromBase64Url(text: string): Uint8Array<ArrayBuffer> {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) throw new SecretBoxError("Not a sealed secret");
-  const binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
-  const bytes = new Uint8Array(binary.length);
-  for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
+function openable(text: string): Uint8Array<ArrayBuffer> {
+  const bytes = fromBase64Url(text);
+  if (!bytes) throw new SecretBoxError("Not a sealed secret");
   return bytes;
 }

@@ -8,6 +8,7 @@ import { platformFailure } from "./platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { branchRoutes } from "./routes/branches.ts";
+import { browserTokenRoutes } from "./routes/browser-tokens.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { laneRoutes } from "./routes/lanes.ts";
 import { mcpServerRoutes } from "./routes/mcp-servers.ts";
@@ -47,6 +48,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid/lists", listRoutes);
   app.route("/v1/sessions/:sid/tools", toolRoutes);
   app.route("/v1/sessions/:sid/mcp-servers", mcpServerRoutes);
+  app.route("/v1/sessions/:sid/tokens", browserTokenRoutes);
   app.route("/v1/sessions/:sid", resourceRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);

@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { BrowserTokenClaims } from "./middleware/browser-tokens.ts";
 
 /** The authenticated caller: the tenant comes only from the verified key (ARCHITECTURE D2). */
 export interface Caller {
@@ -17,7 +18,8 @@ export interface PresentedKey {
   hash: string;
 }
 
-export type AppEnv = { Bindings: Env; Variables: { requestId: string; clientRequestId: string | undefined; caller: Caller; presentedKey: PresentedKey } };
+/** `browserToken`: the claims of the browser token the request presented instead of a key. */
+export type AppEnv = { Bindings: Env; Variables: { requestId: string; clientRequestId: string | undefined; caller: Caller; presentedKey: PresentedKey; browserToken: BrowserTokenClaims | undefined } };
 export type AppContext = Context<AppEnv>;
 
 export const sessionObjectName = (tenantId: string, sessionId: string): string => `${tenantId}:${sessionId}`;

@@ -191,6 +191,7 @@ export function badAuthHeaders(rng: Rng, key: string, revoked: string, admin: st
     ["percent bytes", "Bearer %ff%fe"],
     ["tab inside", `Bearer\t${key.slice(0, 10)}\t${key.slice(10)}`],
     ["revoked key", `Bearer ${revoked}`],
+    ["browser token shape, garbage", `Bearer bt_${tail(40)}.${tail(43)}`],
     [forAdminRoute ? "tenant key on admin route" : "admin token on tenant route", `Bearer ${forAdminRoute ? key : admin}`],
   ];
   const out = variants.map(([label, value]): { label: string; headers: Record<string, string> } => ({ label, headers: value === undefined ? {} : { authorization: value } }));

@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import "../provided-context.ts";
 import { CreatedKeySchema, pageSchema, TenantQuotasSchema, TenantSummarySchema, KeyInfoSchema, SessionSummarySchema } from "../../schema/api.ts";
+import { BrowserTokenSchema } from "../../schema/browser-tokens.ts";
 import { AgentSchema } from "../../schema/agents.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import {
@@ -122,6 +123,7 @@ describe("every documented success answer validates against the document", () =>
     expect({ status: replayed.status, replayed: replayed.headers.get("idempotency-replayed") }).toEqual({ status: 201, replayed: "true" });
     await checker.expect("listSessions", 200, pageSchema(SessionSummarySchema), { key, query: { order: "desc", limit: 5 } });
     await checker.expect("getSession", 200, SessionSchema, { key, path: { sid } });
+    await checker.expect("createBrowserToken", 201, BrowserTokenSchema, { key, path: { sid }, body: { scopes: ["watch"], lanes: ["main"], ttlSeconds: 60 } });
     const compaction = { enabled: true, reserveTokens: 4000, keepRecentTokens: 2 };
     await checker.expect("updateSession", 200, CreatedSessionSchema, { key, path: { sid }, body: { name: "renamed", settings: { compaction } } });
     await checker.expect("putSkill", 200, ResourceNamedSchema, { key, path: { sid, name: "review" }, body: { content: "Review it." } });

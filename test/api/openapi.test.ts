@@ -3,6 +3,7 @@ import * as v from "valibot";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { ERROR_STATUS } from "../../schema/errors.ts";
 import { createApp } from "../../worker/app.ts";
+import { TOKEN_ROUTES } from "../../worker/middleware/token-scopes.ts";
 import { CATALOG } from "../../worker/openapi/catalog.ts";
 import type { CatalogRoute } from "../../worker/openapi/catalog-types.ts";
 import { DOCS_TITLE } from "../../worker/openapi/docs-page.ts";
@@ -19,6 +20,7 @@ const label = (route: CatalogRoute): string => `${route.method.toUpperCase()} ${
 
 let doc: OpenApiDocument;
 let tenant: { tenantId: string; key: string };
+let adminTarget: { tenantId: string };
 const components = (): Record<string, JsonSchema> => doc.components.schemas;
 
 beforeAll(async () => {
@@ -27,6 +29,11 @@ beforeAll(async () => {
   expect(response.headers.get("content-type")).toMatch(/^application\/json/);
   doc = await response.json<OpenApiDocument>();
   tenant = await newTenant("oa");
+  // The admin routes' examples (a quota of 600 a minute among them) change this tenant, not the one the routes are called with.
+  adminTarget = await newTenant("oa_admin");
+  // Thousands of requests in a minute, far past the default request quota: this file is about the document.
+  const quota = await call(`/v1/admin/tenants/${tenant.tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 1_000_000 }, token: adminToken() });
+  expect(quota.status).toBe(200);
 });
 
 function operationOf(route: CatalogRoute): OpenApiOperation {
@@ -59,7 +66,7 @@ function offline(route: CatalogRoute, body: unknown): unknown {
 }
 
 function send(route: CatalogRoute, init: { body?: unknown; path?: Record<string, string>; query?: string; headers?: Record<string, string> } = {}): Promise<Response> {
-  const values: Record<string, string> = { ...PATH_VALUES, tenantId: tenant.tenantId, ...init.path };
+  const values: Record<string, string> = { ...PATH_VALUES, tenantId: adminTarget.tenantId, ...init.path };
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? name));
   const token = route.auth === "admin" ? adminToken() : route.auth === "tenant" ? tenant.key : undefined;
   return call(`${path}${init.query ?? ""}`, {
@@ -86,7 +93,7 @@ describe("GET /openapi.json", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
     expect(Object.keys(doc.paths).length).toBeGreaterThan(30);
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["adminToken", "tenantKey"]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["adminToken", "browserToken", "tenantKey"]);
     expect(doc).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
     const again = await (await call("/openapi.json")).text();
     expect(JSON.parse(again)).toEqual(doc);
@@ -113,10 +120,17 @@ describe("GET /openapi.json", () => {
       expect(declared.every((parameter) => parameter.required)).toBe(true);
       expect(tags.has(operation.tags[0] ?? "")).toBe(true);
       const scheme = { tenant: "tenantKey", admin: "adminToken", none: undefined }[route.auth];
-      expect(operation.security, label(route)).toEqual(scheme ? [{ [scheme]: [] }] : []);
+      // The routes a browser token may call offer it as an alternative, with the scope it needs.
+      const token = TOKEN_ROUTES.find((entry) => entry.method === route.method && entry.path === route.path);
+      expect(operation.security, label(route)).toEqual([...(scheme ? [{ [scheme]: [] }] : []), ...(token ? [{ browserToken: [token.scope] }] : [])]);
       const idempotency = operation.parameters.some((parameter) => "$ref" in parameter && parameter.$ref === "#/components/parameters/IdempotencyKey");
       expect(idempotency, label(route)).toBe(route.idempotent === true);
     }
+  });
+
+  it("names only catalogued routes in the browser-token table (the scope rules follow the routes)", () => {
+    const catalogued = new Set(CATALOG.map((route) => `${route.method} ${route.path}`));
+    expect(TOKEN_ROUTES.filter((route) => !catalogued.has(`${route.method} ${route.path}`))).toEqual([]);
   });
 
   it("names only documented error codes, each with its status, and the ApiError component lists them all", () => {

@@ -1,3 +1,6 @@
+import type { AppContext } from "../env.ts";
+import { fail } from "../http-error.ts";
+
 /** How long a key that authenticated is remembered in this isolate as proven. */
 const PROVEN_TTL_MS = 10 * 60_000;
 /** At most this many proven keys are remembered per isolate (the oldest are forgotten first). */
@@ -66,3 +69,11 @@ export async function unprovenAllowed(env: Env, subject: AuthSubject, source: st
 
 /** The window of both limits: a refused client retries after it. */
 export const UNPROVEN_RETRY_AFTER_SECONDS = 60;
+
+/** The failed-authentication limit: 429 RateLimited for a credential not proven in this isolate, past the limit. */
+export async function limitUnproven(c: AppContext, proof: string, subject: AuthSubject): Promise<void> {
+  if (provenKeys.has(proof, Date.now()) || (await unprovenAllowed(c.env, subject, c.req.header("cf-connecting-ip")))) return;
+  throw fail("RateLimited", `Too many failed authentications; retry in ${UNPROVEN_RETRY_AFTER_SECONDS} s`, {
+    retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
+  });
+}

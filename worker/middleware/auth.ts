@@ -4,7 +4,9 @@ import { tenantStub, type AppContext, type AppEnv, type Caller, type PresentedKe
 import { adminTokenProblem } from "../admin-token.ts";
 import { fail } from "../http-error.ts";
 import { LEASE_MAX, QuotaLeases } from "../../durable-objects/tenant/quota-leases.ts";
-import { provenKeys, unprovenAllowed, UNPROVEN_RETRY_AFTER_SECONDS, type AuthSubject } from "./auth-limits.ts";
+import { limitUnproven, provenKeys } from "./auth-limits.ts";
+import { isBrowserToken } from "./browser-tokens.ts";
+import { presentBrowserToken } from "./token-auth.ts";
 import { verifiedKeys } from "./verified-keys.ts";
 
 /** `sk_<tenantId>_<43 base64url characters>`: the random tail has a fixed length, so the tenant
@@ -50,14 +52,38 @@ export const requireTenant = createMiddleware<AppEnv>(async (c, next) => {
  */
 export const requireTenantWithReservation = createMiddleware<AppEnv>(async (c, next) => {
   const presented = await presentTenantKey(c);
-  c.set("presentedKey", presented);
   if (!admitWarm(c, presented) && c.req.header("idempotency-key") !== undefined) await admitCold(c, presented);
   await next();
 });
 
-/** The key's shape and the failed-authentication limit; no object is touched. */
+/**
+ * The credential's shape and the failed-authentication limit; no object is touched. A browser
+ * token (token-auth.ts) presents the key that minted it, once its signature, expiry and scope hold.
+ */
 async function presentTenantKey(c: AppContext): Promise<PresentedKey> {
-  const key = presentedKey(c.req.raw.headers);
+  const credential = presentedCredential(c);
+  const presented = credential !== undefined && isBrowserToken(credential.value) ? await presentBrowserToken(c, credential.value) : await presentKey(c, credential);
+  c.set("presentedKey", presented);
+  return presented;
+}
+
+/**
+ * The Authorization header or `bearer.<…>` subprotocol, else, on a GET, `?access_token=` (for
+ * `EventSource`, which cannot set headers), which takes browser tokens only: a tenant key in a URL
+ * would end up in logs and histories.
+ */
+function presentedCredential(c: AppContext): { value: string; inUrl: boolean } | undefined {
+  const value = presentedKey(c.req.raw.headers);
+  if (value !== undefined) return { value, inUrl: false };
+  // A malformed Authorization header is refused as such, whatever the query holds.
+  if (c.req.header("authorization") !== undefined || c.req.method !== "GET") return undefined;
+  const query = c.req.query("access_token");
+  return query === undefined ? undefined : { value: query, inUrl: true };
+}
+
+async function presentKey(c: AppContext, credential: { value: string; inUrl: boolean } | undefined): Promise<PresentedKey> {
+  if (credential?.inUrl) throw fail("Unauthenticated", "access_token takes a browser token only; send a key in the Authorization header");
+  const key = credential?.value;
   const match = key ? KEY.exec(key) : null;
   const tenantId = match?.[1];
   if (!key || !tenantId) throw fail("Unauthenticated", "A valid API key is required");
@@ -65,14 +91,6 @@ async function presentTenantKey(c: AppContext): Promise<PresentedKey> {
   // A key this isolate trusts (verified-keys.ts) is proven, whatever the admin route forgot of it.
   if (verifiedKeys.get(hash, Date.now()) === undefined) await limitUnproven(c, hash, { tenantId });
   return { tenantId, hash };
-}
-
-/** The failed-authentication limit (auth-limits.ts): 429 RateLimited for a credential not proven in this isolate, past the limit. */
-async function limitUnproven(c: AppContext, proof: string, subject: AuthSubject): Promise<void> {
-  if (provenKeys.has(proof, Date.now()) || (await unprovenAllowed(c.env, subject, c.req.header("cf-connecting-ip")))) return;
-  throw fail("RateLimited", `Too many failed authentications; retry in ${UNPROVEN_RETRY_AFTER_SECONDS} s`, {
-    retryAfterSeconds: UNPROVEN_RETRY_AFTER_SECONDS,
-  });
 }
 
 /** Admits without a call: the key is trusted here still and a held lease has a request left. */

@@ -12,6 +12,7 @@ import { SESSION_METADATA_LIMITS } from "../../schema/session-metadata.ts";
 import { MetadataFilterQuerySchema, SessionListQuerySchema } from "../../schema/session-search.ts";
 import { SEARCH_SCAN_ROWS } from "../../durable-objects/tenant/session-search.ts";
 import { ForkSessionSchema } from "../../schema/api-fork.ts";
+import { BROWSER_TOKEN_LIMITS, BrowserTokenSchema, CreateBrowserTokenSchema } from "../../schema/browser-tokens.ts";
 import {
   AddressParamsSchema,
   BranchEntriesQuerySchema,
@@ -127,6 +128,15 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     pathParams: SID, body: ForkSessionSchema, example: { scope: "branch", branch: "main" }, idempotent: true,
     responses: { 201: { description: SESSION, schema: SessionSchema } },
     errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownEntry", "SessionExists", "InvalidFork"],
+  },
+  {
+    method: "post", path: "/v1/sessions/{sid}/tokens", operationId: "createBrowserToken", tag: "Sessions", auth: "tenant",
+    summary: "Mint a browser token for the session",
+    description:
+      `A short-lived credential a page may hold instead of the tenant key: it reaches only this session (and, with \`lanes\`, only those lanes, at most ${BROWSER_TOKEN_LIMITS.maxLanes}), only what its \`scopes\` allow (\`watch\`: a lane's watch socket, snapshot and state; \`prompt\`: prompt, prompt operations, queue, abort, an operation's record and client tool results), and only while the key that minted it is valid (revoking the key ends it). \`ttlSeconds\`: 1–${BROWSER_TOKEN_LIMITS.maxTtlSeconds}, default ${BROWSER_TOKEN_LIMITS.defaultTtlSeconds}. Present it as \`Authorization: Bearer <token>\`, as the WebSocket subprotocol \`bearer.<token>\`, or on GET routes as \`?access_token=<token>\`; anything outside it is 403 \`TokenScope\`, an expired token 401. Nothing is stored; the token is shown this once: a repeat with the same \`Idempotency-Key\` answers 409 \`KeySecretNotReplayed\` (mint another). A browser token cannot mint one (403 \`TokenScope\`). A service without \`SECRETS_KEY\` answers 503 \`NotConfigured\`.`,
+    pathParams: SID, body: CreateBrowserTokenSchema, example: { scopes: ["watch", "prompt"], lanes: ["main"], ttlSeconds: 600 }, idempotent: true,
+    responses: { 201: { description: "`{ token, expiresAt }` (ms since the epoch)", schema: BrowserTokenSchema } },
+    errors: [...SESSION_ERRORS, "NotConfigured", "KeySecretNotReplayed"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/entries", operationId: "listEntries", tag: "Entries", auth: "tenant",

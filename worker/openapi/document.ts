@@ -5,6 +5,7 @@ import type * as v from "valibot";
 import { ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
 import { IDEMPOTENCY_REPLAY_MAX_BYTES } from "../../durable-objects/rpc/idempotency.ts";
 import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
+import { TOKEN_ROUTES } from "../middleware/token-scopes.ts";
 import { CATALOG } from "./catalog.ts";
 import { TAGS, type Auth, type CatalogRoute, type Method } from "./catalog-types.ts";
 import { COMPONENTS, EXPLICIT, HEADERS, type OpenApiHeader } from "./components.ts";
@@ -103,6 +104,12 @@ export function jsonSchemaOf(schema: v.GenericSchema): JsonSchema {
 
 const isOptional = (schema: v.GenericSchema): boolean => schema.type === "optional" || schema.type === "exact_optional" || schema.type === "nullish";
 const SECURITY: Record<Auth, Record<string, string[]>[]> = { tenant: [{ tenantKey: [] }], admin: [{ adminToken: [] }], none: [] };
+
+/** A route's security: a browser token with the scope it needs is an alternative to the key on the routes tokens may call. */
+function security(route: CatalogRoute): Record<string, string[]>[] {
+  const token = TOKEN_ROUTES.find((entry) => entry.method === route.method && entry.path === route.path);
+  return token ? [...SECURITY[route.auth], { browserToken: [token.scope] }] : SECURITY[route.auth];
+}
 const MEDIA = { json: "application/json", html: "text/html" } as const;
 
 function parameters(route: CatalogRoute): OpenApiOperation["parameters"] {
@@ -116,6 +123,8 @@ function parameters(route: CatalogRoute): OpenApiOperation["parameters"] {
 function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
   const implied: ErrorCode[] = [
     ...(route.auth === "none" ? [] : (["Unauthenticated"] as const)),
+    // Any tenant route refuses a browser token that does not reach it (worker/middleware/token-scopes.ts).
+    ...(route.auth === "tenant" ? (["TokenScope"] as const) : []),
     ...(route.pathParams || route.query || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
     ...(route.body ? (["PayloadTooLarge"] as const) : []),
     ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict", "IdempotencyReplayTooLarge"] as const) : []),
@@ -166,7 +175,7 @@ function operation(route: CatalogRoute): OpenApiOperation {
     summary: route.summary,
     ...(route.description && { description: route.description }),
     tags: [route.tag],
-    security: SECURITY[route.auth],
+    security: security(route),
     "x-auth": route.auth,
     parameters: parameters(route),
     ...(body && {
@@ -215,6 +224,12 @@ export function buildOpenApiDocument(catalog: readonly CatalogRoute[] = CATALOG)
       securitySchemes: {
         tenantKey: { type: "http", scheme: "bearer", description: "A tenant API key `sk_<tenantId>_<random>`; WebSocket routes also accept the subprotocol `bearer.<key>`." },
         adminToken: { type: "http", scheme: "bearer", description: "The deployment's admin token (the `ADMIN_TOKEN` secret)." },
+        browserToken: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "A browser token `bt_…` (`POST /v1/sessions/{sid}/tokens`): one session, optionally some lanes, the scopes listed per route (`watch`, `prompt`). Also accepted as the subprotocol `bearer.<token>` and, on GET routes, as `?access_token=<token>`. Anything else is 403 `TokenScope`.",
+        },
       },
     },
   };

@@ -20,8 +20,8 @@ const authenticated = createMiddleware<AppEnv>(async (c, next) => {
 /**
  * The watch streams (spec/API.md "Watch protocol"): WebSocket upgrades authenticated here, in the
  * front worker (ARCHITECTURE D17), with the `Authorization` header or a `bearer.<key>`
- * subprotocol, then handed to the session object with the verified identity in headers this
- * worker controls. `?batch=true` asks for `batch` frames (several events that are due together in
+ * subprotocol (a key, or a browser token with the `watch` scope on lane streams), then handed to
+ * the session object with the verified identity in headers this worker controls. `?batch=true` asks for `batch` frames (several events that are due together in
  * one frame). Order of checks: 401 (no valid key), 400 (ids, query), 426 `UpgradeRequired` (not an
  * upgrade), 404 (unknown or other tenant's session, unknown lane, answered by the object).
  */
@@ -42,7 +42,10 @@ async function forward(c: AppContext, target: WatchTarget): Promise<Response> {
   const headers = new Headers({ upgrade: "websocket", [WATCH_HEADERS.kind]: target.kind, [WATCH_HEADERS.keyId]: keyId });
   if (target.kind === "lane") headers.set(WATCH_HEADERS.lane, target.lane);
   if (batch === "true") headers.set(WATCH_HEADERS.batch, "true");
-  const upgraded = await sessionStub(c.env, tenantId, sessionId).fetch(new Request(c.req.url, { headers }));
+  // Nor a browser token sent as `?access_token=`.
+  const url = new URL(c.req.url);
+  url.searchParams.delete("access_token");
+  const upgraded = await sessionStub(c.env, tenantId, sessionId).fetch(new Request(url, { headers }));
   if (upgraded.status !== 101 || !upgraded.webSocket) throw fail(...(await objectError(upgraded)));
   const protocol = offeredBearerProtocol(c.req.header("sec-websocket-protocol"));
   if (protocol === undefined) return upgraded;
