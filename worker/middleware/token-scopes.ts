@@ -29,6 +29,7 @@ export const TOKEN_ROUTES: readonly TokenRoute[] = [
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/queue", scope: "prompt" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", scope: "prompt" },
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}", scope: "prompt" },
+  { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/pending", scope: "prompt" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort", scope: "prompt" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/tool-results/{toolCallId}", scope: "prompt" },
 ];
