@@ -15,11 +15,13 @@ export const LaneNameSchema = IdSchema;
 export const MAX_WAIT_SECONDS = 60;
 
 const shortText = v.pipe(v.string(), v.maxLength(256));
-const images = v.optional(v.pipe(v.array(ImageContentSchema), v.maxLength(64)));
+export const ImagesSchema = v.optional(v.pipe(v.array(ImageContentSchema), v.maxLength(64)));
+const images = ImagesSchema;
 /** A fresh UUIDv7 chosen by the caller; the engine checks freshness and form (InvalidOperationId). */
-const operationId = v.optional(
+export const OperationIdSchema = v.optional(
   v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.description("A UUIDv7 not used before in this session (400 InvalidOperationId otherwise); the server mints one when it is left out.")),
 );
+const operationId = OperationIdSchema;
 /** A run's own deferred mode; absent: the session's `settings.streamOptions.deferred`. */
 const deferred = v.optional(DeferredModeSchema);
 const waitSeconds = v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(MAX_WAIT_SECONDS));
@@ -67,7 +69,8 @@ export const EnqueueSchema = v.strictObject({
   images,
 });
 
-const promptInput = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array(AgentMessageInputSchema), v.maxLength(256))]);
+export const PromptInputSchema = v.union([v.string(), AgentMessageInputSchema, v.pipe(v.array(AgentMessageInputSchema), v.maxLength(256))]);
+const promptInput = PromptInputSchema;
 
 const instructions = v.optional(v.pipe(v.string(), v.maxLength(200_000)));
 

@@ -1,5 +1,7 @@
 import * as v from "valibot";
+import { EnqueueSchema, IfBusySchema, ImagesSchema, OperationIdSchema, PromptInputSchema } from "./lane-api.ts";
 import type { HarnessEvent, LaneInfo, LaneSnapshot } from "./lane.ts";
+import { DeferredModeSchema } from "./settings.ts";
 import type { SessionStats } from "./usage.ts";
 
 // The watch protocol (spec/API.md "Watch protocol", ARCHITECTURE D13, D14.13): what a lane or
@@ -49,6 +51,30 @@ export type WatchClientMessage = v.InferOutput<typeof WatchClientMessageSchema>;
 
 /** The longest client message (in characters) the server reads; anything longer is a protocol violation. */
 export const MAX_WATCH_CLIENT_MESSAGE_CHARS = 1024;
+
+/**
+ * The client's id of a command (spec/API.md "Commands on the lane socket"): a repeat of an id on
+ * the same lane answers what the first answered and does nothing twice.
+ */
+export const WatchCommandIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(64), v.regex(/^[A-Za-z0-9_.:-]+$/, "A command id is 1–64 characters of A–Z, a–z, 0–9, _ . : -"));
+
+/**
+ * Commands on a lane socket, answered with a `reply` carrying what the REST twin answers:
+ * `prompt` is `POST …/operations` with `kind: "prompt"` (202), `queue` is `POST …/queue` (201),
+ * `abort` is `POST …/abort` without a wait (200).
+ */
+export const WatchCommandSchema = v.variant("type", [
+  v.strictObject({ type: v.literal("prompt"), id: WatchCommandIdSchema, prompt: PromptInputSchema, images: ImagesSchema, operationId: OperationIdSchema, deferred: v.optional(DeferredModeSchema), ifBusy: v.optional(IfBusySchema) }),
+  v.strictObject({ type: v.literal("queue"), id: WatchCommandIdSchema, ...EnqueueSchema.entries }),
+  v.strictObject({ type: v.literal("abort"), id: WatchCommandIdSchema }),
+]);
+export type WatchCommand = v.InferOutput<typeof WatchCommandSchema>;
+
+/** The longest command (in characters): a prompt with its images goes over REST beyond it. */
+export const MAX_WATCH_COMMAND_CHARS = 256 * 1024;
+
+/** Server → client: the answer to a command, with the status and body its REST twin answers. */
+export type WatchReply = { type: "reply"; id: string; status: number; body: unknown };
 
 // Flow control. workerd reports no `bufferedAmount` and no drain on server sockets, so the bound
 // on what a socket may leave unread lives in the protocol: the server counts the bytes it sent on

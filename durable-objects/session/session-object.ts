@@ -75,7 +75,12 @@ export class SessionObject extends DurableObject<Env> {
     this.agent = new SessionAgent(this.host);
     this.tools = new SessionTools(this.host);
     this.mcp = new SessionMcp(this.host);
-    this.watch = new SessionWatch(this.host);
+    this.watch = new SessionWatch(this.host, {
+      acceptOperation: (lane, request) => this.operations.acceptOperation(lane, request),
+      acceptWhileBusy: (lane, request, ifBusy) => this.operations.acceptWhileBusy(lane, request, ifBusy),
+      enqueue: (lane, kind, input) => this.laneCommands.enqueue(lane, kind, input),
+      abortCurrent: (lane, waitMs) => this.operations.abortCurrent(lane, waitMs),
+    });
   }
 
   // Hosting: the alarm drives due work; the idempotency store of the session's creating POSTs.

@@ -3,7 +3,8 @@ import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import { IdSchema } from "../../schema/api.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import { MAX_WATCH_CLIENT_MESSAGE_CHARS, WATCH_CLOSE, WatchClientMessageSchema } from "../../schema/watch.ts";
+import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_CHARS, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
+import { SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "./watch/watch-hub.ts";
@@ -13,7 +14,7 @@ import type { SessionHost } from "./session-host.ts";
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
  * overwrites whatever the client sent under these names, so the object may trust them.
  */
-export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch" } as const;
+export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", commands: "x-watch-commands" } as const;
 
 /** What this module reaches of the host (session-host.ts). */
 type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
@@ -25,11 +26,16 @@ type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
  */
 export class SessionWatch {
   private readonly hub: WatchHub;
+  private readonly commands: SocketCommands;
 
-  constructor(private readonly host: WatchHost) {
+  constructor(
+    private readonly host: WatchHost,
+    targets: CommandTargets,
+  ) {
     // Cheap, no storage: answered by the runtime without waking the object.
     host.ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.hub = new WatchHub(host.ctx);
+    this.commands = new SocketCommands(host, targets);
   }
 
   /** Every hosted harness feeds the sockets (the host calls this before any caller gets the harness). */
@@ -80,7 +86,8 @@ export class SessionWatch {
     const client = pair[0];
     const server = pair[1];
     this.host.ctx.acceptWebSocket(server, watchTags(target));
-    this.hub.join(server, target, keyId, harness, request.headers.get(WATCH_HEADERS.batch) === "true");
+    const commandsKeyHash = target.kind === "lane" ? (request.headers.get(WATCH_HEADERS.commands) ?? undefined) : undefined;
+    this.hub.join(server, target, keyId, harness, request.headers.get(WATCH_HEADERS.batch) === "true", commandsKeyHash);
     const refusal = await this.registerWatch(keyId);
     if (refusal) {
       this.hub.forget(server);
@@ -123,13 +130,16 @@ export class SessionWatch {
     if (!this.hub.admit(ws)) return;
     if (typeof message !== "string") return this.refuse(ws, WATCH_CLOSE.binary, "Binary messages are not supported");
     if (message === "ping") return ws.send("pong");
-    if (message.length > MAX_WATCH_CLIENT_MESSAGE_CHARS) return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
+    if (message.length > MAX_WATCH_COMMAND_CHARS) return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
     let parsed: unknown;
     try {
       parsed = JSON.parse(message);
     } catch {
       return this.refuse(ws, WATCH_CLOSE.policy, "Messages are JSON");
     }
+    const commandId = commandIdOf(parsed);
+    if (commandId !== undefined) return this.command(ws, commandId, parsed);
+    if (message.length > MAX_WATCH_CLIENT_MESSAGE_CHARS) return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
     if (!v.is(WatchClientMessageSchema, parsed)) {
       return this.refuse(ws, WATCH_CLOSE.policy, 'Unknown message; expected {"type":"resnapshot"} or {"type":"ack","bytes":n}');
     }
@@ -141,6 +151,26 @@ export class SessionWatch {
       return this.refuse(ws, WATCH_CLOSE.internal, expectedError(error)?.message ?? "The session is unavailable");
     }
     this.hub.resnapshot(ws, harness);
+  }
+
+  /**
+   * A command frame (`prompt`, `queue`, `abort` with an `id`): on a lane socket that may send
+   * commands, run (watch/socket-commands.ts); otherwise, or malformed, a `reply` with the refusal.
+   */
+  private async command(ws: WebSocket, id: string, parsed: unknown): Promise<void> {
+    const commander = this.hub.commander(ws);
+    if (!commander) return this.refuse(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    const refuse = (error: ApiError): void => this.hub.reply(ws, { type: "reply", id, status: ERROR_STATUS[error.code], body: { error } });
+    if (commander.target.kind !== "lane") return refuse({ code: "ValidationFailed", message: "Commands are sent on a lane's watch socket" });
+    if (commander.commandsKeyHash === undefined) return refuse({ code: "TokenScope", message: "This socket's browser token lacks the prompt scope" });
+    const checked = v.safeParse(WatchCommandSchema, parsed);
+    if (!checked.success) return refuse({ code: "ValidationFailed", message: `Invalid command: ${v.summarize(checked.issues)}` });
+    try {
+      // A reply to a socket that closed meanwhile is dropped: the command's effect stands, and a repeat of its id answers it.
+      await this.commands.run(ws, commander.target.lane, commander.commandsKeyHash, checked.output, (socket, reply) => this.hub.reply(socket, reply));
+    } catch (error) {
+      refuse(expectedError(error) ?? { code: "Internal", message: "The command failed; its id may be sent again" });
+    }
   }
 
   private refuse(ws: WebSocket, code: number, reason: string): void {
@@ -157,6 +187,13 @@ export class SessionWatch {
   async webSocketError(ws: WebSocket): Promise<void> {
     this.hub.forget(ws);
   }
+}
+
+/** The id of a frame that is a command (`prompt`, `queue` or `abort` with a string `id`), else undefined. */
+function commandIdOf(parsed: unknown): string | undefined {
+  if (typeof parsed !== "object" || parsed === null || !("type" in parsed) || !("id" in parsed)) return undefined;
+  const { type, id } = parsed;
+  return (type === "prompt" || type === "queue" || type === "abort") && typeof id === "string" && v.is(WatchCommandIdSchema, id) ? id : undefined;
 }
 
 function watchTarget(headers: Headers): WatchTarget | undefined {

@@ -27,5 +27,9 @@ export async function suspendedRun(prefix: string, ready: ScriptStep = { text: "
 
 /** Whether the shard holds a row for `operationId` (read in the shard itself). */
 export function indexed(shard: DurableObjectStub<DeferredIndex>, operationId: string): Promise<boolean> {
-  return runInDurableObject(shard, (_instance: DeferredIndex, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM suspended_runs WHERE operation_id = ?", operationId).one().n > 0);
+  return runInDurableObject(shard, (_instance: DeferredIndex, state) => {
+    // A shard no registration has reached yet has no table (LazySchema): it holds nothing.
+    const exists = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'suspended_runs'").toArray().length > 0;
+    return exists && state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM suspended_runs WHERE operation_id = ?", operationId).one().n > 0;
+  });
 }

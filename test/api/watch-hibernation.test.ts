@@ -29,7 +29,8 @@ describe("watch across eviction", { timeout: 30_000 }, () => {
       session: state.getWebSockets("session").length,
     }));
     expect(survived.lane).toEqual([
-      { v: 2, target: { kind: "lane", lane: "main" }, keyId: expect.any(String), ready: true, openedAt: expect.any(Number), sent: expect.any(Number), acked: 0 },
+      // commandsKeyHash: the socket (a key's) may send commands, authorized by this hash after any restart.
+      { v: 2, target: { kind: "lane", lane: "main" }, keyId: expect.any(String), ready: true, openedAt: expect.any(Number), sent: expect.any(Number), acked: 0, commandsKeyHash: expect.stringMatching(/^[0-9a-f]{64}$/) },
     ]);
     expect(survived.session).toBe(1);
 

@@ -40,7 +40,13 @@ async function forward(c: AppContext, target: WatchTarget): Promise<Response> {
   const { tenantId, keyId } = c.get("caller");
   // A fresh header set: nothing the client sent (its key included) reaches the object.
   const headers = new Headers({ upgrade: "websocket", [WATCH_HEADERS.kind]: target.kind, [WATCH_HEADERS.keyId]: keyId });
-  if (target.kind === "lane") headers.set(WATCH_HEADERS.lane, target.lane);
+  if (target.kind === "lane") {
+    headers.set(WATCH_HEADERS.lane, target.lane);
+    // Commands on the socket (spec "Commands on the lane socket") are the prompt scope's: a key
+    // may send them, a browser token only with that scope. The key hash authorizes their quota.
+    const token = c.get("browserToken");
+    if (!token || token.p.includes("prompt")) headers.set(WATCH_HEADERS.commands, c.get("presentedKey").hash);
+  }
   if (batch === "true") headers.set(WATCH_HEADERS.batch, "true");
   // Nor a browser token sent as `?access_token=`.
   const url = new URL(c.req.url);

@@ -20,6 +20,12 @@ export interface WatchAttachment {
   acked: number;
   /** The client asked for `batch` frames (`?batch=true`); absent in attachments of older sockets. */
   batch?: true;
+  /**
+   * The socket may send commands (spec "Commands on the lane socket": a key, or a browser token
+   * with the `prompt` scope, on a lane stream): the hash its key is verified by when the session
+   * takes a request-quota lease for its commands (socket-commands.ts).
+   */
+  commandsKeyHash?: string;
 }
 
 export type SendVerdict = "send" | "slow" | "expired";
@@ -44,8 +50,12 @@ export class WatchFlow {
   }
 
   /** A new socket: writes its first attachment. */
-  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, batch = false): WatchFlow {
-    const flow = new WatchFlow(ws, { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }) }, now);
+  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, batch = false, commandsKeyHash?: string): WatchFlow {
+    const flow = new WatchFlow(
+      ws,
+      { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }) },
+      now,
+    );
     flow.persist();
     return flow;
   }
@@ -62,6 +72,11 @@ export class WatchFlow {
 
   get keyId(): string {
     return this.state.keyId;
+  }
+
+  /** The key hash a commanding socket's commands are authorized by; undefined when it may send none. */
+  get commandsKeyHash(): string | undefined {
+    return this.state.commandsKeyHash;
   }
 
   get ready(): boolean {
@@ -131,7 +146,8 @@ export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
   if (!isCount(openedAt) || !isCount(sent) || !isCount(acked)) return undefined;
   const target = readTarget(value.target);
   const batch = "batch" in value && value.batch === true;
-  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }) };
+  const commandsKeyHash = "commandsKeyHash" in value && typeof value.commandsKeyHash === "string" ? value.commandsKeyHash : undefined;
+  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }) };
 }
 
 function readTarget(target: unknown): WatchTarget | undefined {

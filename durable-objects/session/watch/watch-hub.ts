@@ -77,8 +77,8 @@ export class WatchHub {
    * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
    * on the line and sends it at its place in the feed; events follow from there.
    */
-  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, batch = false): void {
-    const flow = WatchFlow.open(ws, target, keyId, this.now(), batch);
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, batch = false, commandsKeyHash?: string): void {
+    const flow = WatchFlow.open(ws, target, keyId, this.now(), batch, commandsKeyHash);
     this.flows.set(ws, flow);
     this.joining.add(ws);
     this.capture(ws, target, harness, () => {
@@ -86,6 +86,20 @@ export class WatchHub {
       flow.markReady();
       this.add(ws, target);
     });
+  }
+
+  /** Who a socket is, for its commands: its target and the key hash that authorizes them (none: it may send none). */
+  commander(ws: WebSocket): { target: WatchTarget; commandsKeyHash: string | undefined } | undefined {
+    const flow = this.flow(ws);
+    return flow && { target: flow.target, commandsKeyHash: flow.commandsKeyHash };
+  }
+
+  /**
+   * A command's `reply` (watch/socket-commands.ts), sent like every server message: counted by flow
+   * control (clients acknowledge every message's bytes), refused to a slow or expired socket.
+   */
+  reply(ws: WebSocket, reply: object): void {
+    this.send(ws, outgoing(reply));
   }
 
   /** A client's resnapshot request: a fresh snapshot after which events continue from its seq. */

@@ -1,0 +1,125 @@
+import type { RunRequest } from "../../../harness/runtime/acceptance.ts";
+import { ERROR_STATUS, type ApiError, type RpcResult } from "../../../schema/errors.ts";
+import type { WatchCommand, WatchReply } from "../../../schema/watch.ts";
+import { fromWire, toWire, type Wire } from "../../../schema/wire.ts";
+import { IdempotencyStore } from "../../rpc/idempotency.ts";
+import { LEASE_MAX, QuotaLeases } from "../../tenant/quota-leases.ts";
+import { sha256Hex } from "../../tenant/tenant-keys.ts";
+import type { QueueInput, SessionHost } from "../session-host.ts";
+import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
+
+/** What the commands reach of the session's capabilities: the REST twins' own RPC bodies. */
+export interface CommandTargets {
+  acceptOperation(lane: string, request: Wire<RunRequest>): Promise<Wire<RpcResult<BusyAdmission>>>;
+  acceptWhileBusy(lane: string, request: Wire<RunRequest>, ifBusy: BusyStrategy): Promise<Wire<RpcResult<BusyAdmission>>>;
+  enqueue(lane: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>): Promise<Wire<RpcResult<{ entryId: string }>>>;
+  abortCurrent(lane: string, waitMs: number): Promise<Wire<RpcResult<unknown>>>;
+}
+
+type CommandsHost = Pick<SessionHost, "ctx" | "env" | "open">;
+
+/** Command ids share the session's idempotency store (as long as its keys are kept) under this prefix. */
+const COMMAND_ID_SCOPE = "ws";
+
+/**
+ * Commands on a lane socket (spec/API.md "Commands on the lane socket"): `prompt`, `queue` and
+ * `abort` frames, answered with a `reply` carrying the status and body the REST twin answers.
+ *
+ * - Authorized by the socket's own authentication: the front worker marked the socket as one that
+ *   may command (a key, or a browser token with the `prompt` scope) with the hash of its key.
+ * - The tenant's request quota is spent from a lease this object holds (quota-leases.ts, as the
+ *   front worker's isolates do): no tenant-object call per frame, one per lease (which also
+ *   re-verifies the key). A prompt also reserves its open-operation slot, like its REST twin.
+ * - The id is kept with what it started (the session's idempotency store, keyed by lane and id):
+ *   a repeated id answers the first answer again and does nothing twice.
+ */
+export class SocketCommands {
+  private readonly leases = new QuotaLeases();
+
+  constructor(
+    private readonly host: CommandsHost,
+    private readonly targets: CommandTargets,
+  ) {}
+
+  async run(ws: WebSocket, lane: string, keyHash: string, command: WatchCommand, send: (ws: WebSocket, reply: WatchReply) => void): Promise<void> {
+    const store = new IdempotencyStore(this.host.ctx.storage.sql);
+    const key = `${COMMAND_ID_SCOPE}:${lane}:${command.id}`;
+    const fingerprint = await sha256Hex(JSON.stringify({ ...command, id: undefined }));
+    const claim = store.claim(key, fingerprint);
+    if (claim.state === "replay") return send(ws, { type: "reply", id: command.id, status: claim.status, body: JSON.parse(claim.body) });
+    if (claim.state === "conflict") return send(ws, errorReply(command.id, { code: "IdempotencyConflict", message: `Command id ${command.id} was used for another command on this lane` }));
+    if (claim.state === "in_progress") return send(ws, errorReply(command.id, { code: "IdempotencyInProgress", message: `Command ${command.id} is still being answered`, details: { retryAfterSeconds: claim.retryAfterSeconds } }));
+    let reply: WatchReply;
+    try {
+      reply = await this.execute(lane, keyHash, command);
+    } catch (error) {
+      store.complete(key, fingerprint, null);
+      throw error;
+    }
+    // A refused command (4xx) may be sent again and tried again; what took effect is remembered.
+    store.complete(key, fingerprint, reply.status < 300 ? { status: reply.status, body: JSON.stringify(reply.body) } : null);
+    send(ws, reply);
+  }
+
+  private async execute(lane: string, keyHash: string, command: WatchCommand): Promise<WatchReply> {
+    const refusal = await this.spendRequest(keyHash);
+    if (refusal) return errorReply(command.id, refusal);
+    switch (command.type) {
+      case "prompt":
+        return this.prompt(lane, command);
+      case "queue": {
+        const { kind, message, images } = command;
+        return replyOf(command.id, 201, await this.targets.enqueue(lane, kind, toWire({ message, ...(images && { images }) })));
+      }
+      case "abort":
+        return replyOf(command.id, 200, await this.targets.abortCurrent(lane, 0));
+    }
+  }
+
+  /** `POST …/operations` (`kind: "prompt"`): the open-operation slot reserved first, bound to what started. */
+  private async prompt(lane: string, command: Extract<WatchCommand, { type: "prompt" }>): Promise<WatchReply> {
+    const { storage, session } = this.host.open();
+    const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
+    const reservation = await tenant.reserveOperation(session.metadata.id, lane);
+    if (!reservation.ok) {
+      return errorReply(command.id, { code: "RateLimited", message: "The tenant's open operations quota is used up; retry in 5 s", details: { quota: "maxOpenOperations", retryAfterSeconds: 5 } });
+    }
+    const { prompt, images, operationId, deferred, ifBusy } = command;
+    const request: RunRequest = { kind: "prompt", prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
+    let answer: RpcResult<BusyAdmission>;
+    try {
+      answer = fromWire(ifBusy !== undefined && ifBusy !== "reject" ? await this.targets.acceptWhileBusy(lane, toWire(request), ifBusy) : await this.targets.acceptOperation(lane, toWire(request)));
+    } catch (error) {
+      await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
+      throw error;
+    }
+    if (!answer.ok || "queued" in answer.value) await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
+    else await tenant.bindOperation(reservation.reservationId, answer.value.operationId).catch(() => undefined);
+    return answer.ok ? { type: "reply", id: command.id, status: 202, body: answer.value } : errorReply(command.id, answer.error);
+  }
+
+  /**
+   * One request of the tenant's quota, from this object's lease; an empty lease is refilled by one
+   * call that also verifies the socket's key (a key revoked meanwhile is refused here).
+   */
+  private async spendRequest(keyHash: string): Promise<ApiError | undefined> {
+    const { storage } = this.host.open();
+    const now = Date.now();
+    if (this.leases.spend(storage.tenantId, now)) return undefined;
+    const granted = await this.host.env.TENANTS.getByName(storage.tenantId).authorizeLease(keyHash, LEASE_MAX, now);
+    if (!granted) return { code: "Unauthenticated", message: "The socket's key is no longer valid" };
+    if (granted.limited) return { code: "RateLimited", message: `The tenant's request quota is used up; retry in ${granted.retryAfterSeconds} s`, details: { quota: "requestsPerMinute", retryAfterSeconds: granted.retryAfterSeconds } };
+    this.leases.hold(storage.tenantId, granted.windowStart, granted.granted);
+    return this.leases.spend(storage.tenantId, now) ? undefined : { code: "RateLimited", message: "The tenant's request quota is used up; retry shortly", details: { quota: "requestsPerMinute", retryAfterSeconds: 1 } };
+  }
+}
+
+function replyOf(id: string, status: number, result: Wire<RpcResult<unknown>>): WatchReply {
+  const answer = fromWire(result);
+  return answer.ok ? { type: "reply", id, status, body: answer.value } : errorReply(id, answer.error);
+}
+
+function errorReply(id: string, error: ApiError): WatchReply {
+  return { type: "reply", id, status: ERROR_STATUS[error.code], body: { error } };
+}
+
