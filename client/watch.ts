@@ -7,6 +7,9 @@ import { ApiRequestError, HttpClient, type FetchLike } from "./http.ts";
 import { LanesApi } from "./lanes.ts";
 import { BranchesApi } from "./session-data.ts";
 import { Acknowledger, laneWatchUrl, bearerProtocol, parseWatchFrame, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
+import { PendingCommands, type LaneCommands } from "./watch-commands.ts";
+import type { AbortOutcome, AcceptedOperationSchema } from "../schema/lane-answers.ts";
+import type { InferOutput } from "valibot";
 
 export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 
@@ -115,7 +118,7 @@ export interface OlderEntriesOptions {
   signal?: AbortSignal;
 }
 
-export interface LaneWatch {
+export interface LaneWatch extends LaneCommands {
   /** The current replica: the last snapshot with every later event folded in; undefined before the first. */
   snapshot(): LaneSnapshot | undefined;
   /** The seq the replica reflects. */
@@ -171,6 +174,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   const pingIntervalMs = options.pingIntervalMs ?? 30_000;
   const random = options.random ?? Math.random;
   const listeners = new Set<LaneWatchListener>();
+  const commands = new PendingCommands();
 
   let replica: { seq: number; snapshot: LaneSnapshot } | undefined;
   let active: Connection | undefined;
@@ -216,6 +220,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     active = undefined;
     if (connection) dispose(connection, 1000, "client closed");
     if (error) report(error);
+    commands.failAll(error ?? new WatchError("ended", "The watch was closed before the command was answered"));
     settleReady?.reject(error ?? new WatchError("ended", "The watch was closed before its first snapshot"));
     settleReady = undefined;
     setStatus("closed", close ?? {});
@@ -359,6 +364,8 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     const text = typeof data === "string" ? data : data instanceof ArrayBuffer ? new TextDecoder().decode(data) : undefined;
     if (text === "pong") return;
     if (text !== undefined) connection.acks.received(text);
+    // A command's reply (counted by flow control like every message).
+    if (text !== undefined && commands.reply(text)) return;
     const messages = text === undefined ? undefined : parseWatchFrame(text);
     if (messages === undefined) {
       report(new WatchError("protocol", `Unreadable watch message: ${String(text ?? typeof data).slice(0, 120)}`));
@@ -371,6 +378,8 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   function apply(connection: Connection, message: LaneWatchMessage): void {
     if (message.type === "snapshot") {
       const reason: SnapshotReason = connection.hadSnapshot ? "resnapshot" : "connect";
+      // A new socket sends the commands still unanswered (again, with their ids: never done twice).
+      if (!connection.hadSnapshot) for (const frame of commands.unanswered()) send(connection, frame);
       connection.hadSnapshot = true;
       connection.awaitingSnapshot = false;
       connection.lastSeq = message.seq;
@@ -402,9 +411,21 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     yield* branches.allEntries(options.sessionId, options.lane, query, signal ? { signal } : {});
   }
 
+  /** Sends a command now on a socket that has its snapshot, else with the next one's. */
+  function command<T>(fields: Record<string, unknown> & { id?: string | undefined }): Promise<T> {
+    if (ended) return Promise.reject(new WatchError("ended", "The watch is closed"));
+    const { frame, answer } = commands.add<T>(fields);
+    if (active?.hadSnapshot) send(active, frame);
+    return answer;
+  }
+
   connect();
 
   return {
+    prompt: (prompt, promptOptions = {}) => command<InferOutput<typeof AcceptedOperationSchema>>({ type: "prompt", prompt, ...promptOptions }),
+    steer: (message, commandOptions = {}) => command<{ entryId: string }>({ type: "queue", kind: "steer", message, ...commandOptions }),
+    followUp: (message, commandOptions = {}) => command<{ entryId: string }>({ type: "queue", kind: "followUp", message, ...commandOptions }),
+    abort: (commandOptions = {}) => command<AbortOutcome>({ type: "abort", ...commandOptions }),
     snapshot: () => replica?.snapshot,
     seq: () => replica?.seq,
     status: () => status,
