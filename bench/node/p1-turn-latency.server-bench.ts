@@ -6,6 +6,7 @@ import { KeptAliveApi } from "./kept-alive-api.ts";
 import { echoSession, promptTurn } from "./our-client.ts";
 import type { StorageTally } from "../peer/tally.ts";
 import { PeerChatClient } from "./peer-chat-client.ts";
+import { SocketTurns } from "./our-socket-turns.ts";
 import { largestGrowth, objectDatabaseSizes } from "./sqlite-size.ts";
 import { ends, promptText, timed } from "./turn-prompts.ts";
 
@@ -28,6 +29,8 @@ const api = new Api(servers.ours.baseUrl, servers.ours.key);
 const keptAlive = new KeptAliveApi(servers.ours.baseUrl, servers.ours.key);
 const sessionId = `p1-${randomUUID().slice(0, 8)}`;
 const keptAliveSessionId = `p1k-${randomUUID().slice(0, 8)}`;
+const socketSessionId = `p1s-${randomUUID().slice(0, 8)}`;
+let socketClient: SocketTurns;
 const peerName = `p1-${randomUUID().slice(0, 8)}`;
 const wsPeerName = `p1w-${randomUUID().slice(0, 8)}`;
 let peer: PeerChatClient;
@@ -42,10 +45,13 @@ const peerMessages = async (name: string): Promise<number> => {
 beforeAll(async () => {
   await echoSession(api, sessionId);
   await echoSession(keptAlive, keptAliveSessionId);
+  await echoSession(api, socketSessionId);
+  socketClient = await SocketTurns.open(servers.ours.baseUrl, servers.ours.key, socketSessionId);
   peer = await PeerChatClient.connect(servers.peer.baseUrl, peerName, "node");
   wsPeer = await PeerChatClient.connect(servers.peer.baseUrl, wsPeerName, "ws");
   return async () => {
     keptAlive.close();
+    socketClient.close();
     await Promise.all([peer.close(), wsPeer.close()]);
   };
 });
@@ -57,6 +63,7 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
     { turn: (text: string) => promptTurn(keptAlive, keptAliveSessionId, text), samples: [] as number[] },
     { turn: (text: string) => peerTurn(peer, text), samples: [] as number[] },
     { turn: (text: string) => peerTurn(wsPeer, text), samples: [] as number[] },
+    { turn: (text: string) => socketClient.turn(text), samples: [] as number[] },
   ];
   for (let turn = 0; turn < WARMUP; turn++) {
     for (const client of clients) await client.turn(promptText(turn));
@@ -84,14 +91,14 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
   }
   const [floorFetch, floorKept, callsFetch, callsKept] = probes.map((probe) => probe.samples);
   if (!floorFetch || !floorKept || !callsFetch || !callsKept) throw new Error("four probes");
-  const [ours, oursKept, theirs, theirsWs] = clients.map((client) => client.samples);
-  if (!ours || !oursKept || !theirs || !theirsWs) throw new Error("four clients");
+  const [ours, oursKept, theirs, theirsWs, oursSocket] = clients.map((client) => client.samples);
+  if (!ours || !oursKept || !theirs || !theirsWs || !oursSocket) throw new Error("five clients");
   const oursGrowth = largestGrowth(oursBefore, objectDatabaseSizes(servers.ours.persistDir));
   const peerGrowth = largestGrowth(peerFilesBefore, objectDatabaseSizes(servers.peer.persistDir));
   const peerAfter = await peerTally();
   // Correctness: every turn of both sides is persisted.
   for (const name of [peerName, wsPeerName]) expect(await peerMessages(name)).toBe(2 * (WARMUP + TURNS));
-  for (const id of [sessionId, keptAliveSessionId]) {
+  for (const id of [sessionId, keptAliveSessionId, socketSessionId]) {
     const entries = await api.expect<{ items: unknown[] }>(200, "GET", `/v1/sessions/${id}/branches/main/entries?limit=1000`);
     expect(entries.items.length).toBe(2 * (WARMUP + TURNS));
   }
@@ -102,6 +109,7 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
   const p = summarize(theirs);
   const ok = summarize(oursKept);
   const pw = summarize(theirsWs);
+  const os = summarize(oursSocket);
   const ff = summarize(floorFetch);
   const fk = summarize(floorKept);
   const cf = summarize(callsFetch);
@@ -120,6 +128,8 @@ it("P1: per-turn latency and P3: retained bytes per turn, ours and the Agents SD
     { id: "P1", what, case: `ours: POST …/prompt over kept-alive node:http, ${TURNS} turns after ${WARMUP}`, median: ms(ok.median), p95: ms(ok.p95), target: `p50 ≤ ${P1_P50_TARGET_MS} ms`, met: ok.median <= P1_P50_TARGET_MS, samples: ok.samples },
     { id: "P1", what, case: "peer: AIChatAgent over its WebSocket protocol, the ws package", median: ms(pw.median), p95: ms(pw.p95), target: "—", met: undefined, samples: pw.samples },
     { id: "P1", what, case: "ratio ours / peer, lean clients (median; p95)", median: ratio(ok.median / pw.median), p95: ratio(ok.p95 / pw.p95), target: "≤ 0.50×", met: ok.median / pw.median <= 0.5, samples: ok.samples },
+    { id: "P1", what, case: `ours: a prompt command on an open lane socket, the ws package, until its run_end, ${TURNS} turns after ${WARMUP}`, median: ms(os.median), p95: ms(os.p95), target: "—", met: undefined, samples: os.samples },
+    { id: "P1", what, case: "ratio ours (socket command) / peer (socket), the ws package both (median; p95)", median: ratio(os.median / pw.median), p95: ratio(os.p95 / pw.p95), target: "≤ 0.40× (streams issue)", met: os.median / pw.median <= 0.4, samples: os.samples },
     { id: "P1", what, case: "ours: GET /health (no object; the HTTP floor) over Node's fetch", median: ms(ff.median), p95: ms(ff.p95), target: "—", met: undefined, samples: ff.samples },
     { id: "P1", what, case: "ours: GET /health (no object; the HTTP floor) over kept-alive node:http", median: ms(fk.median), p95: ms(fk.p95), target: "—", met: undefined, samples: fk.samples },
     { id: "P1", what, case: "ours: GET …/lanes/main (key check + one session read, no turn) over Node's fetch", median: ms(cf.median), p95: ms(cf.p95), target: "—", met: undefined, samples: cf.samples },

@@ -56,6 +56,13 @@ describe("commands on the lane socket", () => {
     expect(lane).toMatchObject({ lastOperationId: operationId, current: null });
     const transcript = await (await call(`${setup.sessionPath}/lanes/main/snapshot`, { token: setup.key })).json<{ snapshot: { transcript: unknown[] } }>();
     expect(transcript.snapshot.transcript).toHaveLength(2);
+    // Its open-operation slot was reserved and, with the settlement, freed.
+    let open = -1;
+    for (let attempt = 0; attempt < 400 && open !== 0; attempt++) {
+      open = await env.TENANTS.getByName(setup.tenantId).openOperationCount();
+      if (open !== 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(open).toBe(0);
     // The same id for another command is refused.
     client.send(JSON.stringify({ type: "prompt", id: "c1", prompt: "something else" }));
     expect((await replyTo(client, "c1")).reply).toMatchObject({ status: 422, body: { error: { code: "IdempotencyConflict" } } });

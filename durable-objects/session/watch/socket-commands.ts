@@ -93,8 +93,11 @@ export class SocketCommands {
       await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
       throw error;
     }
-    if (!answer.ok || "queued" in answer.value) await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
-    else await tenant.bindOperation(reservation.reservationId, answer.value.operationId).catch(() => undefined);
+    // Off the reply's path: the slot is the tenant's bookkeeping, and a bind that arrives after the
+    // operation's release is remembered by the tenant (tenant-operations.ts); a lost one leaves a
+    // reservation that expires by itself.
+    if (!answer.ok || "queued" in answer.value) void tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
+    else void tenant.bindOperation(reservation.reservationId, answer.value.operationId).catch(() => undefined);
     return answer.ok ? { type: "reply", id: command.id, status: 202, body: answer.value } : errorReply(command.id, answer.error);
   }
 
