@@ -4,6 +4,7 @@ import { IdSchema } from "../../schema/api.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_CHARS, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
+import { parseStreamId } from "../../schema/watch-resume.ts";
 import { SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
@@ -14,7 +15,7 @@ import type { SessionHost } from "./session-host.ts";
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
  * overwrites whatever the client sent under these names, so the object may trust them.
  */
-export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", commands: "x-watch-commands" } as const;
+export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", resume: "x-watch-resume", commands: "x-watch-commands" } as const;
 
 /** What this module reaches of the host (session-host.ts). */
 type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
@@ -86,8 +87,11 @@ export class SessionWatch {
     const client = pair[0];
     const server = pair[1];
     this.host.ctx.acceptWebSocket(server, watchTags(target));
-    const commandsKeyHash = target.kind === "lane" ? (request.headers.get(WATCH_HEADERS.commands) ?? undefined) : undefined;
-    this.hub.join(server, target, keyId, harness, request.headers.get(WATCH_HEADERS.batch) === "true", commandsKeyHash);
+    // `x-watch-resume` marks the front worker's SSE relay: `new`, or the id to resume after.
+    const resume = request.headers.get(WATCH_HEADERS.resume);
+    const relay = resume === null ? undefined : { resume: parseStreamId(resume) };
+    const commandsKeyHash = target.kind === "lane" && relay === undefined ? (request.headers.get(WATCH_HEADERS.commands) ?? undefined) : undefined;
+    this.hub.join(server, target, keyId, harness, { batch: request.headers.get(WATCH_HEADERS.batch) === "true", ...(relay && { relay }), commandsKeyHash });
     const refusal = await this.registerWatch(keyId);
     if (refusal) {
       this.hub.forget(server);

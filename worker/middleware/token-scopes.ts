@@ -22,6 +22,7 @@ export interface TokenRoute {
  */
 export const TOKEN_ROUTES: readonly TokenRoute[] = [
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/watch", scope: "watch" },
+  { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/events", scope: "watch" },
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", scope: "watch" },
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", scope: "watch" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", scope: "prompt" },

@@ -33,6 +33,8 @@ import {
   SuspendedRunSchema,
 } from "../../schema/lane-answers.ts";
 import { LaneConfigurationSchema, LaneExecutionInfoSchema, LaneInfoSchema, OperationResultRecordSchema } from "../../schema/lane.ts";
+import { EVENT_WINDOW_CHARS, EVENT_WINDOW_EVENTS } from "../../durable-objects/session/watch/event-window.ts";
+import { LaneEventsQuerySchema, SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
 import { SNAPSHOT_TRANSCRIPT_MAX_BYTES, SNAPSHOT_TRANSCRIPT_MAX_ENTRIES } from "../../schema/transcript-bounds.ts";
 import {
   WATCH_ACK_EVERY_BYTES,
@@ -242,6 +244,23 @@ export const laneCatalog: readonly CatalogRoute[] = [
     pathParams: SID, query: WatchQuerySchema,
     responses: { 101: { description: "Switching Protocols: snapshot, then events", content: "none" } },
     errors: ["SessionNotFound", "UpgradeRequired", "Overloaded"],
+  },
+  {
+    method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/events", operationId: "laneEvents", tag: "Watch", auth: "tenant",
+    summary: "Stream a lane (Server-Sent Events)",
+    description:
+      "The lane's watch stream over HTTP, whatever `Accept` says: an `event: snapshot` (data: the watch socket's snapshot message), then one `event: event` per lane event (data: the socket's event message), each with `id: <epoch>.<seq>`, and a `: ping` comment every `heartbeat` seconds (default " +
+      String(SSE_HEARTBEAT_DEFAULT_SECONDS) +
+      "). `Last-Event-ID` (or `?after=<id>`) resumes after that id without a snapshot while the lane still retains its events (at least the newest " +
+      String(EVENT_WINDOW_EVENTS) +
+      " of the lane while the session object runs, fewer when they exceed " +
+      mib(EVENT_WINDOW_CHARS) +
+      "); an id outside the window, from before the object restarted, or garbled starts with a snapshot instead. The stream ends after an `event: error` (data `{ code, reason }`, the watch socket's close code) when the session is deleted, the key revoked, or the reader falls more than " +
+      mib(WATCH_UNACKED_WINDOW_BYTES) +
+      " behind. A browser token with the `watch` scope may be sent as `?access_token=` (EventSource). See docs/api-watch.md.",
+    pathParams: LANE, query: LaneEventsQuerySchema,
+    responses: { 200: { description: "The event stream", content: "sse", schema: v.pipe(v.string(), v.description("text/event-stream")) } },
+    errors: ["SessionNotFound", "UnknownLane"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/watch", operationId: "watchLane", tag: "Watch", auth: "tenant",

@@ -35,8 +35,8 @@ export interface RouteResponse {
   description: string;
   /** The answer's valibot schema: every answer with a body has one (test/api/openapi-completeness.test.ts). */
   schema?: v.GenericSchema;
-  /** The answer's media type: JSON unless said otherwise; "none" for 204 and 101. */
-  content?: "json" | "html" | "none";
+  /** The answer's media type: JSON unless said otherwise; "none" for 204 and 101; "sse" for `text/event-stream`. */
+  content?: "json" | "html" | "sse" | "none";
 }
 
 export interface CatalogRoute {

@@ -110,7 +110,7 @@ function security(route: CatalogRoute): Record<string, string[]>[] {
   const token = TOKEN_ROUTES.find((entry) => entry.method === route.method && entry.path === route.path);
   return token ? [...SECURITY[route.auth], { browserToken: [token.scope] }] : SECURITY[route.auth];
 }
-const MEDIA = { json: "application/json", html: "text/html" } as const;
+const MEDIA = { json: "application/json", html: "text/html", sse: "text/event-stream" } as const;
 
 function parameters(route: CatalogRoute): OpenApiOperation["parameters"] {
   const path = Object.entries(route.pathParams ?? {}).map(([name, schema]): OpenApiParameter => ({ name, in: "path", required: true, schema: jsonSchemaOf(schema) }));

@@ -7,6 +7,7 @@ import { sessionStub, type AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
+import { laneEventRoutes } from "./lane-events.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
 import { acceptingOperationRoutes, operationRoutes } from "./operations.ts";
 
@@ -20,6 +21,7 @@ export const laneRoutes = new Hono<AppEnv>()
   // `requireTenant` below would run.
   .route("/", acceptingOperationRoutes)
   .use(requireTenant)
+  .route("/", laneEventRoutes)
   // `{ items: LaneInfo[], nextCursor }` by name.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");

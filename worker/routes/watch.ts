@@ -1,15 +1,13 @@
 import { Hono } from "hono";
 import { createMiddleware } from "hono/factory";
-import * as v from "valibot";
-import { WATCH_HEADERS } from "../../durable-objects/session/session-watch.ts";
 import type { WatchTarget } from "../../durable-objects/session/watch/watch-hub.ts";
 import { IdSchema } from "../../schema/api.ts";
-import { ApiErrorSchema } from "../../schema/errors.ts";
-import { sessionStub, type AppContext, type AppEnv } from "../env.ts";
-import { errorResponse, fail } from "../http-error.ts";
+import type { AppContext, AppEnv } from "../env.ts";
+import { errorResponse } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { WatchQuerySchema } from "../../schema/watch.ts";
 import { pathParam, queryParams } from "../validate.ts";
+import { openWatchSocket } from "../watch/watch-upgrade.ts";
 
 /** requireTenant, unless a middleware mounted earlier on the same path already verified the key. */
 const authenticated = createMiddleware<AppEnv>(async (c, next) => {
@@ -37,26 +35,15 @@ async function forward(c: AppContext, target: WatchTarget): Promise<Response> {
     response.headers.set("Upgrade", "websocket");
     return response;
   }
-  const { tenantId, keyId } = c.get("caller");
-  // A fresh header set: nothing the client sent (its key included) reaches the object.
-  const headers = new Headers({ upgrade: "websocket", [WATCH_HEADERS.kind]: target.kind, [WATCH_HEADERS.keyId]: keyId });
-  if (target.kind === "lane") {
-    headers.set(WATCH_HEADERS.lane, target.lane);
-    // Commands on the socket (spec "Commands on the lane socket") are the prompt scope's: a key
-    // may send them, a browser token only with that scope. The key hash authorizes their quota.
-    const token = c.get("browserToken");
-    if (!token || token.p.includes("prompt")) headers.set(WATCH_HEADERS.commands, c.get("presentedKey").hash);
-  }
-  if (batch === "true") headers.set(WATCH_HEADERS.batch, "true");
-  // Nor a browser token sent as `?access_token=`.
-  const url = new URL(c.req.url);
-  url.searchParams.delete("access_token");
-  const upgraded = await sessionStub(c.env, tenantId, sessionId).fetch(new Request(url, { headers }));
-  if (upgraded.status !== 101 || !upgraded.webSocket) throw fail(...(await objectError(upgraded)));
+  // Commands on a lane socket (spec "Commands on the lane socket") are the prompt scope's: a key's
+  // socket may send them, a browser token's only with that scope.
+  const token = c.get("browserToken");
+  const commands = target.kind === "lane" && (!token || token.p.includes("prompt"));
+  const { upgraded, webSocket } = await openWatchSocket(c, sessionId, target, { batch: batch === "true", commands });
   const protocol = offeredBearerProtocol(c.req.header("sec-websocket-protocol"));
   if (protocol === undefined) return upgraded;
   // Standard clients require the server to select the subprotocol they authenticated with.
-  return new Response(null, { status: 101, webSocket: upgraded.webSocket, headers: { "Sec-WebSocket-Protocol": protocol } });
+  return new Response(null, { status: 101, webSocket, headers: { "Sec-WebSocket-Protocol": protocol } });
 }
 
 /** The first offered `bearer.<key>` subprotocol, selected verbatim. */
@@ -65,13 +52,4 @@ function offeredBearerProtocol(header: string | undefined): string | undefined {
     ?.split(",")
     .map((protocol) => protocol.trim())
     .find((protocol) => protocol.startsWith("bearer."));
-}
-
-/** The object's refusal (`{ error }` with its status) as an edge failure. */
-async function objectError(response: Response): Promise<Parameters<typeof fail>> {
-  const body: unknown = await response.json().catch(() => undefined);
-  const parsed = v.safeParse(v.object({ error: ApiErrorSchema }), body);
-  if (!parsed.success) return ["Internal", `The session object answered ${response.status}`];
-  const { code, message, details } = parsed.output.error;
-  return [code, message, details];
 }

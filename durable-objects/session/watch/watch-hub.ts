@@ -4,6 +4,8 @@ import type { SessionMutator } from "../../../harness/session/mutation.ts";
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import { utf8Length } from "../../../schema/utf8.ts";
 import { inLaneStream, inSessionStream, WATCH_CLOSE, WATCH_UNACKED_WINDOW_BYTES, type WatchCloseCode } from "../../../schema/watch.ts";
+import type { StreamId } from "../../../schema/watch-resume.ts";
+import { EventWindow } from "./event-window.ts";
 import { WatchFlow, type WatchTarget } from "./watch-flow.ts";
 import { liveUpdateIntervalFor } from "./watch-pacing.ts";
 
@@ -51,6 +53,8 @@ export class WatchHub {
    */
   private outbox: { seq: number; event: HarnessEvent }[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Recent lane events, for relay sockets that resume a stream (event-window.ts). */
+  private readonly window = new EventWindow();
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -77,9 +81,11 @@ export class WatchHub {
    * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
    * on the line and sends it at its place in the feed; events follow from there.
    */
-  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, batch = false, commandsKeyHash?: string): void {
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, options: { batch?: boolean; relay?: { resume: StreamId | undefined }; commandsKeyHash?: string | undefined } = {}): void {
+    const { batch = false, relay, commandsKeyHash } = options;
     const flow = WatchFlow.open(ws, target, keyId, this.now(), batch, commandsKeyHash);
     this.flows.set(ws, flow);
+    if (relay && this.resume(ws, flow, target, harness, relay.resume)) return;
     this.joining.add(ws);
     this.capture(ws, target, harness, () => {
       this.joining.delete(ws);
@@ -100,6 +106,24 @@ export class WatchHub {
    */
   reply(ws: WebSocket, reply: object): void {
     this.send(ws, outgoing(reply));
+  }
+
+  /**
+   * A relay socket (the front worker's SSE stream, schema/watch-resume.ts): first the epoch frame;
+   * then, when the window holds every event of the lane after the resumed id, those events, and the
+   * socket joins the watchers at once (true). Synchronous from the flush on, so no event numbered
+   * meanwhile is missed or repeated. False: the caller sends a snapshot as for any socket.
+   */
+  private resume(ws: WebSocket, flow: WatchFlow, target: WatchTarget, harness: AgentHarness, from: StreamId | undefined): boolean {
+    this.follow(harness);
+    this.flush();
+    if (!this.send(ws, outgoing({ type: "epoch", epoch: this.window.epoch }))) return true;
+    const missed = from && target.kind === "lane" ? this.window.after(target.lane, from.epoch, from.seq) : undefined;
+    if (!missed) return false;
+    for (const { seq, event } of missed) if (!this.send(ws, outgoing({ type: "event", seq, event }))) return true;
+    flow.markReady();
+    this.add(ws, target);
+    return true;
   }
 
   /** A client's resnapshot request: a fresh snapshot after which events continue from its seq. */
@@ -217,6 +241,8 @@ export class WatchHub {
     if (this.feed?.harness === harness) return this.feed.feed;
     this.unfollow();
     this.load();
+    // A new harness may not share the old one's state: ids numbered before are not resumed.
+    this.window.restart(this.seq);
     const feed = harness.openFeed((event) => this.publish(event));
     this.feed = { harness, feed };
     return feed;
@@ -266,6 +292,7 @@ export class WatchHub {
   /** Numbers every event of the feed; it goes out with the next flush. */
   private publish(event: HarnessEvent): void {
     const seq = this.next();
+    this.window.retain(seq, event);
     const watchers = this.watchers;
     // Nobody watching: nothing to serialize or send (the seq is still taken).
     if (!watchers || (watchers.session.size === 0 && watchers.lanes.size === 0)) return;

@@ -1,0 +1,122 @@
+import { utf8Length } from "../../schema/utf8.ts";
+import { formatStreamId } from "../../schema/watch-resume.ts";
+import { WATCH_ACK_EVERY_BYTES } from "../../schema/watch.ts";
+
+const encoder = new TextEncoder();
+
+/** What the relay needs of each frame the session object sends (schema/watch.ts, watch-resume.ts). */
+interface Frame {
+  type?: unknown;
+  epoch?: unknown;
+  seq?: unknown;
+  event?: { type?: unknown };
+}
+
+export interface RelayOptions {
+  /** The `: ping` comment's spacing. */
+  heartbeatMs: number;
+}
+
+/**
+ * A lane watch socket (opened by the front worker as a relay, worker/watch/watch-upgrade.ts) as a
+ * Server-Sent Events body (docs/api-watch.md "Streaming over HTTP (SSE)"): the socket's `snapshot`
+ * and `event` messages become `snapshot` and `event` SSE events whose data is the message itself
+ * and whose id is `<epoch>.<seq>`. The session object holds only the hibernatable socket; this
+ * worker holds the HTTP response, so open streams never keep the object awake.
+ *
+ * Flow control is the socket's own (schema/watch.ts): the relay acknowledges only what the HTTP
+ * reader has room for, so a reader that stops reading leaves its bytes unacknowledged and the
+ * object closes the socket as a slow consumer, which ends the stream. Any close by the object
+ * (revocation, deletion, slow consumer, age) ends the stream after an `error` event naming it.
+ */
+export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<Uint8Array> {
+  let epoch = "";
+  let received = 0;
+  let acknowledged = 0;
+  let ended = false;
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let output: ReadableStreamDefaultController<Uint8Array> | undefined;
+
+  const write = (text: string) => {
+    if (!ended) output?.enqueue(encoder.encode(text));
+  };
+  const acknowledge = () => {
+    if (ended || (output?.desiredSize ?? 0) <= 0 || received - acknowledged < WATCH_ACK_EVERY_BYTES) return;
+    acknowledged = received;
+    trySend(ws, JSON.stringify({ type: "ack", bytes: received }));
+  };
+  const end = (code: number, reason: string) => {
+    if (ended) return;
+    write(`event: error\ndata: ${JSON.stringify({ code, reason })}\n\n`);
+    ended = true;
+    clearInterval(heartbeat);
+    output?.close();
+  };
+
+  ws.accept();
+  ws.addEventListener("message", ({ data }) => {
+    if (typeof data !== "string" || data === "pong") return;
+    received += utf8Length(data);
+    const frame = parseFrame(data);
+    if (frame?.type === "epoch" && typeof frame.epoch === "string") epoch = frame.epoch;
+    else if ((frame?.type === "snapshot" || frame?.type === "event") && typeof frame.seq === "number") {
+      write(`event: ${frame.type}\nid: ${formatStreamId({ epoch, seq: frame.seq })}\ndata: ${data}\n\n`);
+      // A navigation rebases the lane (the fold cannot follow it): ask for the fresh snapshot a
+      // socket client would ask for; it arrives as the next `snapshot` event.
+      if (frame.event?.type === "navigation_end") trySend(ws, JSON.stringify({ type: "resnapshot" }));
+    }
+    acknowledge();
+  });
+  ws.addEventListener("close", ({ code, reason }) => {
+    end(code, reason);
+    // Complete the closing handshake; reserved codes have no peer to answer.
+    if (code !== 1005 && code !== 1006 && code !== 1015) tryClose(ws, code, reason);
+  });
+  ws.addEventListener("error", () => {
+    end(1011, "The watch socket failed");
+    tryClose(ws, 1011, "Relay failed");
+  });
+
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        output = controller;
+        heartbeat = setInterval(() => write(": ping\n\n"), options.heartbeatMs);
+      },
+      pull: acknowledge,
+      // The HTTP client went away: the socket goes too (the object forgets it at its close).
+      cancel() {
+        ended = true;
+        clearInterval(heartbeat);
+        tryClose(ws, 1000, "The event stream was closed");
+      },
+    },
+    // Room for one acknowledgement's worth of bytes: beyond it the reader is behind, and nothing more is acknowledged.
+    { highWaterMark: WATCH_ACK_EVERY_BYTES, size: (chunk) => chunk.byteLength },
+  );
+}
+
+function parseFrame(text: string): Frame | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function trySend(ws: WebSocket, text: string): void {
+  try {
+    ws.send(text);
+  } catch {
+    // Closing: the close event ends the stream.
+  }
+}
+
+function tryClose(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // Already closed.
+  }
+}
