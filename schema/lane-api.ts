@@ -116,6 +116,8 @@ export const PromptConvenienceSchema = v.strictObject({
   operationId,
   deferred,
   ifBusy,
+  /** Answer with the run's events as Server-Sent Events, ending with its answer (as `Accept: text/event-stream`). */
+  stream: v.optional(v.boolean()),
 });
 
 /** `POST …/navigate` `{ targetId, summarize?, label?, customInstructions?, wait? }` (wait in seconds). */

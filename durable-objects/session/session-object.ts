@@ -150,6 +150,7 @@ export class SessionObject extends DurableObject<Env> {
   acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy) { return this.operations.acceptWhileBusy(name, request, ifBusy); }
   promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation) { return this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation); }
   pendingRuns(name: string) { return this.laneCommands.pendingRuns(name); }
+  promptOutcome(name: string, operationId: string, waitMs: number) { return this.operations.promptOutcome(name, operationId, waitMs); }
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
   resumeOperation(name: string, operationId: string, waitMs?: number) { return this.operations.resumeOperation(name, operationId, waitMs); }
   resumeCurrent(name: string, waitMs: number) { return this.operations.resumeCurrent(name, waitMs); }

@@ -110,8 +110,25 @@ export class SessionOperations {
         if (reservation !== undefined) this.host.reservationBound(admission.operationId);
         return outcome;
       }
-      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.host.openStorage(), outcome.result, placedBy(lane, outcome.result)) } };
+      return { state: "settled", result: this.withMessages(lane, outcome.result) };
     });
+  }
+
+  /**
+   * The prompt convenience's answer for a run already accepted, within `waitMs`: a streamed
+   * prompt's last event (worker/routes/operations.ts), the same body as the JSON answer.
+   */
+  async promptOutcome(name: string, operationId: string, waitMs: number): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      const outcome = await this.outcomeWithin(lane, operationId, waitMs);
+      return outcome.state === "settled" ? { state: "settled", result: this.withMessages(lane, outcome.result) } : outcome;
+    });
+  }
+
+  /** A settled run's record with the messages it appended (the prompt answer). */
+  private withMessages(lane: AgentLane, result: OperationResultRecord): PromptAnswer {
+    return { ...result, ...appendedMessages(this.host.openStorage(), result, placedBy(lane, result)) };
   }
 
   /**
@@ -147,7 +164,7 @@ export class SessionOperations {
         if (reservation !== undefined) this.host.reservationBound(operationId);
         return { ...outcome, ...interrupted };
       }
-      return { state: "settled", result: { ...outcome.result, ...appendedMessages(this.host.openStorage(), outcome.result, placedBy(lane, outcome.result)), ...interrupted } };
+      return { state: "settled", result: { ...this.withMessages(lane, outcome.result), ...interrupted } };
     });
   }
 

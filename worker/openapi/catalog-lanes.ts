@@ -205,7 +205,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     pathParams: LANE, body: PromptConvenienceSchema, example: { prompt: "Hello", wait: 5 }, idempotent: true,
     responses: {
       200: {
-        description: `The settled record with \`messages\` and \`messagesTruncated\`, or \`{ status: "suspended", operationId, deferred }\`; under ${IF_BUSY} a pending run's wait includes its time in line, an interrupt's answer adds \`interrupted: { operationId, steer, followUp }\`, and a prompt handed to the running operation answers \`{ operationId, entryId, queued }\` at once`,
+        description: `The settled record with \`messages\` and \`messagesTruncated\`, or \`{ status: "suspended", operationId, deferred }\`; under ${IF_BUSY} a pending run's wait includes its time in line, an interrupt's answer adds \`interrupted: { operationId, steer, followUp }\`, and a prompt handed to the running operation answers \`{ operationId, entryId, queued }\` at once. With \`Accept: text/event-stream\` (or \`stream: true\`) the answer is instead a \`text/event-stream\` of the run's events (\`event\` events, as \`GET …/events\` sends them) ending with one \`result\` event whose data is this JSON body; a repeat with the same Idempotency-Key answers 202 \`{ operationId }\``,
         schema: v.union([PromptAnswerSchema, SuspendedRunSchema, QueuedPromptSchema]),
       },
       202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },

@@ -11,6 +11,7 @@ import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts"
 import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
 import { admittingLane, withOpenOperation } from "./open-operations.ts";
+import { streamedPrompt, streamRequested } from "./streamed-prompt.ts";
 import { requireTenantWithReservation } from "../middleware/auth.ts";
 
 // Operations of a lane (spec/API.md "Operations: primitives" and the prompt/abort/resume
@@ -51,6 +52,7 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
   // when the wait ran out. The session takes the reservation over: a settled turn needs no bind.
   .post("/:lane/prompt", requireTenantWithReservation, sessionIdempotency, async (c) => {
     const { stub, ...scope } = await admittingLane(c);
+    if (await streamRequested(c)) return streamedPrompt(c, stub, scope);
     const outcome = await withOpenOperation(
       c,
       scope,

@@ -9,12 +9,21 @@ interface Frame {
   type?: unknown;
   epoch?: unknown;
   seq?: unknown;
-  event?: { type?: unknown };
+  event?: { type?: unknown; runId?: unknown };
 }
 
 export interface RelayOptions {
   /** The `: ping` comment's spacing. */
   heartbeatMs: number;
+  /** Relay the socket's snapshots (default true); a streamed prompt sends its run's events only. */
+  snapshots?: boolean;
+  /** Which lane events to relay (default: all). */
+  events?: (event: { type?: unknown; runId?: unknown }) => boolean;
+  /**
+   * The stream's last event: once it resolves, that event is written and the stream ends (the
+   * socket is closed), instead of lasting until the client or the object closes it.
+   */
+  finish?: Promise<{ event: string; data: string }>;
 }
 
 /**
@@ -53,13 +62,27 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
     output?.close();
   };
 
+  const relayed = (frame: Frame): boolean =>
+    frame.type === "snapshot" ? options.snapshots !== false : frame.event === undefined || (options.events?.(frame.event) ?? true);
+  options.finish?.then(
+    ({ event, data }) => {
+      write(`event: ${event}\ndata: ${data}\n\n`);
+      if (ended) return;
+      ended = true;
+      clearInterval(heartbeat);
+      output?.close();
+      tryClose(ws, 1000, "The stream is complete");
+    },
+    () => end(1011, "The stream's answer failed"),
+  );
+
   ws.accept();
   ws.addEventListener("message", ({ data }) => {
     if (typeof data !== "string" || data === "pong") return;
     received += utf8Length(data);
     const frame = parseFrame(data);
     if (frame?.type === "epoch" && typeof frame.epoch === "string") epoch = frame.epoch;
-    else if ((frame?.type === "snapshot" || frame?.type === "event") && typeof frame.seq === "number") {
+    else if ((frame?.type === "snapshot" || frame?.type === "event") && typeof frame.seq === "number" && relayed(frame)) {
       write(`event: ${frame.type}\nid: ${formatStreamId({ epoch, seq: frame.seq })}\ndata: ${data}\n\n`);
       // A navigation rebases the lane (the fold cannot follow it): ask for the fresh snapshot a
       // socket client would ask for; it arrives as the next `snapshot` event.

@@ -1,0 +1,107 @@
+import type { Context } from "hono";
+import type { BusyAdmission } from "../../durable-objects/session/session-operations.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import { PromptConvenienceSchema } from "../../schema/lane-api.ts";
+import { SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
+import { toWire, type Wire } from "../../schema/wire.ts";
+import type { AppEnv } from "../env.ts";
+import { replyValue } from "../http-error.ts";
+import { replayInstead } from "../middleware/idempotency.ts";
+import { jsonBody, readBoundedText } from "../validate.ts";
+import { sseRelay } from "../watch/sse-relay.ts";
+import { openWatchSocket } from "../watch/watch-upgrade.ts";
+import { withOpenOperation, type AdmittingScope } from "./open-operations.ts";
+import type { sessionStub } from "../env.ts";
+
+/** How long one streamed prompt follows its run before ending with the `{ operationId }` answer. */
+const STREAM_FOR_MS = 30 * 60_000;
+/** Each wait for the run's answer (the session's bound on one wait). */
+const WAIT_STEP_MS = 60_000;
+
+/** `Accept: text/event-stream`, or `"stream": true` in the body (read, bounded, never refused here). */
+export async function streamRequested(c: Context<AppEnv>): Promise<boolean> {
+  if (c.req.header("accept")?.includes("text/event-stream")) return true;
+  try {
+    const body: unknown = JSON.parse(await readBoundedText(c));
+    return typeof body === "object" && body !== null && "stream" in body && body.stream === true;
+  } catch {
+    // Whatever is wrong with the body, the JSON route answers it (after authentication).
+    return false;
+  }
+}
+
+/**
+ * `POST …/prompt` streamed (spec "Streaming over HTTP"): the run's events as Server-Sent Events
+ * from its acceptance to its settlement, then a `result` event with the body the JSON answer has
+ * (the settled record with its messages, a suspended run, or `{ operationId }` when the stream's
+ * time ran out). The lane is read through a relay watch socket opened before the acceptance, so
+ * no event of the run is missed (worker/watch/sse-relay.ts); only the run's own events and the
+ * lane-wide ones (queue, stats) are relayed. The acceptance is the JSON route's: the same
+ * open-operation slot and idempotency (a repeat with the same `Idempotency-Key` answers
+ * `202 { operationId }`, the run it started). A prompt handed to a running operation (`ifBusy`
+ * steer/followUp) streams just its `result`.
+ */
+export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof sessionStub>, scope: AdmittingScope): Promise<Response> {
+  let relay: WebSocket | undefined;
+  let admission: BusyAdmission;
+  try {
+    admission = await withOpenOperation(
+      c,
+      scope,
+      () => jsonBody(c, PromptConvenienceSchema),
+      async ({ prompt, images, operationId, deferred, ifBusy }): Promise<Wire<RpcResult<BusyAdmission>>> => {
+        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new" })).webSocket;
+        const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
+        return stub.acceptOperation(scope.lane, toWire(request));
+      },
+      (value) => ("queued" in value ? undefined : value.operationId),
+    );
+  } catch (error) {
+    closeQuietly(relay);
+    throw error;
+  }
+  if (!relay) throw new Error("The relay socket was not opened");
+  const heartbeatMs = SSE_HEARTBEAT_DEFAULT_SECONDS * 1000;
+  if ("queued" in admission) {
+    const body = sseRelay(relay, { heartbeatMs, snapshots: false, events: () => false, finish: Promise.resolve({ event: "result", data: JSON.stringify(admission) }) });
+    return streamResponse(c, body);
+  }
+  const { operationId } = admission;
+  replayInstead(c, 202, { operationId });
+  let ended!: () => void;
+  const runEnded = new Promise<void>((resolve) => (ended = resolve));
+  const events = (event: { type?: unknown; runId?: unknown }): boolean => {
+    if (event.type === "run_end" && event.runId === operationId) ended();
+    return event.runId === undefined || event.runId === operationId;
+  };
+  const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, runEnded) });
+  return streamResponse(c, body);
+}
+
+/** The run's answer as the JSON route words it, once the run's end was relayed (so it comes last). */
+async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, runEnded: Promise<void>): Promise<{ event: string; data: string }> {
+  const deadline = Date.now() + STREAM_FOR_MS;
+  for (;;) {
+    const outcome = replyValue(await stub.promptOutcome(lane, operationId, Math.min(WAIT_STEP_MS, Math.max(0, deadline - Date.now()))));
+    if (outcome.state === "settled") {
+      await runEnded;
+      return { event: "result", data: JSON.stringify(outcome.result) };
+    }
+    if (outcome.state === "suspended") return { event: "result", data: JSON.stringify({ status: "suspended", operationId, deferred: outcome.deferred }) };
+    if (Date.now() >= deadline) return { event: "result", data: JSON.stringify({ operationId }) };
+  }
+}
+
+function streamResponse(c: Context<AppEnv>, body: ReadableStream<Uint8Array>): Response {
+  return c.body(body, 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
+}
+
+function closeQuietly(ws: WebSocket | undefined): void {
+  try {
+    ws?.accept();
+    ws?.close(1000, "The prompt was not accepted");
+  } catch {
+    // Not open.
+  }
+}
