@@ -3,6 +3,7 @@ import { expect, inject, it } from "vitest";
 import { Api, appendSteps, words } from "../../test/e2e/client-helpers.ts";
 import { bytes, ms, summarize, type BenchLine } from "../report.ts";
 import { LaneWatcher } from "./lane-watcher.ts";
+import { LaneSseWatcher } from "./lane-sse-watcher.ts";
 import { pool } from "./turn-prompts.ts";
 
 // P7: WATCHERS (and, for comparison, SMALL_AUDIENCE) WebSocket watchers on one lane, each audience
@@ -32,13 +33,37 @@ async function until(what: string, done: () => boolean, timeoutMs = 60_000): Pro
   }
 }
 
-/** One audience: a fresh session, `watchers` sockets, ANSWERS streamed answers; the lines of its case. */
-async function measure(watchers: number, judged: boolean): Promise<BenchLine[]> {
+/** What both kinds of watcher give: bytes, frames, entry arrivals. */
+type Watcher = Pick<LaneWatcher, "bytes" | "frames" | "arrivals" | "open" | "close">;
+
+/** How an audience watches: WebSocket watchers (P7) or SSE streams (P14). */
+interface Transport {
+  id: "P7" | "P14";
+  open: (sid: string) => Promise<Watcher>;
+  what: string;
+  noun: string;
+}
+
+const SOCKETS: Transport = {
+  id: "P7",
+  open: (sid) => LaneWatcher.open(servers.ours.baseUrl, servers.ours.key, sid, "main"),
+  what: `event delivery to WebSocket watchers of one lane (${ANSWERS} streamed answers)`,
+  noun: "watchers",
+};
+const STREAMS: Transport = {
+  id: "P14",
+  open: (sid) => LaneSseWatcher.open(servers.ours.baseUrl, servers.ours.key, sid, "main"),
+  what: `event delivery to SSE streams of one lane, GET …/events (${ANSWERS} streamed answers)`,
+  noun: "streams",
+};
+
+/** One audience: a fresh session, `watchers` sockets or streams, ANSWERS streamed answers; the lines of its case. */
+async function measure(watchers: number, judged: boolean, transport: Transport = SOCKETS): Promise<BenchLine[]> {
   const sid = `p7-${randomUUID().slice(0, 8)}`;
   await api.expect(201, "POST", "/v1/sessions", { body: { id: sid } });
   await api.expect(201, "PUT", `/v1/sessions/${sid}/lanes/main`, { body: { model: { provider: "scripted", modelId: "script" } } });
   await appendSteps(api, sid, Array.from({ length: ANSWERS }, (_, answer) => ({ text: words(ANSWER_WORDS, `a${answer}w`), chunkMs: CHUNK_MS })));
-  const sockets = await pool(Array.from({ length: watchers }, () => () => LaneWatcher.open(servers.ours.baseUrl, servers.ours.key, sid, "main")), 25);
+  const sockets: Watcher[] = await pool(Array.from({ length: watchers }, () => () => transport.open(sid)), 25);
   try {
     const startBytes = sockets.map((watcher) => watcher.bytes);
     const startFrames = sockets.map((watcher) => watcher.frames);
@@ -66,21 +91,23 @@ async function measure(watchers: number, judged: boolean): Promise<BenchLine[]> 
     const first = summarize([...firstPerEntry.values()]);
     const perAnswer = summarize(sockets.map((watcher, index) => (watcher.bytes - (startBytes[index] ?? 0)) / ANSWERS));
     const framesPerAnswer = summarize(sockets.map((watcher, index) => (watcher.frames - (startFrames[index] ?? 0)) / ANSWERS));
-    const what = `event delivery to WebSocket watchers of one lane (${ANSWERS} streamed answers)`;
+    const { id, what, noun } = transport;
     return [
-      { id: "P7", what, case: `${watchers} watchers: latency, commit → watcher (every watcher, every entry)`, median: ms(all.median), p95: ms(all.p95), target: judged ? `p95 ≤ ${TARGET_MS} ms` : "—", met: judged ? all.p95 <= TARGET_MS : undefined, samples: all.samples },
-      { id: "P7", what, case: `${watchers} watchers: latency, commit → first watcher (per entry)`, median: ms(first.median), p95: ms(first.p95), target: "—", met: undefined, samples: first.samples },
-      { id: "P7", what, case: `${watchers} watchers: latency, commit → last watcher (per entry)`, median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
-      { id: "P7", what, case: `${watchers} watchers: bytes per watcher per answer (${ANSWER_WORDS} words)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
-      { id: "P7", what, case: `${watchers} watchers: frames per watcher per answer`, median: framesPerAnswer.median.toFixed(1), p95: framesPerAnswer.p95.toFixed(1), target: "reported", met: undefined, samples: framesPerAnswer.samples },
+      { id, what, case: `${watchers} ${noun}: latency, commit → ${noun} (every one, every entry)`, median: ms(all.median), p95: ms(all.p95), target: judged ? `p95 ≤ ${TARGET_MS} ms` : "—", met: judged ? all.p95 <= TARGET_MS : undefined, samples: all.samples },
+      { id, what, case: `${watchers} ${noun}: latency, commit → first (per entry)`, median: ms(first.median), p95: ms(first.p95), target: "—", met: undefined, samples: first.samples },
+      { id, what, case: `${watchers} ${noun}: latency, commit → last (per entry)`, median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
+      { id, what, case: `${watchers} ${noun}: bytes per ${noun.slice(0, -1)} per answer (${ANSWER_WORDS} words)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
+      { id, what, case: `${watchers} ${noun}: ${transport.id === "P7" ? "frames" : "body chunks"} per ${noun.slice(0, -1)} per answer`, median: framesPerAnswer.median.toFixed(1), p95: framesPerAnswer.p95.toFixed(1), target: "reported", met: undefined, samples: framesPerAnswer.samples },
     ];
   } finally {
     for (const watcher of sockets) watcher.close();
   }
 }
 
-it(`P7: ${WATCHERS} watchers of one lane during streamed answers (and ${SMALL_AUDIENCE} for comparison)`, async ({ task }) => {
+it(`P7: ${WATCHERS} watchers of one lane during streamed answers (and ${SMALL_AUDIENCE} for comparison); P14: ${WATCHERS} SSE streams`, async ({ task }) => {
   const small = await measure(SMALL_AUDIENCE, false);
   const large = await measure(WATCHERS, true);
-  task.meta.benchLines = [...large, ...small];
+  // P14: the same audience reading the lane as Server-Sent Events (the front worker relays them).
+  const streams = await measure(WATCHERS, true, STREAMS);
+  task.meta.benchLines = [...large, ...small, ...streams];
 });
