@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md and docs/api-sessions.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md and docs/api-lanes.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -57,6 +57,18 @@ describe("the shell examples of the docs", () => {
     expect(upgraded).toMatchObject({ id: "shop", version: 2 });
     expect(movedSession).toMatchObject({ id: "shop-alice", agent: { id: "shop", version: 2 }, settings: { systemPrompt: "You are the shop assistant. Answer in one sentence." } });
     expect(onTwo).toMatchObject({ items: [{ id: "shop-alice", agent: { id: "shop", version: 2 } }], nextCursor: null });
+  }, 90_000);
+
+  it("a prompt sent while the lane may still be busy waits its turn and answers with its own run (docs/api-lanes.md)", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "busydoc");
+    const blocks = fencedBlocks("docs/api-lanes.md", "sh");
+    expect(blocks).toHaveLength(1);
+    const [output] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [session, lane, first, second] = jsonValues(output ?? "");
+    expect(session).toMatchObject({ id: "busy-demo" });
+    expect(lane).toMatchObject({ name: "main" });
+    expect(first).toMatchObject({ operationId: expect.any(String), kind: "run" });
+    expect(second).toMatchObject({ kind: "run", status: "completed", messages: expect.arrayContaining([expect.objectContaining({ role: "assistant", content: [{ type: "text", text: "And one more thing" }] })]) });
   }, 90_000);
 
   it("create a session with metadata, merge a patch into it, find it by metadata", async () => {
