@@ -50,7 +50,7 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
       scope,
       () => jsonBody(c, PromptConvenienceSchema),
       async ({ prompt, images, operationId, deferred, ifBusy }): Promise<Wire<RpcResult<BusyAdmission>>> => {
-        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new" })).webSocket;
+        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new", batch: true })).webSocket;
         const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
         if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
         return stub.acceptOperation(scope.lane, toWire(request));

@@ -10,6 +10,7 @@ interface Frame {
   epoch?: unknown;
   seq?: unknown;
   event?: { type?: unknown; runId?: unknown };
+  messages?: Frame[];
 }
 
 export interface RelayOptions {
@@ -47,7 +48,7 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
   let output: ReadableStreamDefaultController<Uint8Array> | undefined;
 
   const write = (text: string) => {
-    if (!ended) output?.enqueue(encoder.encode(text));
+    if (!ended && text.length > 0) output?.enqueue(encoder.encode(text));
   };
   const acknowledge = () => {
     if (ended || (output?.desiredSize ?? 0) <= 0 || received - acknowledged < WATCH_ACK_EVERY_BYTES) return;
@@ -77,17 +78,21 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
   );
 
   ws.accept();
+  const relay = (frame: Frame, text: string): string => {
+    if (frame.type === "epoch" && typeof frame.epoch === "string") epoch = frame.epoch;
+    if ((frame.type !== "snapshot" && frame.type !== "event") || typeof frame.seq !== "number" || !relayed(frame)) return "";
+    // A navigation rebases the lane (the fold cannot follow it): ask for the fresh snapshot a
+    // socket client would ask for; it arrives as the next `snapshot` event.
+    if (frame.event?.type === "navigation_end") trySend(ws, JSON.stringify({ type: "resnapshot" }));
+    return `event: ${frame.type}\nid: ${formatStreamId({ epoch, seq: frame.seq })}\ndata: ${text}\n\n`;
+  };
   ws.addEventListener("message", ({ data }) => {
     if (typeof data !== "string" || data === "pong") return;
     received += utf8Length(data);
     const frame = parseFrame(data);
-    if (frame?.type === "epoch" && typeof frame.epoch === "string") epoch = frame.epoch;
-    else if ((frame?.type === "snapshot" || frame?.type === "event") && typeof frame.seq === "number" && relayed(frame)) {
-      write(`event: ${frame.type}\nid: ${formatStreamId({ epoch, seq: frame.seq })}\ndata: ${data}\n\n`);
-      // A navigation rebases the lane (the fold cannot follow it): ask for the fresh snapshot a
-      // socket client would ask for; it arrives as the next `snapshot` event.
-      if (frame.event?.type === "navigation_end") trySend(ws, JSON.stringify({ type: "resnapshot" }));
-    }
+    // A batch frame (events due together, one socket message) becomes its events, written at once.
+    if (frame?.type === "batch" && Array.isArray(frame.messages)) write(frame.messages.map((message) => relay(message, JSON.stringify(message))).join(""));
+    else if (frame) write(relay(frame, data));
     acknowledge();
   });
   ws.addEventListener("close", ({ code, reason }) => {
