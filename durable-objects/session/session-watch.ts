@@ -5,7 +5,7 @@ import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_CHARS, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
 import { parseStreamId } from "../../schema/watch-resume.ts";
-import { SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
+import { errorReply, SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "./watch/watch-hub.ts";
@@ -164,7 +164,7 @@ export class SessionWatch {
   private async command(ws: WebSocket, id: string, parsed: unknown): Promise<void> {
     const commander = this.hub.commander(ws);
     if (!commander) return this.refuse(ws, WATCH_CLOSE.internal, "Unknown watch state");
-    const refuse = (error: ApiError): void => this.hub.reply(ws, { type: "reply", id, status: ERROR_STATUS[error.code], body: { error } });
+    const refuse = (error: ApiError): void => this.hub.reply(ws, errorReply(id, error));
     if (commander.target.kind !== "lane") return refuse({ code: "ValidationFailed", message: "Commands are sent on a lane's watch socket" });
     if (commander.commandsKeyHash === undefined) return refuse({ code: "TokenScope", message: "This socket's browser token lacks the prompt scope" });
     const checked = v.safeParse(WatchCommandSchema, parsed);

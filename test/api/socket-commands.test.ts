@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
@@ -14,17 +15,25 @@ import { connect, expectSnapshot, watchSetup, type Client, type Received } from 
 // without doing anything twice, authorized by the socket's own authentication (a browser token
 // needs the prompt scope), the request quota spent from a lease the session object holds.
 
-type Reply = { type: "reply"; id: string; status: number; body: Record<string, unknown> & { error?: { code: string } } };
+/** A command's `reply` frame (the socket helper's inbox holds every JSON frame it received). */
+const ReplySchema = v.object({
+  type: v.literal("reply"),
+  id: v.string(),
+  status: v.number(),
+  body: v.looseObject({ error: v.optional(v.looseObject({ code: v.string() })) }),
+});
+type Reply = v.InferOutput<typeof ReplySchema>;
 
 function isReply(id: string): (message: Received<unknown>) => boolean {
-  return (message) => message.type === ("reply" as string) && "id" in message && message.id === id;
+  return (message) => {
+    const reply = v.safeParse(ReplySchema, message);
+    return reply.success && reply.output.id === id;
+  };
 }
 
 async function replyTo(client: Client<unknown>, id: string): Promise<{ reply: Reply; before: Received<unknown>[] }> {
   const read = await client.until(isReply(id));
-  const last = read.at(-1);
-  if (!last || !("id" in last)) throw new Error("no reply");
-  return { reply: last as unknown as Reply, before: read.slice(0, -1) };
+  return { reply: v.parse(ReplySchema, read.at(-1)), before: read.slice(0, -1) };
 }
 
 const eventTypes = (messages: Received<unknown>[]): string[] =>

@@ -58,8 +58,8 @@ export function tokenRouteOf(method: string, pathname: string): { route: TokenRo
 
 /**
  * 403 TokenScope unless the token may make this request; checked before the minting key is
- * verified or anything is touched. Whether another session exists is never told: any session but
- * the token's own is refused alike.
+ * verified or anything is touched. Whether another session exists is never revealed: any session
+ * but the token's own is refused alike.
  */
 export async function tokenScopeRefusal(c: Context, claims: BrowserTokenClaims): Promise<HttpFailure | undefined> {
   const found = tokenRouteOf(c.req.method, new URL(c.req.url).pathname);

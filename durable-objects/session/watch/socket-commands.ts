@@ -122,7 +122,8 @@ function replyOf(id: string, status: number, result: Wire<RpcResult<unknown>>): 
   return answer.ok ? { type: "reply", id, status, body: answer.value } : errorReply(id, answer.error);
 }
 
-function errorReply(id: string, error: ApiError): WatchReply {
+/** A command's refusal: the error's status and `{ error }` body, as its REST twin answers it. */
+export function errorReply(id: string, error: ApiError): WatchReply {
   return { type: "reply", id, status: ERROR_STATUS[error.code], body: { error } };
 }
 
