@@ -97,7 +97,14 @@ describe("maxOpenOperations", () => {
     const again = await call(`${other.lanePath}/prompt`, { body: { prompt: "now there is room", wait: 10 }, token: key });
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ status: "completed" });
-    // Settled operations free their slots: one more still fits.
+    // Settled operations free their slots: one more still fits. (The settled prompt's release is
+    // told to the tenant after its commit, off the answer's path: wait for it, as above.)
+    let taken = await env.TENANTS.getByName(tenantId).openOperationCount();
+    for (let i = 0; i < 200 && taken > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      taken = await env.TENANTS.getByName(tenantId).openOperationCount();
+    }
+    expect(taken).toBe(0);
     expect((await accept(key, other.lanePath, "and another")).status).toBe(202);
   });
 
