@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
-import type { LaneWatchMessage } from "../../schema/watch.ts";
+import type { LaneWatchMessage, WatchReply } from "../../schema/watch.ts";
 import { devVar, devVarsProblems } from "../../scripts/dev-vars.mjs";
 
 // What an API user has: HTTP with a bearer token, a WebSocket client, and patience with a limit.
@@ -144,7 +144,8 @@ export async function pollUntil<T>(what: string, read: () => Promise<T>, done: (
   throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what} (last: ${JSON.stringify(last)?.slice(0, 500)})`);
 }
 
-export type Received = LaneWatchMessage | { type: "text"; text: string };
+/** What a lane socket delivers: its messages, the replies to commands sent on it, and texts such as `pong`. */
+export type Received = LaneWatchMessage | WatchReply | { type: "text"; text: string };
 
 /** A real WebSocket client with an ordered inbox; every read is bounded. */
 export interface WatchClient {
