@@ -66,6 +66,15 @@ export class WatchFlow {
     return flow;
   }
 
+  /** A socket closed for good: its attachment no longer restores a flow (readAttachment answers undefined). */
+  static retire(ws: WebSocket): void {
+    try {
+      ws.serializeAttachment(null);
+    } catch {
+      // Already gone: nothing can restore it either.
+    }
+  }
+
   /** A socket of an earlier instance (or accepted elsewhere in this one), from its attachment. */
   static restore(ws: WebSocket, now: number): WatchFlow | undefined {
     const attachment = readAttachment(ws);

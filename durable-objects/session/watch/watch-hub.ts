@@ -143,6 +143,8 @@ export class WatchHub {
    * its message rate (1008) or its state is unknown (1011).
    */
   admit(ws: WebSocket): boolean {
+    // A socket this object closed (dropped, or closing): what it still sends is not served.
+    if (!isOpen(ws)) return false;
     const flow = this.flow(ws);
     if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
     else if (flow.admitMessage(this.now())) return true;
@@ -205,8 +207,14 @@ export class WatchHub {
     }
   }
 
+  /**
+   * Closes a socket for good. Its attachment is cleared first: a frame the client sent before the
+   * close reached it still arrives, and must find no state to be served with (a revoked key's
+   * command would otherwise run, rebuilt from the attachment by `flow`).
+   */
   private drop(ws: WebSocket, code: WatchCloseCode, reason: string): void {
     this.forget(ws);
+    WatchFlow.retire(ws);
     close(ws, code, reason);
   }
 
