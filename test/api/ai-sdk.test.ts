@@ -32,6 +32,15 @@ describe("POST …/ai-sdk with the AI SDK's DefaultChatTransport", () => {
     expect(page[1]).toEqual({ ...answer, parts: answer.parts.map((part) => ("state" in part && part.type === "text" ? { ...part, state: "done" } : part)) });
   });
 
+  it("streams an answer chunk by chunk with none lost: the folded text is the stored text", async () => {
+    const setup = await laneSetup("aisdkchunks");
+    const slow = slowStep(12);
+    await useScript(setup, [slow]);
+    const answer = await send(setup, [userMessage("stream it")]);
+    expect(textOf(answer)).toBe(slow.text);
+    expect(textOf((await pageMessages(setup))[1] ?? answer)).toBe(slow.text);
+  });
+
   it("prompts once per user message: the same message sent again follows the run it started", async () => {
     const setup = await laneSetup("aisdkonce");
     await useScript(setup, [{ text: "only once" }, { text: "never" }]);

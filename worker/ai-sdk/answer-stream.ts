@@ -71,7 +71,11 @@ export class AnswerStream {
     if ("runId" in event && event.runId === this.operationId) this.live = true;
     switch (event.type) {
       case "message_start":
-        if (event.runId === this.operationId && event.message.role === "assistant") this.beginStep(chunks);
+        // A streamed response may start with content already (its first chunk).
+        if (event.runId === this.operationId && event.message.role === "assistant") {
+          this.beginStep(chunks);
+          event.message.content.forEach((block, index) => this.grow(index, block, chunks));
+        }
         break;
       case "message_update":
         if (event.runId !== this.operationId) break;
