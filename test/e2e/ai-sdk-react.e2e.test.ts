@@ -103,6 +103,8 @@ describe("the useChat example page against npm start", () => {
     // Opening: GET …/messages (none yet), then the transport's resumption answers 204 (nothing runs).
     const resumed = page.waitForResponse((response) => response.url() === `${server.baseUrl}${AI_SDK}/${SID}/stream`);
     await page.goto(chatPage.url({ base: server.baseUrl, session: SID, lane: "main", token }));
+    await page.locator("#status, #error").first().waitFor();
+    expect(await page.locator("#error").allTextContents()).toEqual([]);
     expect((await resumed).status()).toBe(204);
     await ready();
     expect(calls).toEqual([`GET ${AI_SDK}/messages 200`, `GET ${AI_SDK}/${SID}/stream 204`]);
