@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 import "../provided-context.ts";
 import { CreatedKeySchema, pageSchema, TenantQuotasSchema, TenantSummarySchema, KeyInfoSchema, SessionSummarySchema } from "../../schema/api.ts";
 import { BrowserTokenSchema } from "../../schema/browser-tokens.ts";
+import { UiMessagesSchema } from "../../schema/ai-sdk.ts";
 import { AgentSchema } from "../../schema/agents.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import {
@@ -159,6 +160,8 @@ describe("every documented success answer validates against the document", () =>
     await checker.expect("appendLaneEntry", 201, EntryPlacementSchema, { key, path: lane(), body: { customType: "note", data: { text: "remember" } } });
     const queued = await checker.expect("enqueue", 201, QueuedSchema, { key, path: lane(), body: { kind: "followUp", message: "later" } });
     await checker.expect("getLaneSnapshot", 200, LaneSnapshotAnswerSchema, { key, path: lane() });
+    await checker.expect("aiSdkMessages", 200, UiMessagesSchema, { key, path: lane() });
+    await checker.status("aiSdkResumeStream", 204, { key, path: { ...lane(), chatId: sid } });
     expect(await checker.expect("cancelQueued", 200, CancelQueuedAnswerSchema, { key, path: { ...lane(), entryId: queued.entryId } })).toEqual({ result: "cancelled" });
     const accepted = await checker.expect("acceptOperation", 202, AcceptedOperationSchema, { key, path: lane(), body: { kind: "prompt", prompt: "again" } });
     await settled(accepted.operationId);
@@ -235,10 +238,10 @@ describe("every documented success answer validates against the document", () =>
     await checker.status("deleteSession", 204, { key, path: { sid: fork.id } });
   });
 
-  // The SSE stream never ends on its own, so it is not read here: test/api/sse-*.test.ts read it.
-  it("saw every documented success answer but the WebSocket upgrades' and the event stream's", () => {
+  // The SSE streams are read by test/api/sse-*.test.ts and test/api/ai-sdk.test.ts, not here.
+  it("saw every documented success answer but the WebSocket upgrades' and the event streams'", () => {
     const documented = CATALOG.flatMap((route) => Object.keys(route.responses).map((status) => `${route.operationId} ${status}`));
-    const upgrades = ["watchSession 101", "watchLane 101", "laneEvents 200"];
+    const upgrades = ["watchSession 101", "watchLane 101", "laneEvents 200", "aiSdkChat 200", "aiSdkResumeStream 200"];
     expect(documented.filter((answer) => !checker.seen.has(answer) && !upgrades.includes(answer))).toEqual([]);
   });
 });

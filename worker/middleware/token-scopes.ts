@@ -33,6 +33,9 @@ export const TOKEN_ROUTES: readonly TokenRoute[] = [
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/pending", scope: "prompt" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort", scope: "prompt" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/tool-results/{toolCallId}", scope: "prompt" },
+  { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/ai-sdk", scope: "prompt" },
+  { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/ai-sdk/messages", scope: "watch" },
+  { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/ai-sdk/{chatId}/stream", scope: "watch" },
 ];
 
 const MATCHERS = TOKEN_ROUTES.map((route) => ({

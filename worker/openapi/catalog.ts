@@ -15,6 +15,7 @@ import {
 } from "../../schema/api.ts";
 import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { agentCatalog } from "./catalog-agents.ts";
+import { aiSdkCatalog } from "./catalog-ai-sdk.ts";
 import { tenantToolCatalog } from "./catalog-tenant-tools.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
@@ -164,6 +165,7 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   ...sessionCatalog,
   ...laneCatalog,
+  ...aiSdkCatalog,
   ...toolCatalog,
   ...webhookCatalog,
   ...agentCatalog,

@@ -7,6 +7,7 @@ import { sessionStub, type AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
+import { acceptingAiSdkRoutes, aiSdkRoutes } from "./ai-sdk.ts";
 import { laneEventRoutes } from "./lane-events.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
 import { acceptingOperationRoutes, operationRoutes } from "./operations.ts";
@@ -20,8 +21,10 @@ export const laneRoutes = new Hono<AppEnv>()
   // First: they authenticate in their own tenant call (with the reservation) and answer before the
   // `requireTenant` below would run.
   .route("/", acceptingOperationRoutes)
+  .route("/", acceptingAiSdkRoutes)
   .use(requireTenant)
   .route("/", laneEventRoutes)
+  .route("/", aiSdkRoutes)
   // `{ items: LaneInfo[], nextCursor }` by name.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");

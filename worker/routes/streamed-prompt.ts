@@ -9,7 +9,7 @@ import { replyValue } from "../http-error.ts";
 import { replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, readBoundedText } from "../validate.ts";
 import { sseRelay } from "../watch/sse-relay.ts";
-import { openWatchSocket } from "../watch/watch-upgrade.ts";
+import { closeQuietly, openWatchSocket } from "../watch/watch-upgrade.ts";
 import { withOpenOperation, type AdmittingScope } from "./open-operations.ts";
 import type { sessionStub } from "../env.ts";
 
@@ -64,7 +64,7 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
   if (!relay) throw new Error("The relay socket was not opened");
   const heartbeatMs = SSE_HEARTBEAT_DEFAULT_SECONDS * 1000;
   if ("queued" in admission) {
-    const body = sseRelay(relay, { heartbeatMs, snapshots: false, events: () => false, finish: Promise.resolve({ event: "result", data: JSON.stringify(admission) }) });
+    const body = sseRelay(relay, { heartbeatMs, snapshots: false, events: () => false, finish: Promise.resolve(resultEvent(admission)) });
     return streamResponse(c, body);
   }
   const { operationId } = admission;
@@ -80,28 +80,23 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
 }
 
 /** The run's answer as the JSON route words it, once the run's end was relayed (so it comes last). */
-async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, runEnded: Promise<void>): Promise<{ event: string; data: string }> {
+async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, runEnded: Promise<void>): Promise<string> {
   const deadline = Date.now() + STREAM_FOR_MS;
   for (;;) {
     const outcome = replyValue(await stub.promptOutcome(lane, operationId, Math.min(WAIT_STEP_MS, Math.max(0, deadline - Date.now()))));
     if (outcome.state === "settled") {
       await runEnded;
-      return { event: "result", data: JSON.stringify(outcome.result) };
+      return resultEvent(outcome.result);
     }
-    if (outcome.state === "suspended") return { event: "result", data: JSON.stringify({ status: "suspended", operationId, deferred: outcome.deferred }) };
-    if (Date.now() >= deadline) return { event: "result", data: JSON.stringify({ operationId }) };
+    if (outcome.state === "suspended") return resultEvent({ status: "suspended", operationId, deferred: outcome.deferred });
+    if (Date.now() >= deadline) return resultEvent({ operationId });
   }
+}
+
+function resultEvent(body: unknown): string {
+  return `event: result\ndata: ${JSON.stringify(body)}\n\n`;
 }
 
 function streamResponse(c: Context<AppEnv>, body: ReadableStream<Uint8Array>): Response {
   return c.body(body, 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
-}
-
-function closeQuietly(ws: WebSocket | undefined): void {
-  try {
-    ws?.accept();
-    ws?.close(1000, "The prompt was not accepted");
-  } catch {
-    // Not open.
-  }
 }

@@ -1,17 +1,20 @@
+import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import { utf8Length } from "../../schema/utf8.ts";
 import { formatStreamId } from "../../schema/watch-resume.ts";
 import { WATCH_ACK_EVERY_BYTES } from "../../schema/watch.ts";
 
 const encoder = new TextEncoder();
 
-/** What the relay needs of each frame the session object sends (schema/watch.ts, watch-resume.ts). */
-interface Frame {
+/** What the relay reads of each frame the session object sends (schema/watch.ts, watch-resume.ts). */
+export interface RelayFrame {
   type?: unknown;
   epoch?: unknown;
   seq?: unknown;
-  event?: { type?: unknown; runId?: unknown };
-  messages?: Frame[];
+  snapshot?: LaneSnapshot;
+  event?: HarnessEvent;
+  messages?: RelayFrame[];
 }
+type Frame = RelayFrame;
 
 export interface RelayOptions {
   /** The `: ping` comment's spacing. */
@@ -21,10 +24,17 @@ export interface RelayOptions {
   /** Which lane events to relay (default: all). */
   events?: (event: { type?: unknown; runId?: unknown }) => boolean;
   /**
-   * The stream's last event: once it resolves, that event is written and the stream ends (the
-   * socket is closed), instead of lasting until the client or the object closes it.
+   * The stream's last words (SSE text): once it resolves, they are written and the stream ends
+   * (the socket is closed), instead of lasting until the client or the object closes it.
    */
-  finish?: Promise<{ event: string; data: string }>;
+  finish?: Promise<string>;
+  /**
+   * Writes a relayed frame its own way (another protocol over the same relay: the AI SDK's
+   * stream, worker/routes/ai-sdk.ts); default: the watch protocol's `snapshot` and `event` events.
+   */
+  render?: (frame: RelayFrame) => string;
+  /** What the stream says when the object closes the socket; default: an `error` event with its code and reason. */
+  closing?: (code: number, reason: string) => string;
 }
 
 /**
@@ -57,7 +67,7 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
   };
   const end = (code: number, reason: string) => {
     if (ended) return;
-    write(`event: error\ndata: ${JSON.stringify({ code, reason })}\n\n`);
+    write(options.closing ? options.closing(code, reason) : `event: error\ndata: ${JSON.stringify({ code, reason })}\n\n`);
     ended = true;
     clearInterval(heartbeat);
     output?.close();
@@ -66,8 +76,8 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
   const relayed = (frame: Frame): boolean =>
     frame.type === "snapshot" ? options.snapshots !== false : frame.event === undefined || (options.events?.(frame.event) ?? true);
   options.finish?.then(
-    ({ event, data }) => {
-      write(`event: ${event}\ndata: ${data}\n\n`);
+    (last) => {
+      write(last);
       if (ended) return;
       ended = true;
       clearInterval(heartbeat);
@@ -81,6 +91,7 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
   const relay = (frame: Frame, text: string): string => {
     if (frame.type === "epoch" && typeof frame.epoch === "string") epoch = frame.epoch;
     if ((frame.type !== "snapshot" && frame.type !== "event") || typeof frame.seq !== "number" || !relayed(frame)) return "";
+    if (options.render) return options.render(frame);
     // A navigation rebases the lane (the fold cannot follow it): ask for the fresh snapshot a
     // socket client would ask for; it arrives as the next `snapshot` event.
     if (frame.event?.type === "navigation_end") trySend(ws, JSON.stringify({ type: "resnapshot" }));

@@ -45,3 +45,13 @@ async function objectError(response: Response): Promise<Parameters<typeof fail>>
   const { code, message, details } = parsed.output.error;
   return [code, message, details];
 }
+
+/** Closes a relay socket a route opened but will not use (its prompt was refused). */
+export function closeQuietly(ws: WebSocket | undefined): void {
+  try {
+    ws?.accept();
+    ws?.close(1000, "The prompt was not accepted");
+  } catch {
+    // Not open.
+  }
+}

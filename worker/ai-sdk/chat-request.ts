@@ -1,0 +1,72 @@
+import type { AiSdkChatRequest, UiMessageInput } from "../../schema/ai-sdk.ts";
+import type { IfBusy } from "../../schema/lane-api.ts";
+import type { JsonValue } from "../../schema/json.ts";
+import type { ImageContent } from "../../schema/messages.ts";
+import type { ClientToolResult } from "../../schema/tools.ts";
+import { fail, invalidInput } from "../http-error.ts";
+
+// What one `POST …/ai-sdk` asks for (docs/ai-sdk.md). The lane keeps the history, so only the
+// newest message is read: a user message is a prompt; an assistant message carries the page's
+// client-tool results (its tool parts with an output); `trigger: "regenerate-message"` asks for the
+// last answer again.
+
+export type ChatAction =
+  | { kind: "prompt"; messageId: string; prompt: string; images: ImageContent[]; ifBusy: IfBusy | undefined }
+  | { kind: "tool-results"; messageId: string; steps: number; results: { toolCallId: string; result: ClientToolResult }[] }
+  | { kind: "regenerate"; ifBusy: IfBusy | undefined };
+
+/** An image the page attached: a base64 `data:` URL (this service fetches no URLs for a prompt). */
+const DATA_URL = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=]*)$/i;
+
+export function chatAction(body: AiSdkChatRequest): ChatAction {
+  if (body.trigger === "regenerate-message") return { kind: "regenerate", ifBusy: body.ifBusy };
+  const newest = body.messages[body.messages.length - 1];
+  if (!newest) throw fail("ValidationFailed", "messages: at least one message is required");
+  if (newest.role === "user") return promptOf(newest, body.ifBusy);
+  if (newest.role === "assistant") return toolResultsOf(newest);
+  throw fail("InvalidMessage", "The newest message must be the user's (a prompt) or the assistant's (client-tool results)");
+}
+
+function promptOf(message: UiMessageInput, ifBusy: IfBusy | undefined): ChatAction {
+  const texts: string[] = [];
+  const images: ImageContent[] = [];
+  message.parts.forEach((part, index) => {
+    if (part.type === "text") {
+      if (typeof part.text !== "string") throw invalidInput(`messages[-1].parts[${index}].text`, "must be a string");
+      texts.push(part.text);
+    } else if (part.type === "file") {
+      if (typeof part.url !== "string") throw invalidInput(`messages[-1].parts[${index}].url`, "must be a string");
+      const url = DATA_URL.exec(part.url);
+      if (!url?.[1] || url[2] === undefined) throw fail("InvalidMessage", "A file part must be an image as a base64 `data:` URL (this service fetches no URLs)");
+      images.push({ type: "image", mimeType: url[1], data: url[2] });
+    }
+  });
+  const prompt = texts.join("\n");
+  if (prompt.trim() === "" && images.length === 0) throw fail("InvalidMessage", "The newest user message has no text or image");
+  return { kind: "prompt", messageId: message.id, prompt, images, ifBusy };
+}
+
+/** The tool parts of the assistant message that hold a result the page produced (its client tools). */
+function toolResultsOf(message: UiMessageInput): ChatAction {
+  const results: { toolCallId: string; result: ClientToolResult }[] = [];
+  let steps = 0;
+  for (const part of message.parts) {
+    if (part.type === "step-start") steps += 1;
+    const isTool = part.type.startsWith("tool-") || part.type === "dynamic-tool";
+    if (!isTool || typeof part.toolCallId !== "string") continue;
+    if (part.state === "output-available") results.push({ toolCallId: part.toolCallId, result: resultOf(jsonOf(part.output), false) });
+    else if (part.state === "output-error") results.push({ toolCallId: part.toolCallId, result: resultOf(typeof part.errorText === "string" ? part.errorText : "The tool failed", true) });
+  }
+  return { kind: "tool-results", messageId: message.id, steps, results };
+}
+
+/** A page's output as a tool result: its text (JSON when not a string), the value itself as `details`. */
+function resultOf(output: JsonValue, isError: boolean): ClientToolResult {
+  if (typeof output === "string") return { content: [{ type: "text", text: output }], isError };
+  return { content: [{ type: "text", text: JSON.stringify(output) }], details: output, isError };
+}
+
+/** A part's `output` (parsed from JSON, so JSON already; undefined becomes null). */
+function jsonOf(value: unknown): JsonValue {
+  return value === undefined ? null : JSON.parse(JSON.stringify(value));
+}

@@ -1,0 +1,258 @@
+import { Hono, type Context } from "hono";
+import { AiSdkChatRequestSchema, UI_MESSAGE_STREAM_HEADER, type UiChunk } from "../../schema/ai-sdk.ts";
+import { IdSchema } from "../../schema/api.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import type { LaneSnapshot } from "../../schema/lane.ts";
+import type { IfBusy } from "../../schema/lane-api.ts";
+import { toWire, type Wire } from "../../schema/wire.ts";
+import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
+import type { BusyAdmission } from "../../durable-objects/session/session-operations.ts";
+import { AnswerStream, type AnswerStreamOptions } from "../ai-sdk/answer-stream.ts";
+import { chatAction, type ChatAction } from "../ai-sdk/chat-request.ts";
+import { liveRun, settledTranscript, uiMessagesOf, userText } from "../ai-sdk/ui-messages.ts";
+import type { AppContext, AppEnv, sessionStub } from "../env.ts";
+import { fail, HttpFailure, replyValue } from "../http-error.ts";
+import { callerOf, requireTenantWithReservation } from "../middleware/auth.ts";
+import { jsonBody, pathParam } from "../validate.ts";
+import { SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
+import { sseRelay, type RelayFrame } from "../watch/sse-relay.ts";
+import { closeQuietly, openWatchSocket } from "../watch/watch-upgrade.ts";
+import { laneTarget } from "./lane-target.ts";
+import { admittingLane, withOpenOperation, type AdmittingScope } from "./open-operations.ts";
+
+// The AI SDK's chat protocol on a lane (spec/API.md "AI SDK compatibility", docs/ai-sdk.md): a page
+// using `useChat` with the standard `DefaultChatTransport` points `api` at
+// `/v1/sessions/{sid}/lanes/{lane}/ai-sdk` and works unchanged. Underneath, each prompt is an
+// ordinary durable run of the lane; the answer is its watch events translated as they come
+// (worker/ai-sdk/answer-stream.ts), relayed over a hibernatable watch socket like every SSE stream.
+
+type SessionStub = ReturnType<typeof sessionStub>;
+/** The answer to one chat request: the run it started, or the run an earlier send of the same message started. */
+type ChatAdmission = BusyAdmission | { repeatOf: string };
+
+/** How long a regenerate request waits for its navigation to settle. */
+const NAVIGATION_WAIT_MS = 30_000;
+const DONE = "data: [DONE]\n\n";
+
+/** `POST …/ai-sdk` takes an open-operation slot when it prompts, so lanes.ts mounts it before its `requireTenant`. */
+export const acceptingAiSdkRoutes = new Hono<AppEnv>().post("/:lane/ai-sdk", requireTenantWithReservation, async (c) => {
+  const { stub, ...scope } = await admittingLane(c);
+  // The body is read first (what it asks decides whether a slot is reserved), but a refusal of it
+  // is answered only after the key is verified: 401 comes before 400.
+  let action: ChatAction;
+  try {
+    action = chatAction(await jsonBody(c, AiSdkChatRequestSchema));
+  } catch (error) {
+    if (error instanceof HttpFailure) await callerOf(c);
+    throw error;
+  }
+  switch (action.kind) {
+    case "prompt":
+      return promptAnswer(c, stub, scope, action);
+    case "tool-results":
+      await callerOf(c);
+      return toolResultsAnswer(c, stub, scope.lane, action);
+    case "regenerate":
+      await callerOf(c);
+      return regenerateAnswer(c, stub, scope, action.ifBusy);
+  }
+});
+
+/** The reading routes, behind lanes.ts's authentication. */
+export const aiSdkRoutes = new Hono<AppEnv>()
+  // The page's initial messages: the lane's transcript (its newest part) as `UIMessage[]`.
+  .get("/:lane/ai-sdk/messages", async (c) => {
+    const { stub, lane } = laneTarget(c);
+    const snapshot = replyValue(await stub.laneSnapshot(lane));
+    return c.json(uiMessagesOf(settledTranscript(snapshot)));
+  })
+  // The transport's resumption: the live run's answer from its start, then live; 204 when none runs.
+  .get("/:lane/ai-sdk/:chatId/stream", async (c) => {
+    const { stub, lane, sessionId } = laneTarget(c);
+    if (pathParam(c, "chatId", IdSchema) !== sessionId) throw fail("NotFound", "The chat id of a lane's stream is its session id");
+    const run = liveRun(replyValue(await stub.laneSnapshot(lane)));
+    if (!run) return c.body(null, 204);
+    return followRun(c, stub, lane, new AnswerStream(run.id), { replay: true });
+  });
+
+/**
+ * A prompt: exactly once per user message. The message's id is kept with the run it started (the
+ * session's idempotency store), so sending the same message again (a retry, a second tab) follows
+ * that run instead of starting another; the same id with other content is 422 IdempotencyConflict.
+ */
+async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, action: Extract<ChatAction, { kind: "prompt" }>): Promise<Response> {
+  const key = `ai-sdk:${scope.lane}:${action.messageId}`;
+  const requestHash = await sha256Hex(JSON.stringify({ prompt: action.prompt, images: action.images }));
+  let relay: WebSocket | undefined;
+  let claimed = false;
+  let admission: ChatAdmission;
+  try {
+    admission = await withOpenOperation(
+      c,
+      scope,
+      async () => action,
+      async ({ prompt, images, ifBusy }): Promise<Wire<RpcResult<ChatAdmission>>> => {
+        const claim = await stub.idempotencyClaim(key, requestHash);
+        if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
+        if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${action.messageId} was sent before with other content`);
+        if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${action.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
+        if (claim.state === "replay") return toWire({ ok: true, value: { repeatOf: repeatedOperation(claim.body) } });
+        claimed = true;
+        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new" })).webSocket;
+        const request = { kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) };
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
+        return stub.acceptOperation(scope.lane, toWire(request));
+      },
+      (value) => ("repeatOf" in value || "queued" in value ? undefined : value.operationId),
+    );
+  } catch (error) {
+    closeQuietly(relay);
+    if (claimed) await stub.idempotencyComplete(key, requestHash, null).catch(() => undefined);
+    throw error;
+  }
+  if ("repeatOf" in admission) return repeatAnswer(c, stub, scope.lane, admission.repeatOf);
+  const { operationId } = admission;
+  if (claimed) await stub.idempotencyComplete(key, requestHash, { status: 202, body: JSON.stringify({ operationId }) }).catch(() => undefined);
+  if (!relay) throw new Error("The relay socket was not opened");
+  // A prompt handed to the running operation (steer, followUp) is answered by that run's stream.
+  return relayAnswer(c, relay, new AnswerStream(operationId), false);
+}
+
+function repeatedOperation(body: string): string {
+  const parsed: unknown = JSON.parse(body);
+  if (typeof parsed === "object" && parsed !== null && "operationId" in parsed && typeof parsed.operationId === "string") return parsed.operationId;
+  throw new Error("A remembered chat prompt names no operation");
+}
+
+/** The run an earlier send of this message started: its answer from the start, live or settled. */
+async function repeatAnswer(c: AppContext, stub: SessionStub, lane: string, operationId: string): Promise<Response> {
+  const outcome = replyValue(await stub.promptOutcome(lane, operationId, 0));
+  if (outcome.state === "settled") {
+    const { messages, status, error, fromTipId } = outcome.result;
+    const messageId = firstAnswerEntry(replyValue(await stub.laneSnapshot(lane)), fromTipId);
+    const chunks = new AnswerStream(operationId, messageId === undefined ? {} : { messageId }).replaySettled(messages, status, error?.message);
+    return streamResponse(c, sse(chunks) + DONE);
+  }
+  return followRun(c, stub, lane, new AnswerStream(operationId), { replay: true });
+}
+
+/**
+ * Client-tool results: the page's outputs for the calls the lane's run waits on are posted to it
+ * (other tool parts are the server's, already done), then the same assistant message continues.
+ */
+async function toolResultsAnswer(c: AppContext, stub: SessionStub, lane: string, action: Extract<ChatAction, { kind: "tool-results" }>): Promise<Response> {
+  const { sessionId } = laneTarget(c);
+  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new" })).webSocket;
+  try {
+    const run = liveRun(replyValue(await stub.laneSnapshot(lane)));
+    const options: AnswerStreamOptions = { messageId: action.messageId, firstStep: action.steps };
+    if (!run) {
+      closeQuietly(relay);
+      return streamResponse(c, sse(new AnswerStream("", options).close("No run waits for these tool results")) + DONE);
+    }
+    const waiting = new Set(run.runningTools.filter((row) => row.status === "running" && row.executor === "client").map((row) => row.toolCallId));
+    for (const { toolCallId, result } of action.results) {
+      if (waiting.has(toolCallId)) replyValue(await stub.submitToolResult(lane, run.id, toolCallId, toWire(result)));
+    }
+    return relayAnswer(c, relay, new AnswerStream(run.id, options), false);
+  } catch (error) {
+    closeQuietly(relay);
+    throw error;
+  }
+}
+
+/**
+ * `trigger: "regenerate-message"`: the lane navigates to just before the user message of its last
+ * answer (the old answer stays in the session's tree), and that message is prompted again.
+ */
+async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, ifBusy: IfBusy | undefined): Promise<Response> {
+  const snapshot = replyValue(await stub.laneSnapshot(scope.lane));
+  const asked = lastUserEntry(snapshot);
+  if (!asked) throw fail("InvalidMessage", "There is no answer to regenerate on this lane");
+  const navigated = await withOpenOperation(
+    c,
+    scope,
+    async () => undefined,
+    () => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: asked.parentId }), NAVIGATION_WAIT_MS),
+    (value) => ("operationId" in value.navigation ? value.navigation.operationId : value.navigation.result.operationId),
+  );
+  if (navigated.navigation.state !== "settled") throw fail("Overloaded", "The lane did not move back in time; retry");
+  if (navigated.navigation.result.status !== "completed") throw fail("LaneBusy", "The lane could not move back to regenerate the answer");
+  const { message } = asked;
+  const images = typeof message.content === "string" ? [] : message.content.flatMap((block) => (block.type === "image" ? [block] : []));
+  return promptAnswer(c, stub, scope, { kind: "prompt", messageId: `regenerate:${asked.id}:${navigated.navigation.result.operationId}`, prompt: userText(message), images, ifBusy });
+}
+
+/** The id of a settled run's first assistant entry (its answer's message id), when the lane's transcript still holds it. */
+function firstAnswerEntry(snapshot: LaneSnapshot, fromTipId: string | null): string | undefined {
+  const start = fromTipId === null ? 0 : snapshot.transcript.findIndex((entry) => entry.id === fromTipId) + 1;
+  if (start === 0 && fromTipId !== null) return undefined;
+  return snapshot.transcript.slice(start).find((entry) => entry.type === "message" && entry.message.role === "assistant")?.id;
+}
+
+function lastUserEntry(snapshot: LaneSnapshot) {
+  for (let index = snapshot.transcript.length - 1; index >= 0; index--) {
+    const entry = snapshot.transcript[index];
+    if (entry?.type === "message" && entry.message.role === "user") return { id: entry.id, parentId: entry.parentId, message: entry.message };
+  }
+  return undefined;
+}
+
+/** Follows a run through a new relay socket; `replay`: its answer so far first (from the socket's snapshot). */
+async function followRun(c: AppContext, stub: SessionStub, lane: string, answer: AnswerStream, options: { replay: boolean }): Promise<Response> {
+  const { sessionId } = laneTarget(c);
+  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new" })).webSocket;
+  return relayAnswer(c, relay, answer, options.replay, async () => {
+    // The run ended before the socket's snapshot: its answer from its record.
+    const outcome = replyValue(await stub.promptOutcome(lane, answer.operationId, 0));
+    if (outcome.state !== "settled") return sse(answer.close("The run is not live")) + DONE;
+    return sse(new AnswerStream(answer.operationId).replaySettled(outcome.result.messages, outcome.result.status, outcome.result.error?.message)) + DONE;
+  });
+}
+
+/** The relay socket as the UI-message stream of one run's answer, ended after its last chunk. */
+function relayAnswer(c: AppContext, relay: WebSocket, answer: AnswerStream, replay: boolean, ended?: () => Promise<string>): Response {
+  let settle!: (text: string) => void;
+  const finish = new Promise<string>((resolve) => (settle = resolve));
+  let snapshotSeen = false;
+  const render = (frame: RelayFrame): string => {
+    if (frame.type === "snapshot") {
+      if (!replay || snapshotSeen) return "";
+      snapshotSeen = true;
+      const text = sse(answer.replay(snapshotOf(frame)));
+      if (!answer.following && ended) void ended().then(settle, () => settle(sse(answer.close("The run's answer could not be read")) + DONE));
+      else if (answer.done) settle(DONE);
+      return text;
+    }
+    if (!frame.event) return "";
+    const text = sse(answer.event(frame.event));
+    if (answer.done) settle(DONE);
+    return text;
+  };
+  const body = sseRelay(relay, {
+    heartbeatMs: SSE_HEARTBEAT_DEFAULT_SECONDS * 1000,
+    snapshots: replay,
+    render,
+    finish,
+    closing: (code, reason) => sse(answer.close(`The stream was closed (${code}): ${reason}`)) + DONE,
+  });
+  return streamResponse(c, body);
+}
+
+function snapshotOf(frame: RelayFrame): LaneSnapshot {
+  if (!frame.snapshot) throw new Error("A snapshot frame without a snapshot");
+  return frame.snapshot;
+}
+
+function sse(chunks: readonly UiChunk[]): string {
+  return chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("");
+}
+
+function streamResponse(c: Context<AppEnv>, body: ReadableStream<Uint8Array> | string): Response {
+  return c.body(body, 200, {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-cache",
+    [UI_MESSAGE_STREAM_HEADER.name]: UI_MESSAGE_STREAM_HEADER.value,
+  });
+}
+
