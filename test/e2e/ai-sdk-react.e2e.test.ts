@@ -1,9 +1,10 @@
 import { getToolName, isToolUIPart, type UIMessage } from "ai";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LaneSnapshot } from "../../schema/lane.ts";
 import { serveChatPage, type ChatPageServer } from "./ai-sdk-page.ts";
 import { launchChromium } from "./browser.ts";
-import { Api, appendSteps, createTenant, readAdminToken, words, type ErrorBody } from "./client-helpers.ts";
+import { Api, appendSteps, createTenant, pollUntil, readAdminToken, words, type ErrorBody } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
 // The React example of docs/examples/ai-sdk-chat (useChat with the AI SDK's DefaultChatTransport)
@@ -62,7 +63,7 @@ describe("the useChat example page against npm start", () => {
     await chatPage?.close();
   });
 
-  it("chats with a browser token only: streamed text, a server tool, a client tool, a reload mid-answer resumed once; the page equals GET …/messages", async () => {
+  it("chats with a browser token only: streamed text, a server tool, a client tool, a reload mid-answer resumed once, the page equal to GET …/messages; Stop aborts the run", async () => {
     await api.expect(201, "POST", "/v1/sessions", {
       body: {
         id: SID,
@@ -163,8 +164,22 @@ describe("the useChat example page against npm start", () => {
     expect(callsSince(from)).toEqual([`GET ${AI_SDK}/messages 200`, `GET ${AI_SDK}/${SID}/stream 200`]);
 
     // (e) The page's conversation is the lane's.
+    expect(await shownOnPage(page)).toEqual(shownFrom(await asPage.expect<UIMessage[]>(200, "GET", `${AI_SDK}/messages`)));
+
+    // Stop aborts the lane's run (not only the page's reading): the lane goes idle with the run
+    // aborted, and a reload shows what the lane kept, as GET …/messages does.
+    await appendSteps(api, SID, [{ text: words(200, "endless"), chunkMs: 150 }]);
+    await send("Talk forever");
+    await page.locator('#messages > li[data-role="assistant"] .text').filter({ hasText: "endless2" }).waitFor({ timeout: 20_000 });
+    await page.getByRole("button", { name: "Stop" }).click();
+    await ready();
+    const idle = await pollUntil("the lane to be idle after Stop", async () => (await asPage.expect<{ snapshot: LaneSnapshot }>(200, "GET", `/v1/sessions/${SID}/lanes/main/snapshot`)).snapshot, (lane) => lane.operation === null);
+    expect(idle.lastResult?.status).toBe("aborted");
+    await page.reload();
+    await page.locator("#status").waitFor();
     const served = await asPage.expect<UIMessage[]>(200, "GET", `${AI_SDK}/messages`);
-    expect(await shownOnPage(page)).toEqual(shownFrom(served));
+    expect(shownFrom(served).slice(0, -1)).toEqual([...beforeReload, { role: "user", text: "Tell me a long story", tools: [] }, story, { role: "user", text: "Talk forever", tools: [] }]);
+    await expectShown(shownFrom(served));
     expect(await page.locator("#error").count()).toBe(0);
     expect(problems).toEqual([]);
     await context.close();

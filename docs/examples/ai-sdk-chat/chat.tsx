@@ -11,7 +11,8 @@ const base = query.get("base") ?? "http://127.0.0.1:8787";
 const session = query.get("session") ?? "";
 const lane = query.get("lane") ?? "main";
 const headers = { Authorization: `Bearer ${query.get("token") ?? ""}` };
-const api = `${base}/v1/sessions/${encodeURIComponent(session)}/lanes/${encodeURIComponent(lane)}/ai-sdk`;
+const laneUrl = `${base}/v1/sessions/${encodeURIComponent(session)}/lanes/${encodeURIComponent(lane)}`;
+const api = `${laneUrl}/ai-sdk`;
 const transport = new DefaultChatTransport({ api, headers });
 
 /** The tool the page itself answers (the session defines it with `kind: "client"`). */
@@ -51,6 +52,11 @@ function Chat({ initialMessages }: { initialMessages: UIMessage[] }) {
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
   });
   const busy = status === "submitted" || status === "streaming";
+  const stopAnswer = () => {
+    // stop() only stops this page reading; the run is the lane's, so the lane is asked to abort it.
+    void fetch(`${laneUrl}/abort`, { method: "POST", headers });
+    void stop();
+  };
   return (
     <main>
       <ol id="messages">
@@ -76,7 +82,7 @@ function Chat({ initialMessages }: { initialMessages: UIMessage[] }) {
       >
         <input aria-label="Message" value={input} onChange={(event) => setInput(event.target.value)} placeholder="Say something" />
         <button type="submit" disabled={busy}>Send</button>
-        <button type="button" onClick={() => void stop()} disabled={!busy}>Stop</button>
+        <button type="button" onClick={stopAnswer} disabled={!busy}>Stop</button>
       </form>
     </main>
   );
