@@ -71,6 +71,7 @@ export type {
   OperationResultRecord,
   SnapshotOperation,
 } from "../schema/lane.ts";
+export type { UiMessage, UiPart } from "../schema/ai-sdk.ts";
 export type { AgentMessage, AssistantMessage, ImageContent, UserMessage } from "../schema/messages.ts";
 export type { HarnessSettings, PromptTemplate, Skill } from "../schema/settings.ts";
 export type { HarnessSettingsPatch } from "../schema/settings-patch.ts";

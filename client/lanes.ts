@@ -1,3 +1,4 @@
+import type { UiMessage } from "../schema/ai-sdk.ts";
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo } from "../schema/lane.ts";
 import type { AgentMessage, ImageContent } from "../schema/messages.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
@@ -73,6 +74,19 @@ export class LanesApi {
   /** `GET …/lanes/{lane}/snapshot` → `{ seq, snapshot }`. */
   snapshot(sessionId: string, lane: string, options: CallOptions = {}): Promise<LaneSnapshotAt> {
     return this.http.json({ ...options, method: "GET", path: lanePath(sessionId, lane, "/snapshot") });
+  }
+
+  /**
+   * The `api` a page gives the AI SDK's `DefaultChatTransport` (`useChat`) to chat on this lane:
+   * `{baseUrl}/v1/sessions/{sid}/lanes/{lane}/ai-sdk` (docs/ai-sdk.md). No request is made.
+   */
+  aiSdkApi(sessionId: string, lane: string): string {
+    return `${this.http.baseUrl}${lanePath(sessionId, lane, "/ai-sdk")}`;
+  }
+
+  /** `GET …/lanes/{lane}/ai-sdk/messages`: the lane's conversation as AI SDK `UIMessage`s, for a page's initial `messages`. */
+  aiSdkMessages(sessionId: string, lane: string, options: CallOptions = {}): Promise<UiMessage[]> {
+    return this.http.json({ ...options, method: "GET", path: lanePath(sessionId, lane, "/ai-sdk/messages") });
   }
 }
 

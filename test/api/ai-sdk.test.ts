@@ -100,6 +100,26 @@ describe("POST …/ai-sdk with the AI SDK's DefaultChatTransport", () => {
     expect(wrongChat.status).toBe(404);
   });
 
+  it("shows a steer taken in mid-run as a steering part, and ends an aborted run's stream with `abort`", async () => {
+    const setup = await laneSetup("aisdksteer");
+    await useScript(setup, [slowStep(30), { text: "steered answer" }, slowStep(200)]);
+    const chat = transportOf(setup);
+    const streaming = chat.sendMessages({ chatId: setup.sid, messages: [userMessage("go")], abortSignal: undefined, trigger: "submit-message", messageId: undefined });
+    await untilAt(setup, "assistant.effect_pending");
+    expect((await call(`${setup.lanePath}/queue`, { body: { kind: "steer", message: "shorter please" }, token: setup.key })).status).toBe(201);
+    const steered = await folded(await streaming);
+    expect(steered.parts.find((part) => part.type === "steering-message")).toMatchObject({ parts: [{ type: "text", text: "shorter please" }] });
+    expect(steered.parts.filter((part) => part.type === "text").at(-1)).toMatchObject({ text: "steered answer" });
+
+    const chunks: string[] = [];
+    const aborted = (await chat.sendMessages({ chatId: setup.sid, messages: [userMessage("again")], abortSignal: undefined, trigger: "submit-message", messageId: undefined })).getReader();
+    await untilAt(setup, "assistant.effect_pending");
+    expect((await call(`${setup.lanePath}/abort`, { method: "POST", token: setup.key })).status).toBe(200);
+    for (let read = await aborted.read(); !read.done; read = await aborted.read()) chunks.push(read.value.type);
+    expect(chunks[0]).toBe("start");
+    expect(chunks.at(-1)).toBe("abort");
+  });
+
   it("regenerates the last answer on a new branch of the tree, keeping the old one", async () => {
     const setup = await laneSetup("aisdkregen");
     await useScript(setup, [{ text: "first try" }, { text: "second try" }]);

@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md, docs/api-sessions.md and docs/api-lanes.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md and docs/ai-sdk.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -69,6 +69,28 @@ describe("the shell examples of the docs", () => {
     expect(lane).toMatchObject({ name: "main" });
     expect(first).toMatchObject({ operationId: expect.any(String), kind: "run" });
     expect(second).toMatchObject({ kind: "run", status: "completed", messages: expect.arrayContaining([expect.objectContaining({ role: "assistant", content: [{ type: "text", text: "And one more thing" }] })]) });
+  }, 90_000);
+
+  it("mint a browser token, chat through the AI SDK route with it, read the page's messages (docs/ai-sdk.md)", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "aisdkdoc");
+    const blocks = fencedBlocks("docs/ai-sdk.md", "sh");
+    expect(blocks).toHaveLength(2);
+    const [setup, chat] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [session, lane] = jsonValues(setup ?? "");
+    expect(session).toMatchObject({ id: "chat-demo" });
+    expect(lane).toMatchObject({ name: "main" });
+    expect(setup).toMatch(/\nTOKEN=bt_[A-Za-z0-9._~-]{20,}$/m);
+    const lines = (chat ?? "").split("\n");
+    const chunks = lines.filter((line) => line.startsWith("data: {")).map((line) => JSON.parse(line.slice("data: ".length)));
+    expect(chunks[0]).toMatchObject({ type: "start", messageId: expect.any(String) });
+    expect(chunks.filter((chunk) => chunk.type === "text-delta").map((chunk) => chunk.delta).join("")).toBe("Hello there");
+    expect(chunks.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+    expect(lines).toContain("data: [DONE]");
+    const messages = JSON.parse(lines.filter((line) => line.startsWith("[")).at(-1) ?? "null");
+    expect(messages).toMatchObject([
+      { role: "user", parts: [{ type: "text", text: "Hello there" }] },
+      { id: chunks[0].messageId, role: "assistant", parts: [{ type: "step-start" }, { type: "text", text: "Hello there", state: "done" }] },
+    ]);
   }, 90_000);
 
   it("create a session with metadata, merge a patch into it, find it by metadata", async () => {
