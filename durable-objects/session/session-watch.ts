@@ -15,7 +15,7 @@ import type { SessionHost } from "./session-host.ts";
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
  * overwrites whatever the client sent under these names, so the object may trust them.
  */
-export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", resume: "x-watch-resume", commands: "x-watch-commands" } as const;
+export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", resume: "x-watch-resume", commands: "x-watch-commands", format: "x-watch-format" } as const;
 
 /** What this module reaches of the host (session-host.ts). */
 type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
@@ -89,7 +89,8 @@ export class SessionWatch {
     this.host.ctx.acceptWebSocket(server, watchTags(target));
     // `x-watch-resume` marks the front worker's SSE relay: `new`, or the id to resume after.
     const resume = request.headers.get(WATCH_HEADERS.resume);
-    const relay = resume === null ? undefined : { resume: parseStreamId(resume) };
+    // `x-watch-format: sse`: a relay that passes the stream through, written as SSE here (watch-hub.ts).
+    const relay = resume === null ? undefined : { resume: parseStreamId(resume), sse: request.headers.get(WATCH_HEADERS.format) === "sse" };
     const commandsKeyHash = target.kind === "lane" && relay === undefined ? (request.headers.get(WATCH_HEADERS.commands) ?? undefined) : undefined;
     this.hub.join(server, target, keyId, harness, { batch: request.headers.get(WATCH_HEADERS.batch) === "true", ...(relay && { relay }), commandsKeyHash });
     const refusal = await this.registerWatch(keyId);

@@ -46,6 +46,25 @@ describe("lane events over SSE", { timeout: 30_000 }, () => {
     await stream.cancel();
   });
 
+  it("follows a navigation with a fresh snapshot event (the lane was rebased); the fold from it equals GET …/snapshot", async () => {
+    const { key, stub, sessionPath } = await watchSetup("sse_nav");
+    const first = await prompt(stub, "main", "one");
+    await settled(stub, "main", first);
+    const { stream } = await openEvents(`${sessionPath}/lanes/main/events`, { authorization: `Bearer ${key}` });
+    const start = snapshotOf(await stream.next());
+    expect(start.snapshot.transcript.length).toBeGreaterThan(0);
+    const navigated = await call(`${sessionPath}/lanes/main/navigate`, { body: { targetId: null }, token: key });
+    expect(navigated.status).toBe(200);
+    const read = await stream.until((item) => item.event === "snapshot");
+    expect(eventsOf(read).map((e) => e.event.type)).toContain("navigation_end");
+    const rebased = snapshotOf(read.at(-1));
+    expect(rebased.snapshot.tipId).toBeNull();
+    expect(rebased.snapshot.transcript).toEqual([]);
+    const rest = await restSnapshot(sessionPath, key);
+    expect(rebased.seq).toBeLessThanOrEqual(rest.seq);
+    expect(rebased.snapshot).toEqual(rest.snapshot);
+  });
+
   it("resumes after Last-Event-ID with exactly the missed events (no snapshot); the fold equals GET …/snapshot", async () => {
     const { key, stub, sessionPath } = await watchSetup("sse_resume");
     await scriptSlowRun(stub);

@@ -111,6 +111,9 @@ export interface OperationRecord {
   status: string;
   fromTipId: string | null;
   tipId: string | null;
+  startedAt: number;
+  endedAt: number;
+  error?: { code: string; message: string };
 }
 
 type OperationView = { state: "settled"; result: OperationRecord } | { state: "active"; status: string; at: string };

@@ -98,7 +98,7 @@ async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingSc
         if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${action.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
         if (claim.state === "replay") return toWire({ ok: true, value: { repeatOf: repeatedOperation(claim.body) } });
         claimed = true;
-        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new" })).webSocket;
+        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new", batch: true })).webSocket;
         const request = { kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) };
         if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
         return stub.acceptOperation(scope.lane, toWire(request));
@@ -142,7 +142,7 @@ async function repeatAnswer(c: AppContext, stub: SessionStub, lane: string, oper
  */
 async function toolResultsAnswer(c: AppContext, stub: SessionStub, lane: string, action: Extract<ChatAction, { kind: "tool-results" }>): Promise<Response> {
   const { sessionId } = laneTarget(c);
-  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new" })).webSocket;
+  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new", batch: true })).webSocket;
   try {
     const run = liveRun(replyValue(await stub.laneSnapshot(lane)));
     const options: AnswerStreamOptions = { messageId: action.messageId, firstStep: action.steps };
@@ -201,7 +201,7 @@ function lastUserEntry(snapshot: LaneSnapshot) {
 /** Follows a run through a new relay socket; `replay`: its answer so far first (from the socket's snapshot). */
 async function followRun(c: AppContext, stub: SessionStub, lane: string, answer: AnswerStream, options: { replay: boolean }): Promise<Response> {
   const { sessionId } = laneTarget(c);
-  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new" })).webSocket;
+  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new", batch: true })).webSocket;
   return relayAnswer(c, relay, answer, options.replay, async () => {
     // The run ended before the socket's snapshot: its answer from its record.
     const outcome = replyValue(await stub.promptOutcome(lane, answer.operationId, 0));

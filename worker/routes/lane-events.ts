@@ -19,7 +19,7 @@ export const laneEventRoutes = new Hono<AppEnv>().get("/:lane/events", async (c)
   const { after, heartbeat } = queryParams(c, LaneEventsQuerySchema);
   // The header a reconnecting EventSource sends wins over the query; a garbled id asks for a snapshot.
   const from = parseStreamId(c.req.header("last-event-id") ?? after);
-  const { webSocket } = await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: from ? formatStreamId(from) : "new", batch: true });
+  const { webSocket } = await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: from ? formatStreamId(from) : "new", batch: true, sse: true });
   const body = sseRelay(webSocket, { heartbeatMs: (heartbeat ?? SSE_HEARTBEAT_DEFAULT_SECONDS) * 1000 });
   return c.body(body, 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
 });

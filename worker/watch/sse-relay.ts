@@ -87,6 +87,8 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
     () => end(1011, "The stream's answer failed"),
   );
 
+  // Binary messages (the object's own SSE bytes) as ArrayBuffers, handled synchronously in order.
+  ws.binaryType = "arraybuffer";
   ws.accept();
   const relay = (frame: Frame, text: string): string => {
     if (frame.type === "epoch" && typeof frame.epoch === "string") epoch = frame.epoch;
@@ -98,6 +100,14 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
     return `event: ${frame.type}\nid: ${formatStreamId({ epoch, seq: frame.seq })}\ndata: ${text}\n\n`;
   };
   ws.addEventListener("message", ({ data }) => {
+    // Server-Sent Events the object already wrote (a passing-through relay, `sse` in
+    // watch-upgrade.ts): written to the stream as they are, with no parsing here.
+    if (data instanceof ArrayBuffer) {
+      received += data.byteLength;
+      if (!ended) output?.enqueue(new Uint8Array(data));
+      acknowledge();
+      return;
+    }
     if (typeof data !== "string" || data === "pong") return;
     received += utf8Length(data);
     const frame = parseFrame(data);

@@ -14,6 +14,8 @@ export interface WatchOptions {
   batch?: boolean;
   resume?: string;
   commands?: boolean;
+  /** A relay that passes Server-Sent Events through: the object writes them (with `resume`). */
+  sse?: boolean;
 }
 
 /**
@@ -29,6 +31,7 @@ export async function openWatchSocket(c: AppContext, sessionId: string, target: 
   if (options.batch) headers.set(WATCH_HEADERS.batch, "true");
   if (options.resume !== undefined) headers.set(WATCH_HEADERS.resume, options.resume);
   if (options.commands) headers.set(WATCH_HEADERS.commands, c.get("presentedKey").hash);
+  if (options.sse) headers.set(WATCH_HEADERS.format, "sse");
   const url = new URL(c.req.url);
   url.search = "";
   const upgraded = await sessionStub(c.env, tenantId, sessionId).fetch(new Request(url, { headers }));

@@ -26,6 +26,11 @@ export interface WatchAttachment {
    * takes a request-quota lease for its commands (socket-commands.ts).
    */
   commandsKeyHash?: string;
+  /**
+   * A relay that passes Server-Sent Events through (the front worker's `GET …/events`): the object
+   * sends each message already in SSE form, as bytes, once for all such sockets (watch-hub.ts).
+   */
+  sse?: true;
 }
 
 export type SendVerdict = "send" | "slow" | "expired";
@@ -50,10 +55,11 @@ export class WatchFlow {
   }
 
   /** A new socket: writes its first attachment. */
-  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, batch = false, commandsKeyHash?: string): WatchFlow {
+  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, options: { batch?: boolean; commandsKeyHash?: string | undefined; sse?: boolean } = {}): WatchFlow {
+    const { batch = false, commandsKeyHash, sse = false } = options;
     const flow = new WatchFlow(
       ws,
-      { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }) },
+      { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }), ...(sse && { sse: true }) },
       now,
     );
     flow.persist();
@@ -86,6 +92,11 @@ export class WatchFlow {
   /** Whether several events due at once go out as one `batch` frame. */
   get batch(): boolean {
     return this.state.batch === true;
+  }
+
+  /** Whether messages go out in Server-Sent Events form (a passing-through relay). */
+  get sse(): boolean {
+    return this.state.sse === true;
   }
 
   markReady(): void {
@@ -147,7 +158,8 @@ export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
   const target = readTarget(value.target);
   const batch = "batch" in value && value.batch === true;
   const commandsKeyHash = "commandsKeyHash" in value && typeof value.commandsKeyHash === "string" ? value.commandsKeyHash : undefined;
-  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }) };
+  const sse = "sse" in value && value.sse === true;
+  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }), ...(sse && { sse: true }) };
 }
 
 function readTarget(target: unknown): WatchTarget | undefined {

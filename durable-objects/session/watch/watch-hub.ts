@@ -81,9 +81,9 @@ export class WatchHub {
    * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
    * on the line and sends it at its place in the feed; events follow from there.
    */
-  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, options: { batch?: boolean; relay?: { resume: StreamId | undefined }; commandsKeyHash?: string | undefined } = {}): void {
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, options: { batch?: boolean; relay?: { resume: StreamId | undefined; sse?: boolean }; commandsKeyHash?: string | undefined } = {}): void {
     const { batch = false, relay, commandsKeyHash } = options;
-    const flow = WatchFlow.open(ws, target, keyId, this.now(), batch, commandsKeyHash);
+    const flow = WatchFlow.open(ws, target, keyId, this.now(), { batch, commandsKeyHash, sse: relay?.sse === true });
     this.flows.set(ws, flow);
     if (relay && this.resume(ws, flow, target, harness, relay.resume)) return;
     this.joining.add(ws);
@@ -117,10 +117,13 @@ export class WatchHub {
   private resume(ws: WebSocket, flow: WatchFlow, target: WatchTarget, harness: AgentHarness, from: StreamId | undefined): boolean {
     this.follow(harness);
     this.flush();
-    if (!this.send(ws, outgoing({ type: "epoch", epoch: this.window.epoch }))) return true;
+    // A passing-through relay gets its ids already written (sseOf), so it needs no epoch.
+    if (!flow.sse && !this.send(ws, outgoing({ type: "epoch", epoch: this.window.epoch }))) return true;
     const missed = from && target.kind === "lane" ? this.window.after(target.lane, from.epoch, from.seq) : undefined;
     if (!missed) return false;
-    for (const { seq, event } of missed) if (!this.send(ws, outgoing({ type: "event", seq, event }))) return true;
+    if (flow.sse) {
+      if (missed.length > 0 && !this.send(ws, sseOf(this.window.epoch, missed.map(({ seq, event }) => ({ name: "event", seq, message: outgoing({ type: "event", seq, event }) }))))) return true;
+    } else for (const { seq, event } of missed) if (!this.send(ws, outgoing({ type: "event", seq, event }))) return true;
     flow.markReady();
     this.add(ws, target);
     return true;
@@ -228,7 +231,8 @@ export class WatchHub {
       // Watchers get every event numbered before the snapshot first, so frames stay in seq order.
       this.flush();
       if (!isOpen(ws)) return this.forget(ws);
-      if (!this.send(ws, outgoing({ type: "snapshot", seq: this.seq, snapshot }))) return;
+      const message = outgoing({ type: "snapshot", seq: this.seq, snapshot });
+      if (!this.send(ws, this.flow(ws)?.sse ? sseOf(this.window.epoch, [{ name: "snapshot", seq: this.seq, message }]) : message)) return;
       sent();
     };
     feed.capture(read, atBoundary).catch((error: unknown) => {
@@ -312,8 +316,8 @@ export class WatchHub {
     this.outbox = [];
     const watchers = this.watchers;
     if (!watchers || pending.length === 0) return;
-    const messages = new Map<number, Outgoing>();
-    const messageOf = ({ seq, event }: { seq: number; event: HarnessEvent }): Outgoing => {
+    const messages = new Map<number, JsonOutgoing>();
+    const messageOf = ({ seq, event }: { seq: number; event: HarnessEvent }): JsonOutgoing => {
       let message = messages.get(seq);
       if (!message) messages.set(seq, (message = outgoing({ type: "event", seq, event })));
       return message;
@@ -322,8 +326,16 @@ export class WatchHub {
       if (carried.length === 0 || sockets.size === 0) return;
       const frames = carried.map(messageOf);
       let batch: Outgoing | undefined;
+      let sse: Outgoing | undefined;
+      // A navigation rebases the lane: a passing-through relay cannot ask for the fresh snapshot a
+      // client would ask for, so it is sent one (as a `snapshot` event of its stream).
+      const rebased = carried.some(({ event }) => event.type === "navigation_end");
       for (const ws of sockets) {
-        if (frames.length > 1 && this.flow(ws)?.batch) this.send(ws, (batch ??= batchOf(frames)));
+        const flow = this.flow(ws);
+        if (flow?.sse) {
+          sse ??= sseOf(this.window.epoch, carried.map((item) => ({ name: "event", seq: item.seq, message: messageOf(item) })));
+          if (this.send(ws, sse) && rebased && this.feed) this.resnapshot(ws, this.feed.harness);
+        } else if (frames.length > 1 && flow?.batch) this.send(ws, (batch ??= batchOf(frames)));
         else for (const frame of frames) if (!this.send(ws, frame)) break;
       }
     };
@@ -363,7 +375,7 @@ export class WatchHub {
       return false;
     }
     try {
-      ws.send(message.text);
+      ws.send("binary" in message ? message.binary : message.text);
     } catch (error) {
       this.drop(ws, WATCH_CLOSE.internal, `Send failed: ${error instanceof Error ? error.message : String(error)}`);
       return false;
@@ -373,23 +385,37 @@ export class WatchHub {
   }
 }
 
-/** A server message and its UTF-8 size (what flow control counts), measured once for every socket. */
-interface Outgoing {
-  text: string;
-  bytes: number;
-}
+/**
+ * A server message and its size in bytes (what flow control counts), made once for every socket:
+ * JSON text, or the bytes of Server-Sent Events for a passing-through relay.
+ */
+type Outgoing = { text: string; bytes: number } | { binary: Uint8Array; bytes: number };
+type JsonOutgoing = { text: string; bytes: number };
 
-function outgoing(message: object): Outgoing {
+const encoder = new TextEncoder();
+
+function outgoing(message: object): JsonOutgoing {
   const text = JSON.stringify(message);
   return { text, bytes: utf8Length(text) };
 }
 
 /** `{"type":"batch","messages":[…]}` around messages already serialized (their text is reused). */
-function batchOf(messages: Outgoing[]): Outgoing {
+function batchOf(messages: JsonOutgoing[]): Outgoing {
   const head = '{"type":"batch","messages":[';
   const text = `${head}${messages.map((message) => message.text).join(",")}]}`;
   const bytes = head.length + 2 + (messages.length - 1) + messages.reduce((sum, message) => sum + message.bytes, 0);
   return { text, bytes };
+}
+
+/**
+ * Messages as Server-Sent Events (docs/api-watch.md "Streaming over HTTP (SSE)"), encoded once:
+ * `event: <name>`, `id: <epoch>.<seq>`, `data: <the socket's message>`, what the front worker's
+ * relay writes to its stream as received (worker/watch/sse-relay.ts).
+ */
+function sseOf(epoch: string, messages: { name: "snapshot" | "event"; seq: number; message: JsonOutgoing }[]): Outgoing {
+  const text = messages.map(({ name, seq, message }) => `event: ${name}\nid: ${epoch}.${seq}\ndata: ${message.text}\n\n`).join("");
+  const binary = encoder.encode(text);
+  return { binary, bytes: binary.byteLength };
 }
 
 function isOpen(ws: WebSocket): boolean {
