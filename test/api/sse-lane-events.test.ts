@@ -5,7 +5,8 @@ import { toWire } from "../../schema/wire.ts";
 import { unwrap } from "../helpers/sessions.ts";
 import { call } from "./helpers.ts";
 import { eventsOf, isRunEndEvent, openEvents, snapshotOf } from "./sse-helpers.ts";
-import { connect, events, expectSnapshot, fold, isRunEnd, prompt, settled, strictlyIncreasing, watchSetup } from "./watch-helpers.ts";
+import { connect, events, expectSnapshot, fillLane, fold, isRunEnd, prompt, settled, strictlyIncreasing, watchSetup } from "./watch-helpers.ts";
+import { WATCH_UNACKED_WINDOW_BYTES } from "../../schema/watch.ts";
 
 // `GET …/lanes/{lane}/events` (docs/api-watch.md "Streaming over HTTP (SSE)"): the watch protocol
 // as Server-Sent Events through the real app, served by the front worker over a relay socket.
@@ -63,6 +64,22 @@ describe("lane events over SSE", { timeout: 30_000 }, () => {
     const rest = await restSnapshot(sessionPath, key);
     expect(rebased.seq).toBeLessThanOrEqual(rest.seq);
     expect(rebased.snapshot).toEqual(rest.snapshot);
+  });
+
+  it("ends a stream whose reader stopped reading (1013) once the window is unacknowledged; what it got is at most the window", async () => {
+    const { key, stub, sessionPath } = await watchSetup("sse_slow");
+    const { stream } = await openEvents(`${sessionPath}/lanes/main/events`, { authorization: `Bearer ${key}` });
+    snapshotOf(await stream.next());
+    // About 18 MiB of entries while the reader reads nothing: the relay acknowledges only what the
+    // HTTP reader took, so the object stops at its window and closes the relay as a slow consumer.
+    await fillLane(stub, "main", 72, 256 * 1024);
+    const rest = await stream.ended();
+    const last = rest.filter((item) => item.event !== "comment").at(-1);
+    expect(last?.event).toBe("error");
+    expect(JSON.parse(last?.data ?? "null")).toMatchObject({ code: 1013 });
+    const received = eventsOf(rest).length;
+    expect(received).toBeGreaterThan(0);
+    expect(received * 256 * 1024).toBeLessThanOrEqual(WATCH_UNACKED_WINDOW_BYTES + 2 * 256 * 1024);
   });
 
   it("resumes after Last-Event-ID with exactly the missed events (no snapshot); the fold equals GET …/snapshot", async () => {

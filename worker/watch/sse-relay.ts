@@ -54,24 +54,47 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
   let received = 0;
   let acknowledged = 0;
   let ended = false;
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  let output: ReadableStreamDefaultController<Uint8Array> | undefined;
+  // The body is the platform's own byte pipe: a write is handed to the HTTP response without
+  // entering this isolate again for each chunk (a JS ReadableStream is pulled through JS).
+  const pipe = new IdentityTransformStream();
+  const writer = pipe.writable.getWriter();
+  /** Bytes written that the HTTP reader has not taken yet. */
+  let unread = 0;
 
-  const write = (text: string) => {
-    if (!ended && text.length > 0) output?.enqueue(encoder.encode(text));
+  // The HTTP client went away: the socket goes too (the object forgets it at its close).
+  const cancelled = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    tryClose(ws, 1000, "The event stream was closed");
   };
+  const writeBytes = (bytes: Uint8Array) => {
+    if (ended || bytes.byteLength === 0) return;
+    unread += bytes.byteLength;
+    writer.write(bytes).then(() => {
+      unread -= bytes.byteLength;
+      acknowledge();
+    }, cancelled);
+  };
+  const write = (text: string) => writeBytes(encoder.encode(text));
+  // Room for one acknowledgement's worth of bytes: beyond it the reader is behind, and nothing more is acknowledged.
   const acknowledge = () => {
-    if (ended || (output?.desiredSize ?? 0) <= 0 || received - acknowledged < WATCH_ACK_EVERY_BYTES) return;
+    if (ended || unread >= WATCH_ACK_EVERY_BYTES || received - acknowledged < WATCH_ACK_EVERY_BYTES) return;
     acknowledged = received;
     trySend(ws, JSON.stringify({ type: "ack", bytes: received }));
+  };
+  const finishBody = () => {
+    ended = true;
+    clearInterval(heartbeat);
+    writer.close().catch(() => undefined);
   };
   const end = (code: number, reason: string) => {
     if (ended) return;
     write(options.closing ? options.closing(code, reason) : `event: error\ndata: ${JSON.stringify({ code, reason })}\n\n`);
-    ended = true;
-    clearInterval(heartbeat);
-    output?.close();
+    finishBody();
   };
+  const heartbeat: ReturnType<typeof setInterval> = setInterval(() => write(": ping\n\n"), options.heartbeatMs);
+  writer.closed.catch(cancelled);
 
   const relayed = (frame: Frame): boolean =>
     frame.type === "snapshot" ? options.snapshots !== false : frame.event === undefined || (options.events?.(frame.event) ?? true);
@@ -79,9 +102,7 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
     (last) => {
       write(last);
       if (ended) return;
-      ended = true;
-      clearInterval(heartbeat);
-      output?.close();
+      finishBody();
       tryClose(ws, 1000, "The stream is complete");
     },
     () => end(1011, "The stream's answer failed"),
@@ -104,7 +125,7 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
     // watch-upgrade.ts): written to the stream as they are, with no parsing here.
     if (data instanceof ArrayBuffer) {
       received += data.byteLength;
-      if (!ended) output?.enqueue(new Uint8Array(data));
+      writeBytes(new Uint8Array(data));
       acknowledge();
       return;
     }
@@ -126,23 +147,7 @@ export function sseRelay(ws: WebSocket, options: RelayOptions): ReadableStream<U
     tryClose(ws, 1011, "Relay failed");
   });
 
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        output = controller;
-        heartbeat = setInterval(() => write(": ping\n\n"), options.heartbeatMs);
-      },
-      pull: acknowledge,
-      // The HTTP client went away: the socket goes too (the object forgets it at its close).
-      cancel() {
-        ended = true;
-        clearInterval(heartbeat);
-        tryClose(ws, 1000, "The event stream was closed");
-      },
-    },
-    // Room for one acknowledgement's worth of bytes: beyond it the reader is behind, and nothing more is acknowledged.
-    { highWaterMark: WATCH_ACK_EVERY_BYTES, size: (chunk) => chunk.byteLength },
-  );
+  return pipe.readable;
 }
 
 function parseFrame(text: string): Frame | undefined {
