@@ -12,7 +12,8 @@ export const AI_SDK_MAX_MESSAGES = 10_000;
 /** At most this many parts in one message. */
 export const AI_SDK_MAX_PARTS = 1_000;
 
-const UiPartInputSchema = v.looseObject({ type: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
+/** One part of a message the transport sends: its `type`, and whatever members that type has (read where used). */
+export const UiPartInputSchema = v.looseObject({ type: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
 
 const UiMessageInputSchema = v.looseObject({
   id: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),

@@ -1,3 +1,4 @@
+import { UiPartInputSchema } from "../../schema/ai-sdk.ts";
 import type { JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { KeyInfoSchema, LimitQuerySchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TenantQuotasSchema } from "../../schema/api.ts";
@@ -114,6 +115,14 @@ export const EXPLICIT = new Map<unknown, JsonSchema>([
   [LimitQuerySchema, { type: "integer", minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: "Items per page." }],
   [WaitSecondsQuerySchema, { type: "number", minimum: 0, maximum: MAX_WAIT_SECONDS, description: "Seconds to wait, with at most 3 decimals." }],
   [FromSeqQuerySchema, { type: "integer", minimum: 0, description: "The first ledger seq to read." }],
+  [
+    UiPartInputSchema,
+    {
+      ...openObject("A part of an AI SDK `UIMessage`: `{ type: \"text\", text }`, `{ type: \"file\", mediaType, url }`, a tool part `tool-<name>` with its `toolCallId`, `state` and `output` or `errorText`, …; other members as the AI SDK defines them."),
+      required: ["type"],
+      properties: { type: { type: "string", minLength: 1, maxLength: 200 } },
+    },
+  ],
 ]);
 
 export interface OpenApiHeader {
