@@ -15,7 +15,7 @@ import type { SessionHost } from "./session-host.ts";
  * Headers the front worker sets on the upgrade it forwards after authenticating it (D17); it
  * overwrites whatever the client sent under these names, so the object may trust them.
  */
-export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", resume: "x-watch-resume", commands: "x-watch-commands", format: "x-watch-format" } as const;
+export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", resume: "x-watch-resume", commands: "x-watch-commands", format: "x-watch-format", tokenExpires: "x-watch-token-expires" } as const;
 
 /** What this module reaches of the host (session-host.ts). */
 type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
@@ -92,7 +92,10 @@ export class SessionWatch {
     // `x-watch-format: sse`: a relay that passes the stream through, written as SSE here (watch-hub.ts).
     const relay = resume === null ? undefined : { resume: parseStreamId(resume), sse: request.headers.get(WATCH_HEADERS.format) === "sse" };
     const commandsKeyHash = target.kind === "lane" && relay === undefined ? (request.headers.get(WATCH_HEADERS.commands) ?? undefined) : undefined;
-    this.hub.join(server, target, keyId, harness, { batch: request.headers.get(WATCH_HEADERS.batch) === "true", ...(relay && { relay }), commandsKeyHash });
+    // A browser token's expiry (ms): nothing is sent to the socket, nor taken from it, after it.
+    const tokenExpires = Number(request.headers.get(WATCH_HEADERS.tokenExpires) ?? Number.NaN);
+    const tokenExpiresAt = Number.isSafeInteger(tokenExpires) && tokenExpires > 0 ? tokenExpires : undefined;
+    this.hub.join(server, target, keyId, harness, { batch: request.headers.get(WATCH_HEADERS.batch) === "true", ...(relay && { relay }), commandsKeyHash, tokenExpiresAt });
     const refusal = await this.registerWatch(keyId);
     if (refusal) {
       this.hub.forget(server);

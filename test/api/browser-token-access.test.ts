@@ -5,6 +5,7 @@ import { fromWire } from "../../schema/wire.ts";
 import { signBrowserToken } from "../../worker/middleware/browser-tokens.ts";
 import { mint, outcome, tokenSetup } from "./browser-token-helpers.ts";
 import { adminToken, call, errorCode, newTenant, untilRefused } from "./helpers.ts";
+import { openEvents, snapshotOf } from "./sse-helpers.ts";
 import { connect, expectSnapshot, upgrade } from "./watch-helpers.ts";
 
 // Presenting a browser token through the real app (docs/api-tenants.md "Browser tokens"): the
@@ -112,6 +113,27 @@ describe("a browser token's validity", { timeout: 30_000 }, () => {
     }
     const socket = await upgrade(`${sessionPath}/lanes/main/watch`, { "Sec-WebSocket-Protocol": `bearer.${expired}` });
     expect(socket.status).toBe(401);
+  });
+
+  it("a socket or event stream opened with a token is closed (1008) at its first event after the token expired; nothing reaches it after", async () => {
+    const { tenantId, key, sessionPath, sessionId } = await tokenSetup("bta_expiry");
+    const expiresAt = Date.now() + 1_500;
+    const token = await signBrowserToken(env, { t: tenantId, s: sessionId, k: await sha256Hex(key), p: ["watch", "prompt"], e: expiresAt });
+    const socket = await connect(`${sessionPath}/lanes/main/watch`, { protocols: [`bearer.${token}`] });
+    await expectSnapshot(socket);
+    const { stream } = await openEvents(`${sessionPath}/lanes/main/events?access_token=${token}`);
+    snapshotOf(await stream.next());
+    // Before the expiry, events arrive.
+    const before = await call(`${sessionPath}/lanes/main/entries`, { body: { customType: "note", data: "before" }, token: key });
+    expect(before.status).toBe(201);
+    await socket.until((message) => message.type === "event" && message.event.type === "entry_added");
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 100));
+    const after = await call(`${sessionPath}/lanes/main/entries`, { body: { customType: "note", data: "after" }, token: key });
+    expect(after.status).toBe(201);
+    expect(await socket.closed()).toMatchObject({ code: 1008, reason: expect.stringContaining("expired") });
+    const rest = await stream.ended();
+    expect(rest.filter((item) => item.event === "event" && item.data.includes('"after"'))).toEqual([]);
+    expect(JSON.parse(rest.filter((item) => item.event === "error").at(-1)?.data ?? "null")).toMatchObject({ code: 1008 });
   });
 
   it("forged tokens count against the failed-authentication limit like wrong keys (429 past it)", async () => {

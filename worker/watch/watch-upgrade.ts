@@ -32,6 +32,8 @@ export async function openWatchSocket(c: AppContext, sessionId: string, target: 
   if (options.resume !== undefined) headers.set(WATCH_HEADERS.resume, options.resume);
   if (options.commands) headers.set(WATCH_HEADERS.commands, c.get("presentedKey").hash);
   if (options.sse) headers.set(WATCH_HEADERS.format, "sse");
+  const token = c.get("browserToken");
+  if (token) headers.set(WATCH_HEADERS.tokenExpires, String(token.e));
   const url = new URL(c.req.url);
   url.search = "";
   const upgraded = await sessionStub(c.env, tenantId, sessionId).fetch(new Request(url, { headers }));

@@ -31,9 +31,11 @@ export interface WatchAttachment {
    * sends each message already in SSE form, as bytes, once for all such sockets (watch-hub.ts).
    */
   sse?: true;
+  /** Opened with a browser token: when it expires (ms since the epoch); nothing is sent after it. */
+  tokenExpiresAt?: number;
 }
 
-export type SendVerdict = "send" | "slow" | "expired";
+export type SendVerdict = "send" | "slow" | "expired" | "token_expired";
 export type AckVerdict = "ok" | "beyond_sent";
 
 /**
@@ -55,11 +57,23 @@ export class WatchFlow {
   }
 
   /** A new socket: writes its first attachment. */
-  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, options: { batch?: boolean; commandsKeyHash?: string | undefined; sse?: boolean } = {}): WatchFlow {
-    const { batch = false, commandsKeyHash, sse = false } = options;
+  static open(ws: WebSocket, target: WatchTarget, keyId: string, now: number, options: { batch?: boolean; commandsKeyHash?: string | undefined; sse?: boolean; tokenExpiresAt?: number | undefined } = {}): WatchFlow {
+    const { batch = false, commandsKeyHash, sse = false, tokenExpiresAt } = options;
     const flow = new WatchFlow(
       ws,
-      { v: 2, target, keyId, ready: false, openedAt: now, sent: 0, acked: 0, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }), ...(sse && { sse: true }) },
+      {
+        v: 2,
+        target,
+        keyId,
+        ready: false,
+        openedAt: now,
+        sent: 0,
+        acked: 0,
+        ...(batch && { batch: true }),
+        ...(commandsKeyHash !== undefined && { commandsKeyHash }),
+        ...(sse && { sse: true }),
+        ...(tokenExpiresAt !== undefined && { tokenExpiresAt }),
+      },
       now,
     );
     flow.persist();
@@ -108,6 +122,11 @@ export class WatchFlow {
     return this.state.sse === true;
   }
 
+  /** Opened with a browser token that has expired by `now`. */
+  tokenExpired(now: number): boolean {
+    return this.state.tokenExpiresAt !== undefined && now >= this.state.tokenExpiresAt;
+  }
+
   markReady(): void {
     this.state.ready = true;
     this.persist();
@@ -115,6 +134,7 @@ export class WatchFlow {
 
   /** Whether the next message of `bytes` may go out; "slow" and "expired" close the socket instead. */
   beforeSend(now: number): SendVerdict {
+    if (this.tokenExpired(now)) return "token_expired";
     if (now - this.state.openedAt > WATCH_MAX_SOCKET_AGE_MS) return "expired";
     // Checked before the send: a socket holds at most the window plus one message.
     if (this.state.sent - this.state.acked > WATCH_UNACKED_WINDOW_BYTES) return "slow";
@@ -168,7 +188,22 @@ export function readAttachment(ws: WebSocket): WatchAttachment | undefined {
   const batch = "batch" in value && value.batch === true;
   const commandsKeyHash = "commandsKeyHash" in value && typeof value.commandsKeyHash === "string" ? value.commandsKeyHash : undefined;
   const sse = "sse" in value && value.sse === true;
-  return target && { v: 2, target, keyId, ready, openedAt, sent, acked, ...(batch && { batch: true }), ...(commandsKeyHash !== undefined && { commandsKeyHash }), ...(sse && { sse: true }) };
+  const tokenExpiresAt = "tokenExpiresAt" in value && isCount(value.tokenExpiresAt) ? value.tokenExpiresAt : undefined;
+  return (
+    target && {
+      v: 2,
+      target,
+      keyId,
+      ready,
+      openedAt,
+      sent,
+      acked,
+      ...(batch && { batch: true }),
+      ...(commandsKeyHash !== undefined && { commandsKeyHash }),
+      ...(sse && { sse: true }),
+      ...(tokenExpiresAt !== undefined && { tokenExpiresAt }),
+    }
+  );
 }
 
 function readTarget(target: unknown): WatchTarget | undefined {

@@ -81,9 +81,9 @@ export class WatchHub {
    * A socket accepted right after `prepare(harness)`: writes its attachment, captures its snapshot
    * on the line and sends it at its place in the feed; events follow from there.
    */
-  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, options: { batch?: boolean; relay?: { resume: StreamId | undefined; sse?: boolean }; commandsKeyHash?: string | undefined } = {}): void {
-    const { batch = false, relay, commandsKeyHash } = options;
-    const flow = WatchFlow.open(ws, target, keyId, this.now(), { batch, commandsKeyHash, sse: relay?.sse === true });
+  join(ws: WebSocket, target: WatchTarget, keyId: string, harness: AgentHarness, options: { batch?: boolean; relay?: { resume: StreamId | undefined; sse?: boolean }; commandsKeyHash?: string | undefined; tokenExpiresAt?: number | undefined } = {}): void {
+    const { batch = false, relay, commandsKeyHash, tokenExpiresAt } = options;
+    const flow = WatchFlow.open(ws, target, keyId, this.now(), { batch, commandsKeyHash, sse: relay?.sse === true, tokenExpiresAt });
     this.flows.set(ws, flow);
     if (relay && this.resume(ws, flow, target, harness, relay.resume)) return;
     this.joining.add(ws);
@@ -147,6 +147,7 @@ export class WatchHub {
     if (!isOpen(ws)) return false;
     const flow = this.flow(ws);
     if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
+    else if (flow.tokenExpired(this.now())) this.drop(ws, WATCH_CLOSE.policy, "The browser token expired; reconnect with a fresh token");
     else if (flow.admitMessage(this.now())) return true;
     else this.drop(ws, WATCH_CLOSE.policy, "Too many messages: rate limited");
     return false;
@@ -376,6 +377,10 @@ export class WatchHub {
     const verdict = flow.beforeSend(this.now());
     if (verdict === "slow") {
       this.drop(ws, WATCH_CLOSE.slowConsumer, `Slow consumer: more than ${WATCH_UNACKED_WINDOW_BYTES} bytes unacknowledged`);
+      return false;
+    }
+    if (verdict === "token_expired") {
+      this.drop(ws, WATCH_CLOSE.policy, "The browser token expired; reconnect with a fresh token");
       return false;
     }
     if (verdict === "expired") {
