@@ -33,10 +33,11 @@ export function databaseSize(path: string): number {
 
 /** The file among `after` that grew most since `before`, with its growth. */
 export function largestGrowth(before: Map<string, number>, after: Map<string, number>): { file: string; growth: number } {
-  let best = { file: "", growth: -1 };
-  for (const [file, size] of after) {
-    const growth = size - (before.get(file) ?? 0);
-    if (growth > best.growth) best = { file, growth };
-  }
-  return best;
+  return rankedGrowth(before, after, 1);
+}
+
+/** The file among `after` with the `rank`-th largest growth since `before` (1: the largest). */
+export function rankedGrowth(before: Map<string, number>, after: Map<string, number>, rank: number): { file: string; growth: number } {
+  const growths = [...after].map(([file, size]) => ({ file, growth: size - (before.get(file) ?? 0) })).sort((a, b) => b.growth - a.growth);
+  return growths[rank - 1] ?? { file: "", growth: -1 };
 }

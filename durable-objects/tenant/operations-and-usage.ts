@@ -25,6 +25,12 @@ export class OperationsAndUsage {
     return this.host.operations().reserve(sessionId, lane, this.host.quotas().maxOpenOperations, now, this.host.webhooks().hasEndpoints());
   }
 
+  /** A slot held ahead of a session's next socket command, while half the quota is free (tenant-operations.ts). */
+  async reserveSpareOperation(sessionId: string, lane: string, now = Date.now()): Promise<Reservation> {
+    if (!this.host.schema.exists) return { ok: false, openOperations: [] };
+    return this.host.operations().reserveSpare(sessionId, lane, this.host.quotas().maxOpenOperations, now);
+  }
+
   /** The accept succeeded: the reservation's slot now belongs to `operationId`. */
   async bindOperation(reservationId: string, operationId: string): Promise<void> {
     if (this.host.schema.exists) this.host.operations().bind(reservationId, operationId, Date.now());

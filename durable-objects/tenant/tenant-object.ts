@@ -93,6 +93,7 @@ export class TenantObject extends DurableObject<Env> {
 
   // Open operations, usage, and the sessions' reports after their commits (operations-and-usage.ts).
   async reserveOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveOperation(sessionId, lane, now); }
+  async reserveSpareOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveSpareOperation(sessionId, lane, now); }
   async bindOperation(reservationId: string, operationId: string) { return this.operations.bindOperation(reservationId, operationId); }
   async releaseOperation(id: string) { return this.operations.releaseOperation(id); }
   async openOperationCount() { return this.operations.openOperationCount(); }

@@ -72,6 +72,20 @@ export class TenantOperations {
     return { ok: true, reservationId, webhooks };
   }
 
+  /**
+   * A slot a session holds ahead of its next socket command (socket-commands.ts), granted only
+   * while at least half the quota is free, so that a tenant near its quota never has slots held
+   * idle; refused otherwise (the command then reserves on its own path, as before). It is an
+   * unbound reservation like any other: it expires after UNBOUND_RESERVATION_MS unless bound.
+   */
+  reserveSpare(sessionId: string, lane: string, max: number, now: number): Reservation {
+    this.pending.expire(now - UNBOUND_RESERVATION_MS);
+    if (this.count() + 1 > Math.floor(max / 2)) return { ok: false, openOperations: [] };
+    const reservationId = `rsv_${crypto.randomUUID()}`;
+    this.pending.add(reservationId, { sessionId, lane, reservedAt: now });
+    return { ok: true, reservationId, webhooks: false };
+  }
+
   /** Slots taken: bound operations (rows) and accepts in flight (memory). */
   count(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n + this.pending.size;

@@ -8,6 +8,7 @@ import { slowStep } from "./lane-helpers.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import { adminToken, call } from "./helpers.ts";
+import { recordCalls } from "./tenant-calls.ts";
 import { connect, expectSnapshot, watchSetup, type Client, type Received } from "./watch-helpers.ts";
 
 // Spec "Commands on the lane socket": prompt, queue and abort frames on a lane's watch socket,
@@ -65,13 +66,14 @@ describe("commands on the lane socket", () => {
     expect(lane).toMatchObject({ lastOperationId: operationId, current: null });
     const transcript = await (await call(`${setup.sessionPath}/lanes/main/snapshot`, { token: setup.key })).json<{ snapshot: { transcript: unknown[] } }>();
     expect(transcript.snapshot.transcript).toHaveLength(2);
-    // Its open-operation slot was reserved and, with the settlement, freed.
+    // Its open-operation slot was reserved and, with the settlement, freed; one slot is held ahead
+    // for the socket's next prompt (the tenant's quota is mostly free), counted like any other.
     let open = -1;
-    for (let attempt = 0; attempt < 400 && open !== 0; attempt++) {
+    for (let attempt = 0; attempt < 400 && open !== 1; attempt++) {
       open = await env.TENANTS.getByName(setup.tenantId).openOperationCount();
-      if (open !== 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      if (open !== 1) await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    expect(open).toBe(0);
+    expect(open).toBe(1);
     // The same id for another command is refused.
     client.send(JSON.stringify({ type: "prompt", id: "c1", prompt: "something else" }));
     expect((await replyTo(client, "c1")).reply).toMatchObject({ status: 422, body: { error: { code: "IdempotencyConflict" } } });
@@ -138,6 +140,39 @@ describe("commands on the lane socket", () => {
     expect(calls).toBeLessThanOrEqual(1);
     client.ws.close();
   });
+
+  it("a prompt takes the slot the session holds ahead: after the first, no reservation waits on the tenant; near the quota none is held", async () => {
+    const { setup, client } = await laneSocket("socks");
+    const recorder = await recordCalls(setup.tenantId);
+    try {
+      const turn = async (id: string) => {
+        client.send(JSON.stringify({ type: "prompt", id, prompt: `turn ${id}` }));
+        const { reply } = await replyTo(client, id);
+        expect(reply.status).toBe(202);
+        await client.until((message) => message.type === "event" && (message as { event: HarnessEvent }).event.type === "run_end");
+      };
+      await turn("s1");
+      // The slot for the next prompt is taken after the first, off its path.
+      await until(async () => (await recorder.read()).includes("reserveSpareOperation"));
+      const before = (await recorder.read()).length;
+      await turn("s2");
+      const second = (await recorder.read()).slice(before);
+      expect(second).not.toContain("reserveOperation");
+      expect(second).toContain("bindOperation");
+
+      // A tenant whose quota is small (half of it: 0 slots) never has a slot held idle: each prompt reserves its own.
+      const quotas = await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 1 }, token: adminToken() });
+      expect(quotas.status).toBe(200);
+      await turn("s3");
+      await until(async () => (await recorder.read()).filter((name) => name === "reserveSpareOperation").length >= 2);
+      const beforeSmall = (await recorder.read()).length;
+      await turn("s4");
+      expect((await recorder.read()).slice(beforeSmall)).toContain("reserveOperation");
+    } finally {
+      await recorder.stop();
+      client.ws.close();
+    }
+  });
 });
 
 /** How many times the tenant's object was asked for a lease while `body` ran (its method wrapped, then restored). */
@@ -156,4 +191,13 @@ async function countAuthorizeLease(tenantId: string, body: () => Promise<void>):
     prototype.authorizeLease = original;
   }
   return calls;
+}
+
+/** Polls `done` (bounded, no timing asserted). */
+async function until(done: () => Promise<boolean>): Promise<void> {
+  for (let attempt = 0; attempt < 500; attempt++) {
+    if (await done()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error("the condition never held");
 }
