@@ -3,7 +3,7 @@ import type { JsonValue } from "../../schema/json.ts";
 import type { HarnessEvent, LaneSnapshot, ToolResultView } from "../../schema/lane.ts";
 import type { DeltaBlock } from "../../schema/message-delta.ts";
 import type { AgentMessage, AssistantMessage, UserMessage } from "../../schema/messages.ts";
-import { liveRun, toolErrorText, toolOutput, userText } from "./ui-messages.ts";
+import { entriesAfter, liveRun, toolErrorText, toolOutput, userText } from "./ui-messages.ts";
 
 // One run's answer as the AI SDK's UI-message stream (docs/ai-sdk.md): the lane's watch events of
 // that run, translated as they arrive. Pure: no I/O, so the route (worker/routes/ai-sdk.ts) only
@@ -133,8 +133,8 @@ export class AnswerStream {
     // Not (or no longer) the lane's live run: its events, if any are to come, tell the rest.
     if (!run || run.id !== this.operationId) return [];
     this.live = true;
-    const start = run.fromTipId === null ? 0 : snapshot.transcript.findIndex((entry) => entry.id === run.fromTipId) + 1;
-    for (const entry of snapshot.transcript.slice(start)) {
+    // A run whose start left the transcript's newest part added all of it.
+    for (const entry of entriesAfter(snapshot.transcript, run.fromTipId) ?? snapshot.transcript) {
       if (entry.type !== "message") continue;
       const message = entry.message;
       if (message.role === "assistant") {

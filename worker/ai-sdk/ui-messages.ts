@@ -80,13 +80,23 @@ export function uiMessagesOf(entries: readonly Entry[]): UiMessage[] {
 export function settledTranscript(snapshot: LaneSnapshot): Entry[] {
   const run = liveRun(snapshot);
   if (!run) return snapshot.transcript;
-  const start = run.fromTipId === null ? 0 : snapshot.transcript.findIndex((entry) => entry.id === run.fromTipId) + 1;
-  const kept = snapshot.transcript.slice(0, start);
-  for (const entry of snapshot.transcript.slice(start)) {
+  const added = entriesAfter(snapshot.transcript, run.fromTipId) ?? snapshot.transcript;
+  const kept = snapshot.transcript.slice(0, snapshot.transcript.length - added.length);
+  for (const entry of added) {
     if (entry.type === "message" && entry.message.role !== "user") break;
     kept.push(entry);
   }
   return kept;
+}
+
+/**
+ * The transcript's entries after a run's starting tip (what the run added, as far as the
+ * transcript's newest part holds them); undefined when that tip is not in the transcript.
+ */
+export function entriesAfter(transcript: readonly Entry[], fromTipId: string | null): readonly Entry[] | undefined {
+  if (fromTipId === null) return transcript;
+  const start = transcript.findIndex((entry) => entry.id === fromTipId);
+  return start === -1 ? undefined : transcript.slice(start + 1);
 }
 
 /** The lane's run a resumed stream follows: open, a run, not waiting out a deferred suspension. */

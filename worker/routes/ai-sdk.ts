@@ -3,19 +3,20 @@ import { AiSdkChatRequestSchema, UI_MESSAGE_STREAM_HEADER, type UiChunk } from "
 import { IdSchema } from "../../schema/api.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
+import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { IfBusy } from "../../schema/lane-api.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import type { BusyAdmission } from "../../durable-objects/session/session-operations.ts";
 import { AnswerStream, type AnswerStreamOptions } from "../ai-sdk/answer-stream.ts";
 import { chatAction, type ChatAction } from "../ai-sdk/chat-request.ts";
-import { liveRun, settledTranscript, uiMessagesOf, userText } from "../ai-sdk/ui-messages.ts";
+import { entriesAfter, liveRun, settledTranscript, uiMessagesOf, userText } from "../ai-sdk/ui-messages.ts";
 import type { AppContext, AppEnv, sessionStub } from "../env.ts";
 import { fail, HttpFailure, replyValue } from "../http-error.ts";
 import { callerOf, requireTenantWithReservation } from "../middleware/auth.ts";
 import { jsonBody, pathParam } from "../validate.ts";
 import { SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
-import { sseRelay, type RelayFrame } from "../watch/sse-relay.ts";
+import { SSE_HEADERS, sseRelay, type RelayFrame } from "../watch/sse-relay.ts";
 import { closeQuietly, openWatchSocket } from "../watch/watch-upgrade.ts";
 import { laneTarget } from "./lane-target.ts";
 import { admittingLane, withOpenOperation, type AdmittingScope } from "./open-operations.ts";
@@ -51,7 +52,7 @@ export const acceptingAiSdkRoutes = new Hono<AppEnv>().post("/:lane/ai-sdk", req
       return promptAnswer(c, stub, scope, action);
     case "tool-results":
       await callerOf(c);
-      return toolResultsAnswer(c, stub, scope.lane, action);
+      return toolResultsAnswer(c, stub, scope, action);
     case "regenerate":
       await callerOf(c);
       return regenerateAnswer(c, stub, scope, action.ifBusy);
@@ -72,7 +73,7 @@ export const aiSdkRoutes = new Hono<AppEnv>()
     if (pathParam(c, "chatId", IdSchema) !== sessionId) throw fail("NotFound", "The chat id of a lane's stream is its session id");
     const run = liveRun(replyValue(await stub.laneSnapshot(lane)));
     if (!run) return c.body(null, 204);
-    return followRun(c, stub, lane, new AnswerStream(run.id), { replay: true });
+    return followRun(c, stub, { sessionId, lane }, new AnswerStream(run.id));
   });
 
 /**
@@ -98,7 +99,7 @@ async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingSc
         if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${action.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
         if (claim.state === "replay") return toWire({ ok: true, value: { repeatOf: repeatedOperation(claim.body) } });
         claimed = true;
-        relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new", batch: true })).webSocket;
+        relay = await relaySocket(c, scope.sessionId, scope.lane);
         const request = { kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) };
         if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
         return stub.acceptOperation(scope.lane, toWire(request));
@@ -110,7 +111,7 @@ async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingSc
     if (claimed) await stub.idempotencyComplete(key, requestHash, null).catch(() => undefined);
     throw error;
   }
-  if ("repeatOf" in admission) return repeatAnswer(c, stub, scope.lane, admission.repeatOf);
+  if ("repeatOf" in admission) return repeatAnswer(c, stub, scope, admission.repeatOf);
   const { operationId } = admission;
   if (claimed) await stub.idempotencyComplete(key, requestHash, { status: 202, body: JSON.stringify({ operationId }) }).catch(() => undefined);
   if (!relay) throw new Error("The relay socket was not opened");
@@ -125,24 +126,29 @@ function repeatedOperation(body: string): string {
 }
 
 /** The run an earlier send of this message started: its answer from the start, live or settled. */
-async function repeatAnswer(c: AppContext, stub: SessionStub, lane: string, operationId: string): Promise<Response> {
-  const outcome = replyValue(await stub.promptOutcome(lane, operationId, 0));
-  if (outcome.state === "settled") {
-    const { messages, status, error, fromTipId } = outcome.result;
-    const messageId = firstAnswerEntry(replyValue(await stub.laneSnapshot(lane)), fromTipId);
-    const chunks = new AnswerStream(operationId, messageId === undefined ? {} : { messageId }).replaySettled(messages, status, error?.message);
-    return streamResponse(c, sse(chunks) + DONE);
-  }
-  return followRun(c, stub, lane, new AnswerStream(operationId), { replay: true });
+async function repeatAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, operationId: string): Promise<Response> {
+  const outcome = replyValue(await stub.promptOutcome(scope.lane, operationId, 0));
+  if (outcome.state === "settled") return streamResponse(c, await settledAnswer(stub, scope.lane, outcome.result));
+  return followRun(c, stub, scope, new AnswerStream(operationId));
+}
+
+/**
+ * A settled run's whole answer, from its record, under the message id `…/messages` gives it (its
+ * first assistant entry, when the lane's transcript still holds its start).
+ */
+async function settledAnswer(stub: SessionStub, lane: string, result: PromptAnswer): Promise<string> {
+  const { operationId, messages, status, error, fromTipId } = result;
+  const added = entriesAfter(replyValue(await stub.laneSnapshot(lane)).transcript, fromTipId);
+  const messageId = added?.find((entry) => entry.type === "message" && entry.message.role === "assistant")?.id;
+  return sse(new AnswerStream(operationId, messageId === undefined ? {} : { messageId }).replaySettled(messages, status, error?.message)) + DONE;
 }
 
 /**
  * Client-tool results: the page's outputs for the calls the lane's run waits on are posted to it
  * (other tool parts are the server's, already done), then the same assistant message continues.
  */
-async function toolResultsAnswer(c: AppContext, stub: SessionStub, lane: string, action: Extract<ChatAction, { kind: "tool-results" }>): Promise<Response> {
-  const { sessionId } = laneTarget(c);
-  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new", batch: true })).webSocket;
+async function toolResultsAnswer(c: AppContext, stub: SessionStub, { sessionId, lane }: AdmittingScope, action: Extract<ChatAction, { kind: "tool-results" }>): Promise<Response> {
+  const relay = await relaySocket(c, sessionId, lane);
   try {
     const run = liveRun(replyValue(await stub.laneSnapshot(lane)));
     const options: AnswerStreamOptions = { messageId: action.messageId, firstStep: action.steps };
@@ -183,13 +189,6 @@ async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: Admitti
   return promptAnswer(c, stub, scope, { kind: "prompt", messageId: `regenerate:${asked.id}:${navigated.navigation.result.operationId}`, prompt: userText(message), images, ifBusy });
 }
 
-/** The id of a settled run's first assistant entry (its answer's message id), when the lane's transcript still holds it. */
-function firstAnswerEntry(snapshot: LaneSnapshot, fromTipId: string | null): string | undefined {
-  const start = fromTipId === null ? 0 : snapshot.transcript.findIndex((entry) => entry.id === fromTipId) + 1;
-  if (start === 0 && fromTipId !== null) return undefined;
-  return snapshot.transcript.slice(start).find((entry) => entry.type === "message" && entry.message.role === "assistant")?.id;
-}
-
 function lastUserEntry(snapshot: LaneSnapshot) {
   for (let index = snapshot.transcript.length - 1; index >= 0; index--) {
     const entry = snapshot.transcript[index];
@@ -198,16 +197,19 @@ function lastUserEntry(snapshot: LaneSnapshot) {
   return undefined;
 }
 
-/** Follows a run through a new relay socket; `replay`: its answer so far first (from the socket's snapshot). */
-async function followRun(c: AppContext, stub: SessionStub, lane: string, answer: AnswerStream, options: { replay: boolean }): Promise<Response> {
-  const { sessionId } = laneTarget(c);
-  const relay = (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new", batch: true })).webSocket;
-  return relayAnswer(c, relay, answer, options.replay, async () => {
+/** Follows a run through a new relay socket: its answer so far first (from the socket's snapshot), then live. */
+async function followRun(c: AppContext, stub: SessionStub, { sessionId, lane }: Pick<AdmittingScope, "sessionId" | "lane">, answer: AnswerStream): Promise<Response> {
+  const relay = await relaySocket(c, sessionId, lane);
+  return relayAnswer(c, relay, answer, true, async () => {
     // The run ended before the socket's snapshot: its answer from its record.
     const outcome = replyValue(await stub.promptOutcome(lane, answer.operationId, 0));
-    if (outcome.state !== "settled") return sse(answer.close("The run is not live")) + DONE;
-    return sse(new AnswerStream(answer.operationId).replaySettled(outcome.result.messages, outcome.result.status, outcome.result.error?.message)) + DONE;
+    return outcome.state === "settled" ? settledAnswer(stub, lane, outcome.result) : sse(answer.close("The run is not live")) + DONE;
   });
+}
+
+/** A relay watch socket of the lane, from now on (its first message is a snapshot), in batch frames. */
+async function relaySocket(c: AppContext, sessionId: string, lane: string): Promise<WebSocket> {
+  return (await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: "new", batch: true })).webSocket;
 }
 
 /** The relay socket as the UI-message stream of one run's answer, ended after its last chunk. */
@@ -250,8 +252,7 @@ function sse(chunks: readonly UiChunk[]): string {
 
 function streamResponse(c: Context<AppEnv>, body: ReadableStream<Uint8Array> | string): Response {
   return c.body(body, 200, {
-    "Content-Type": "text/event-stream; charset=utf-8",
-    "Cache-Control": "no-cache",
+    ...SSE_HEADERS,
     [UI_MESSAGE_STREAM_HEADER.name]: UI_MESSAGE_STREAM_HEADER.value,
   });
 }

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { formatStreamId, LaneEventsQuerySchema, parseStreamId, SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
 import type { AppEnv } from "../env.ts";
 import { queryParams } from "../validate.ts";
-import { sseRelay } from "../watch/sse-relay.ts";
+import { SSE_HEADERS, sseRelay } from "../watch/sse-relay.ts";
 import { openWatchSocket } from "../watch/watch-upgrade.ts";
 import { laneTarget } from "./lane-target.ts";
 
@@ -21,5 +21,5 @@ export const laneEventRoutes = new Hono<AppEnv>().get("/:lane/events", async (c)
   const from = parseStreamId(c.req.header("last-event-id") ?? after);
   const { webSocket } = await openWatchSocket(c, sessionId, { kind: "lane", lane }, { resume: from ? formatStreamId(from) : "new", batch: true, sse: true });
   const body = sseRelay(webSocket, { heartbeatMs: (heartbeat ?? SSE_HEARTBEAT_DEFAULT_SECONDS) * 1000 });
-  return c.body(body, 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
+  return c.body(body, 200, SSE_HEADERS);
 });

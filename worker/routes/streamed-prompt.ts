@@ -8,7 +8,7 @@ import type { AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
 import { replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, readBoundedText } from "../validate.ts";
-import { sseRelay } from "../watch/sse-relay.ts";
+import { SSE_HEADERS, sseRelay } from "../watch/sse-relay.ts";
 import { closeQuietly, openWatchSocket } from "../watch/watch-upgrade.ts";
 import { withOpenOperation, type AdmittingScope } from "./open-operations.ts";
 import type { sessionStub } from "../env.ts";
@@ -98,5 +98,5 @@ function resultEvent(body: unknown): string {
 }
 
 function streamResponse(c: Context<AppEnv>, body: ReadableStream<Uint8Array>): Response {
-  return c.body(body, 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
+  return c.body(body, 200, SSE_HEADERS);
 }

@@ -5,6 +5,9 @@ import { WATCH_ACK_EVERY_BYTES } from "../../schema/watch.ts";
 
 const encoder = new TextEncoder();
 
+/** The headers of every Server-Sent Events answer. */
+export const SSE_HEADERS = { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" } as const;
+
 /** What the relay reads of each frame the session object sends (schema/watch.ts, watch-resume.ts). */
 export interface RelayFrame {
   type?: unknown;
