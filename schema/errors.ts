@@ -34,6 +34,8 @@ export const ERROR_STATUS = {
   McpServerNotFound: 404,
   /** No call of that id waits for a client's result in that operation. */
   UnknownToolCall: 404,
+  /** No schedule of that id on that lane. */
+  ScheduleNotFound: 404,
   /** No live agent of that id (`details.version`: no such version of it). */
   AgentNotFound: 404,
   /** A known path called with a method it does not serve; `Allow` lists the ones it does. */
@@ -64,6 +66,8 @@ export const ERROR_STATUS = {
   ToolInUse: 409,
   /** The client tool call already has its result (a second post). */
   ToolResultConflict: 409,
+  /** A schedule of that id exists on the session with another definition (`details.scheduleId`, `lane`); the same body again answers it. */
+  ScheduleExists: 409,
   /** The tenant already has a webhook endpoint with this URL (`details.webhookId` names it). */
   WebhookExists: 409,
   PayloadTooLarge: 413,

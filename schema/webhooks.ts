@@ -3,8 +3,8 @@ import * as v from "valibot";
 // Tenant webhooks: endpoints a tenant registers to be told, by a signed POST, when its operations
 // settle; request bodies, answers and the event a delivery carries.
 
-/** The events an endpoint can subscribe to. `operation.suspended` is emitted by deferred runs. */
-export const WEBHOOK_EVENT_TYPES = ["operation.settled", "operation.suspended"] as const;
+/** The events an endpoint can subscribe to. `operation.suspended` is emitted by deferred runs, `schedule.*` by schedules. */
+export const WEBHOOK_EVENT_TYPES = ["operation.settled", "operation.suspended", "schedule.fired", "schedule.skipped"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Endpoints one tenant may register. */
@@ -102,9 +102,33 @@ export const OperationSuspendedDataSchema = v.object({
 });
 export type OperationSuspendedData = v.InferOutput<typeof OperationSuspendedDataSchema>;
 
+/** What `schedule.fired` tells: a schedule's due time started its run (spec "Schedules"). */
+export const ScheduleFiredDataSchema = v.object({
+  sessionId: v.string(),
+  lane: v.string(),
+  scheduleId: v.string(),
+  /** The due time the run stands for (the earliest of those it coalesced). */
+  dueAt: v.number(),
+  operationId: v.string(),
+});
+export type ScheduleFiredData = v.InferOutput<typeof ScheduleFiredDataSchema>;
+
+/** What `schedule.skipped` tells: a due time started no run, and why (schema/schedules.ts SCHEDULE_SKIP_REASONS). */
+export const ScheduleSkippedDataSchema = v.object({
+  sessionId: v.string(),
+  lane: v.string(),
+  scheduleId: v.string(),
+  dueAt: v.number(),
+  reason: v.string(),
+  detail: v.optional(v.string()),
+});
+export type ScheduleSkippedData = v.InferOutput<typeof ScheduleSkippedDataSchema>;
+
 /** The JSON body of every delivery; `id` is the same on every attempt (receivers dedupe by it). */
 export const WebhookEventSchema = v.variant("type", [
   v.object({ id: v.string(), type: v.literal("operation.settled"), createdAt: v.number(), data: OperationSettledDataSchema }),
   v.object({ id: v.string(), type: v.literal("operation.suspended"), createdAt: v.number(), data: OperationSuspendedDataSchema }),
+  v.object({ id: v.string(), type: v.literal("schedule.fired"), createdAt: v.number(), data: ScheduleFiredDataSchema }),
+  v.object({ id: v.string(), type: v.literal("schedule.skipped"), createdAt: v.number(), data: ScheduleSkippedDataSchema }),
 ]);
 export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;

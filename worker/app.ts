@@ -16,6 +16,7 @@ import { entryRoutes, usageRoutes } from "./routes/session-entries.ts";
 import { listRoutes, valueRoutes } from "./routes/session-values.ts";
 import { providerRoutes } from "./routes/providers.ts";
 import { resourceRoutes } from "./routes/resources.ts";
+import { laneScheduleRoutes, tenantScheduleRoutes } from "./routes/schedules.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
 import { toolRoutes } from "./routes/tools.ts";
@@ -40,6 +41,7 @@ export function createApp(): Hono<AppEnv> {
   // WebSocket upgrades (…/watch) first: they answer 101 without reaching later middleware.
   app.route("/v1/sessions", watchRoutes);
   // Before /v1/sessions: its wildcard middleware would otherwise authenticate lane requests twice.
+  app.route("/v1/sessions/:sid/lanes", laneScheduleRoutes);
   app.route("/v1/sessions/:sid/lanes", laneRoutes);
   app.route("/v1/sessions/:sid/branches", branchRoutes);
   app.route("/v1/sessions/:sid/entries", entryRoutes);
@@ -56,6 +58,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1", webhookRoutes);
   app.route("/v1", agentRoutes);
   app.route("/v1", tenantToolRoutes);
+  app.route("/v1", tenantScheduleRoutes);
   const allowed = allowedMethods(app);
   app.notFound((c) => {
     const allow = allowed(c.req.path);

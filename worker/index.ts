@@ -1,5 +1,6 @@
 import { createApp } from "./app.ts";
 import { sweepDeferred } from "./deferred-sweep.ts";
+import { sweepSchedules } from "./schedule-sweep.ts";
 
 export { SessionObject } from "../durable-objects/session/session-object.ts";
 export { TenantObject } from "../durable-objects/tenant/tenant-object.ts";
@@ -9,8 +10,8 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
-  // The minute cron resumes deferred runs whose poll is due (D8).
+  // The minute cron resumes deferred runs whose poll is due (D8) and wakes sessions whose schedule is overdue.
   async scheduled(_controller, env, _ctx): Promise<void> {
-    await sweepDeferred(env);
+    await Promise.all([sweepDeferred(env), sweepSchedules(env)]);
   },
 } satisfies ExportedHandler<Env>;

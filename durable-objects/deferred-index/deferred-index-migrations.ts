@@ -16,4 +16,25 @@ export const DEFERRED_INDEX_MIGRATIONS: Migration[] = [
       "CREATE INDEX suspended_runs_due ON suspended_runs (due_at)",
     ],
   },
+  {
+    version: 2,
+    name: "schedules",
+    // Schedules registered by their sessions (schedule-index.ts): the tenant-wide listing and the
+    // cron's safety net for a session whose alarm did not fire.
+    statements: [
+      `CREATE TABLE schedules (
+        session TEXT NOT NULL,
+        schedule_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        anchor INTEGER NOT NULL,
+        next_run_at INTEGER,
+        check_at INTEGER,
+        PRIMARY KEY (session, schedule_id)
+      ) WITHOUT ROWID`,
+      "CREATE INDEX schedules_tenant ON schedules (tenant_id, session_id, schedule_id)",
+      "CREATE INDEX schedules_check ON schedules (check_at) WHERE check_at IS NOT NULL",
+    ],
+  },
 ];

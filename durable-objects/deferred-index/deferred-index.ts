@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { DEFERRED_INDEX_MIGRATIONS } from "./deferred-index-migrations.ts";
+import { ScheduleIndex, type ScheduleRegistration, type ScheduleSweepReport } from "./schedule-index.ts";
 
 /** A suspended run as its session registers it: where it lives and when it may be polled. */
 export interface DeferredRegistration {
@@ -100,5 +101,21 @@ export class DeferredIndex extends DurableObject<Env> {
   async size(): Promise<number> {
     if (!this.schema.exists) return 0;
     return this.ctx.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM suspended_runs").one().n;
+  }
+
+  // Schedules (schedule-index.ts): registered by their sessions, listed tenant-wide, swept by the cron.
+  async registerSchedules(entries: ScheduleRegistration[]) { if (entries.length > 0) this.scheduleIndex(true).register(entries); }
+  async removeSchedules(session: string, scheduleIds: string[]) { this.scheduleIndex()?.remove(session, scheduleIds); }
+  async removeSessionSchedules(session: string) { this.scheduleIndex()?.removeSession(session); }
+  async listSchedules(tenantId: string, limit: number, after: { sessionId: string; scheduleId: string } | undefined, now = Date.now()) { return this.scheduleIndex()?.list(tenantId, limit, after, now) ?? []; }
+  async takeOverdueSchedules(now: number, limit: number, leaseMs: number) { return this.scheduleIndex()?.takeOverdue(now, limit, leaseMs) ?? []; }
+  async reportSchedules(reports: ScheduleSweepReport[], now: number) { this.scheduleIndex()?.report(reports, now); }
+
+  /** The shard's schedules table (created with the shard's schema when `create`, else only when it exists). */
+  private scheduleIndex(create: true): ScheduleIndex;
+  private scheduleIndex(): ScheduleIndex | undefined;
+  private scheduleIndex(create = false): ScheduleIndex | undefined {
+    if (create) this.schema.create();
+    return this.schema.exists ? new ScheduleIndex(this.ctx.storage.sql) : undefined;
   }
 }

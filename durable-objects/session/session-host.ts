@@ -95,6 +95,8 @@ export interface SessionHostHooks {
   liveUpdateIntervalMs(lane: string): number;
   /** A run used the tools of an MCP server whose cached tool list is past its TTL. */
   mcpServerStale(name: string): void;
+  /** The alarm's part for schedules: due ones fire, registrations are forwarded (session-schedules.ts). Must not reject. */
+  schedulesDue(): Promise<void>;
 }
 
 /**
@@ -172,7 +174,7 @@ export class SessionHost {
     this.dueWork.alarmDelivered();
     if (!this.existingStorage()) return;
     // A failed forward postpones its rows and re-arms; it must not stop the due passes.
-    const forwarded = Promise.all([this.forwarder.kick().catch(() => undefined), this.registrar.kick().catch(() => undefined)]);
+    const forwarded = Promise.all([this.forwarder.kick().catch(() => undefined), this.registrar.kick().catch(() => undefined), this.hooks.schedulesDue().catch(() => undefined)]);
     try {
       await this.open().runtime.runDue();
     } finally {

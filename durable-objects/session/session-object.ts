@@ -24,7 +24,9 @@ import { SessionLanes } from "./session-lanes.ts";
 import { SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionMcp } from "./session-mcp.ts";
 import { SessionOperations, type BusyStrategy } from "./session-operations.ts";
+import { SessionSchedules } from "./session-schedules.ts";
 import { SessionSettings } from "./session-settings.ts";
+import type { CreateSchedule, PatchSchedule } from "../../schema/schedules.ts";
 import { SessionStructural } from "./session-structural.ts";
 import { SessionTools } from "./session-tools.ts";
 import { SessionWatch } from "./session-watch.ts";
@@ -54,6 +56,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly tools: SessionTools;
   private readonly mcp: SessionMcp;
   private readonly watch: SessionWatch;
+  private readonly schedules: SessionSchedules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -62,6 +65,7 @@ export class SessionObject extends DurableObject<Env> {
       harnessCreated: (harness) => this.watch.harnessCreated(harness),
       liveUpdateIntervalMs: (lane) => this.liveUpdateIntervalMs(lane),
       mcpServerStale: (name) => this.mcp.refreshInBackground(name),
+      schedulesDue: () => this.schedules.alarm(),
     });
     const slots = new CreationSlots(ctx.storage);
     this.lifecycle = new SessionLifecycle(this.host);
@@ -75,6 +79,10 @@ export class SessionObject extends DurableObject<Env> {
     this.agent = new SessionAgent(this.host);
     this.tools = new SessionTools(this.host);
     this.mcp = new SessionMcp(this.host);
+    this.schedules = new SessionSchedules(this.host, {
+      acceptOperation: (lane, request) => this.operations.acceptOperation(lane, request),
+      acceptWhileBusy: (lane, request, ifBusy) => this.operations.acceptWhileBusy(lane, request, ifBusy),
+    });
     this.watch = new SessionWatch(this.host, {
       acceptOperation: (lane, request) => this.operations.acceptOperation(lane, request),
       acceptWhileBusy: (lane, request, ifBusy) => this.operations.acceptWhileBusy(lane, request, ifBusy),
@@ -169,6 +177,15 @@ export class SessionObject extends DurableObject<Env> {
   putMcpServer(name: string, input: Wire<McpServerInput>) { return this.mcp.putMcpServer(name, input); }
   deleteMcpServer(name: string) { return this.mcp.deleteMcpServer(name); }
   refreshMcpServer(name: string) { return this.mcp.refreshMcpServer(name); }
+
+  // Schedules (session-schedules.ts): a lane's prompts that start on their own; the cron's safety net.
+  createSchedule(lane: string, body: Wire<CreateSchedule>) { return this.schedules.createSchedule(lane, body); }
+  laneSchedules(lane: string) { return this.schedules.laneSchedules(lane); }
+  getSchedule(lane: string, id: string) { return this.schedules.getSchedule(lane, id); }
+  patchSchedule(lane: string, id: string, body: Wire<PatchSchedule>) { return this.schedules.patchSchedule(lane, id, body); }
+  deleteSchedule(lane: string, id: string) { return this.schedules.deleteSchedule(lane, id); }
+  scheduleRuns(lane: string, id: string, limit: number, beforeDueAt?: number) { return this.schedules.scheduleRuns(lane, id, limit, beforeDueAt); }
+  sweepSchedules() { return this.schedules.sweepSchedules(); }
 
   // Watch sockets (session-watch.ts): upgrades forwarded by the front worker, hibernatable handlers.
   override fetch(request: Request) { return this.watch.fetch(request); }

@@ -7,6 +7,8 @@ import type { TenantQuotas } from "../../schema/api.ts";
 import type { ModelIdentity } from "../../schema/lane.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { PatchWebhook, WebhookEventType } from "../../schema/webhooks.ts";
+import type { ScheduleSkipReason } from "../../schema/schedules.ts";
+import { TenantSchedules, type ScheduleDue } from "./tenant-schedules.ts";
 import type { IdempotencyReplay } from "../rpc/idempotency.ts";
 import type { SettledOperation } from "../session/due-work/settlement-outbox.ts";
 import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
@@ -68,6 +70,7 @@ export class TenantObject extends DurableObject<Env> {
   private readonly sessions = new SessionListing(this.host);
   private readonly directory = new AdminDirectory(this.host.schema, this.host.sql);
   private readonly idempotency = new IdempotencyKeys(this.host.schema, this.host.sql);
+  private readonly schedules = new TenantSchedules(this.host);
 
   // The tenant record and its quotas (tenant-record.ts).
   async createTenant(id: string, name: string) { return this.record.createTenant(id, name); }
@@ -90,6 +93,10 @@ export class TenantObject extends DurableObject<Env> {
   async providerSettings() { return this.providers.providerSettings(); }
   async setDefaultModel(model: ModelIdentity | null) { return this.providers.setDefaultModel(model); }
   async providerGrant(provider: string) { return this.providers.providerGrant(provider); }
+
+  // Scheduled runs: their quota and webhook events, one call per due time (tenant-schedules.ts).
+  async reserveScheduledRun(sessionId: string, due: ScheduleDue, now?: number) { return this.schedules.reserveScheduledRun(sessionId, due, now); }
+  async scheduleSkipped(sessionId: string, due: ScheduleDue, reason: ScheduleSkipReason, detail: string | undefined, reserved: boolean) { return this.schedules.scheduleSkipped(sessionId, due, reason, detail, reserved); }
 
   // Open operations, usage, and the sessions' reports after their commits (operations-and-usage.ts).
   async reserveOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveOperation(sessionId, lane, now); }

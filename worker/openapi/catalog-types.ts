@@ -23,6 +23,7 @@ export const TAGS = {
   Branches: "Named branches: movable tips into the session's tree.",
   Lanes: "Lanes, their configuration, entries, snapshots and queues.",
   Operations: "Operations of a lane: primitives and conveniences.",
+  Schedules: "Prompts that start on their own on a lane: cron expressions, one-off times and intervals.",
   Tools: "Tool definitions of a session, and results of client-executed tool calls.",
   Watch: "WebSocket streams of a session or a lane.",
 } as const;

@@ -22,6 +22,7 @@ import { sessionCatalog } from "./catalog-sessions.ts";
 import { mcpCatalog } from "./catalog-mcp.ts";
 import { toolCatalog } from "./catalog-tools.ts";
 import { webhookCatalog } from "./catalog-webhooks.ts";
+import { scheduleCatalog } from "./catalog-schedules.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
 import { HealthSchema } from "./responses.ts";
 
@@ -168,6 +169,7 @@ export const CATALOG: readonly CatalogRoute[] = [
   ...aiSdkCatalog,
   ...toolCatalog,
   ...webhookCatalog,
+  ...scheduleCatalog,
   ...agentCatalog,
   ...tenantToolCatalog,
   ...mcpCatalog,

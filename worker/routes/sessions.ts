@@ -11,6 +11,7 @@ import { requireTenant } from "../middleware/auth.ts";
 import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
+import { forgetSessionSchedules } from "../schedule-sweep.ts";
 import { sessionTarget } from "./session-target.ts";
 
 /**
@@ -135,6 +136,7 @@ export const sessionRoutes = new Hono<AppEnv>()
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const { deleted } = replyValue(await stub.deleteSession());
     await tenantStub(c.env, tenantId).unregisterSession(sessionId);
+    await forgetSessionSchedules(c.env, tenantId, sessionId);
     if (!deleted) throw fail("SessionNotFound", "Session not found");
     return c.body(null, 204);
   });

@@ -2,6 +2,7 @@ import type { WakeScheduler } from "../../../harness/runtime/core.ts";
 import { DeferredRegistrations } from "./deferred-registrations.ts";
 import { SettlementOutbox } from "./settlement-outbox.ts";
 import { UsageOutbox } from "./usage-outbox.ts";
+import { ScheduleStore } from "../schedules/schedule-store.ts";
 import { idText, storedId } from "../storage/stored-ids.ts";
 import { laneStatePrefix, operationMetaPrefix } from "../../../harness/session/builtin-addresses.ts";
 
@@ -38,6 +39,8 @@ export class DueWork implements WakeScheduler {
   readonly registrations: DeferredRegistrations;
   /** Usage-ledger rows not yet acknowledged by the tenant; the alarm retries a failed forward of them. */
   readonly usage: UsageOutbox;
+  /** The lane's schedules: their next runs and unforwarded registrations share the one alarm too. */
+  readonly schedules: ScheduleStore;
   /** When the alarm is armed to fire, as far as this instance knows (undefined: none known). */
   private armedAt: number | undefined;
 
@@ -55,6 +58,7 @@ export class DueWork implements WakeScheduler {
     this.outbox = new SettlementOutbox(host.sql, clock);
     this.registrations = new DeferredRegistrations(host.sql, clock);
     this.usage = new UsageOutbox(host.sql, clock);
+    this.schedules = new ScheduleStore(host.sql, clock);
   }
 
   /**
@@ -170,8 +174,13 @@ export class DueWork implements WakeScheduler {
   /** The earliest time the alarm is wanted: due drive passes, outbox rows and a usage retry share it. */
   earliest(): number | undefined {
     const row = this.host.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM due_work").one();
-    const times = [row.due ?? undefined, this.outbox.earliest(), this.registrations.earliest(), this.usage.retryAt()].filter((time): time is number => time !== undefined);
+    const times = [row.due ?? undefined, this.outbox.earliest(), this.registrations.earliest(), this.usage.retryAt(), this.schedules.earliestDue(), this.schedules.earliestRegistration()].filter((time): time is number => time !== undefined);
     return times.length === 0 ? undefined : Math.min(...times);
+  }
+
+  /** A schedule's next run or registration was written at `at` in this turn: the alarm covers it. */
+  alarmBy(at: number): void {
+    this.wantAlarmBy(at);
   }
 
   /** Schedules an operation `delayMs` from now (a pass that failed is retried later, not in a hot loop). */

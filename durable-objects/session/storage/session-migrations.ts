@@ -294,4 +294,46 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE meta DROP COLUMN usage",
     ],
   },
+  {
+    version: 15,
+    name: "schedules",
+    // A lane's schedules (durable-objects/session/schedules/), the due times they reached (the
+    // newest MAX_SCHEDULE_RUNS_KEPT per schedule) and their registrations with the DeferredIndex
+    // shard the cron's safety net and the tenant-wide listing read (forwarded after their commit).
+    statements: [
+      `CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        timing TEXT NOT NULL,
+        timezone TEXT NOT NULL,
+        anchor INTEGER NOT NULL,
+        prompt TEXT NOT NULL,
+        if_busy TEXT NOT NULL,
+        paused INTEGER NOT NULL,
+        next_run_at INTEGER,
+        last_run TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        body_hash TEXT NOT NULL
+      )`,
+      "CREATE INDEX schedules_lane ON schedules (lane, id)",
+      "CREATE INDEX schedules_due ON schedules (next_run_at) WHERE paused = 0 AND next_run_at IS NOT NULL",
+      `CREATE TABLE schedule_runs (
+        schedule_id TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        fired_at INTEGER NOT NULL,
+        operation_id TEXT,
+        skipped TEXT,
+        detail TEXT,
+        coalesced INTEGER NOT NULL,
+        PRIMARY KEY (schedule_id, due_at)
+      ) WITHOUT ROWID`,
+      `CREATE TABLE schedule_registrations (
+        schedule_id TEXT PRIMARY KEY,
+        removal INTEGER NOT NULL,
+        forward_at INTEGER NOT NULL,
+        version INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];

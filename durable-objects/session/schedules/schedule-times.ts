@@ -1,0 +1,61 @@
+import { createHash } from "node:crypto";
+import { Cron } from "croner";
+import type { ScheduleTiming } from "../../../schema/schedules.ts";
+
+// A schedule's due times (spec/API.md "Schedules"), pure functions of its timing, time zone and
+// anchor, so that the DST rules are tested without an object (test/unit/schedule-times.test.ts).
+
+/** What the due times of a schedule depend on; `anchor` is when an interval schedule was set (its first due time is one interval later). */
+export interface TimingSpec {
+  timing: ScheduleTiming;
+  timezone: string;
+  anchor: number;
+}
+
+/**
+ * The first due time strictly after `after`, or undefined when none is left. Cron times follow the
+ * zone's rules through croner: a local time skipped by a daylight-saving jump runs at the first
+ * valid instant after the gap, a local time that occurs twice runs once (croner's fixed-time rule;
+ * an expression with a wildcard or step in minutes or hours runs at each instant it matches).
+ */
+export function nextDueAfter(spec: TimingSpec, after: number): number | undefined {
+  const { timing } = spec;
+  if ("at" in timing) return timing.at > after ? timing.at : undefined;
+  if ("everySeconds" in timing) {
+    const period = timing.everySeconds * 1000;
+    if (after < spec.anchor) return spec.anchor + period;
+    return spec.anchor + (Math.floor((after - spec.anchor) / period) + 1) * period;
+  }
+  const next = new Cron(timing.cron, { mode: "5-part", timezone: spec.timezone, paused: true }).nextRun(new Date(after));
+  return next ? next.getTime() : undefined;
+}
+
+/**
+ * The first due time of a schedule set (created, or its timing edited) at `now`: a one-off `at`
+ * is due at its time, also one already past (then it runs at once); the others after `now`.
+ */
+export function firstDue(spec: TimingSpec, now: number): number | undefined {
+  if ("at" in spec.timing) return spec.timing.at;
+  return nextDueAfter(spec, now);
+}
+
+/** Due times in (`from`, `through`] a coalesced run stands for besides its own, counted up to `cap`. */
+export function missedBetween(spec: TimingSpec, from: number, through: number, cap = 1000): number {
+  let count = 0;
+  for (let at = nextDueAfter(spec, from); at !== undefined && at <= through && count < cap; at = nextDueAfter(spec, at)) count++;
+  return count;
+}
+
+/**
+ * The operation id of the run a schedule's due time starts: a UUIDv7 whose time is the due time
+ * and whose other bits are a hash of schedule and due time. The same due time always names the
+ * same operation, which a lane accepts once (a settled or open operation id is refused), so a due
+ * time fired twice (an alarm and the cron's sweep, a crash between the firing and its record)
+ * never starts a second run.
+ */
+export function scheduledOperationId(scheduleId: string, dueAt: number): string {
+  const hash = createHash("sha256").update(`schedule\n${scheduleId}\n${dueAt}`).digest("hex");
+  const time = Math.max(0, Math.min(dueAt, 2 ** 48 - 1)).toString(16).padStart(12, "0");
+  const variant = ((Number.parseInt(hash.charAt(3), 16) & 0x3) | 0x8).toString(16);
+  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${hash.slice(0, 3)}-${variant}${hash.slice(4, 7)}-${hash.slice(7, 19)}`;
+}

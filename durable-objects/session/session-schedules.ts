@@ -1,0 +1,188 @@
+import { createHash } from "node:crypto";
+import type { RpcResult } from "../../schema/errors.ts";
+import { MAX_SCHEDULES_PER_LANE, type CreateSchedule, type PatchSchedule, type Schedule, type ScheduleRun, type ScheduleTiming } from "../../schema/schedules.ts";
+import type { Wire } from "../../schema/wire.ts";
+import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
+import { ScheduleFiring, type FiringTargets } from "./schedules/schedule-firing.ts";
+import { ScheduleRegistrar } from "./schedules/schedule-registrar.ts";
+import { scheduleView, type StoredSchedule } from "./schedules/schedule-store.ts";
+import { firstDue } from "./schedules/schedule-times.ts";
+import type { SessionHost } from "./session-host.ts";
+
+type SchedulesHost = Pick<SessionHost, "ctx" | "env" | "existingStorage" | "harness" | "dueWork" | "schema" | "open">;
+
+/** What the cron's sweep learns from a session: its schedules' next runs, or that it holds no session. */
+export type ScheduleSweepAnswer = { gone: true } | { gone: false; nextRuns: { scheduleId: string; nextRunAt: number | null }[] };
+
+/**
+ * A lane's schedules over RPC (spec/API.md "Schedules"): creation, listing, edits, deletion and
+ * runs, the alarm's firing of due ones (schedules/schedule-firing.ts) and the cron sweep's wake-up.
+ * Each change writes the schedule, its next due time (the session's one alarm covers it:
+ * due-work.ts) and its registration with the DeferredIndex shard in one synchronous turn; the
+ * registration is forwarded after the commit (schedules/schedule-registrar.ts).
+ */
+export class SessionSchedules {
+  private readonly firing: ScheduleFiring;
+  private readonly registrar: ScheduleRegistrar;
+
+  constructor(
+    private readonly host: SchedulesHost,
+    targets: FiringTargets,
+  ) {
+    this.firing = new ScheduleFiring(host, targets);
+    this.registrar = new ScheduleRegistrar(host);
+  }
+
+  /** `POST …/schedules`: 201 a new schedule, or the same one again for a repeat of its creation (same id and body). */
+  async createSchedule(lane: string, body: Wire<CreateSchedule>): Promise<Wire<RpcResult<{ schedule: Schedule; created: boolean }>>> {
+    return asResult(async () => {
+      const input = parseWire(body);
+      const sessionId = await this.laneOf(lane);
+      const store = this.host.dueWork.schedules;
+      const { id: givenId, ...definition } = input;
+      const bodyHash = createHash("sha256").update(JSON.stringify({ lane, ...definition })).digest("hex");
+      const existing = givenId === undefined ? undefined : store.get(givenId);
+      if (existing) {
+        if (existing.bodyHash !== bodyHash) throw new RpcError({ code: "ScheduleExists", message: `Schedule ${existing.id} exists with another definition`, details: { scheduleId: existing.id, lane: existing.lane } });
+        return { schedule: scheduleView(sessionId, existing), created: false };
+      }
+      const held = store.countOnLane(lane);
+      if (held >= MAX_SCHEDULES_PER_LANE) {
+        throw new RpcError({ code: "LimitExceeded", message: `Lane ${lane} already holds ${MAX_SCHEDULES_PER_LANE} schedules, the most it may`, details: { resource: "schedules_per_lane", limit: MAX_SCHEDULES_PER_LANE } });
+      }
+      const now = Date.now();
+      const spec = { timing: timingOf(input), timezone: input.timezone ?? "UTC", anchor: now };
+      const schedule: StoredSchedule = {
+        id: givenId ?? `sch_${crypto.randomUUID().replaceAll("-", "")}`,
+        lane,
+        ...spec,
+        prompt: input.prompt,
+        ifBusy: input.ifBusy ?? "reject",
+        paused: false,
+        nextRunAt: firstDue(spec, now),
+        lastRun: undefined,
+        createdAt: now,
+        updatedAt: now,
+        bodyHash,
+      };
+      this.write(schedule);
+      return { schedule: scheduleView(sessionId, schedule), created: true };
+    });
+  }
+
+  /** A lane's schedules (at most MAX_SCHEDULES_PER_LANE: one page). */
+  async laneSchedules(lane: string): Promise<Wire<RpcResult<Schedule[]>>> {
+    return asResult(async () => {
+      const sessionId = await this.laneOf(lane);
+      return this.host.dueWork.schedules.onLane(lane).map((schedule) => scheduleView(sessionId, schedule));
+    });
+  }
+
+  async getSchedule(lane: string, id: string): Promise<Wire<RpcResult<Schedule>>> {
+    return asResult(async () => {
+      const sessionId = await this.laneOf(lane);
+      return scheduleView(sessionId, this.scheduleOn(lane, id));
+    });
+  }
+
+  /**
+   * `PATCH …/schedules/{id}`: a new timing or time zone recomputes the next due time from now (an
+   * interval counts from now); pausing keeps it, so a resumed schedule whose due time passed
+   * meanwhile fires once at resumption (the missed due times coalesce into that run).
+   */
+  async patchSchedule(lane: string, id: string, body: Wire<PatchSchedule>): Promise<Wire<RpcResult<Schedule>>> {
+    return asResult(async () => {
+      const patch = parseWire(body);
+      const sessionId = await this.laneOf(lane);
+      const current = this.scheduleOn(lane, id);
+      const now = Date.now();
+      const retimed = patch.cron !== undefined || patch.at !== undefined || patch.everySeconds !== undefined || (patch.timezone !== undefined && patch.timezone !== current.timezone);
+      const spec = retimed ? { timing: patch.cron !== undefined || patch.at !== undefined || patch.everySeconds !== undefined ? timingOf(patch) : current.timing, timezone: patch.timezone ?? current.timezone, anchor: now } : current;
+      const next: StoredSchedule = {
+        ...current,
+        timing: spec.timing,
+        timezone: spec.timezone,
+        anchor: spec.anchor,
+        prompt: patch.prompt ?? current.prompt,
+        ifBusy: patch.ifBusy ?? current.ifBusy,
+        paused: patch.paused ?? current.paused,
+        nextRunAt: retimed ? firstDue(spec, now) : current.nextRunAt,
+        updatedAt: now,
+      };
+      this.write(next);
+      return scheduleView(sessionId, next);
+    });
+  }
+
+  async deleteSchedule(lane: string, id: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
+    return asResult(async () => {
+      await this.laneOf(lane);
+      this.scheduleOn(lane, id);
+      const forwardAt = this.host.dueWork.schedules.delete(id);
+      this.host.dueWork.alarmBy(forwardAt);
+      this.forwardAfterCommit();
+      return { deleted: true as const };
+    });
+  }
+
+  /** A schedule's runs, newest due time first; the cursor is the last due time answered. */
+  async scheduleRuns(lane: string, id: string, limit: number, beforeDueAt: number | undefined): Promise<Wire<RpcResult<{ items: ScheduleRun[]; nextCursor: string | null }>>> {
+    return asResult(async () => {
+      await this.laneOf(lane);
+      this.scheduleOn(lane, id);
+      const items = this.host.dueWork.schedules.runs(id, limit, beforeDueAt);
+      const last = items.at(-1);
+      return { items, nextCursor: items.length === limit && last ? String(last.dueAt) : null };
+    });
+  }
+
+  /** The alarm: due schedules fire, and unforwarded registrations go to the shard. */
+  async alarm(): Promise<void> {
+    await Promise.all([this.firing.fireDue(), this.registrar.kick().catch(() => undefined)]);
+  }
+
+  /**
+   * The cron's safety net (worker/schedule-sweep.ts): a session whose schedule is overdue in the
+   * index is woken here, fires what is due, makes sure its alarm is armed again, and answers its
+   * schedules' next runs for the index.
+   */
+  async sweepSchedules(): Promise<ScheduleSweepAnswer> {
+    if (!this.host.existingStorage()) return { gone: true };
+    await this.alarm();
+    if (!this.host.schema.exists) return { gone: true };
+    await this.host.dueWork.ensureArmed();
+    return { gone: false, nextRuns: this.host.dueWork.schedules.nextRuns() };
+  }
+
+  /** The session's id once the lane is known to exist (404 SessionNotFound or UnknownLane otherwise). */
+  private async laneOf(lane: string): Promise<string> {
+    const { storage } = this.host.open();
+    if (!(await this.host.harness()).getLane(lane)) throw new RpcError({ code: "UnknownLane", message: `Lane "${lane}" does not exist` });
+    return storage.metadata.id;
+  }
+
+  private scheduleOn(lane: string, id: string): StoredSchedule {
+    const schedule = this.host.dueWork.schedules.get(id);
+    if (!schedule || schedule.lane !== lane) throw new RpcError({ code: "ScheduleNotFound", message: `No schedule ${id} on lane ${lane}`, details: { scheduleId: id } });
+    return schedule;
+  }
+
+  /** The schedule, its next due time and its registration in this turn; the alarm covers both. */
+  private write(schedule: StoredSchedule): void {
+    const forwardAt = this.host.dueWork.schedules.put(schedule);
+    this.host.dueWork.alarmBy(schedule.paused || schedule.nextRunAt === undefined ? forwardAt : Math.min(forwardAt, schedule.nextRunAt));
+    this.forwardAfterCommit();
+  }
+
+  /** The registration goes to the shard once the commit that wrote it is durable (a zero-delay timer runs after it). */
+  private forwardAfterCommit(): void {
+    setTimeout(() => this.host.ctx.waitUntil(this.registrar.kick().catch(() => undefined)), 0);
+  }
+}
+
+function timingOf(input: { cron?: string; at?: number; everySeconds?: number }): ScheduleTiming {
+  if (input.cron !== undefined) return { cron: input.cron };
+  if (input.at !== undefined) return { at: input.at };
+  if (input.everySeconds !== undefined) return { everySeconds: input.everySeconds };
+  throw new RpcError({ code: "ValidationFailed", message: "body: give exactly one of cron, at, everySeconds" });
+}

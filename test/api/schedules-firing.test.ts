@@ -1,0 +1,177 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { scheduledOperationId } from "../../durable-objects/session/schedules/schedule-times.ts";
+import type { ScheduleRun } from "../../schema/schedules.ts";
+import { adminToken, call } from "./helpers.ts";
+import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
+import { alarm, createSchedule, dueNow, indexedSchedules, runsOf, scheduleOf, sessionObject, shardOfSession, until } from "./schedule-helpers.ts";
+import { tick } from "./deferred-helpers.ts";
+import { deliveries, receiver, register } from "./webhooks-helpers.ts";
+
+// Schedules firing (spec/API.md "Schedules"): through the session's real alarm and the worker's own
+// `scheduled()`. A cron's next due time is a minute away at best, so tests move the stored due time
+// into the past (dueNow) instead of waiting for it; the firing itself is the real one.
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+async function settledStatus(setup: { key: string; lanePath: string }, operationId: string): Promise<string | undefined> {
+  const view = await (await call(`${setup.lanePath}/operations/${operationId}?wait=10`, { token: setup.key })).json<{ state: string; result?: { status: string } }>();
+  return view.state === "settled" ? view.result?.status : undefined;
+}
+
+/** How many entries of the session hold the prompt text as a user message. */
+async function promptsPlaced(setup: { key: string; sessionPath: string }, text: string): Promise<number> {
+  const page = await (await call(`${setup.sessionPath}/entries?type=message&limit=1000`, { token: setup.key })).json<{ items: { message?: { role: string; content: unknown } }[] }>();
+  return page.items.filter((entry) => entry.message?.role === "user" && JSON.stringify(entry.message.content).includes(text)).length;
+}
+
+describe("schedules: firing", () => {
+  it("a one-off `at` fires once through the real alarm, and its run settles", async () => {
+    const setup = await laneSetup("schf");
+    // A time already past runs at once (the alarm is armed for it).
+    const at = Date.now() - 1_000;
+    const schedule = await createSchedule(setup, { at, prompt: "one-off ping" });
+    const [run] = await until("the run", () => runsOf(setup, schedule.id), (runs) => runs.length > 0);
+    expect(run).toMatchObject({ dueAt: at, operationId: scheduledOperationId(schedule.id, at) });
+    expect(await until("the settlement", () => settledStatus(setup, run?.operationId ?? ""), (status) => status !== undefined)).toBe("completed");
+    await alarm(setup);
+    expect(await runsOf(setup, schedule.id)).toHaveLength(1);
+    expect(await scheduleOf(setup, schedule.id)).toMatchObject({ nextRunAt: null, lastRun: { dueAt: at, operationId: run?.operationId } });
+    expect(await promptsPlaced(setup, "one-off ping")).toBe(1);
+  });
+
+  it("a due time fired by the alarm and the sweep at once, and again as if the firing's record were lost, starts one run", async () => {
+    const setup = await laneSetup("schd");
+    const schedule = await createSchedule(setup, { cron: "* * * * *", prompt: "minute ping" });
+    const dueAt = Date.now() - 1_000;
+    await dueNow(setup, schedule.id, dueAt);
+    await Promise.all([alarm(setup), sessionObject(setup).sweepSchedules(), sessionObject(setup).sweepSchedules()]);
+    const runs = await runsOf(setup, schedule.id);
+    expect(runs).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule.id, dueAt) })]);
+    const operationId = runs[0]?.operationId ?? "";
+    expect(await until("the settlement", () => settledStatus(setup, operationId), (status) => status !== undefined)).toBe("completed");
+    // As if the object died after the run's acceptance and before its record: the same due time
+    // is due again. Its derived operation id is taken, so no second run starts.
+    await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => {
+      state.storage.sql.exec("DELETE FROM schedule_runs WHERE schedule_id = ?", schedule.id);
+    });
+    await dueNow(setup, schedule.id, dueAt);
+    await alarm(setup);
+    expect(await runsOf(setup, schedule.id)).toEqual([expect.objectContaining({ dueAt, operationId })]);
+    expect(await promptsPlaced(setup, "minute ping")).toBe(1);
+    expect((await scheduleOf(setup, schedule.id)).nextRunAt).toBeGreaterThan(Date.now());
+  });
+
+  it("missed due times coalesce into one run carrying the earliest, and a resumed schedule fires once", async () => {
+    const setup = await laneSetup("schc");
+    // Hourly, so that no due time passes while the test runs (the counts are exact).
+    const schedule = await createSchedule(setup, { cron: "0 * * * *", prompt: "coalesced ping" });
+    const missedSince = Math.floor(Date.now() / HOUR) * HOUR - 5 * HOUR;
+    await dueNow(setup, schedule.id, missedSince);
+    await alarm(setup);
+    const [run] = await runsOf(setup, schedule.id);
+    expect(run).toMatchObject({ dueAt: missedSince, coalesced: 5 });
+    expect(run?.operationId).toBeDefined();
+    await until("the settlement", () => settledStatus(setup, run?.operationId ?? ""), (status) => status !== undefined);
+
+    // Paused across due times: nothing fires; resumed, one run for all of them.
+    await call(`${setup.lanePath}/schedules/${schedule.id}`, { method: "PATCH", body: { paused: true }, token: setup.key });
+    const pausedSince = Math.floor(Date.now() / HOUR) * HOUR - 2 * HOUR - 1;
+    await dueNow(setup, schedule.id, pausedSince);
+    await alarm(setup);
+    expect(await runsOf(setup, schedule.id)).toHaveLength(1);
+    await call(`${setup.lanePath}/schedules/${schedule.id}`, { method: "PATCH", body: { paused: false }, token: setup.key });
+    await alarm(setup);
+    const runs = await until("the resumed run", () => runsOf(setup, schedule.id), (items) => items.length === 2);
+    expect(runs[0]).toMatchObject({ dueAt: pausedSince, coalesced: 3 });
+    expect(await promptsPlaced(setup, "coalesced ping")).toBe(2);
+  });
+
+  it("a busy lane under ifBusy reject records the due time skipped (lane_busy), with its webhook; enqueue runs it after", async () => {
+    const setup = await laneSetup("schbz");
+    const hooks = receiver("schbz");
+    const endpoint = await register(setup.key, hooks.url("ok"), ["schedule.fired", "schedule.skipped"]);
+    await useScript(setup, [slowStep(80), { text: "queued answer" }]);
+    const busy = await call(`${setup.lanePath}/operations`, { body: { kind: "prompt", prompt: "keep busy" }, token: setup.key });
+    expect(busy.status).toBe(202);
+    await untilAt(setup, "assistant.effect_pending");
+    const rejecting = await createSchedule(setup, { id: "rej", everySeconds: 3600, prompt: "skipped ping" });
+    const enqueuing = await createSchedule(setup, { id: "enq", everySeconds: 3600, prompt: "enqueued ping", ifBusy: "enqueue" });
+    await dueNow(setup, rejecting.id);
+    await dueNow(setup, enqueuing.id);
+    await alarm(setup);
+    const [skipped] = await runsOf(setup, rejecting.id);
+    expect(skipped).toMatchObject({ skipped: "lane_busy" });
+    expect(skipped).not.toHaveProperty("operationId");
+    const [queued] = await runsOf(setup, enqueuing.id);
+    expect(queued?.operationId).toBeDefined();
+    await call(`${setup.lanePath}/abort`, { method: "POST", token: setup.key });
+    expect(await until("the pending run", () => settledStatus(setup, queued?.operationId ?? ""), (status) => status !== undefined)).toBe("completed");
+    const types = await until("the webhook events", () => deliveries(setup.key, endpoint.id), (items) => items.length >= 2);
+    expect(types.map((delivery) => delivery.type).sort()).toEqual(["schedule.fired", "schedule.skipped"]);
+  });
+
+  it("a run the tenant's quota refuses is recorded skipped (quota), with its webhook", async () => {
+    const setup = await laneSetup("schq");
+    const endpoint = await register(setup.key, receiver("schq").url("ok"), ["schedule.skipped"]);
+    const quota = await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 1 }, token: adminToken() });
+    expect(quota.status).toBe(200);
+    // Another lane's run holds the one slot.
+    expect((await call(`${setup.sessionPath}/lanes/other`, { method: "PUT", token: setup.key })).status).toBe(201);
+    await useScript({ ...setup, lanePath: `${setup.sessionPath}/lanes/other` }, [slowStep(80)]);
+    expect((await call(`${setup.sessionPath}/lanes/other/operations`, { body: { kind: "prompt", prompt: "hold the slot" }, token: setup.key })).status).toBe(202);
+    const schedule = await createSchedule(setup, { everySeconds: 3600, prompt: "over quota" });
+    await dueNow(setup, schedule.id);
+    await alarm(setup);
+    const [run] = await runsOf(setup, schedule.id);
+    expect(run).toMatchObject({ skipped: "quota", detail: "maxOpenOperations" });
+    const [delivery] = await until("the skip event", () => deliveries(setup.key, endpoint.id), (items) => items.length > 0);
+    expect(delivery?.type).toBe("schedule.skipped");
+    await call(`${setup.sessionPath}/lanes/other/abort`, { method: "POST", token: setup.key });
+  });
+
+  it("a session deleted while its schedule is due starts nothing, and leaves the index", async () => {
+    const setup = await laneSetup("schdel");
+    const schedule = await createSchedule(setup, { everySeconds: 60, prompt: "never" });
+    await until("the registration", () => indexedSchedules(setup), (rows) => rows.length === 1);
+    await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => {
+      state.storage.sql.exec("UPDATE schedules SET next_run_at = ? WHERE id = ?", Date.now() - 1_000, schedule.id);
+    });
+    expect((await call(setup.sessionPath, { method: "DELETE", token: setup.key })).status).toBe(204);
+    await alarm(setup);
+    await tick();
+    expect(await indexedSchedules(setup)).toEqual([]);
+    const open = await runInDurableObject(env.TENANTS.getByName(setup.tenantId), (_instance: TenantObject, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n);
+    expect(open).toBe(0);
+    expect((await call(setup.sessionPath, { token: setup.key })).status).toBe(404);
+  });
+
+  it("a schedule whose alarm was lost fires when the worker's own scheduled() runs, and its alarm is armed again", async () => {
+    const setup = await laneSetup("schnet");
+    const schedule = await createSchedule(setup, { cron: "* * * * *", prompt: "safety net" });
+    await until("the registration", () => indexedSchedules(setup), (rows) => rows.length === 1);
+    const dueAt = Date.now() - 2 * MINUTE;
+    await runInDurableObject(sessionObject(setup), async (_instance: SessionObject, state) => {
+      state.storage.sql.exec("UPDATE schedules SET next_run_at = ? WHERE id = ?", dueAt, schedule.id);
+      await state.storage.deleteAlarm();
+    });
+    // The index saw it due then too (its row's check time is the due time it was registered with).
+    await runInDurableObject(shardOfSession(setup), (_instance, state) => {
+      state.storage.sql.exec("UPDATE schedules SET check_at = ? WHERE session = ?", dueAt, `${setup.tenantId}:${setup.sid}`);
+    });
+    await tick();
+    const runs: ScheduleRun[] = await runsOf(setup, schedule.id);
+    expect(runs).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule.id, dueAt) })]);
+    const armed = await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => state.storage.getAlarm());
+    expect(armed).not.toBeNull();
+    const [row] = await indexedSchedules(setup);
+    expect(row?.check_at).toBeGreaterThan(Date.now());
+    // A second tick finds nothing overdue: no second run.
+    await tick();
+    expect(await runsOf(setup, schedule.id)).toHaveLength(1);
+  });
+});
