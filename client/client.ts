@@ -10,6 +10,7 @@ import { OperationsApi } from "./operations.ts";
 import { ResourcesApi } from "./resources.ts";
 import { ProvidersApi, ToolsApi } from "./tools.ts";
 import { WebhooksApi } from "./webhooks.ts";
+import { SchedulesApi } from "./schedules.ts";
 import { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 import { EntriesApi, SessionsApi, usage } from "./sessions.ts";
 import type { Me, ModelCatalogEntry, UsagePage, UsageQuery } from "./types.ts";
@@ -54,6 +55,8 @@ export class AgentSessionsClient {
   readonly providers: ProvidersApi;
   /** The tenant's webhook endpoints and their delivery logs. */
   readonly webhooks: WebhooksApi;
+  /** Schedules of lanes: prompts that start on their own. */
+  readonly schedules: SchedulesApi;
   /** The tenant's agents: versioned definitions of model, settings, resources and tools. */
   readonly agents: AgentsApi;
   /** The tenant's own tools, which its agents name: one definition and one signing secret for all sessions. */
@@ -77,6 +80,7 @@ export class AgentSessionsClient {
     this.mcpServers = new McpServersApi(this.http);
     this.providers = new ProvidersApi(this.http);
     this.webhooks = new WebhooksApi(this.http);
+    this.schedules = new SchedulesApi(this.http);
     this.agents = new AgentsApi(this.http);
     this.tenantTools = new TenantToolsApi(this.http);
     this.tenantMcpServers = new TenantMcpServersApi(this.http);

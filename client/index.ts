@@ -33,6 +33,7 @@ export {
   type WebhookEvent,
   type WebhookEventType,
 } from "./webhooks.ts";
+export { SchedulesApi, type CreateSchedule, type ListedSchedule, type PatchSchedule, type Schedule, type ScheduleRun, type ScheduleSkipReason } from "./schedules.ts";
 export { McpServersApi, type McpServerInput, type McpServerReply, type McpServerSummary, type McpServerView, type ToolListing } from "./mcp-servers.ts";
 export { pages, paginate } from "./paging.ts";
 export {

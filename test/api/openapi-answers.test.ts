@@ -27,6 +27,7 @@ import { BranchSchema, CreatedSessionSchema, EntryLabelSchema, ResourceNamedSche
 import { CreatedToolDefinitionSchema, ToolDefinitionViewSchema } from "../../schema/tools.ts";
 import { PutTenantToolReplySchema, TenantMcpServerViewSchema, TenantToolViewSchema } from "../../schema/tenant-tools.ts";
 import { CreatedWebhookSchema, WebhookDeliverySchema, WebhookEndpointSchema } from "../../schema/webhooks.ts";
+import { ListedScheduleSchema, ScheduleRunSchema, ScheduleSchema } from "../../schema/schedules.ts";
 import { CATALOG } from "../../worker/openapi/catalog.ts";
 import type { OpenApiDocument } from "../../worker/openapi/document.ts";
 import { BranchPageSchema, EntryPageSchema, HealthSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "../../worker/openapi/responses.ts";
@@ -239,6 +240,19 @@ describe("every documented success answer validates against the document", () =>
   });
 
   // The SSE streams are read by test/api/sse-*.test.ts and test/api/ai-sdk.test.ts, not here.
+  it("schedules", async () => {
+    const body = { id: "answers", everySeconds: 3600, prompt: "Hourly" };
+    const created = await checker.expect("createSchedule", 201, ScheduleSchema, { key, path: lane(), body });
+    await checker.expect("createSchedule", 200, ScheduleSchema, { key, path: lane(), body });
+    const path = { ...lane(), id: created.id };
+    await checker.expect("listLaneSchedules", 200, v.object({ items: v.array(ScheduleSchema) }), { key, path: lane() });
+    await checker.expect("getSchedule", 200, ScheduleSchema, { key, path });
+    await checker.expect("updateSchedule", 200, ScheduleSchema, { key, path, body: { paused: true } });
+    await checker.expect("listScheduleRuns", 200, pageSchema(ScheduleRunSchema), { key, path });
+    await checker.expect("listSchedules", 200, pageSchema(ListedScheduleSchema), { key });
+    await checker.status("deleteSchedule", 204, { key, path });
+  });
+
   it("saw every documented success answer but the WebSocket upgrades' and the event streams'", () => {
     const documented = CATALOG.flatMap((route) => Object.keys(route.responses).map((status) => `${route.operationId} ${status}`));
     const upgrades = ["watchSession 101", "watchLane 101", "laneEvents 200", "aiSdkChat 200", "aiSdkResumeStream 200"];
