@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md and docs/ai-sdk.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/ai-sdk.md and docs/schedules.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -102,5 +102,21 @@ describe("the shell examples of the docs", () => {
     expect(created).toMatchObject({ id: "chat-u42", name: "Support chat", metadata: { user: "u_42", plan: "pro" } });
     expect(patched).toMatchObject({ id: "chat-u42", metadata: { user: "u_42", plan: "enterprise", ticket: "T-7" } });
     expect(found).toEqual({ items: [{ id: "chat-u42", name: "Support chat", createdAt: expect.any(Number), metadata: { user: "u_42", plan: "enterprise", ticket: "T-7" } }], nextCursor: null });
+  }, 90_000);
+
+  it("schedule a weekday report and a one-off that runs at once, read its run, pause, list and delete (docs/schedules.md)", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "schedulesdoc");
+    const blocks = fencedBlocks("docs/schedules.md", "sh");
+    expect(blocks).toHaveLength(4);
+    const [, created, runs, managed] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [standup, reminder] = jsonValues(created ?? "");
+    expect(standup).toMatchObject({ id: "standup", cron: "0 9 * * 1-5", timezone: "Europe/Berlin", paused: false, nextRunAt: expect.any(Number) });
+    expect(reminder).toMatchObject({ id: "reminder", at: expect.any(Number) });
+    expect(jsonValues(runs ?? "")).toEqual([{ items: [expect.objectContaining({ operationId: expect.any(String) })], nextCursor: null }]);
+    const lines = (managed ?? "").split("\n");
+    const [paused, listed] = jsonValues(lines.slice(0, -1).join("\n"));
+    expect(paused).toMatchObject({ id: "standup", paused: true, nextRunAt: null });
+    expect(listed).toMatchObject({ items: expect.any(Array) });
+    expect(lines.at(-1)).toBe("204");
   }, 90_000);
 });

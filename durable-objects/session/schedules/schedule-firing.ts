@@ -90,7 +90,12 @@ export class ScheduleFiring {
       this.reached(current, due, this.clock(), { skipped: "quota", detail: reservation.detail });
       return;
     }
-    const outcome = await this.start(current, due);
+    // A start that fails unexpectedly still reaches its due time (recorded, the slot given back):
+    // left due, it would bring the alarm straight back to the same failure.
+    const outcome = await this.start(current, due).catch((error: unknown): Outcome => {
+      console.warn(JSON.stringify({ event: "schedule_start_failed", scheduleId, dueAt: due.dueAt, error: error instanceof Error ? error.message : String(error) }));
+      return { skipped: "refused", detail: "internal_error" };
+    });
     this.reached(current, due, this.clock(), outcome);
     if ("skipped" in outcome) await tenant.scheduleSkipped(sessionId, due, outcome.skipped, outcome.detail, true).catch(() => undefined);
     else if (outcome.operationId !== due.operationId) await tenant.releaseOperation(due.operationId).catch(() => undefined);
