@@ -11,7 +11,7 @@ import { objectStub, uniqueObjectName } from "../helpers/storage.ts";
 // session migration, extend that list with their own migrations (append-only), or drop everything
 // to start at zero.
 
-const SESSION_TABLES = ["counters", "deferred_registrations", "due_work", "entries", "idempotency", "list_items", "meta", "op_results", "payload_chunks", "schema_migrations", "settlement_outbox", "usage", "usage_forward", "vals"];
+const SESSION_TABLES = ["counters", "deferred_registrations", "due_work", "entries", "idempotency", "list_items", "meta", "op_results", "payload_chunks", "schedule_registrations", "schedule_runs", "schedules", "schema_migrations", "settlement_outbox", "usage", "usage_forward", "vals"];
 const current = SESSION_MIGRATIONS.length;
 
 const m2: Migration = { version: current + 1, name: "test_extra_a", statements: ["CREATE TABLE test_extra_a (id INTEGER PRIMARY KEY, v TEXT)"] };
