@@ -9,7 +9,7 @@ import { adminToken, call } from "./helpers.ts";
 import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
 import { alarm, createSchedule, dueNow, indexedSchedules, runsOf, scheduleOf, sessionObject, shardOfSession, until } from "./schedule-helpers.ts";
 import { tick } from "./deferred-helpers.ts";
-import { deliveries, receiver, register } from "./webhooks-helpers.ts";
+import { breakTenant, deliveries, receiver, register } from "./webhooks-helpers.ts";
 
 // Schedules firing (spec/API.md "Schedules"): through the session's real alarm and the worker's own
 // `scheduled()`. A cron's next due time is a minute away at best, so tests move the stored due time
@@ -132,6 +132,32 @@ describe("schedules: firing", () => {
     const [delivery] = await until("the skip event", () => deliveries(setup.key, endpoint.id), (items) => items.length > 0);
     expect(delivery?.type).toBe("schedule.skipped");
     await call(`${setup.sessionPath}/lanes/other/abort`, { method: "POST", token: setup.key });
+  });
+
+  it("a firing the tenant object fails is tried again later for the same due time, not at once and not skipped", async () => {
+    const setup = await laneSetup("schr");
+    await register(setup.key, receiver("schr").url("ok"), ["schedule.fired"]);
+    const schedule = await createSchedule(setup, { cron: "0 * * * *", prompt: "retried ping" });
+    await until("the registration", () => indexedSchedules(setup), (rows) => rows.length === 1);
+    const dueAt = Date.now() - 1_000;
+    await dueNow(setup, schedule.id, dueAt);
+    await breakTenant(setup.tenantId, true);
+    await alarm(setup);
+    await breakTenant(setup.tenantId, false);
+    expect(await runsOf(setup, schedule.id)).toEqual([]);
+    const state = await runInDurableObject(sessionObject(setup), async (_instance: SessionObject, storage) => ({
+      alarm: await storage.storage.getAlarm(),
+      row: storage.storage.sql.exec<{ next_run_at: number; retry_at: number | null }>("SELECT next_run_at, retry_at FROM schedules WHERE id = ?", schedule.id).one(),
+    }));
+    // Not armed for the past (a loop on the failure): for the retry, half a minute on.
+    expect(state.row).toMatchObject({ next_run_at: dueAt, retry_at: expect.any(Number) });
+    expect(state.alarm).toBeGreaterThan(Date.now() + 10_000);
+    // The retry's time come (moved, not waited for): the same due time fires.
+    await runInDurableObject(sessionObject(setup), (_instance: SessionObject, storage) => {
+      storage.storage.sql.exec("UPDATE schedules SET retry_at = ? WHERE id = ?", Date.now() - 1, schedule.id);
+    });
+    await alarm(setup);
+    expect(await runsOf(setup, schedule.id)).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule.id, dueAt) })]);
   });
 
   it("a session deleted while its schedule is due starts nothing, and leaves the index", async () => {

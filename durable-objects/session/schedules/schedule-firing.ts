@@ -19,6 +19,8 @@ type FiringHost = Pick<SessionHost, "env" | "existingStorage" | "harness" | "due
 /** Schedules fired per round of a pass; a pass runs rounds until none is due (at most MAX_ROUNDS). */
 const BATCH = 20;
 const MAX_ROUNDS = 10;
+/** A failed firing is tried again after this long. */
+export const RETRY_MS = 30_000;
 
 type Outcome = { operationId: string } | { skipped: ScheduleSkipReason; detail?: string };
 
@@ -54,7 +56,7 @@ export class ScheduleFiring {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (!this.host.existingStorage()) return;
       const due = this.host.dueWork.schedules.due(this.clock(), BATCH);
-      for (const schedule of due) await this.fireOne(schedule.id);
+      for (const schedule of due) await this.fireOne(schedule.id).catch((error: unknown) => this.failed(schedule.id, error));
       if (due.length < BATCH) return;
     }
   }
@@ -99,6 +101,20 @@ export class ScheduleFiring {
     this.reached(current, due, this.clock(), outcome);
     if ("skipped" in outcome) await tenant.scheduleSkipped(sessionId, due, outcome.skipped, outcome.detail, true).catch(() => undefined);
     else if (outcome.operationId !== due.operationId) await tenant.releaseOperation(due.operationId).catch(() => undefined);
+  }
+
+  /**
+   * A firing that failed before it started anything (the session could not be opened, the tenant
+   * object did not answer): the same due time is tried again RETRY_MS later, from the alarm, rather
+   * than at once (which would bring the alarm straight back to the failure). A due time whose slot
+   * was taken and whose answer was lost binds the same operation id again: still one slot, one run.
+   */
+  private failed(scheduleId: string, error: unknown): void {
+    console.warn(JSON.stringify({ event: "schedule_firing_failed", scheduleId, error: error instanceof Error ? error.message : String(error) }));
+    if (!this.host.schema.exists) return;
+    const retryAt = this.clock() + RETRY_MS;
+    this.host.dueWork.schedules.retryAt(scheduleId, retryAt);
+    this.host.dueWork.alarmBy(retryAt);
   }
 
   /** Accepts the run (or hands the prompt to the running operation under `steer`/`followUp`). */

@@ -73,17 +73,26 @@ export class ScheduleStore {
       .map((row) => ({ scheduleId: row.id, nextRunAt: row.paused === 1 ? null : row.next_run_at }));
   }
 
-  /** Unpaused schedules due at `now`, the longest due first. */
+  /** Unpaused schedules due at `now` (a failed firing's retry time standing for its due time), the longest due first. */
   due(now: number, limit: number): StoredSchedule[] {
     return this.sql
-      .exec<Row>(`SELECT ${COLUMNS} FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?`, now, limit)
+      .exec<Row>(
+        `SELECT ${COLUMNS} FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL AND COALESCE(retry_at, next_run_at) <= ? ORDER BY COALESCE(retry_at, next_run_at), id LIMIT ?`,
+        now,
+        limit,
+      )
       .toArray()
       .map(fromRow);
   }
 
-  /** The earliest next run of an unpaused schedule: the session's one alarm covers it (due-work.ts). */
+  /** The earliest next run (or retry) of an unpaused schedule: the session's one alarm covers it (due-work.ts). */
   earliestDue(): number | undefined {
-    return this.sql.exec<{ due: number | null }>("SELECT MIN(next_run_at) AS due FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL").one().due ?? undefined;
+    return this.sql.exec<{ due: number | null }>("SELECT MIN(COALESCE(retry_at, next_run_at)) AS due FROM schedules WHERE paused = 0 AND next_run_at IS NOT NULL").one().due ?? undefined;
+  }
+
+  /** A firing failed before anything was started: the same due time is tried again at `at`. */
+  retryAt(scheduleId: string, at: number): void {
+    this.sql.exec("UPDATE schedules SET retry_at = ? WHERE id = ?", at, scheduleId);
   }
 
   /** Inserts or replaces a schedule, and records its registration with the shard (answers when it must be forwarded at the latest). */
@@ -92,7 +101,7 @@ export class ScheduleStore {
       `INSERT INTO schedules (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET lane = excluded.lane, timing = excluded.timing, timezone = excluded.timezone, anchor = excluded.anchor,
          prompt = excluded.prompt, if_busy = excluded.if_busy, paused = excluded.paused, next_run_at = excluded.next_run_at,
-         last_run = excluded.last_run, updated_at = excluded.updated_at`,
+         retry_at = NULL, last_run = excluded.last_run, updated_at = excluded.updated_at`,
       schedule.id,
       schedule.lane,
       JSON.stringify(schedule.timing),
@@ -141,7 +150,7 @@ export class ScheduleStore {
       MAX_SCHEDULE_RUNS_KEPT,
     );
     const lastRun: ScheduleLastRun = { dueAt: run.dueAt, ...(run.operationId !== undefined && { operationId: run.operationId }), ...(run.skipped !== undefined && { skipped: run.skipped }) };
-    this.sql.exec("UPDATE schedules SET next_run_at = ?, last_run = ? WHERE id = ?", nextRunAt ?? null, JSON.stringify(lastRun), schedule.id);
+    this.sql.exec("UPDATE schedules SET next_run_at = ?, retry_at = NULL, last_run = ? WHERE id = ?", nextRunAt ?? null, JSON.stringify(lastRun), schedule.id);
   }
 
   /** A schedule's runs, newest due time first, after the cursor's due time. */

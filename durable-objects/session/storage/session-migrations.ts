@@ -311,13 +311,14 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
         if_busy TEXT NOT NULL,
         paused INTEGER NOT NULL,
         next_run_at INTEGER,
+        retry_at INTEGER,
         last_run TEXT,
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL,
         body_hash TEXT NOT NULL
       )`,
       "CREATE INDEX schedules_lane ON schedules (lane, id)",
-      "CREATE INDEX schedules_due ON schedules (next_run_at) WHERE paused = 0 AND next_run_at IS NOT NULL",
+      "CREATE INDEX schedules_due ON schedules (COALESCE(retry_at, next_run_at)) WHERE paused = 0 AND next_run_at IS NOT NULL",
       `CREATE TABLE schedule_runs (
         schedule_id TEXT NOT NULL,
         due_at INTEGER NOT NULL,
