@@ -134,6 +134,21 @@ describe("schedules: firing", () => {
     await call(`${setup.sessionPath}/lanes/other/abort`, { method: "POST", token: setup.key });
   });
 
+  it("a run over the tenant's request quota is recorded skipped (quota, requestsPerMinute)", async () => {
+    const setup = await laneSetup("schrq");
+    const schedule = await createSchedule(setup, { everySeconds: 3600, prompt: "over the minute's quota" });
+    // The setup's own requests used the minute's one request already.
+    const quota = await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 1 }, token: adminToken() });
+    expect(quota.status).toBe(200);
+    await dueNow(setup, schedule.id);
+    await alarm(setup);
+    // Read in the object: the tenant's key is over its quota for the rest of the minute.
+    const runs = await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) =>
+      state.storage.sql.exec<{ skipped: string | null; detail: string | null; operation_id: string | null }>("SELECT skipped, detail, operation_id FROM schedule_runs WHERE schedule_id = ?", schedule.id).toArray(),
+    );
+    expect(runs).toEqual([{ skipped: "quota", detail: "requestsPerMinute", operation_id: null }]);
+  });
+
   it("a firing the tenant object fails is tried again later for the same due time, not at once and not skipped", async () => {
     const setup = await laneSetup("schr");
     await register(setup.key, receiver("schr").url("ok"), ["schedule.fired"]);
