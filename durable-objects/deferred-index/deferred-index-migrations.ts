@@ -16,4 +16,10 @@ export const DEFERRED_INDEX_MIGRATIONS: Migration[] = [
       "CREATE INDEX suspended_runs_due ON suspended_runs (due_at)",
     ],
   },
+  {
+    version: 2,
+    name: "suspended_runs_by_session",
+    // A deleted session's rows are dropped by its name (deferred-index.ts removeSession).
+    statements: ["CREATE INDEX suspended_runs_by_session ON suspended_runs (session)"],
+  },
 ];

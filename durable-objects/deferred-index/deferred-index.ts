@@ -65,6 +65,14 @@ export class DeferredIndex extends DurableObject<Env> {
   }
 
   /**
+   * Every run of a deleted session (`session`: its object name), by the index on that column:
+   * its deletion leaves no row for a sweep to find. Idempotent.
+   */
+  async removeSession(session: string): Promise<void> {
+    if (this.schema.exists) this.ctx.storage.sql.exec("DELETE FROM suspended_runs WHERE session = ?", session);
+  }
+
+  /**
    * Up to `limit` due runs, oldest due first, each leased (its due time moved to the lease's end)
    * so that an overlapping sweep does not take it too. Counts for the sweep's log line.
    */
