@@ -1,5 +1,6 @@
 import { createApp } from "./app.ts";
 import { sweepDeferred } from "./deferred-sweep.ts";
+import { sweepRetention } from "./retention-sweep.ts";
 
 export { SessionObject } from "../durable-objects/session/session-object.ts";
 export { TenantObject } from "../durable-objects/tenant/tenant-object.ts";
@@ -9,8 +10,9 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
-  // The minute cron resumes deferred runs whose poll is due (D8).
+  // The minute cron resumes deferred runs whose poll is due (D8), and deletes sessions idle past
+  // their tenant's retention (retention-sweep.ts), both at once.
   async scheduled(_controller, env, _ctx): Promise<void> {
-    await sweepDeferred(env);
+    await Promise.all([sweepDeferred(env), sweepRetention(env)]);
   },
 } satisfies ExportedHandler<Env>;

@@ -1,5 +1,8 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call } from "./helpers.ts";
+import { call, newTenant } from "./helpers.ts";
+import { expectError } from "./session-helpers.ts";
 import { indexed, suspendedRun } from "./deferred-helpers.ts";
 import { eventually } from "./webhooks-helpers.ts";
 
@@ -14,5 +17,65 @@ describe("issue 35: DELETE /v1/sessions/{sid} removes the session's DeferredInde
     expect(await indexed(run.shard, run.operationId)).toBe(false);
     // A retry (after a partial failure, say) is still safe: 404, nothing left.
     expect((await call(`/v1/sessions/${run.sid}`, { method: "DELETE", token: run.key })).status).toBe(404);
+  });
+});
+
+type Listing = { items: { id: string }[] };
+
+async function createSession(key: string, id: string, metadata: Record<string, string>): Promise<void> {
+  const created = await call("/v1/sessions", { body: { id, metadata }, token: key });
+  expect(created.status).toBe(201);
+}
+
+async function listed(key: string, query = ""): Promise<string[]> {
+  const response = await call(`/v1/sessions?limit=100${query}`, { token: key });
+  expect(response.status).toBe(200);
+  return (await response.json<Listing>()).items.map((item) => item.id).sort();
+}
+
+describe("issue 35: DELETE /v1/sessions?metadata.<key>=<value>", { timeout: 30_000 }, () => {
+  it("deletes in the background the sessions holding every pair, hides them from listings at once, and leaves the others", async () => {
+    const { tenantId, key } = await newTenant("delmeta");
+    await createSession(key, "alice_1", { user: "alice", plan: "pro" });
+    await createSession(key, "alice_2", { user: "alice", plan: "pro" });
+    await createSession(key, "alice_free", { user: "alice", plan: "free" });
+    await createSession(key, "bob_1", { user: "bob", plan: "pro" });
+
+    const answer = await call("/v1/sessions?metadata.user=alice&metadata.plan=pro", { method: "DELETE", token: key });
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toEqual({ matched: 2 });
+    // Queued sessions leave listings and searches at once.
+    expect(await listed(key)).toEqual(["alice_free", "bob_1"]);
+    expect(await listed(key, "&metadata.user=alice")).toEqual(["alice_free"]);
+
+    // The tenant's alarm deletes them (it may already have run: running it again does nothing more).
+    await runDurableObjectAlarm(env.TENANTS.getByName(tenantId));
+    await eventually(async () => ((await call("/v1/sessions/alice_1", { token: key })).status === 404 ? true : undefined), "alice_1 deleted");
+    expect((await call("/v1/sessions/alice_2", { token: key })).status).toBe(404);
+    expect((await call("/v1/sessions/alice_free", { token: key })).status).toBe(200);
+    expect((await call("/v1/sessions/bob_1", { token: key })).status).toBe(200);
+    expect(await listed(key)).toEqual(["alice_free", "bob_1"]);
+    // A repeat matches nothing more.
+    expect(await (await call("/v1/sessions?metadata.user=alice&metadata.plan=pro", { method: "DELETE", token: key })).json()).toEqual({ matched: 0 });
+  });
+
+  it("needs at least one filter, and checks each as a listing does", async () => {
+    const { key } = await newTenant("delmeta_bad");
+    await createSession(key, "kept", { user: "carol" });
+    await expectError(await call("/v1/sessions", { method: "DELETE", token: key }), 400, "ValidationFailed");
+    await expectError(await call("/v1/sessions?limit=5", { method: "DELETE", token: key }), 400, "ValidationFailed");
+    await expectError(await call(`/v1/sessions?metadata.${"k".repeat(65)}=x`, { method: "DELETE", token: key }), 400, "ValidationFailed");
+    expect(await listed(key)).toEqual(["kept"]);
+  });
+
+  it("never reaches another tenant's sessions", async () => {
+    const mine = await newTenant("delmeta_mine");
+    const theirs = await newTenant("delmeta_theirs");
+    await createSession(mine.key, "shared_id", { user: "dave" });
+    const answer = await call("/v1/sessions?metadata.user=dave", { method: "DELETE", token: theirs.key });
+    expect(await answer.json()).toEqual({ matched: 0 });
+    await runDurableObjectAlarm(env.TENANTS.getByName(theirs.tenantId));
+    expect((await call("/v1/sessions/shared_id", { token: mine.key })).status).toBe(200);
+    expect(await listed(mine.key)).toEqual(["shared_id"]);
   });
 });
