@@ -53,8 +53,12 @@ describe("issue 35: deleting a tenant", { timeout: 60_000 }, () => {
     }
     const socket = await connect(`${sessionPath}/watch`, key);
     await expectSnapshot(socket);
-    // The key is verified and trusted by this isolate before the deletion.
+    const minted = await call(`${sessionPath}/tokens`, { body: { scopes: ["watch"] }, token: key });
+    expect(minted.status).toBe(201);
+    const { token } = await minted.json<{ token: string }>();
+    // The key and the token are verified and trusted by this isolate before the deletion.
     expect((await call("/v1/sessions", { token: key })).status).toBe(200);
+    expect((await call(`${sessionPath}/lanes/main/snapshot`, { token })).status).toBe(200);
 
     await breakShards(true);
     const deleted = await admin(`/tenants/${tenantId}`, "DELETE");
@@ -62,6 +66,8 @@ describe("issue 35: deleting a tenant", { timeout: 60_000 }, () => {
     expect(await deleted.json()).toMatchObject({ id: tenantId, status: "deleting", deletion: { sessionsTotal: sessions.length, sessionsDeleted: 0 } });
 
     expect((await call("/v1/sessions", { token: key })).status).toBe(401);
+    expect((await call(`${sessionPath}/lanes/main/snapshot`, { token })).status).toBe(401);
+    expect((await call("/v1/sessions", { body: { id: "tdel_late" }, token: key })).status).toBe(401);
     expect((await socket.closed()).code).toBe(1008);
     const newKey = await admin(`/tenants/${tenantId}/keys`, "POST", { name: "late" });
     expect(newKey.status).toBe(409);
