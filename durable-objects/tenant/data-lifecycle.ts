@@ -8,7 +8,7 @@ import { SessionDeletions } from "./session-deletions.ts";
 
 /** Sessions one alarm tick deletes at most (all at once): a tick's cost is bounded, whatever the queue. */
 export const DELETIONS_PER_TICK = 25;
-/** A tick whose batch had a failure is repeated after this long (the failed sessions stay queued). */
+/** A tick whose whole batch failed is repeated after this long (failed sessions stay queued, at its back). */
 const DELETION_RETRY_MS = 10_000;
 /**
  * A deleted tenant's own data goes no earlier than this after its deletion began: three times the
@@ -92,22 +92,22 @@ export class DataLifecycle implements AlarmDeletions {
     if (!tenant) return undefined;
     const deletions = this.deletions();
     const batch = deletions.next(DELETIONS_PER_TICK);
-    let failed = false;
+    let deleted = 0;
     if (batch.length > 0) {
       const outcomes = await Promise.allSettled(batch.map((sessionId) => removeSessionObjects(this.host.env, tenant.id, sessionId)));
       const deleting = this.host.deletion() !== undefined;
+      const at = Date.now();
       this.host.ctx.storage.transactionSync(() => {
         batch.forEach((sessionId, index) => {
-          if (outcomes[index]?.status !== "fulfilled") {
-            failed = true;
-            return;
-          }
+          if (outcomes[index]?.status !== "fulfilled") return deletions.postpone(sessionId, at);
+          deleted++;
           deletions.finished(sessionId);
           if (deleting) this.host.sql.exec("UPDATE tenant SET deletion_done = deletion_done + 1 WHERE singleton = 1");
         });
       });
     }
-    if (deletions.remaining() > 0) return failed ? now + DELETION_RETRY_MS : Date.now();
+    // A batch that deleted nothing (every session unreachable) waits before the next try.
+    if (deletions.remaining() > 0) return deleted === 0 ? now + DELETION_RETRY_MS : Date.now();
     const deletion = this.host.deletion();
     if (!deletion) return undefined;
     const finalAt = deletion.startedAt + TENANT_DELETION_GRACE_MS;

@@ -51,6 +51,11 @@ export class SessionDeletions {
     this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId);
   }
 
+  /** A deletion that failed goes to the back of the queue: one unreachable session never holds up the others. */
+  postpone(sessionId: string, now: number): void {
+    this.sql.exec("UPDATE session_deletions SET queued_at = ? WHERE session_id = ?", now, sessionId);
+  }
+
   remaining(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_deletions").one().n;
   }

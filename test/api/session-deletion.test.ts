@@ -1,6 +1,10 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { DeferredIndex } from "../../durable-objects/deferred-index/deferred-index.ts";
+import { shardOf } from "../../durable-objects/session/due-work/deferred-registrations.ts";
+import { DELETIONS_PER_TICK } from "../../durable-objects/tenant/data-lifecycle.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { call, newTenant } from "./helpers.ts";
 import { expectError } from "./session-helpers.ts";
 import { indexed, suspendedRun } from "./deferred-helpers.ts";
@@ -79,3 +83,32 @@ describe("issue 35: DELETE /v1/sessions?metadata.<key>=<value>", { timeout: 30_0
     expect(await listed(mine.key)).toEqual(["shared_id"]);
   });
 });
+
+describe("issue 35: background deletions go on past sessions that cannot be deleted yet", { timeout: 60_000 }, () => {
+  it("a batch of unreachable sessions at the head of the queue is moved to its back; the others are deleted", async () => {
+    const { tenantId, key } = await newTenant("delstuck");
+    // DELETIONS_PER_TICK sessions whose shard refuses, queued (by id order) before five others.
+    const brokenShard = shardOf(`${tenantId}:a_0`);
+    const stuck: string[] = [];
+    for (let index = 0; stuck.length < DELETIONS_PER_TICK; index++) if (shardOf(`${tenantId}:a_${index}`) === brokenShard) stuck.push(`a_${index}`);
+    const others: string[] = [];
+    for (let index = 0; others.length < 5; index++) if (shardOf(`${tenantId}:z_${index}`) !== brokenShard) others.push(`z_${index}`);
+    for (const sid of [...stuck, ...others]) await createSession(key, sid, { batch: "all" });
+    const shard = env.DEFERRED_INDEX.getByName(brokenShard);
+    await shard.register([{ session: "delstuck:none", lane: "main", operationId: "delstuck_break", dueAt: Date.now() + 86_400_000 }]);
+    await runInDurableObject(shard, (_instance: DeferredIndex, state) => {
+      state.storage.sql.exec("ALTER TABLE suspended_runs RENAME TO suspended_runs_away");
+    });
+
+    expect(await (await call("/v1/sessions?metadata.batch=all", { method: "DELETE", token: key })).json()).toEqual({ matched: stuck.length + others.length });
+    const tenant = env.TENANTS.getByName(tenantId);
+    for (let tick = 0; tick < 3; tick++) await runDurableObjectAlarm(tenant);
+    for (const sid of others) expect(await status(key, sid)).toBe(404);
+    // The unreachable ones stay queued (hidden from listings), to be tried again.
+    expect(await listed(key)).toEqual([]);
+    const queued = await runInDurableObject(tenant, (_instance: TenantObject, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_deletions").one().n);
+    expect(queued).toBe(stuck.length);
+  });
+});
+
+const status = async (key: string, sid: string) => (await call(`/v1/sessions/${sid}`, { token: key })).status;
