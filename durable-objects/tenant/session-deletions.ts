@@ -28,10 +28,19 @@ export class SessionDeletions {
     this.sql.exec("INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM sessions WHERE true ON CONFLICT DO NOTHING", now);
   }
 
-  /** Retention: sessions whose last activity is before `cutoff` (by the activity index); answers how many were newly queued. */
+  /**
+   * Retention: sessions whose last activity is before `cutoff` (by the activity index), marked so
+   * that activity before their turn takes them out again (tenant-listings.ts SessionIndex.touch);
+   * answers how many were newly queued.
+   */
   queueIdle(cutoff: number, now: number): number {
     return this.sql
-      .exec("INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM sessions WHERE last_active_at < ? ON CONFLICT DO NOTHING RETURNING session_id", now, cutoff)
+      .exec(
+        "INSERT INTO session_deletions (session_id, queued_at, idle_before) SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? ON CONFLICT DO NOTHING RETURNING session_id",
+        now,
+        cutoff,
+        cutoff,
+      )
       .toArray().length;
   }
 

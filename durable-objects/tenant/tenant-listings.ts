@@ -52,10 +52,12 @@ export class SessionIndex {
 
   /**
    * The session was active at `now` (a settled operation, a PATCH): what retention measures
-   * idleness by (data-lifecycle.ts). Never moves back.
+   * idleness by (data-lifecycle.ts). Never moves back. A session queued by retention and not yet
+   * deleted is idle no more: it leaves the queue (session-deletions.ts) and is listed again.
    */
   touch(sessionId: string, now: number): void {
     this.sql.exec("UPDATE sessions SET last_active_at = max(coalesce(last_active_at, 0), ?) WHERE session_id = ?", now, sessionId);
+    this.sql.exec("DELETE FROM session_deletions WHERE session_id = ? AND idle_before IS NOT NULL", sessionId);
   }
 
   /** Only an indexed session is renamed: a rename never lists a session that is not indexed. */

@@ -329,9 +329,12 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       // Sessions waiting to be deleted in the background (tenant/session-deletions.ts): by a
       // DELETE by metadata, a retention sweep or the tenant's deletion. The queue is durable, so
       // an alarm that dies part-way resumes with what is left; listings hide queued sessions.
+      // `idle_before`: queued by retention, for being idle since before then (a session active
+      // again before its turn leaves the queue); null for a deletion asked for.
       `CREATE TABLE session_deletions (
         session_id TEXT PRIMARY KEY,
-        queued_at INTEGER NOT NULL
+        queued_at INTEGER NOT NULL,
+        idle_before INTEGER
       ) WITHOUT ROWID`,
       // A session's last activity (creation, a settled operation, a PATCH): what retention reads.
       "ALTER TABLE sessions ADD COLUMN last_active_at INTEGER",

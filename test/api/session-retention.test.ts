@@ -1,10 +1,11 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 import { tick } from "./deferred-helpers.ts";
 import { expectError } from "./session-helpers.ts";
+import { eventually } from "./webhooks-helpers.ts";
 
 // Issue 35 item 3 (API.md "Data lifecycle"): `sessionRetentionDays` deletes sessions idle longer
 // than that, by the minute cron, asking only the tenants whose hourly sweep is due.
@@ -71,5 +72,31 @@ describe("issue 35: session retention", { timeout: 30_000 }, () => {
     expect(await status(key, "later")).toBe(404);
     const listing = await (await call("/v1/sessions", { token: key })).json<{ items: { id: string }[] }>();
     expect(listing.items.map((item) => item.id).sort()).toEqual(["active", "patched"]);
+  });
+});
+
+describe("issue 35: a session queued by retention that is active again before its turn", { timeout: 30_000 }, () => {
+  it("leaves the queue and is kept, while a session deleted by metadata is not spared by activity", async () => {
+    const { tenantId, key } = await newTenant("ret_again");
+    for (const sid of ["revived", "asked"]) expect((await call("/v1/sessions", { body: { id: sid, metadata: { kind: sid } }, token: key })).status).toBe(201);
+    // The queue row a retention sweep writes (session-deletions.ts queueIdle), written here
+    // without arming the alarm: a sweep deletes a first batch at once, so its turn never waits.
+    await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+      state.storage.sql.exec("INSERT INTO session_deletions (session_id, queued_at, idle_before) VALUES ('revived', ?, ?)", Date.now(), Date.now() - 30 * DAY_MS);
+    });
+    const listed = async () => (await (await call("/v1/sessions", { token: key })).json<{ items: { id: string }[] }>()).items.map((item) => item.id).sort();
+    expect(await listed()).toEqual(["asked"]);
+
+    expect((await call("/v1/sessions/revived", { method: "PATCH", body: { name: "back" }, token: key })).status).toBe(200);
+    expect(await listed()).toEqual(["asked", "revived"]);
+    await runDurableObjectAlarm(env.TENANTS.getByName(tenantId));
+    expect(await status(key, "revived")).toBe(200);
+
+    // A deletion asked for is not undone by activity.
+    expect(await (await call("/v1/sessions?metadata.kind=asked", { method: "DELETE", token: key })).json()).toEqual({ matched: 1 });
+    await call("/v1/sessions/asked", { method: "PATCH", body: { name: "still going" }, token: key });
+    await runDurableObjectAlarm(env.TENANTS.getByName(tenantId));
+    await eventually(async () => ((await status(key, "asked")) === 404 ? true : undefined), "the asked deletion");
+    expect(await listed()).toEqual(["revived"]);
   });
 });
