@@ -96,10 +96,9 @@ export class DataLifecycle implements AlarmDeletions {
     if (batch.length > 0) {
       const outcomes = await Promise.allSettled(batch.map((sessionId) => removeSessionObjects(this.host.env, tenant.id, sessionId)));
       const deleting = this.host.deletion() !== undefined;
-      const at = Date.now();
       this.host.ctx.storage.transactionSync(() => {
         batch.forEach((sessionId, index) => {
-          if (outcomes[index]?.status !== "fulfilled") return deletions.postpone(sessionId, at);
+          if (outcomes[index]?.status !== "fulfilled") return deletions.postpone(sessionId);
           deleted++;
           deletions.finished(sessionId);
           if (deleting) this.host.sql.exec("UPDATE tenant SET deletion_done = deletion_done + 1 WHERE singleton = 1");

@@ -60,9 +60,12 @@ export class SessionDeletions {
     this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId);
   }
 
-  /** A deletion that failed goes to the back of the queue: one unreachable session never holds up the others. */
-  postpone(sessionId: string, now: number): void {
-    this.sql.exec("UPDATE session_deletions SET queued_at = ? WHERE session_id = ?", now, sessionId);
+  /**
+   * A deletion that failed goes to the back of the queue: one unreachable session never holds up
+   * the others. Behind the last one queued, whatever the clock says (it may not have moved).
+   */
+  postpone(sessionId: string): void {
+    this.sql.exec("UPDATE session_deletions SET queued_at = (SELECT max(queued_at) + 1 FROM session_deletions) WHERE session_id = ?", sessionId);
   }
 
   remaining(): number {
