@@ -17,7 +17,15 @@ export function databasesWithOurTables(dir: string): string[] {
   const files = readdirSync(dir, { recursive: true, encoding: "utf8" })
     .filter((path) => path.includes(join("v3", "do")) && path.endsWith(".sqlite") && !path.endsWith("metadata.sqlite"))
     .map((path) => join(dir, path));
-  return files.filter((file) => {
+  return files.filter((file) => ourTablesIn(file));
+}
+
+/**
+ * Whether one database holds a table of ours. The runtime writes these files while they are read
+ * (an object opening or closing its database): an open that fails is tried again a few times.
+ */
+function ourTablesIn(file: string, attempts = 20): boolean {
+  try {
     const db = new DatabaseSync(file, { readOnly: true });
     try {
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
@@ -25,5 +33,9 @@ export function databasesWithOurTables(dir: string): string[] {
     } finally {
       db.close();
     }
-  });
+  } catch (error) {
+    if (attempts <= 1) throw error;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    return ourTablesIn(file, attempts - 1);
+  }
 }
