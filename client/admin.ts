@@ -1,10 +1,11 @@
 import type { KeyInfo, TenantQuotas, TenantQuotasPatch, TenantSummary } from "../schema/api.ts";
+import type { TenantDetail } from "../schema/data-lifecycle.ts";
 import type { ModelIdentity } from "../schema/lane.ts";
 import { path, type CallOptions, type HttpClient } from "./http.ts";
 import { paginate } from "./paging.ts";
 import type { CreatedKey, Me, ModelCatalogEntry, Page, PageQuery, Tenant } from "./types.ts";
 
-export type { KeyInfo, TenantQuotas, TenantQuotasPatch, TenantSummary };
+export type { KeyInfo, TenantDetail, TenantQuotas, TenantQuotasPatch, TenantSummary };
 
 /** Tenant and key administration (spec/API.md "Admin"): authenticated with the client's `adminToken`. */
 export class AdminApi {
@@ -58,6 +59,24 @@ export class AdminApi {
   /** `PATCH /v1/admin/tenants/{tenantId}/quotas`: omitted fields keep their value; answers the quotas after it. */
   setQuotas(tenantId: string, patch: TenantQuotasPatch, options: CallOptions = {}): Promise<TenantQuotas> {
     return this.http.json({ ...options, method: "PATCH", path: `/v1/admin/tenants${path(tenantId)}/quotas`, body: patch, auth: "admin" });
+  }
+
+  /**
+   * `GET /v1/admin/tenants/{tenantId}`: `{ id, name, createdAt, status }`, with `deletion:
+   * { startedAt, sessionsTotal, sessionsDeleted, sessionsRemaining }` while it is being deleted;
+   * 404 NotFound once the deletion is complete.
+   */
+  tenant(tenantId: string, options: CallOptions = {}): Promise<TenantDetail> {
+    return this.http.json({ ...options, method: "GET", path: `/v1/admin/tenants${path(tenantId)}`, auth: "admin" });
+  }
+
+  /**
+   * `DELETE /v1/admin/tenants/{tenantId}` → 202 the tenant, `status: "deleting"`: its keys and
+   * sockets are refused at once, its sessions and data deleted in the background (follow `tenant`
+   * until 404), and its id stays reserved (docs/deletion.md). A repeat answers the progress.
+   */
+  deleteTenant(tenantId: string, options: CallOptions = {}): Promise<TenantDetail> {
+    return this.http.json({ ...options, method: "DELETE", path: `/v1/admin/tenants${path(tenantId)}`, auth: "admin" });
   }
 
   /** `DELETE /v1/admin/tenants/{tenantId}/keys/{keyId}` → 204; effective immediately. */

@@ -1,6 +1,8 @@
 import type { SessionSummary } from "../schema/api.ts";
 export type { SessionSummary };
 import type { ForkSession } from "../schema/api-fork.ts";
+import type { DeleteSessionsAnswer, TenantDetail } from "../schema/data-lifecycle.ts";
+export type { DeleteSessionsAnswer, TenantDetail };
 import type { BrowserToken, CreateBrowserToken } from "../schema/browser-tokens.ts";
 export type { BrowserToken, CreateBrowserToken };
 import type { Entry } from "../schema/entries.ts";
@@ -83,6 +85,16 @@ export class SessionsApi {
    */
   createBrowserToken(sessionId: string, body: CreateBrowserToken, options: CallOptions = {}): Promise<BrowserToken> {
     return this.http.json({ ...options, method: "POST", path: sessionPath(sessionId, "/tokens"), body });
+  }
+
+  /**
+   * `DELETE /v1/sessions?metadata.<key>=<value>` → 202 `{ matched }`: the sessions holding every
+   * pair (at least one; one end user's sessions, say) leave listings at once and are deleted in the
+   * background (docs/deletion.md).
+   */
+  deleteByMetadata(metadata: Record<string, string>, options: CallOptions = {}): Promise<DeleteSessionsAnswer> {
+    const query = Object.fromEntries(Object.entries(metadata).map(([key, value]) => [`metadata.${key}`, value]));
+    return this.http.json({ ...options, method: "DELETE", path: "/v1/sessions", query });
   }
 
   /** `DELETE /v1/sessions/{sid}` → 204; afterwards the session is 404 (a repeated delete too). */

@@ -69,12 +69,17 @@ export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,
 export const PutSkillSchema = SkillSchema;
 export const PutTemplateSchema = PromptTemplateSchema;
 
+/** The longest retention an administrator may set (ten years). */
+export const SESSION_RETENTION_DAYS_MAX = 3650;
+
 /** Per-tenant quotas an administrator may set (omitted fields keep their value). */
 export const TenantQuotasPatchSchema = v.strictObject({
   requestsPerMinute: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1_000_000))),
   maxOpenOperations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(10_000))),
   /** Whether the tenant may use the deployment's own provider keys (default: it may). */
   deploymentKeys: v.optional(v.boolean()),
+  /** Sessions idle longer than this many days are deleted by the cron; null keeps them for ever. */
+  sessionRetentionDays: v.optional(v.nullable(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(SESSION_RETENTION_DAYS_MAX)))),
 });
 
 /** `GET|PATCH /v1/admin/tenants/{tenantId}/quotas`: a tenant's quotas as they apply now. */
@@ -84,6 +89,8 @@ export const TenantQuotasSchema = v.object({
   maxOpenOperations: v.number(),
   /** Whether the tenant may use the deployment's own provider keys. */
   deploymentKeys: v.boolean(),
+  /** Days a session may stay idle before the cron deletes it; null: kept for ever. */
+  sessionRetentionDays: v.nullable(v.number()),
 });
 export type TenantQuotas = v.InferOutput<typeof TenantQuotasSchema>;
 export type TenantQuotasPatch = v.InferInput<typeof TenantQuotasPatchSchema>;
@@ -108,7 +115,13 @@ export const SessionSummarySchema = v.object({
 export type SessionSummary = v.InferOutput<typeof SessionSummarySchema>;
 
 /** One row of `GET /v1/admin/tenants`. */
-export const TenantSummarySchema = v.object({ id: v.string(), name: v.string(), createdAt: v.number() });
+export const TenantSummarySchema = v.object({
+  id: v.string(),
+  name: v.string(),
+  createdAt: v.number(),
+  /** Shown while the tenant is being deleted (docs/deletion.md); a deleted tenant is not listed. */
+  status: v.optional(v.picklist(["active", "deleting"])),
+});
 export type TenantSummary = v.InferOutput<typeof TenantSummarySchema>;
 
 /** One row of `GET /v1/admin/tenants/{tenantId}/keys`: never a secret (only a hash is stored). */

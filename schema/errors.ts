@@ -42,6 +42,8 @@ export const ERROR_STATUS = {
   MethodNotAllowed: 405,
   SessionExists: 409,
   TenantExists: 409,
+  /** The tenant is being deleted (DELETE /v1/admin/tenants/{tenantId}): nothing new is created for it. */
+  TenantDeleting: 409,
   /** An agent of that id exists or existed (a deleted agent's id is not reused: its versions stay readable). */
   AgentExists: 409,
   /** The session is bound to no agent (`PUT …/lanes/{lane}` `{ agent: true }`). */

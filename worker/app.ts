@@ -18,6 +18,8 @@ import { providerRoutes } from "./routes/providers.ts";
 import { resourceRoutes } from "./routes/resources.ts";
 import { laneScheduleRoutes, tenantScheduleRoutes } from "./routes/schedules.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
+import { sessionDeletionRoutes } from "./routes/session-deletion.ts";
+import { tenantDeletionRoutes } from "./routes/tenant-deletion.ts";
 import { tenantRoutes } from "./routes/tenant.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { tenantToolRoutes } from "./routes/tenant-tools.ts";
@@ -38,6 +40,7 @@ export function createApp(): Hono<AppEnv> {
   // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.
   app.route("/", docsRoutes);
   app.route("/v1/admin", adminRoutes);
+  app.route("/v1/admin", tenantDeletionRoutes);
   // WebSocket upgrades (…/watch) first: they answer 101 without reaching later middleware.
   app.route("/v1/sessions", watchRoutes);
   // Before /v1/sessions: its wildcard middleware would otherwise authenticate lane requests twice.
@@ -52,6 +55,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/sessions/:sid/mcp-servers", mcpServerRoutes);
   app.route("/v1/sessions/:sid/tokens", browserTokenRoutes);
   app.route("/v1/sessions/:sid", resourceRoutes);
+  app.route("/v1/sessions", sessionDeletionRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1", tenantRoutes);
   app.route("/v1", providerRoutes);

@@ -1,5 +1,5 @@
 import type { OverdueSession, ScheduleSweepReport } from "../durable-objects/deferred-index/schedule-index.ts";
-import { DEFERRED_INDEX_SHARDS, shardName, shardOf } from "../durable-objects/session/due-work/deferred-registrations.ts";
+import { DEFERRED_INDEX_SHARDS, shardName } from "../durable-objects/session/due-work/deferred-registrations.ts";
 
 /** Sessions one shard hands one sweep at most (the longest overdue first); the rest wait for the next minute. */
 export const SCHEDULE_SWEEP_PER_SHARD = 25;
@@ -53,10 +53,4 @@ async function wake(env: Env, overdue: OverdueSession, metrics: ScheduleSweepMet
     metrics.failed++;
     return undefined;
   }
-}
-
-/** A deleted session's schedules leave the index (the session's own rows went with its storage). */
-export async function forgetSessionSchedules(env: Env, tenantId: string, sessionId: string): Promise<void> {
-  const session = `${tenantId}:${sessionId}`;
-  await env.DEFERRED_INDEX.getByName(shardOf(session)).removeSessionSchedules(session);
 }

@@ -37,4 +37,10 @@ export const DEFERRED_INDEX_MIGRATIONS: Migration[] = [
       "CREATE INDEX schedules_check ON schedules (check_at) WHERE check_at IS NOT NULL",
     ],
   },
+  {
+    version: 3,
+    name: "suspended_runs_by_session",
+    // A deleted session's rows are dropped by its name (deferred-index.ts removeSession).
+    statements: ["CREATE INDEX suspended_runs_by_session ON suspended_runs (session)"],
+  },
 ];

@@ -66,6 +66,16 @@ export class DeferredIndex extends DurableObject<Env> {
   }
 
   /**
+   * Every suspended run and schedule of a deleted session (`session`: its object name), by the
+   * indexes on that column: its deletion leaves no row for a sweep or a listing to find. Idempotent.
+   */
+  async removeSession(session: string): Promise<void> {
+    if (!this.schema.exists) return;
+    this.ctx.storage.sql.exec("DELETE FROM suspended_runs WHERE session = ?", session);
+    this.scheduleIndex()?.removeSession(session);
+  }
+
+  /**
    * Up to `limit` due runs, oldest due first, each leased (its due time moved to the lease's end)
    * so that an overlapping sweep does not take it too. Counts for the sweep's log line.
    */
@@ -106,7 +116,6 @@ export class DeferredIndex extends DurableObject<Env> {
   // Schedules (schedule-index.ts): registered by their sessions, listed tenant-wide, swept by the cron.
   async registerSchedules(entries: ScheduleRegistration[]) { if (entries.length > 0) this.scheduleIndex(true).register(entries); }
   async removeSchedules(session: string, scheduleIds: string[]) { this.scheduleIndex()?.remove(session, scheduleIds); }
-  async removeSessionSchedules(session: string) { this.scheduleIndex()?.removeSession(session); }
   async listSchedules(tenantId: string, limit: number, after: { sessionId: string; scheduleId: string } | undefined, now = Date.now()) { return this.scheduleIndex()?.list(tenantId, limit, after, now) ?? []; }
   async takeOverdueSchedules(now: number, limit: number, leaseMs: number) { return this.scheduleIndex()?.takeOverdue(now, limit, leaseMs) ?? []; }
   async reportSchedules(reports: ScheduleSweepReport[], now: number) { this.scheduleIndex()?.report(reports, now); }

@@ -2,6 +2,7 @@ import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult } from "../rpc/rpc-errors.ts";
 import type { LazySchema } from "../sql/lazy-schema.ts";
+import { DirectoryLifecycle, type DirectoryStatus } from "./directory-lifecycle.ts";
 import { TenantDirectory, type TenantSummary } from "./tenant-listings.ts";
 import type { Page } from "./time-cursor.ts";
 
@@ -20,5 +21,24 @@ export class AdminDirectory {
 
   async listTenants(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<TenantSummary>>>> {
     return asResult(() => (this.schema.exists ? new TenantDirectory(this.sql).list(limit, cursor) : { items: [], nextCursor: null }));
+  }
+
+  /** Where a tenant id stands (directory-lifecycle.ts); undefined: never registered. */
+  async directoryStatus(tenantId: string): Promise<DirectoryStatus | undefined> {
+    return this.schema.exists ? new DirectoryLifecycle(this.sql).status(tenantId) : undefined;
+  }
+
+  /** The admin deleted the tenant ("deleting"), or its object finished ("deleted": the tombstone). */
+  async markTenant(tenantId: string, status: "deleting" | "deleted"): Promise<void> {
+    this.schema.create();
+    new DirectoryLifecycle(this.sql).mark(tenantId, status, Date.now());
+  }
+
+  async setTenantRetention(tenantId: string, days: number | null): Promise<void> {
+    if (this.schema.exists) new DirectoryLifecycle(this.sql).setRetention(tenantId, days);
+  }
+
+  async takeTenantsDueForRetention(now: number, limit: number): Promise<string[]> {
+    return this.schema.exists ? new DirectoryLifecycle(this.sql).takeDueForRetention(now, limit) : [];
   }
 }

@@ -3,6 +3,7 @@ import { zeroUsage } from "../../harness/session/usage.ts";
 import type { SettledOperation } from "../session/due-work/settlement-outbox.ts";
 import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
 import { settledEvent, suspendedEvent, type EnqueuedEvent, type SuspendedRun } from "./webhooks/webhook-events.ts";
+import { SessionIndex } from "./tenant-listings.ts";
 import { SessionUsageMarks } from "./session-usage-marks.ts";
 import type { Reservation } from "./tenant-operations.ts";
 import type { TenantHost } from "./tenant-host.ts";
@@ -57,6 +58,8 @@ export class OperationsAndUsage {
       const ledger = this.host.operations();
       for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
       if (usage) new SessionUsageMarks(this.host.sql).apply(sessionId, usage);
+      // A settled operation is the session's activity that retention measures (data-lifecycle.ts).
+      if (operations.length > 0) new SessionIndex(this.host.sql).touch(sessionId, now);
       return this.host.webhooks().enqueue(this.host.eventIds().claim(events, now), now);
     });
     // Memory follows the committed transaction: a batch that failed keeps its slots held.

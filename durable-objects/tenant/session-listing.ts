@@ -6,41 +6,55 @@ import type { Wire } from "../../schema/wire.ts";
 import { asResult } from "../rpc/rpc-errors.ts";
 import { SessionIndex, type SessionSummary } from "./tenant-listings.ts";
 import { SessionSearchScan } from "./session-search.ts";
-import { SessionUsageMarks } from "./session-usage-marks.ts";
+import { SessionDeletions } from "./session-deletions.ts";
 import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts): the ledger only for a search by status. */
-type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations">;
+type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations" | "deletion">;
 
 /** The session index: what a listing shows and a search filters on, so that both touch this object only. */
 export class SessionListing {
   constructor(private readonly host: ListingHost) {}
 
   /** Idempotent (a retried creation refreshes the row); called before creation answers. */
+  /**
+   * A session created while the tenant is being deleted (a request that presented its key just
+   * before) is queued for deletion with the others (data-lifecycle.ts).
+   */
   async registerSession(summary: SessionSummary): Promise<void> {
-    if (this.host.schema.exists) new SessionIndex(this.host.sql).register(summary);
+    if (!this.host.schema.exists) return;
+    new SessionIndex(this.host.sql).register(summary);
+    if (this.host.deletion()) new SessionDeletions(this.host.sql).queue(summary.id, Date.now());
   }
 
   async renameSession(sessionId: string, name: string | null): Promise<void> {
-    if (this.host.schema.exists) new SessionIndex(this.host.sql).rename(sessionId, name);
+    if (this.host.schema.exists) this.changed(sessionId).rename(sessionId, name);
   }
 
   /** After a PATCH of the session's metadata, before it answers; `seq` orders concurrent patches. */
   async setSessionMetadata(sessionId: string, metadata: SessionMetadata, seq: number): Promise<void> {
-    if (this.host.schema.exists) new SessionIndex(this.host.sql).setMetadata(sessionId, metadata, seq);
+    if (this.host.schema.exists) this.changed(sessionId).setMetadata(sessionId, metadata, seq);
   }
 
   /** After a PATCH that moved the session to another agent version, before it answers. */
   async setSessionAgent(sessionId: string, agent: AgentVersionRef): Promise<void> {
-    if (this.host.schema.exists) new SessionIndex(this.host.sql).setAgent(sessionId, agent);
+    if (this.host.schema.exists) this.changed(sessionId).setAgent(sessionId, agent);
   }
 
-  /** The session's usage mark goes with it (a session created again under its id starts a new ledger). */
+  /** A PATCH is activity: retention counts a session's idleness from its last one. */
+  private changed(sessionId: string): SessionIndex {
+    const index = new SessionIndex(this.host.sql);
+    index.touch(sessionId, Date.now());
+    return index;
+  }
+
+  /**
+   * The session's usage mark goes with it (a session created again under its id starts a new
+   * ledger), and its place in the deletion queue, if it had one (session-deletions.ts).
+   */
   async unregisterSession(sessionId: string): Promise<void> {
-    if (!this.host.schema.exists) return;
-    new SessionIndex(this.host.sql).unregister(sessionId);
-    new SessionUsageMarks(this.host.sql).forget(sessionId);
+    if (this.host.schema.exists) new SessionDeletions(this.host.sql).finished(sessionId);
   }
 
   /** A page of the sessions matching every filter (session-search.ts); the cursor is opaque to clients. */

@@ -29,7 +29,7 @@ const END_OF_TIME = Number.MAX_SAFE_INTEGER;
 
 /**
  * `GET /v1/sessions` with its filters, answered from the tenant's index alone (never a session
- * object). The agent (else the first metadata pair, else the time index) is served by an index
+ * object). Sessions queued for deletion (session-deletions.ts) are not listed. The agent (else the first metadata pair, else the time index) is served by an index
  * range in creation order, narrowed by `createdAfter` / `createdBefore` and the cursor; the agent's
  * version, the other pairs and `status` are checked on each row read, at most SEARCH_SCAN_ROWS of them per page. One synchronous turn:
  * the rows are read in chunks of about a page, so a page whose rows all match reads `limit + 1`.
@@ -85,7 +85,7 @@ export class SessionSearchScan {
       return this.sql
         .exec<SearchRow>(
           `SELECT ${COLUMNS} FROM sessions s
-           WHERE (s.created_at, s.session_id) > (?, ?) AND (s.created_at, s.session_id) < (?, ?)
+           WHERE (s.created_at, s.session_id) > (?, ?) AND (s.created_at, s.session_id) < (?, ?) AND NOT EXISTS (SELECT 1 FROM session_deletions d WHERE d.session_id = s.session_id)
            ORDER BY s.created_at ${direction}, s.session_id ${direction} LIMIT ?`,
           from.at, from.id, until.at, until.id, size,
         )
@@ -95,7 +95,7 @@ export class SessionSearchScan {
       return this.sql
         .exec<SearchRow>(
           `SELECT ${COLUMNS} FROM sessions s INDEXED BY sessions_by_agent
-           WHERE s.agent_id = ? AND (s.created_at, s.session_id) > (?, ?) AND (s.created_at, s.session_id) < (?, ?)
+           WHERE s.agent_id = ? AND (s.created_at, s.session_id) > (?, ?) AND (s.created_at, s.session_id) < (?, ?) AND NOT EXISTS (SELECT 1 FROM session_deletions d WHERE d.session_id = s.session_id)
            ORDER BY s.created_at ${direction}, s.session_id ${direction} LIMIT ?`,
           source.agentId, from.at, from.id, until.at, until.id, size,
         )
@@ -104,7 +104,7 @@ export class SessionSearchScan {
     return this.sql
       .exec<SearchRow>(
         `SELECT ${COLUMNS} FROM session_metadata m JOIN sessions s ON s.session_id = m.session_id
-         WHERE m.key = ? AND m.value = ? AND (m.created_at, m.session_id) > (?, ?) AND (m.created_at, m.session_id) < (?, ?)
+         WHERE m.key = ? AND m.value = ? AND (m.created_at, m.session_id) > (?, ?) AND (m.created_at, m.session_id) < (?, ?) AND NOT EXISTS (SELECT 1 FROM session_deletions d WHERE d.session_id = s.session_id)
          ORDER BY m.created_at ${direction}, m.session_id ${direction} LIMIT ?`,
         source.key, source.value, from.at, from.id, until.at, until.id, size,
       )

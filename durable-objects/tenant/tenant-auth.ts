@@ -24,7 +24,7 @@ export class TenantAuth {
   /** Mints `sk_<tenantId>_<random>`; the key is returned once and never stored. */
   async createKey(name: string): Promise<Wire<RpcResult<{ keyId: string; key: string }>>> {
     return asResult(async () => {
-      const tenant = this.host.requireTenant();
+      const tenant = this.host.requireActiveTenant();
       const key = `sk_${tenant.id}_${randomToken(32)}`;
       const keyId = `key_${randomToken(12)}`;
       const hash = await sha256Hex(key);

@@ -11,6 +11,20 @@ import { TenantWebhooks } from "./webhooks/tenant-webhooks.ts";
 import { WebhookEventIds } from "./webhooks/webhook-event-ids.ts";
 import { deliverDue } from "./webhooks/webhook-delivery.ts";
 
+/** When the tenant's deletion began and how many of its sessions it deleted since. */
+export interface TenantDeletionMark {
+  startedAt: number;
+  sessionsDeleted: number;
+}
+
+/** The background deletions' part of the one alarm (data-lifecycle.ts). */
+export interface AlarmDeletions {
+  /** One bounded batch; when the alarm is wanted next, or "finished": the tenant's own data is to go. */
+  tick(now: number): Promise<number | undefined | "finished">;
+  /** The tenant's deletion ends: its directory tombstone, then all of its storage. */
+  finish(): Promise<void>;
+}
+
 export interface TenantInfo {
   id: string;
   name: string;
@@ -48,19 +62,22 @@ export class TenantHost {
 
   /**
    * The one alarm, shared: it continues closing revoked keys' watch sockets (past a batch or after
-   * a failed notification) and sends due webhook deliveries. Both are driven by their tables, so
+   * a failed notification), sends due webhook deliveries and deletes a batch of queued sessions. Both are driven by their tables, so
    * each run recomputes when it is wanted next and arms that, last (a failing part never leaves
    * the other unscheduled).
    */
-  async alarm(): Promise<void> {
+  async alarm(deletions: AlarmDeletions): Promise<void> {
     const tenant = this.tenant();
     if (!tenant) return;
     const now = Date.now();
-    const [watches, deliveries] = await Promise.all([
+    const [watches, deliveries, deleted] = await Promise.all([
       this.watches().closeRevoked(now).catch(() => now + ALARM_RETRY_MS),
       deliverDue(this.webhooks(), { tenantId: tenant.id, secretsKey: this.env.SECRETS_KEY, allowLoopback: this.env.LOCAL_DEV === "on" }, now).catch(() => now + ALARM_RETRY_MS),
+      deletions.tick(now).catch(() => now + ALARM_RETRY_MS),
     ]);
-    const next = earliestOf(watches, deliveries);
+    // Last, once the other parts are done: it deletes the alarm with everything else.
+    if (deleted === "finished") return deletions.finish();
+    const next = earliestOf(watches, deliveries, deleted);
     if (next !== undefined) await this.ctx.storage.setAlarm(next);
   }
 
@@ -109,15 +126,30 @@ export class TenantHost {
 
   quotas(): TenantQuotas {
     const row = this.sql
-      .exec<{ requests_per_minute: number | null; max_open_operations: number | null; deployment_keys: number | null }>(
-        "SELECT requests_per_minute, max_open_operations, deployment_keys FROM tenant WHERE singleton = 1",
+      .exec<{ requests_per_minute: number | null; max_open_operations: number | null; deployment_keys: number | null; session_retention_days: number | null }>(
+        "SELECT requests_per_minute, max_open_operations, deployment_keys, session_retention_days FROM tenant WHERE singleton = 1",
       )
       .toArray()[0];
     return {
       requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
       maxOpenOperations: row?.max_open_operations ?? DEFAULT_MAX_OPEN_OPERATIONS,
       deploymentKeys: row?.deployment_keys !== 0,
+      sessionRetentionDays: row?.session_retention_days ?? null,
     };
+  }
+
+  /** The tenant's deletion, once `DELETE /v1/admin/tenants/{id}` began it (data-lifecycle.ts). */
+  deletion(): TenantDeletionMark | undefined {
+    if (!this.schema.exists) return undefined;
+    const row = this.sql.exec<{ deleting_at: number | null; deletion_done: number }>("SELECT deleting_at, deletion_done FROM tenant WHERE singleton = 1").toArray()[0];
+    return row?.deleting_at == null ? undefined : { startedAt: row.deleting_at, sessionsDeleted: row.deletion_done };
+  }
+
+  /** The tenant, unless it is being deleted: nothing new is created for a tenant being deleted. */
+  requireActiveTenant(): TenantInfo {
+    const tenant = this.requireTenant();
+    if (this.deletion()) throw new RpcError({ code: "TenantDeleting", message: `Tenant ${tenant.id} is being deleted` });
+    return tenant;
   }
 }
 

@@ -5,7 +5,7 @@ import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
 export type { SessionSummary, TenantSummary };
 
-type DirectoryRow = { tenant_id: string; name: string; created_at: number };
+type DirectoryRow = { tenant_id: string; name: string; created_at: number; status: string };
 
 /**
  * The tenant's index of its sessions: what a listing shows and what a search filters on, kept here
@@ -26,13 +26,14 @@ export class SessionIndex {
     const existing = this.row(summary.id);
     if (!existing) {
       this.sql.exec(
-        "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq, agent_id, agent_version) VALUES (?, ?, ?, ?, 0, ?, ?)",
+        "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq, agent_id, agent_version, last_active_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
         summary.id,
         summary.createdAt,
         summary.name,
         metadataText(summary.metadata),
         summary.agent?.id ?? null,
         summary.agent?.version ?? null,
+        summary.createdAt,
       );
       this.addPairs(summary.id, summary.createdAt, summary.metadata);
       return;
@@ -47,6 +48,16 @@ export class SessionIndex {
    */
   setAgent(sessionId: string, agent: AgentVersionRef | null): void {
     this.sql.exec("UPDATE sessions SET agent_id = ?, agent_version = ? WHERE session_id = ?", agent?.id ?? null, agent?.version ?? null, sessionId);
+  }
+
+  /**
+   * The session was active at `now` (a settled operation, a PATCH): what retention measures
+   * idleness by (data-lifecycle.ts). Never moves back. A session queued by retention and not yet
+   * deleted is idle no more: it leaves the queue (session-deletions.ts) and is listed again.
+   */
+  touch(sessionId: string, now: number): void {
+    this.sql.exec("UPDATE sessions SET last_active_at = max(coalesce(last_active_at, 0), ?) WHERE session_id = ?", now, sessionId);
+    this.sql.exec("DELETE FROM session_deletions WHERE session_id = ? AND idle_before IS NOT NULL", sessionId);
   }
 
   /** Only an indexed session is renamed: a rename never lists a session that is not indexed. */
@@ -116,7 +127,11 @@ export function parseMetadata(text: string | null): SessionMetadata {
   return Object.fromEntries(Object.entries(parsed).filter((pair): pair is [string, string] => typeof pair[1] === "string"));
 }
 
-/** The admin's list of tenants, kept by the one directory object; each method is one SQL turn. */
+/**
+ * The admin's list of tenants, kept by the one directory object; each method is one SQL turn. A
+ * tenant being deleted is listed with `status: "deleting"`; a deleted one (a tombstone:
+ * directory-lifecycle.ts) is not.
+ */
 export class TenantDirectory {
   constructor(private readonly sql: SqlStorage) {}
 
@@ -134,13 +149,18 @@ export class TenantDirectory {
     const after = decodeTimeCursor(cursor);
     const rows = this.sql
       .exec<DirectoryRow>(
-        `SELECT tenant_id, name, created_at FROM tenant_directory
-         WHERE (created_at, tenant_id) > (?, ?) ORDER BY created_at, tenant_id LIMIT ?`,
+        `SELECT tenant_id, name, created_at, status FROM tenant_directory
+         WHERE (created_at, tenant_id) > (?, ?) AND status != 'deleted' ORDER BY created_at, tenant_id LIMIT ?`,
         after.at,
         after.id,
         limit + 1,
       )
       .toArray();
-    return timePage(rows, limit, (row) => row.created_at, (row) => row.tenant_id, (row) => ({ id: row.tenant_id, name: row.name, createdAt: row.created_at }));
+    return timePage(rows, limit, (row) => row.created_at, (row) => row.tenant_id, (row) => ({
+      id: row.tenant_id,
+      name: row.name,
+      createdAt: row.created_at,
+      ...(row.status === "deleting" && { status: "deleting" as const }),
+    }));
   }
 }

@@ -322,4 +322,34 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE session_usage_marks ADD COLUMN usage TEXT",
     ],
   },
+  {
+    version: 19,
+    name: "data_lifecycle",
+    statements: [
+      // Sessions waiting to be deleted in the background (tenant/session-deletions.ts): by a
+      // DELETE by metadata, a retention sweep or the tenant's deletion. The queue is durable, so
+      // an alarm that dies part-way resumes with what is left; listings hide queued sessions.
+      // `idle_before`: queued by retention, for being idle since before then (a session active
+      // again before its turn leaves the queue); null for a deletion asked for.
+      `CREATE TABLE session_deletions (
+        session_id TEXT PRIMARY KEY,
+        queued_at INTEGER NOT NULL,
+        idle_before INTEGER
+      ) WITHOUT ROWID`,
+      // A session's last activity (creation, a settled operation, a PATCH): what retention reads.
+      "ALTER TABLE sessions ADD COLUMN last_active_at INTEGER",
+      "UPDATE sessions SET last_active_at = created_at",
+      "CREATE INDEX sessions_by_activity ON sessions (last_active_at)",
+      // The tenant's deletion (when it began, how many sessions it deleted since) and its retention.
+      "ALTER TABLE tenant ADD COLUMN deleting_at INTEGER",
+      "ALTER TABLE tenant ADD COLUMN deletion_done INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE tenant ADD COLUMN session_retention_days INTEGER",
+      // The admin directory: 'active', 'deleting', or 'deleted' (a tombstone keeping the id
+      // reserved), and which tenants have a retention to sweep and when each was last swept.
+      "ALTER TABLE tenant_directory ADD COLUMN status TEXT NOT NULL DEFAULT 'active'",
+      "ALTER TABLE tenant_directory ADD COLUMN retention_days INTEGER",
+      "ALTER TABLE tenant_directory ADD COLUMN retention_swept_at INTEGER",
+      "CREATE INDEX tenant_directory_retention ON tenant_directory (retention_swept_at) WHERE retention_days IS NOT NULL",
+    ],
+  },
 ];

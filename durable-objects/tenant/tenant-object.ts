@@ -15,6 +15,7 @@ import type { ForwardedUsage } from "../session/due-work/usage-outbox.ts";
 import type { SuspendedRun } from "./webhooks/webhook-events.ts";
 import { WebhookSubscriptions } from "./webhooks/webhook-subscriptions.ts";
 import { AdminDirectory } from "./admin-directory.ts";
+import { DataLifecycle } from "./data-lifecycle.ts";
 import { Agents } from "./agents.ts";
 import { TenantMcpServers } from "./tenant-mcp-servers.ts";
 import { TenantTools } from "./tenant-tools.ts";
@@ -71,6 +72,7 @@ export class TenantObject extends DurableObject<Env> {
   private readonly directory = new AdminDirectory(this.host.schema, this.host.sql);
   private readonly idempotency = new IdempotencyKeys(this.host.schema, this.host.sql);
   private readonly schedules = new TenantSchedules(this.host);
+  private readonly lifecycle = new DataLifecycle(this.host);
 
   // The tenant record and its quotas (tenant-record.ts).
   async createTenant(id: string, name: string) { return this.record.createTenant(id, name); }
@@ -148,10 +150,20 @@ export class TenantObject extends DurableObject<Env> {
   async registerTenant(tenant: TenantSummary) { return this.directory.registerTenant(tenant); }
   async listTenants(limit: number, cursor: string | undefined) { return this.directory.listTenants(limit, cursor); }
 
+  // Deletion and retention (data-lifecycle.ts; the directory's part: admin-directory.ts).
+  async deleteSessionsByMetadata(pairs: [string, string][]) { return this.lifecycle.deleteSessionsByMetadata(pairs); }
+  async deleteTenant() { return this.lifecycle.deleteTenant(); }
+  async tenantDetail() { return this.lifecycle.tenantDetail(); }
+  async sweepRetention(now: number) { return this.lifecycle.sweepRetention(now); }
+  async directoryStatus(tenantId: string) { return this.directory.directoryStatus(tenantId); }
+  async markTenant(tenantId: string, status: "deleting" | "deleted") { return this.directory.markTenant(tenantId, status); }
+  async setTenantRetention(tenantId: string, days: number | null) { return this.directory.setTenantRetention(tenantId, days); }
+  async takeTenantsDueForRetention(now: number, limit: number) { return this.directory.takeTenantsDueForRetention(now, limit); }
+
   // Idempotency-Keys of the creating POSTs this object owns (idempotency-keys.ts).
   async idempotencyClaim(key: string, requestHash: string) { return this.idempotency.idempotencyClaim(key, requestHash); }
   async idempotencyComplete(key: string, requestHash: string, replay: IdempotencyReplay | null) { return this.idempotency.idempotencyComplete(key, requestHash, replay); }
 
-  // The one alarm, shared by watch revocations and webhook deliveries (tenant-host.ts).
-  override async alarm() { return this.host.alarm(); }
+  // The one alarm, shared by watch revocations, webhook deliveries and deletions (tenant-host.ts).
+  override async alarm() { return this.host.alarm(this.lifecycle); }
 }

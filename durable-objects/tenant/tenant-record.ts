@@ -36,7 +36,10 @@ export class TenantRecord {
 
   async setQuotas(quotas: Partial<TenantQuotas>): Promise<Wire<RpcResult<TenantQuotas>>> {
     return asResult(() => {
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
+      if (quotas.sessionRetentionDays !== undefined) {
+        this.host.sql.exec("UPDATE tenant SET session_retention_days = ? WHERE singleton = 1", quotas.sessionRetentionDays);
+      }
       if (quotas.requestsPerMinute !== undefined) {
         this.host.sql.exec("UPDATE tenant SET requests_per_minute = ? WHERE singleton = 1", quotas.requestsPerMinute);
       }

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 import "../provided-context.ts";
 import { CreatedKeySchema, pageSchema, TenantQuotasSchema, TenantSummarySchema, KeyInfoSchema, SessionSummarySchema } from "../../schema/api.ts";
 import { BrowserTokenSchema } from "../../schema/browser-tokens.ts";
+import { DeleteSessionsAnswerSchema, TenantDetailSchema } from "../../schema/data-lifecycle.ts";
 import { UiMessagesSchema } from "../../schema/ai-sdk.ts";
 import { AgentSchema } from "../../schema/agents.ts";
 import { EntrySchema } from "../../schema/entries.ts";
@@ -78,6 +79,10 @@ describe("every documented success answer validates against the document", () =>
     expect(keys.nextCursor).not.toBeNull();
     await checker.expect("getQuotas", 200, TenantQuotasSchema, { path: tenantId });
     await checker.expect("setQuotas", 200, TenantQuotasSchema, { path: tenantId, body: { requestsPerMinute: 100_000 } });
+    await checker.expect("getTenant", 200, TenantDetailSchema, { path: tenantId });
+    const doomed = await checker.expect("createTenant", 201, TenantSummarySchema, { body: { name: "Deleted by the answers test" } });
+    await checker.expect("deleteTenant", 202, TenantDetailSchema, { path: { tenantId: doomed.id } });
+    await checker.expect("deleteSessionsByMetadata", 202, DeleteSessionsAnswerSchema, { key, query: { "metadata.user": "nobody" } });
 
     await checker.status("getMe", 200, { key });
     await checker.expect("listModels", 200, v.array(ModelInfoSchema), { key });

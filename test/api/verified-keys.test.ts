@@ -39,6 +39,18 @@ describe("a verified key's trust in an isolate", () => {
     expect(keys.get("h1", T0)).toBeUndefined();
   });
 
+  it("a tenant deleted through this isolate: every key of it refused here at once, another tenant's kept (issue 35)", () => {
+    const keys = new VerifiedKeys();
+    keys.remember("h1", key("key_a"), keys.generation());
+    keys.remember("h2", key("key_b"), keys.generation());
+    keys.remember("h3", { tenantId: "other", keyId: "key_a", verifiedAt: T0 }, keys.generation());
+    const asked = keys.generation();
+    keys.forgetTenant("acme");
+    expect([keys.get("h1", T0), keys.get("h2", T0), keys.get("h3", T0)?.tenantId]).toEqual([undefined, undefined, "other"]);
+    keys.remember("h1", key("key_a"), asked);
+    expect(keys.get("h1", T0)).toBeUndefined();
+  });
+
   it("holds at most 10,000 keys, dropping the oldest", () => {
     const keys = new VerifiedKeys();
     for (let i = 0; i <= 10_000; i++) keys.remember(`h${i}`, key(`key_${i}`), keys.generation());

@@ -31,10 +31,28 @@ describe("client.admin listings", () => {
     const id = `sdk_quotas_${Date.now().toString(36)}`;
     await admin.createTenant({ id });
     const defaults = await admin.quotas(id);
-    expect(defaults).toEqual({ requestsPerMinute: expect.any(Number), maxOpenOperations: expect.any(Number), deploymentKeys: true });
+    expect(defaults).toEqual({ requestsPerMinute: expect.any(Number), maxOpenOperations: expect.any(Number), deploymentKeys: true, sessionRetentionDays: null });
     expect(await admin.setQuotas(id, { maxOpenOperations: 7 })).toEqual({ ...defaults, maxOpenOperations: 7 });
     const refused = await admin.setQuotas(id, { requestsPerMinute: 0 }).catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 400, code: "ValidationFailed" });
     expect(await admin.quotas(id)).toEqual({ ...defaults, maxOpenOperations: 7 });
+  });
+
+  it("deletes one end user's sessions by metadata, and a tenant, following its progress until 404", async () => {
+    const admin = client().admin;
+    const id = `sdk_delete_${Date.now().toString(36)}`;
+    await admin.createTenant({ id });
+    const { key } = await admin.createKey(id);
+    const tenant = createClient({ baseUrl: "http://api.test/", key, fetch: (input, init) => exports.default.fetch(input, init) });
+    await tenant.sessions.create({ id: "mine", metadata: { user: "u_1" } });
+    await tenant.sessions.create({ id: "theirs", metadata: { user: "u_2" } });
+    expect(await tenant.sessions.deleteByMetadata({ user: "u_1" })).toEqual({ matched: 1 });
+    expect((await tenant.sessions.list()).items.map((session) => session.id)).toEqual(["theirs"]);
+    expect(await admin.setQuotas(id, { sessionRetentionDays: 90 })).toMatchObject({ sessionRetentionDays: 90 });
+
+    expect(await admin.tenant(id)).toMatchObject({ id, status: "active" });
+    expect(await admin.deleteTenant(id)).toMatchObject({ id, status: "deleting", deletion: { sessionsTotal: expect.any(Number) } });
+    expect(await admin.tenant(id)).toMatchObject({ status: "deleting" });
+    expect(await tenant.sessions.list().catch((error: unknown) => error)).toMatchObject({ status: 401 });
   });
 });

@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/ai-sdk.md and docs/schedules.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/ai-sdk.md, docs/schedules.md and docs/deletion.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -119,4 +119,23 @@ describe("the shell examples of the docs", () => {
     expect(listed).toMatchObject({ items: expect.any(Array) });
     expect(lines.at(-1)).toBe("204");
   }, 90_000);
+
+  it("delete one end user's sessions, delete a tenant and follow it to 404, set a retention (docs/deletion.md)", async () => {
+    const { tenantId, key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "deletiondoc");
+    const blocks = fencedBlocks("docs/deletion.md", "sh");
+    expect(blocks).toHaveLength(3);
+    const [byUser, tenant, retention] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [matched, emptied, others] = jsonValues(byUser ?? "");
+    expect(matched).toEqual({ matched: 2 });
+    expect(emptied).toEqual({ items: [], nextCursor: null });
+    expect(others).toMatchObject({ items: [{ metadata: { user: "u_2" } }], nextCursor: null });
+    const [created, deleting, reserved] = jsonValues(tenant ?? "");
+    expect(created).toMatchObject({ id: "closing-shop" });
+    expect(deleting).toMatchObject({ id: "closing-shop", status: "deleting", deletion: { sessionsTotal: 0 } });
+    expect(reserved).toMatchObject({ error: { code: "TenantExists" } });
+    expect(jsonValues(retention ?? "")).toEqual([expect.objectContaining({ sessionRetentionDays: 90 })]);
+    const admin = new Api(server.baseUrl, readAdminToken());
+    expect(await admin.expect(200, "GET", `/v1/admin/tenants/${tenantId}/quotas`)).toMatchObject({ sessionRetentionDays: 90 });
+  }, 90_000);
 });
+

@@ -1,36 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Api, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
+import { databasesWithOurTables } from "./storage-count.ts";
 
 // Traffic that proves nothing (a garbage key, a read of a session that does not exist) must not
-// create a Durable Object database: each one is storage billed for ever. wrangler dev keeps one
-// SQLite file per Durable Object under the persist folder (v3/do/<script>-<class>/<id>.sqlite).
-//
-// Measured here: the local runtime creates that file for every object it instantiates, whatever
-// the object does, holding only its own table `__miniflare_do_name` (the object's name, for local
-// tooling); an object that runs no SQL, or only reads (sqlite_master, its KV), adds nothing to it.
-// So the test counts the databases that hold any table of ours: the objects that stored something.
-
-/** The per-object databases under `dir` that hold a table besides the local runtime's own. */
-function databases(dir: string): string[] {
-  const files = readdirSync(dir, { recursive: true, encoding: "utf8" })
-    .filter((path) => path.includes(join("v3", "do")) && path.endsWith(".sqlite") && !path.endsWith("metadata.sqlite"))
-    .map((path) => join(dir, path));
-  return files.filter((file) => {
-    const db = new DatabaseSync(file, { readOnly: true });
-    try {
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
-      return tables.some((table) => table.name !== "__miniflare_do_name");
-    } finally {
-      db.close();
-    }
-  });
-}
-
+// create a Durable Object database: each one is storage billed for ever. What the local runtime
+// keeps on disk, and so what is counted: storage-count.ts.
 const garbageKey = (tenantId: string): string => `sk_${tenantId}_${randomBytes(32).toString("base64url")}`;
 
 describe("storage is created only by traffic that proves something", () => {
@@ -50,7 +26,7 @@ describe("storage is created only by traffic that proves something", () => {
     const { key } = await admin.expect<{ key: string }>(201, "POST", `/v1/admin/tenants/${tenantId}/keys`, { body: {} });
     const tenant = new Api(server.baseUrl, key);
     await tenant.expect(200, "GET", "/v1/me");
-    const before = databases(server.persistDir);
+    const before = databasesWithOurTables(server.persistDir);
     expect(before.length).toBeGreaterThan(0);
 
     const refused: number[] = [];
@@ -69,7 +45,7 @@ describe("storage is created only by traffic that proves something", () => {
     }
     expect(unknown.every((status) => status === 404)).toBe(true);
 
-    expect(databases(server.persistDir).sort()).toEqual(before.sort());
+    expect(databasesWithOurTables(server.persistDir).sort()).toEqual(before.sort());
   });
 
   it("past the per-source limit, garbage keys from one address are refused 429 before any object is touched", async () => {

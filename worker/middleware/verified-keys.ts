@@ -58,6 +58,14 @@ export class VerifiedKeys {
     this.byHash.delete(hash);
   }
 
+  /** A tenant deleted through this isolate: every key of it refused here from now on. */
+  forgetTenant(tenantId: string): void {
+    this.revocations += 1;
+    for (const [hash, key] of this.byHash) {
+      if (key.tenantId === tenantId) this.byHash.delete(hash);
+    }
+  }
+
   /** A key revoked through this isolate: refused here from now on, before the revocation answers. */
   forgetKey(tenantId: string, keyId: string): void {
     this.revocations += 1;

@@ -115,7 +115,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "delete", path: "/v1/sessions/{sid}", operationId: "deleteSession", tag: "Sessions", auth: "tenant",
-    summary: "Delete a session", description: "Its storage is deleted; later requests (a repeated DELETE too) answer 404.",
+    summary: "Delete a session", description: "Its storage is deleted with its rows elsewhere (its suspended runs' registrations); later requests (a repeated DELETE too) answer 404. `DELETE /v1/sessions?metadata.<key>=<value>` deletes many in the background.",
     pathParams: SID,
     responses: { 204: { description: "Deleted", content: "none" } },
     errors: SESSION_ERRORS,

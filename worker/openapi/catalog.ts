@@ -16,6 +16,7 @@ import {
 import { DefaultModelSchema, ModelInfoSchema, ProviderIdSchema, ProviderKeyInfoSchema, PutProviderSchema } from "../../schema/providers.ts";
 import { agentCatalog } from "./catalog-agents.ts";
 import { aiSdkCatalog } from "./catalog-ai-sdk.ts";
+import { dataLifecycleCatalog, RETENTION_DESCRIPTION } from "./catalog-data-lifecycle.ts";
 import { tenantToolCatalog } from "./catalog-tenant-tools.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
@@ -55,14 +56,14 @@ export const CATALOG: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/admin/tenants", operationId: "createTenant", tag: "Admin", auth: "admin",
-    summary: "Create a tenant", description: "`id` defaults to a fresh `t_…` id. The tenant joins the admin's tenant list.",
+    summary: "Create a tenant", description: "`id` defaults to a fresh `t_…` id. The tenant joins the admin's tenant list. The id of a deleted tenant stays reserved (409 `TenantExists`).",
     body: CreateTenantSchema, example: { name: "Acme" }, idempotent: true,
     responses: { 201: { description: "`{ id, name, createdAt }`", schema: TenantSummarySchema } },
     errors: ["TenantExists"],
   },
   {
     method: "get", path: "/v1/admin/tenants", operationId: "listTenants", tag: "Admin", auth: "admin",
-    summary: "List the tenants", description: "`{ items: [{ id, name, createdAt }], nextCursor }` in creation order; `limit` 1–1000, default 50.",
+    summary: "List the tenants", description: "`{ items: [{ id, name, createdAt, status? }], nextCursor }` in creation order; a tenant being deleted has `status: \"deleting\"`, a deleted one is not listed; `limit` 1–1000, default 50.",
     query: PageQuerySchema,
     responses: { 200: { description: "A page of tenants", schema: pageSchema(TenantSummarySchema) } },
     errors: [],
@@ -74,7 +75,7 @@ export const CATALOG: readonly CatalogRoute[] = [
       "The key is shown once and stored nowhere (only its hash is kept). A repeat with the same `Idempotency-Key` answers 409 `KeySecretNotReplayed` with `details.keyId`: the key exists, its secret is not shown again (revoke it if it was lost).",
     pathParams: { tenantId: IdSchema }, body: CreateKeySchema, example: { name: "ci" }, idempotent: true,
     responses: { 201: { description: "`{ keyId, key }`", schema: CreatedKeySchema } },
-    errors: ["NotFound", "KeySecretNotReplayed"],
+    errors: ["NotFound", "KeySecretNotReplayed", "TenantDeleting"],
   },
   {
     method: "get", path: "/v1/admin/tenants/{tenantId}/keys", operationId: "listKeys", tag: "Admin", auth: "admin",
@@ -95,17 +96,17 @@ export const CATALOG: readonly CatalogRoute[] = [
   {
     method: "get", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "getQuotas", tag: "Admin", auth: "admin",
     summary: "A tenant's quotas", pathParams: { tenantId: IdSchema },
-    description: "`deploymentKeys`: whether the tenant may use the service's own provider keys (default true).",
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`", schema: TenantQuotasSchema } },
+    description: `\`deploymentKeys\`: whether the tenant may use the service's own provider keys (default true). ${RETENTION_DESCRIPTION}`,
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys, sessionRetentionDays }`", schema: TenantQuotasSchema } },
     errors: ["NotFound"],
   },
   {
     method: "patch", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "setQuotas", tag: "Admin", auth: "admin",
     summary: "Set a tenant's quotas",
-    description: "Requests beyond `requestsPerMinute` in a minute answer 429 `RateLimited` with `Retry-After`; accepting an operation while `maxOpenOperations` are open (accepted, not settled) answers 429 `RateLimited` with `details.quota: \"maxOpenOperations\"`. `deploymentKeys: false` stops the tenant from using the service's own provider keys (its own keys still work), effective on its next model request.",
+    description: `Requests beyond \`requestsPerMinute\` in a minute answer 429 \`RateLimited\` with \`Retry-After\`; accepting an operation while \`maxOpenOperations\` are open (accepted, not settled) answers 429 \`RateLimited\` with \`details.quota: "maxOpenOperations"\`. \`deploymentKeys: false\` stops the tenant from using the service's own provider keys (its own keys still work), effective on its next model request. ${RETENTION_DESCRIPTION} A tenant being deleted answers 409 \`TenantDeleting\`.`,
     pathParams: { tenantId: IdSchema }, body: TenantQuotasPatchSchema, example: { requestsPerMinute: 600 },
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys }`", schema: TenantQuotasSchema } },
-    errors: ["NotFound"],
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys, sessionRetentionDays }`", schema: TenantQuotasSchema } },
+    errors: ["NotFound", "TenantDeleting"],
   },
   {
     method: "get", path: "/v1/me", operationId: "getMe", tag: "Tenant", auth: "tenant",
@@ -173,4 +174,5 @@ export const CATALOG: readonly CatalogRoute[] = [
   ...agentCatalog,
   ...tenantToolCatalog,
   ...mcpCatalog,
+  ...dataLifecycleCatalog,
 ];

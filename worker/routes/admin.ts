@@ -3,7 +3,7 @@ import { CreateKeySchema, CreateTenantSchema, IdSchema, PageQuerySchema, TenantQ
 import type { ApiError } from "../../schema/errors.ts";
 import { fromWire } from "../../schema/wire.ts";
 import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
-import { HttpFailure, replyValue } from "../http-error.ts";
+import { fail, HttpFailure, replyValue } from "../http-error.ts";
 import { quotaLeases, requireAdmin } from "../middleware/auth.ts";
 import { verifiedKeys } from "../middleware/verified-keys.ts";
 import { idempotent, replayInstead } from "../middleware/idempotency.ts";
@@ -26,6 +26,9 @@ export const adminRoutes = new Hono<AppEnv>()
   .post("/tenants", adminIdempotency, async (c) => {
     const body = await jsonBody(c, CreateTenantSchema);
     const id = body.id ?? `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}`;
+    // A deleted (or deleting) tenant's id stays reserved: a new tenant never meets its objects.
+    const status = await directory(c).directoryStatus(id);
+    if (status === "deleting" || status === "deleted") throw fail("TenantExists", `Tenant ${id} was deleted; its id stays reserved`, { status });
     const created = fromWire(await tenantStub(c.env, id).createTenant(id, body.name ?? id));
     if (!created.ok) {
       const { name, createdAt } = created.error.details ?? {};
@@ -68,6 +71,8 @@ export const adminRoutes = new Hono<AppEnv>()
     const tenantId = pathParam(c, "tenantId", IdSchema);
     const patch = await jsonBody(c, TenantQuotasPatchSchema);
     const quotas = replyValue(await tenantStub(c.env, tenantId).setQuotas(patch));
+    // The directory keeps which tenants the cron sweeps for retention (worker/retention-sweep.ts).
+    if (patch.sessionRetentionDays !== undefined) await directory(c).setTenantRetention(tenantId, quotas.sessionRetentionDays);
     // A lease of this isolate was sized under the old quota: a lowered one applies here at once.
     quotaLeases.drop(tenantId);
     return c.json(quotas);

@@ -5,13 +5,13 @@ import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
 import { toWire } from "../../schema/wire.ts";
 import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
+import { removeSessionObjects } from "../../durable-objects/session/session-removal.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { fail, invalidInput, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
 import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
-import { forgetSessionSchedules } from "../schedule-sweep.ts";
 import { sessionTarget } from "./session-target.ts";
 
 /**
@@ -130,13 +130,12 @@ export const sessionRoutes = new Hono<AppEnv>()
     await tenantStub(c.env, tenantId).registerSession(summaryOf(view));
     return c.json(view, 201);
   })
-  // The object's storage first, then the index row; a repeat (or a retry after a partial failure)
-  // still removes the index row and answers 404.
+  // The object's storage and its suspended runs' and schedules' shard rows first (session-removal.ts), then the
+  // index row; a repeat (or a retry after a partial failure) still removes what is left and answers 404.
   .delete("/:sid", async (c) => {
-    const { tenantId, sessionId, stub } = sessionTarget(c);
-    const { deleted } = replyValue(await stub.deleteSession());
+    const { tenantId, sessionId } = sessionTarget(c);
+    const { deleted } = await removeSessionObjects(c.env, tenantId, sessionId);
     await tenantStub(c.env, tenantId).unregisterSession(sessionId);
-    await forgetSessionSchedules(c.env, tenantId, sessionId);
     if (!deleted) throw fail("SessionNotFound", "Session not found");
     return c.body(null, 204);
   });

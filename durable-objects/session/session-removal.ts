@@ -1,0 +1,19 @@
+import { fromWire } from "../../schema/wire.ts";
+import { RpcError } from "../rpc/rpc-errors.ts";
+import { shardOf } from "./due-work/deferred-registrations.ts";
+
+/**
+ * Deletes a session's object storage and then its rows elsewhere that name it (its suspended runs
+ * and its schedules in its DeferredIndex shard), for `DELETE /v1/sessions/{sid}` and for the tenant's background
+ * deletions (tenant/session-deletions.ts). The tenant's index row is its caller's to remove, last:
+ * every step is idempotent, so a retry after a failure part-way (the storage gone, a shard not
+ * reached) repeats what is left and deletes nothing twice that matters. `deleted`: whether the
+ * object still held a session.
+ */
+export async function removeSessionObjects(env: Env, tenantId: string, sessionId: string): Promise<{ deleted: boolean }> {
+  const name = `${tenantId}:${sessionId}`;
+  const reply = fromWire(await env.SESSIONS.getByName(name).deleteSession());
+  if (!reply.ok) throw new RpcError(reply.error);
+  await env.DEFERRED_INDEX.getByName(shardOf(name)).removeSession(name);
+  return reply.value;
+}

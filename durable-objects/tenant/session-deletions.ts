@@ -1,0 +1,74 @@
+import { SessionIndex } from "./tenant-listings.ts";
+import { SessionUsageMarks } from "./session-usage-marks.ts";
+
+/**
+ * The tenant's durable queue of sessions to delete in the background (tenant/data-lifecycle.ts):
+ * filled by `DELETE /v1/sessions?metadata.…`, a retention sweep, or the tenant's deletion, in one
+ * SQL statement each; emptied a bounded batch per alarm tick. A queued session is hidden from
+ * listings at once (session-search.ts) and leaves the queue only with its index row, after its
+ * object and shard rows are gone, so a tick that dies part-way is repeated from what is left.
+ * Every method is one synchronous SQL turn.
+ */
+export class SessionDeletions {
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** Queues the indexed sessions holding every pair; answers how many hold them (queued before included). */
+  queueMatching(pairs: readonly [string, string][], now: number): number {
+    const matching = pairs.map(() => "SELECT session_id FROM session_metadata WHERE key = ? AND value = ?").join(" INTERSECT ");
+    const values = pairs.flat();
+    const matched = this.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM (${matching})`, ...values).one().n;
+    if (matched > 0) {
+      this.sql.exec(`INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM (${matching}) WHERE true ON CONFLICT DO NOTHING`, now, ...values);
+    }
+    return matched;
+  }
+
+  /** The tenant's deletion: every indexed session. */
+  queueAll(now: number): void {
+    this.sql.exec("INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM sessions WHERE true ON CONFLICT DO NOTHING", now);
+  }
+
+  /**
+   * Retention: sessions whose last activity is before `cutoff` (by the activity index), marked so
+   * that activity before their turn takes them out again (tenant-listings.ts SessionIndex.touch);
+   * answers how many were newly queued.
+   */
+  queueIdle(cutoff: number, now: number): number {
+    return this.sql
+      .exec(
+        "INSERT INTO session_deletions (session_id, queued_at, idle_before) SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? ON CONFLICT DO NOTHING RETURNING session_id",
+        now,
+        cutoff,
+        cutoff,
+      )
+      .toArray().length;
+  }
+
+  queue(sessionId: string, now: number): void {
+    this.sql.exec("INSERT INTO session_deletions (session_id, queued_at) VALUES (?, ?) ON CONFLICT DO NOTHING", sessionId, now);
+  }
+
+  /** The next batch, oldest queued first. */
+  next(limit: number): string[] {
+    return this.sql.exec<{ session_id: string }>("SELECT session_id FROM session_deletions ORDER BY queued_at, session_id LIMIT ?", limit).toArray().map((row) => row.session_id);
+  }
+
+  /** The session's object and shard rows are gone: its index row, usage mark and queue row go now. */
+  finished(sessionId: string): void {
+    new SessionIndex(this.sql).unregister(sessionId);
+    new SessionUsageMarks(this.sql).forget(sessionId);
+    this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId);
+  }
+
+  /**
+   * A deletion that failed goes to the back of the queue: one unreachable session never holds up
+   * the others. Behind the last one queued, whatever the clock says (it may not have moved).
+   */
+  postpone(sessionId: string): void {
+    this.sql.exec("UPDATE session_deletions SET queued_at = (SELECT max(queued_at) + 1 FROM session_deletions) WHERE session_id = ?", sessionId);
+  }
+
+  remaining(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_deletions").one().n;
+  }
+}

@@ -1,0 +1,102 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { adminToken, call, newTenant } from "./helpers.ts";
+import { tick } from "./deferred-helpers.ts";
+import { expectError } from "./session-helpers.ts";
+import { eventually } from "./webhooks-helpers.ts";
+
+// Issue 35 item 3 (API.md "Data lifecycle"): `sessionRetentionDays` deletes sessions idle longer
+// than that, by the minute cron, asking only the tenants whose hourly sweep is due.
+
+const DAY_MS = 86_400_000;
+
+const quotas = (tenantId: string, body: unknown) => call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body, token: adminToken() });
+
+/**
+ * Moves a session's last activity `days` into the past in the tenant's index: retention counts
+ * days, which a test cannot wait; this is the one value the sweep reads.
+ */
+function idleFor(tenantId: string, sid: string, days: number): Promise<void> {
+  return runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+    state.storage.sql.exec("UPDATE sessions SET last_active_at = ? WHERE session_id = ?", Date.now() - days * DAY_MS, sid);
+  });
+}
+
+/** Makes the tenant's sweep due again now (the directory sweeps each tenant at most hourly). */
+function sweepDue(tenantId: string): Promise<void> {
+  return runInDurableObject(env.TENANTS.getByName("admin:directory"), (_instance: TenantObject, state) => {
+    state.storage.sql.exec("UPDATE tenant_directory SET retention_swept_at = 0 WHERE tenant_id = ?", tenantId);
+  });
+}
+
+const status = async (key: string, sid: string) => (await call(`/v1/sessions/${sid}`, { token: key })).status;
+
+describe("issue 35: session retention", { timeout: 30_000 }, () => {
+  it("is an admin quota: 1..3650 days, null keeps sessions for ever", async () => {
+    const { tenantId } = await newTenant("ret_bounds");
+    expect(await (await call(`/v1/admin/tenants/${tenantId}/quotas`, { token: adminToken() })).json()).toMatchObject({ sessionRetentionDays: null });
+    expect(await (await quotas(tenantId, { sessionRetentionDays: 30 })).json()).toMatchObject({ sessionRetentionDays: 30 });
+    for (const bad of [0, 3651, 1.5, "30"]) await expectError(await quotas(tenantId, { sessionRetentionDays: bad }), 400, "ValidationFailed");
+    expect(await (await quotas(tenantId, { sessionRetentionDays: null })).json()).toMatchObject({ sessionRetentionDays: null });
+  });
+
+  it("the cron deletes a session idle past the retention and keeps an active one; a tenant is swept at most hourly", async () => {
+    const { tenantId, key } = await newTenant("ret_sweep");
+    const unswept = await newTenant("ret_none");
+    for (const sid of ["idle", "active", "patched", "later"]) expect((await call("/v1/sessions", { body: { id: sid }, token: key })).status).toBe(201);
+    expect((await call("/v1/sessions", { body: { id: "old" }, token: unswept.key })).status).toBe(201);
+    expect((await quotas(tenantId, { sessionRetentionDays: 30 })).status).toBe(200);
+
+    await idleFor(tenantId, "idle", 31);
+    await idleFor(tenantId, "active", 29);
+    // A PATCH is activity: the session is no longer idle.
+    await idleFor(tenantId, "patched", 31);
+    expect((await call("/v1/sessions/patched", { method: "PATCH", body: { metadata: { seen: "yes" } }, token: key })).status).toBe(200);
+    // A tenant without retention is never swept.
+    await idleFor(unswept.tenantId, "old", 400);
+
+    await tick();
+    expect(await status(key, "idle")).toBe(404);
+    expect(await status(key, "active")).toBe(200);
+    expect(await status(key, "patched")).toBe(200);
+    expect(await status(unswept.key, "old")).toBe(200);
+
+    // Swept within the hour: the next tick does not ask this tenant again.
+    await idleFor(tenantId, "later", 31);
+    await tick();
+    expect(await status(key, "later")).toBe(200);
+    await sweepDue(tenantId);
+    await tick();
+    expect(await status(key, "later")).toBe(404);
+    const listing = await (await call("/v1/sessions", { token: key })).json<{ items: { id: string }[] }>();
+    expect(listing.items.map((item) => item.id).sort()).toEqual(["active", "patched"]);
+  });
+});
+
+describe("issue 35: a session queued by retention that is active again before its turn", { timeout: 30_000 }, () => {
+  it("leaves the queue and is kept, while a session deleted by metadata is not spared by activity", async () => {
+    const { tenantId, key } = await newTenant("ret_again");
+    for (const sid of ["revived", "asked"]) expect((await call("/v1/sessions", { body: { id: sid, metadata: { kind: sid } }, token: key })).status).toBe(201);
+    // The queue row a retention sweep writes (session-deletions.ts queueIdle), written here
+    // without arming the alarm: a sweep deletes a first batch at once, so its turn never waits.
+    await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+      state.storage.sql.exec("INSERT INTO session_deletions (session_id, queued_at, idle_before) VALUES ('revived', ?, ?)", Date.now(), Date.now() - 30 * DAY_MS);
+    });
+    const listed = async () => (await (await call("/v1/sessions", { token: key })).json<{ items: { id: string }[] }>()).items.map((item) => item.id).sort();
+    expect(await listed()).toEqual(["asked"]);
+
+    expect((await call("/v1/sessions/revived", { method: "PATCH", body: { name: "back" }, token: key })).status).toBe(200);
+    expect(await listed()).toEqual(["asked", "revived"]);
+    await runDurableObjectAlarm(env.TENANTS.getByName(tenantId));
+    expect(await status(key, "revived")).toBe(200);
+
+    // A deletion asked for is not undone by activity.
+    expect(await (await call("/v1/sessions?metadata.kind=asked", { method: "DELETE", token: key })).json()).toEqual({ matched: 1 });
+    await call("/v1/sessions/asked", { method: "PATCH", body: { name: "still going" }, token: key });
+    await runDurableObjectAlarm(env.TENANTS.getByName(tenantId));
+    await eventually(async () => ((await status(key, "asked")) === 404 ? true : undefined), "the asked deletion");
+    expect(await listed()).toEqual(["revived"]);
+  });
+});
