@@ -33,3 +33,26 @@ export function indexed(shard: DurableObjectStub<DeferredIndex>, operationId: st
     return exists && state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM suspended_runs WHERE operation_id = ?", operationId).one().n > 0;
   });
 }
+
+/**
+ * Makes a DeferredIndex shard refuse every write to the suspended-run rows of one session (its
+ * object name), as an unreachable shard would for it, or heals it. The refusal is a set of SQLite
+ * triggers scoped to that session: shards are shared by every test file that runs in the same
+ * runtime (vitest.config.ts `isolate: false`), so breaking a whole shard would fail other files'
+ * sweeps and removals while it lasts. A row is registered for the session first (and left to the
+ * heal to remove), so that a removal by session name has a row to be refused on.
+ */
+export async function blockSessionRows(shard: DurableObjectStub<DeferredIndex>, session: string, blocked: boolean): Promise<void> {
+  if (blocked) await shard.register([{ session, lane: "main", operationId: `block_${session}`, dueAt: Date.now() + 86_400_000 }]);
+  const name = `block_${session.replace(/[^A-Za-z0-9_]/g, "_")}`;
+  await runInDurableObject(shard, (_instance: DeferredIndex, state) => {
+    for (const [suffix, event, row] of [["i", "INSERT", "NEW"], ["u", "UPDATE", "NEW"], ["d", "DELETE", "OLD"]] as const) {
+      state.storage.sql.exec(
+        blocked
+          ? `CREATE TRIGGER ${name}_${suffix} BEFORE ${event} ON suspended_runs WHEN ${row}.session = '${session.replace(/'/g, "''")}' BEGIN SELECT RAISE(ABORT, 'shard unreachable (test)'); END`
+          : `DROP TRIGGER IF EXISTS ${name}_${suffix}`,
+      );
+    }
+  });
+  if (!blocked) await shard.unregister([`block_${session}`]);
+}

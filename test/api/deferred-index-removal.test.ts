@@ -1,10 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { DeferredIndex } from "../../durable-objects/deferred-index/deferred-index.ts";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { FORWARD_SAFETY_NET_MS } from "../../durable-objects/session/due-work/settlement-outbox.ts";
 import { call } from "./helpers.ts";
-import { indexed, suspendedRun } from "./deferred-helpers.ts";
+import { blockSessionRows, indexed, suspendedRun } from "./deferred-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
 import { eventually } from "./webhooks-helpers.ts";
 
@@ -16,13 +15,6 @@ type Run = Awaited<ReturnType<typeof suspendedRun>>;
 
 const registered = (run: Run) => eventually(async () => ((await indexed(run.shard, run.operationId)) ? true : undefined), "the registration");
 const removed = (run: Run) => eventually(async () => ((await indexed(run.shard, run.operationId)) ? undefined : true), "the row to leave the index", 10_000);
-
-/** Makes the shard refuse every call that touches its table (as an unreachable shard would), or heals it. */
-function breakShard(run: Run, broken: boolean): Promise<void> {
-  return runInDurableObject(run.shard, (_instance: DeferredIndex, state) => {
-    state.storage.sql.exec(broken ? "ALTER TABLE suspended_runs RENAME TO suspended_runs_away" : "ALTER TABLE suspended_runs_away RENAME TO suspended_runs");
-  });
-}
 
 type RegistrationRow = { operation_id: string; forward_at: number };
 
@@ -52,7 +44,7 @@ describe("issue 30 item 5: a settled or aborted run leaves the DeferredIndex", (
   it("a removal whose forward failed and died with the object is repeated by the session's alarm", async () => {
     const run = await suspendedRun("dixcrash");
     await registered(run);
-    await breakShard(run, true);
+    await blockSessionRows(run.shard, `${run.tenantId}:${run.sid}`, true);
     const aborted = await call(`${run.lanePath}/abort?wait=10`, { method: "POST", token: run.key });
     expect(await aborted.json()).toMatchObject({ record: { status: "aborted" } });
     // The live forward failed: the session keeps the removal, postponed past its safety net, with its alarm.
@@ -61,7 +53,7 @@ describe("issue 30 item 5: a settled or aborted run leaves the DeferredIndex", (
       return rows[0] && rows[0].forward_at > Date.now() + FORWARD_SAFETY_NET_MS ? rows : undefined;
     }, "the failed forward to postpone its row");
     expect(row?.operation_id).toBe(run.operationId);
-    await breakShard(run, false);
+    await blockSessionRows(run.shard, `${run.tenantId}:${run.sid}`, false);
     expect(await indexed(run.shard, run.operationId)).toBe(true);
 
     // Memory is dropped; the row and its alarm are not.

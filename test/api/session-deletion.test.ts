@@ -1,13 +1,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { DeferredIndex } from "../../durable-objects/deferred-index/deferred-index.ts";
 import { shardOf } from "../../durable-objects/session/due-work/deferred-registrations.ts";
 import { DELETIONS_PER_TICK } from "../../durable-objects/tenant/data-lifecycle.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { call, newTenant } from "./helpers.ts";
 import { expectError } from "./session-helpers.ts";
-import { indexed, suspendedRun } from "./deferred-helpers.ts";
+import { blockSessionRows, indexed, suspendedRun } from "./deferred-helpers.ts";
 import { eventually } from "./webhooks-helpers.ts";
 
 // Issue 35 item 3 (API.md "Data lifecycle"): a session's deletion removes its rows elsewhere too.
@@ -94,12 +93,7 @@ describe("issue 35: background deletions go on past sessions that cannot be dele
     const others: string[] = [];
     for (let index = 0; others.length < 5; index++) if (shardOf(`${tenantId}:z_${index}`) !== brokenShard) others.push(`z_${index}`);
     for (const sid of [...stuck, ...others]) await createSession(key, sid, { batch: "all" });
-    const shard = env.DEFERRED_INDEX.getByName(brokenShard);
-    await shard.register([{ session: "delstuck:none", lane: "main", operationId: "delstuck_break", dueAt: Date.now() + 86_400_000 }]);
-    await runInDurableObject(shard, (_instance: DeferredIndex, state) => {
-      state.storage.sql.exec("ALTER TABLE suspended_runs RENAME TO suspended_runs_away");
-    });
-
+    for (const sid of stuck) await blockSessionRows(env.DEFERRED_INDEX.getByName(brokenShard), `${tenantId}:${sid}`, true);
     expect(await (await call("/v1/sessions?metadata.batch=all", { method: "DELETE", token: key })).json()).toEqual({ matched: stuck.length + others.length });
     const tenant = env.TENANTS.getByName(tenantId);
     // The first tick finds its whole batch unreachable and arms a retry; ticks run now (each
@@ -114,6 +108,8 @@ describe("issue 35: background deletions go on past sessions that cannot be dele
     expect(await listed(key)).toEqual([]);
     const queued = await runInDurableObject(tenant, (_instance: TenantObject, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_deletions").one().n);
     expect(queued).toBe(stuck.length);
+    // Healed, so that no other file meets these sessions' refusals in the shard it shares.
+    for (const sid of stuck) await blockSessionRows(env.DEFERRED_INDEX.getByName(brokenShard), `${tenantId}:${sid}`, false);
   });
 });
 

@@ -1,12 +1,12 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { DeferredIndex } from "../../durable-objects/deferred-index/deferred-index.ts";
-import { DEFERRED_INDEX_SHARDS, shardName } from "../../durable-objects/session/due-work/deferred-registrations.ts";
+import { shardOf } from "../../durable-objects/session/due-work/deferred-registrations.ts";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { DELETIONS_PER_TICK } from "../../durable-objects/tenant/data-lifecycle.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { TenantDetail } from "../../schema/data-lifecycle.ts";
+import { blockSessionRows } from "./deferred-helpers.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 import { objectOf } from "./session-helpers.ts";
 import { connect, expectSnapshot, watchSetup } from "./watch-helpers.ts";
@@ -30,15 +30,11 @@ function holdsStorage(tenantId: string, sid: string): Promise<boolean> {
   );
 }
 
-/** Makes every DeferredIndex shard refuse a session's removal (as unreachable shards would), or heals them. */
-async function breakShards(broken: boolean): Promise<void> {
-  for (let index = 0; index < DEFERRED_INDEX_SHARDS; index++) {
-    const shard = env.DEFERRED_INDEX.getByName(shardName(index));
-    if (broken) await shard.register([{ session: "tdel:none", lane: "main", operationId: `tdel_break_${index}`, dueAt: Date.now() + 86_400_000 }]);
-    await runInDurableObject(shard, (_instance: DeferredIndex, state) => {
-      state.storage.sql.exec(broken ? "ALTER TABLE suspended_runs RENAME TO suspended_runs_away" : "ALTER TABLE suspended_runs_away RENAME TO suspended_runs");
-    });
-    if (!broken) await shard.unregister([`tdel_break_${index}`]);
+/** Makes each session's DeferredIndex shard refuse its removal (as unreachable shards would), or heals them. */
+async function blockRemovals(tenantId: string, sessions: readonly string[], blocked: boolean): Promise<void> {
+  for (const sid of sessions) {
+    const name = `${tenantId}:${sid}`;
+    await blockSessionRows(env.DEFERRED_INDEX.getByName(shardOf(name)), name, blocked);
   }
 }
 
@@ -60,7 +56,7 @@ describe("issue 35: deleting a tenant", { timeout: 60_000 }, () => {
     expect((await call("/v1/sessions", { token: key })).status).toBe(200);
     expect((await call(`${sessionPath}/lanes/main/snapshot`, { token })).status).toBe(200);
 
-    await breakShards(true);
+    await blockRemovals(tenantId, sessions, true);
     const deleted = await admin(`/tenants/${tenantId}`, "DELETE");
     expect(deleted.status).toBe(202);
     expect(await deleted.json()).toMatchObject({ id: tenantId, status: "deleting", deletion: { sessionsTotal: sessions.length, sessionsDeleted: 0 } });
@@ -78,7 +74,7 @@ describe("issue 35: deleting a tenant", { timeout: 60_000 }, () => {
     // A repeat answers the same deletion.
     expect((await admin(`/tenants/${tenantId}`, "DELETE")).status).toBe(202);
 
-    // Bounded per tick: every shard refuses, so each tick deletes its batch's objects and keeps
+    // Bounded per tick: every session's shard refuses its removal, so each tick deletes its batch's objects and keeps
     // them queued (a batch that deleted nothing is retried 10 s later); exactly one batch is gone meanwhile.
     const gone = async () => (await Promise.all(sessions.map((sid) => holdsStorage(tenantId, sid)))).filter((holds) => !holds).length;
     await eventually(async () => ((await gone()) === DELETIONS_PER_TICK ? true : undefined), "one batch of session objects deleted");
@@ -88,7 +84,7 @@ describe("issue 35: deleting a tenant", { timeout: 60_000 }, () => {
     await evictDurableObject(env.TENANTS.getByName(tenantId));
     // Healed: the queue resumes where it stopped. The grace left for requests that presented the
     // key just before (data-lifecycle.ts) is moved into the past: none is in flight here.
-    await breakShards(false);
+    await blockRemovals(tenantId, sessions, false);
     const tenant = env.TENANTS.getByName(tenantId);
     await runInDurableObject(tenant, (_instance: TenantObject, state) => {
       state.storage.sql.exec("UPDATE tenant SET deleting_at = deleting_at - 60000");
