@@ -19,6 +19,7 @@ import { aiSdkCatalog } from "./catalog-ai-sdk.ts";
 import { tenantToolCatalog } from "./catalog-tenant-tools.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
+import { dataCatalog } from "./catalog-data.ts";
 import { mcpCatalog } from "./catalog-mcp.ts";
 import { toolCatalog } from "./catalog-tools.ts";
 import { webhookCatalog } from "./catalog-webhooks.ts";
@@ -164,6 +165,7 @@ export const CATALOG: readonly CatalogRoute[] = [
     errors: ["UnknownProvider"],
   },
   ...sessionCatalog,
+  ...dataCatalog,
   ...laneCatalog,
   ...aiSdkCatalog,
   ...toolCatalog,
