@@ -61,8 +61,9 @@ export const dataRoutes = new Hono<AppEnv>()
     }
     return created(c, tenantId, await commitImport(stub, begun.importId, true));
   })
-  // The path also reads as the session `import`: its other methods are this route's, not that session's.
-  .on(["GET", "PUT", "PATCH", "DELETE"], "/sessions/import", (c) => {
+  // The path also reads as the session `import`: its other methods are this route's (405), not that session's.
+  .use("/sessions/import/*", async (c, next) => {
+    if (c.req.path !== "/v1/sessions/import" || c.req.method === "POST" || c.req.method === "OPTIONS") return next();
     const response = errorResponse(c, { code: "MethodNotAllowed", message: `${c.req.method} is not served here; use POST`, details: { allow: ["POST"] } });
     response.headers.set("Allow", "POST");
     return response;
