@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call } from "./helpers.ts";
+import { call, newTenant } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { user } from "./session-helpers.ts";
 import { allEntries, exportText, linesOf, newSessionId, send, type EntryBody } from "./data-helpers.ts";
@@ -69,6 +69,15 @@ describe("export", () => {
     // Nothing internal: no sealed secret, no hint, no runtime namespace.
     expect(text).not.toMatch(/sealedSecret|secretHint|"pi\.(lane|op|pending|result|capture|tools|branch)/);
     expect(lines.filter((line) => typeof line.namespace === "string" && String(line.namespace).startsWith("pi"))).toEqual([]);
+  });
+
+  it("of a session that holds nothing but its settings is its header and an end line", async () => {
+    const { key } = await newTenant("dxe");
+    const created = await call("/v1/sessions", { body: {}, token: key });
+    const { id } = await created.json<{ id: string }>();
+    const lines = linesOf(await exportText(key, id));
+    expect(lines.map((line) => line.type)).toEqual(["session", "end"]);
+    expect(lines[1]).toEqual({ type: "end", entries: 0, values: 0, items: 0, labels: 0, results: 0 });
   });
 
   it("is 404 for another tenant's session and for one that does not exist", async () => {

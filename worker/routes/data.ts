@@ -31,16 +31,19 @@ export const dataRoutes = new Hono<AppEnv>()
       start(controller) {
         controller.enqueue(encoder.encode(`${JSON.stringify(exportedHeader(header))}\n`));
       },
+      // Each pull enqueues something (a stream pulls again only after a pull that did): empty pages are skipped.
       async pull(controller) {
-        if (cursor === null) {
-          controller.enqueue(encoder.encode(`${JSON.stringify({ type: "end", ...counts })}\n`));
-          controller.close();
-          return;
+        while (cursor !== null) {
+          const page = replyValue(await stub.exportPage(highWater, toWire(cursor)));
+          for (const kind of Object.keys(counts) as (keyof ExportCounts)[]) counts[kind] += page.counts[kind];
+          cursor = page.next;
+          if (page.lines.length > 0) {
+            controller.enqueue(encoder.encode(`${page.lines.join("\n")}\n`));
+            return;
+          }
         }
-        const page = replyValue(await stub.exportPage(highWater, toWire(cursor)));
-        for (const kind of Object.keys(counts) as (keyof ExportCounts)[]) counts[kind] += page.counts[kind];
-        if (page.lines.length > 0) controller.enqueue(encoder.encode(`${page.lines.join("\n")}\n`));
-        cursor = page.next;
+        controller.enqueue(encoder.encode(`${JSON.stringify({ type: "end", ...counts })}\n`));
+        controller.close();
       },
     });
     return c.body(body, 200, { "content-type": "application/x-ndjson" });
