@@ -103,4 +103,23 @@ describe("the shell examples of the docs", () => {
     expect(patched).toMatchObject({ id: "chat-u42", metadata: { user: "u_42", plan: "enterprise", ticket: "T-7" } });
     expect(found).toEqual({ items: [{ id: "chat-u42", name: "Support chat", createdAt: expect.any(Number), metadata: { user: "u_42", plan: "enterprise", ticket: "T-7" } }], nextCursor: null });
   }, 90_000);
+
+  it("export a session, import it in one request and in parts (docs/data.md)", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "datadoc");
+    const blocks = fencedBlocks("docs/data.md", "sh");
+    expect(blocks).toHaveLength(3);
+    const [exported, imported, parts] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [created, colour, ...lines] = jsonValues(exported ?? "");
+    expect(created).toMatchObject({ id: "notes", name: "Notes" });
+    expect(colour).toMatchObject({ seq: expect.any(Number) });
+    expect(lines).toEqual([
+      expect.objectContaining({ type: "session", format: "pi-session", version: 1, id: "notes", name: "Notes", metadata: { user: "u_42" } }),
+      { type: "value", namespace: "app", key: "colour", value: "blue" },
+      { type: "end", entries: 0, values: 1, items: 0, labels: 0, results: 0 },
+    ]);
+    expect(jsonValues(imported ?? "")).toEqual([expect.objectContaining({ id: "notes-copy", name: "Notes", metadata: { user: "u_42" } })]);
+    const [first, second, committed] = jsonValues(parts ?? "");
+    expect([first, second]).toEqual([{ part: 1, lines: 2, repeated: false }, { part: 2, lines: 1, repeated: false }]);
+    expect(committed).toMatchObject({ id: "notes-parts", name: "Notes" });
+  }, 90_000);
 });
