@@ -29,13 +29,14 @@ export async function exportText(key: string, sid: string): Promise<string> {
 export const linesOf = (text: string): Line[] => text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
 export const ndjson = (lines: readonly unknown[]): string => lines.map((line) => `${JSON.stringify(line)}\n`).join("");
 
-export async function allEntries(key: string, sid: string): Promise<EntryBody[]> {
-  const items: EntryBody[] = [];
+/** Every entry of the session, page by page (`T`: what the caller reads of an entry). */
+export async function allEntries<T = EntryBody>(key: string, sid: string): Promise<T[]> {
+  const items: T[] = [];
   let cursor: string | null = null;
   for (let page = 0; page < 100; page++) {
     const response = await call(`/v1/sessions/${sid}/entries?limit=1000${cursor ? `&cursor=${cursor}` : ""}`, { token: key });
     expect(response.status).toBe(200);
-    const body = await response.json<{ items: EntryBody[]; nextCursor: string | null }>();
+    const body = await response.json<{ items: T[]; nextCursor: string | null }>();
     items.push(...body.items);
     cursor = body.nextCursor;
     if (cursor === null) break;
