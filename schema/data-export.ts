@@ -1,10 +1,11 @@
 import * as v from "valibot";
 import { IdSchema } from "./api.ts";
-import { KeySchema, NamespaceSchema } from "./api-sessions.ts";
+import { BranchNameSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
 import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
 import { LaneConfigurationSchema, OperationResultRecordSchema } from "./lane.ts";
+import { LaneNameSchema } from "./lane-api.ts";
 import { SessionMetadataSchema } from "./session-metadata.ts";
 import { HarnessResourcesSchema, HarnessSettingsSchema } from "./settings.ts";
 import { ToolDefinitionsByNameSchema } from "./tools.ts";
@@ -25,7 +26,7 @@ export const IMPORT_ABANDON_MS = 24 * 60 * 60 * 1000;
 
 const NameSchema = v.pipe(v.string(), v.maxLength(500));
 
-export const ExportLaneSchema = v.strictObject({ name: v.string(), ...LaneConfigurationSchema.entries });
+export const ExportLaneSchema = v.strictObject({ name: LaneNameSchema, ...LaneConfigurationSchema.entries });
 
 export const SessionLineSchema = v.strictObject({
   type: v.literal("session"),
@@ -41,10 +42,13 @@ export const SessionLineSchema = v.strictObject({
   resources: HarnessResourcesSchema,
   /** As `PUT …/tools/{name}` takes them: no secret, sealed or plain. */
   tools: ToolDefinitionsByNameSchema,
-  /** Branch name → tip entry id (null: an empty branch). */
-  branches: v.record(v.string(), v.nullable(v.string())),
+  /** Branch name → tip entry id (null: an empty branch); a session's bounds as for creation. */
+  branches: v.pipe(
+    v.record(BranchNameSchema, v.nullable(v.string())),
+    v.check((branches) => Object.keys(branches).length <= SESSION_LIMITS.branches, `A session holds at most ${SESSION_LIMITS.branches} branches`),
+  ),
   /** A lane runs on the branch of its name. */
-  lanes: v.array(ExportLaneSchema),
+  lanes: v.pipe(v.array(ExportLaneSchema), v.maxLength(SESSION_LIMITS.lanes, `A session holds at most ${SESSION_LIMITS.lanes} lanes`)),
 });
 export type SessionLine = v.InferOutput<typeof SessionLineSchema>;
 
@@ -56,7 +60,7 @@ export const ExportedEntrySchema = v.custom<Entry>((input) => v.is(EntrySchema, 
 export const EntryLineSchema = v.strictObject({ type: v.literal("entry"), entry: ExportedEntrySchema });
 export const ValueLineSchema = v.strictObject({ type: v.literal("value"), namespace: NamespaceSchema, key: KeySchema, value: JsonValueSchema });
 export const ItemLineSchema = v.strictObject({ type: v.literal("item"), namespace: NamespaceSchema, key: KeySchema, value: JsonValueSchema });
-export const LabelLineSchema = v.strictObject({ type: v.literal("label"), entryId: v.string(), label: v.string() });
+export const LabelLineSchema = v.strictObject({ type: v.literal("label"), entryId: v.string(), label: LabelSchema.entries.label });
 /** A settled operation's record (`GET …/operations/{id}`): exported as history, never imported. */
 export const ResultLineSchema = v.strictObject({ type: v.literal("result"), record: OperationResultRecordSchema });
 export const EndLineSchema = v.strictObject({

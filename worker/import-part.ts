@@ -1,7 +1,7 @@
 import { IMPORT_LINE_MAX_BYTES } from "../schema/data-export.ts";
 import type { CreatedSession } from "../schema/session.ts";
 import { sessionStub } from "./env.ts";
-import { replyValue } from "./http-error.ts";
+import { fail, replyValue } from "./http-error.ts";
 import { lineBatches } from "./ndjson-batches.ts";
 
 type SessionStub = ReturnType<typeof sessionStub>;
@@ -21,7 +21,16 @@ export function sessionIdOfImport(importId: string): string {
  * before the failure is answered, so that the part can be sent again. `repeated`: the part was
  * written whole before, and its body is not read.
  */
-export async function importPart(stub: SessionStub, importId: string, part: number, body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<{ part: number; lines: number; repeated: boolean }> {
+export async function importPart(
+  stub: SessionStub,
+  importId: string,
+  part: number,
+  upload: { body: ReadableStream<Uint8Array> | null; declaredLength: string | undefined },
+  maxBytes: number,
+): Promise<{ part: number; lines: number; repeated: boolean }> {
+  const { body, declaredLength } = upload;
+  // A declared length beyond the bound is refused before anything is read or begun.
+  if (Number(declaredLength ?? "0") > maxBytes) throw fail("PayloadTooLarge", `The body exceeds ${maxBytes} bytes`, { limit: maxBytes });
   const opened = replyValue(await stub.importPartBegin(importId, part));
   if (opened.repeated) {
     await body?.cancel().catch(() => undefined);

@@ -149,6 +149,7 @@ export class SessionImport {
       const tools = await this.lifecycle.initialTools(state.sessionId, header.tools);
       // Synchronous from here: the state read again, the session made, the import's rows removed.
       const now = this.current(importId);
+      if (now.open) throw new RpcError({ code: "ImportPartOutOfOrder", message: `Part ${now.open.part} began while the import was committing`, details: { expected: now.open.part } });
       // Each value its own seq after the entries (chunks are keyed by seq); tips and idle lane states follow.
       let seq = now.progress.maxSeq;
       const next = (): number => ++seq;

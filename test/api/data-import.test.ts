@@ -102,6 +102,10 @@ describe("import: refusals write nothing", () => {
     importRefused(ndjson(sample({ entries: [{ id: "e1", parentId: null, seq: 1, timestamp: 1, type: "message", message: message("x") }], end: { entries: 1, values: 1, items: 1, labels: 1, results: 0 } })), 422, "InvalidImport", "unknown_tip"));
   it("a model the tenant cannot use", () => importRefused(ndjson(sample({ lanes: [{ name: "main", model: { provider: "scripted", modelId: "nope" }, thinkingLevel: "off", activeToolNames: [] }] })), 422, "UnknownModel"));
   it("a value in a runtime namespace", () => importRefused(ndjson(sample({ extra: [{ type: "value", namespace: "pi.lane.state", key: "main", value: {} }] })), 422, "InvalidImport", "reserved_namespace"));
+  it("more lanes than a session may hold", () => {
+    const lanes = Array.from({ length: 101 }, (_, n) => ({ name: `l${n}`, model: SCRIPTED, thinkingLevel: "off", activeToolNames: [] }));
+    return importRefused(ndjson(sample({ lanes })), 422, "InvalidImport", "invalid_line");
+  });
   it("a stream without its end line (cut short)", () => importRefused(ndjson(sample().slice(0, -1)), 422, "InvalidImport", "incomplete"));
   it("an end line whose counts differ", () => importRefused(ndjson(sample({ end: { entries: 3, values: 1, items: 1, labels: 1, results: 0 } })), 422, "InvalidImport", "counts_differ"));
   it("a line beyond 17 MiB", () => importRefused(`${JSON.stringify(sample()[0])}\n${"x".repeat(17 * 1024 * 1024 + 1)}`, 413, "PayloadTooLarge"));

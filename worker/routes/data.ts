@@ -57,7 +57,7 @@ export const dataRoutes = new Hono<AppEnv>()
     const begun = replyValue(await stub.importBegin({ tenantId, sessionId, importId: newImportId(sessionId), ...(creationToken !== undefined && { creationToken }) }));
     if (begun.state === "exists") return created(c, tenantId, begun.session);
     try {
-      await importPart(stub, begun.importId, 1, c.req.raw.body, IMPORT_BODY_MAX_BYTES);
+      await importPart(stub, begun.importId, 1, upload(c), IMPORT_BODY_MAX_BYTES);
     } catch (error) {
       await stub.importDiscard(begun.importId).catch(() => undefined);
       throw error;
@@ -84,7 +84,7 @@ export const dataRoutes = new Hono<AppEnv>()
   .put("/imports/:importId/parts/:part", requireTenant, async (c) => {
     const { stub, importId } = importTarget(c);
     const part = pathParam(c, "part", PartNumberSchema);
-    return c.json(await importPart(stub, importId, part, c.req.raw.body, IMPORT_BODY_MAX_BYTES));
+    return c.json(await importPart(stub, importId, part, upload(c), IMPORT_BODY_MAX_BYTES));
   })
   .post("/imports/:importId/commit", requireTenant, async (c) => {
     const { stub, importId, tenantId } = importTarget(c);
@@ -103,6 +103,10 @@ async function newSessionId(c: AppContext, id: string | undefined): Promise<{ se
   const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
   const sessionId = id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
   return { sessionId, ...(creationToken !== undefined && { creationToken }) };
+}
+
+function upload(c: AppContext) {
+  return { body: c.req.raw.body, declaredLength: c.req.header("content-length") };
 }
 
 /** The import's object, in the caller's tenant: another tenant's import id names an object that stages nothing (404). */
