@@ -209,12 +209,15 @@ export class SessionImport {
     }
   }
 
-  /** As creation checks a lane: models this tenant may use now, active tools the session defines. */
+  /** As creation checks a lane and the default model: models this tenant may use now, active tools the session defines. */
   private async assertLanes(tenantId: string, header: SessionLine): Promise<void> {
-    if (header.lanes.length === 0) return;
+    const { defaultModel } = header.settings;
+    if (header.lanes.length === 0 && defaultModel === null) return;
     const tenant = await this.host.models.settings(tenantId);
     const known = new Set(Object.keys(header.tools));
     const catalog = laneConfigCatalog({ scripted: this.host.env.SCRIPTED_MODELS === "on", usableProviders: tenant.usableProviders }, () => known);
+    // The session's default model too, as `settings.defaultModel` is checked at creation.
+    if (defaultModel !== null) assertKnownConfiguration({ model: defaultModel }, catalog);
     for (const lane of header.lanes) assertKnownConfiguration({ model: lane.model, activeTools: lane.activeToolNames }, catalog);
     assertCanDefer(header.settings.streamOptions.deferred, header.lanes.map((lane) => ({ lane: lane.name, model: lane.model })));
   }

@@ -101,6 +101,10 @@ describe("import: refusals write nothing", () => {
   it("a branch tip the stream does not hold", () =>
     importRefused(ndjson(sample({ entries: [{ id: "e1", parentId: null, seq: 1, timestamp: 1, type: "message", message: message("x") }], end: { entries: 1, values: 1, items: 1, labels: 1, results: 0 } })), 422, "InvalidImport", "unknown_tip"));
   it("a model the tenant cannot use", () => importRefused(ndjson(sample({ lanes: [{ name: "main", model: { provider: "scripted", modelId: "nope" }, thinkingLevel: "off", activeToolNames: [] }] })), 422, "UnknownModel"));
+  it("a default model the tenant cannot use", () => {
+    const [header, ...rest] = sample();
+    return importRefused(ndjson([{ ...(header as object), settings: { ...DEFAULT_SETTINGS, defaultModel: { provider: "scripted", modelId: "nope" } } }, ...rest]), 422, "UnknownModel");
+  });
   it("a value in a runtime namespace", () => importRefused(ndjson(sample({ extra: [{ type: "value", namespace: "pi.lane.state", key: "main", value: {} }] })), 422, "InvalidImport", "reserved_namespace"));
   it("more lanes than a session may hold", () => {
     const lanes = Array.from({ length: 101 }, (_, n) => ({ name: `l${n}`, model: SCRIPTED, thinkingLevel: "off", activeToolNames: [] }));
