@@ -204,6 +204,23 @@ describe("import in parts", () => {
     expect(listing.items.map((item) => item.id)).toEqual([id]);
   });
 
+  it("a part whose upload stopped half-way (the front worker gone) is rolled back when it is sent again", async () => {
+    const { tenantId, key } = await newTenant("dij");
+    const id = newSessionId("torn");
+    const { importId } = await (await call("/v1/imports", { body: { id }, token: key })).json<{ importId: string }>();
+    // What an interrupted PUT leaves: part 1 open, some of its lines written, never ended.
+    const stub = objectOf(tenantId, id);
+    const opened: { ok: true; value: { attempt: string } } = JSON.parse(await stub.importPartBegin(importId, 1));
+    const lines = ndjson(sample()).trim().split("\n");
+    expect(JSON.parse(await stub.importLines(importId, opened.value.attempt, lines.slice(0, 3)))).toMatchObject({ ok: true });
+    // The client sends part 1 again, whole.
+    expect(await (await send(`/v1/imports/${importId}/parts/1`, { method: "PUT", body: ndjson(sample()), token: key })).json()).toEqual({ part: 1, lines: lines.length, repeated: false });
+    // The stale attempt can write nothing more.
+    expect(JSON.parse(await stub.importLines(importId, opened.value.attempt, lines.slice(3)))).toMatchObject({ ok: false, error: { code: "ImportPartOutOfOrder" } });
+    expect((await call(`/v1/imports/${importId}/commit`, { method: "POST", token: key })).status).toBe(201);
+    expect((await allEntries(key, id)).map((entry) => entry.id)).toEqual(["e1", "e2"]);
+  });
+
   it("an import never committed is deleted by its object's alarm 24 h after it began", async () => {
     const { tenantId, key } = await newTenant("dii");
     const id = newSessionId("gone");
