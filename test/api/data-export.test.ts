@@ -16,6 +16,7 @@ async function richSession(prefix: string) {
     token: key,
   });
   expect(tool.status).toBe(201);
+  const { secret } = await tool.json<{ secret: string }>();
   for (const text of ["first question", "second question"]) expect((await call(`${lanePath}/prompt`, { body: { prompt: text }, token: key })).status).toBe(200);
   const main = await allEntries(key, setup.sid);
   const [q1, a1] = main;
@@ -28,7 +29,7 @@ async function richSession(prefix: string) {
   expect((await call(`${sessionPath}/values/app/colour`, { method: "PUT", body: "blue", token: key })).status).toBe(200);
   for (const n of [1, 2, 3]) expect((await call(`${sessionPath}/lists/app/log`, { body: { n }, token: key })).status).toBe(201);
   expect((await call(sessionPath, { method: "PATCH", body: { name: "rich", metadata: { user: "u1" } }, token: key })).status).toBe(200);
-  return { ...setup, q1: q1.id, side: sideId };
+  return { ...setup, q1: q1.id, side: sideId, secret };
 }
 
 describe("export", () => {
@@ -68,6 +69,7 @@ describe("export", () => {
     expect(lines[lines.length - 1]).toEqual({ type: "end", entries: entries.length, values: 1, items: 3, labels: 2, results: 2 });
     // Nothing internal: no sealed secret, no hint, no runtime namespace.
     expect(text).not.toMatch(/sealedSecret|secretHint|"pi\.(lane|op|pending|result|capture|tools|branch)/);
+    expect(text).not.toContain(source.secret);
     expect(lines.filter((line) => typeof line.namespace === "string" && String(line.namespace).startsWith("pi"))).toEqual([]);
   });
 
