@@ -12,6 +12,7 @@ import { ProvidersApi, ToolsApi } from "./tools.ts";
 import { WebhooksApi } from "./webhooks.ts";
 import { SchedulesApi } from "./schedules.ts";
 import { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
+import { DataApi } from "./data.ts";
 import { EntriesApi, SessionsApi, usage } from "./sessions.ts";
 import type { Me, ModelCatalogEntry, UsagePage, UsageQuery } from "./types.ts";
 import { watchLane, type LaneWatch, type WatchLaneOptions } from "./watch.ts";
@@ -63,11 +64,14 @@ export class AgentSessionsClient {
   readonly tenantTools: TenantToolsApi;
   /** The tenant's own MCP servers, which its agents name. */
   readonly tenantMcpServers: TenantMcpServersApi;
+  /** Export and import of sessions as JSON Lines (docs/data.md). */
+  readonly data: DataApi;
 
   constructor(options: ClientOptions) {
     this.http = new HttpClient(options);
     this.admin = new AdminApi(this.http);
     this.sessions = new SessionsApi(this.http);
+    this.data = new DataApi(this.http);
     this.entries = new EntriesApi(this.http);
     this.values = new ValuesApi(this.http);
     this.lists = new ListsApi(this.http);

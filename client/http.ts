@@ -158,6 +158,29 @@ export class HttpClient {
     return { status: response.status, body, headers: response.headers };
   }
 
+  /**
+   * A request whose body or answer is not JSON (JSON Lines exports and imports): `body` is sent as
+   * it is with `contentType`; 2xx → the Response itself (its body unread), anything else → ApiRequestError.
+   */
+  async raw(spec: Omit<RequestSpec, "body">, body?: { data: BodyInit; contentType: string }): Promise<Response> {
+    const headers = new Headers(this.options.headers);
+    const token = spec.auth === "admin" ? this.options.adminToken : this.options.key;
+    if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
+    if (spec.idempotencyKey !== undefined) headers.set("idempotency-key", spec.idempotencyKey);
+    for (const [name, value] of Object.entries(spec.headers ?? {})) headers.set(name, value);
+    if (body) headers.set("content-type", body.contentType);
+    // A streamed upload needs `duplex: "half"` in fetch implementations that stream request bodies.
+    const init: RequestInit & { duplex?: "half" } = {
+      method: spec.method,
+      headers,
+      ...(body && { body: body.data, ...(body.data instanceof ReadableStream && { duplex: "half" }) }),
+      ...(spec.signal !== undefined && { signal: spec.signal }),
+    };
+    const response = await this.fetcher(`${this.baseUrl}${spec.path}${queryString(spec.query)}`, init);
+    if (!response.ok) throw errorFromResponse(response, await response.text());
+    return response;
+  }
+
   /** `send`, returning only the body. */
   async json<T>(spec: RequestSpec): Promise<T> {
     return (await this.send<T>(spec)).body;

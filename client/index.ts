@@ -18,6 +18,7 @@ export { AdminApi } from "./admin.ts";
 export { AgentsApi, type Agent, type AgentDefinition, type CreateAgent, type PatchAgent } from "./agents.ts";
 export { TenantMcpServersApi, TenantToolsApi, type TenantMcpServerReply, type TenantMcpServerView, type TenantToolInput, type TenantToolReply, type TenantToolView } from "./tenant-tools.ts";
 export { EntriesApi, SessionsApi, type BrowserToken, type CreateBrowserToken, type DeleteSessionsAnswer, type TenantDetail } from "./sessions.ts";
+export { DataApi, type CreatedImport, type ExportLine, type ImportPartAnswer, type LinesBody } from "./data.ts";
 export { BranchesApi, ListsApi, ValuesApi } from "./session-data.ts";
 export { LanesApi, QueueApi } from "./lanes.ts";
 export { OperationsApi, type CompactOptions, type CompactOutcome, type PromptOptions, type WaitOptions } from "./operations.ts";

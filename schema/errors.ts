@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   TokenScope: 403,
   NotFound: 404,
   SessionNotFound: 404,
+  /** No import of that id is staged (never begun, committed, abandoned, or another tenant's). */
+  ImportNotFound: 404,
   UnknownBranch: 404,
   UnknownEntry: 404,
   UnknownTarget: 404,
@@ -77,6 +79,10 @@ export const ERROR_STATUS = {
   InvalidNavigation: 422,
   /** A fork the source cannot make (`details.reason`: data_only_branch, not_on_branch, undeclared_namespace). */
   InvalidFork: 422,
+  /** An import line the format refuses or a session it cannot make (`details`: line, reason). */
+  InvalidImport: 422,
+  /** An import part sent out of order (`details.expected` names the part it waits for). */
+  ImportPartOutOfOrder: 409,
   NothingToCompact: 422,
   NothingToResume: 422,
   NoActiveOperation: 422,

@@ -9,6 +9,7 @@ import { adminRoutes } from "./routes/admin.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { branchRoutes } from "./routes/branches.ts";
 import { browserTokenRoutes } from "./routes/browser-tokens.ts";
+import { dataRoutes } from "./routes/data.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { laneRoutes } from "./routes/lanes.ts";
 import { mcpServerRoutes } from "./routes/mcp-servers.ts";
@@ -43,6 +44,8 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/admin", tenantDeletionRoutes);
   // WebSocket upgrades (…/watch) first: they answer 101 without reaching later middleware.
   app.route("/v1/sessions", watchRoutes);
+  // Before the session routers, whose middleware would authenticate these twice (docs/data.md).
+  app.route("/v1", dataRoutes);
   // Before /v1/sessions: its wildcard middleware would otherwise authenticate lane requests twice.
   app.route("/v1/sessions/:sid/lanes", laneScheduleRoutes);
   app.route("/v1/sessions/:sid/lanes", laneRoutes);

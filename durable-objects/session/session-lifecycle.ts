@@ -18,6 +18,7 @@ import { agentCreation, type AgentCreation } from "./agent-configuration.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel } from "./lane-config-check.ts";
 import { branchPage, lanePage } from "./storage/branch-inventory.ts";
+import { readImportState } from "./storage/import-staging.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { SessionHost, SessionInfo, SessionInit } from "./session-host.ts";
 
@@ -101,7 +102,7 @@ export class SessionLifecycle {
   }
 
   /** What `PUT …/tools/{name}` checks and seals, for every tool of a creating request; fresh secrets for the http ones. */
-  private async initialTools(sessionId: string, inputs: Record<string, ToolDefinitionInput>): Promise<{ writes: Write[]; secrets: Record<string, string> }> {
+  async initialTools(sessionId: string, inputs: Record<string, ToolDefinitionInput>): Promise<{ writes: Write[]; secrets: Record<string, string> }> {
     const context = this.host.toolDefinitionContext(sessionId);
     const writes: Write[] = [];
     const secrets: Record<string, string> = {};
@@ -118,7 +119,7 @@ export class SessionLifecycle {
    * request (same `creationToken`) gets the session it created; any other creation of an existing
    * session is `SessionExists`, and so is one while a fork imports into this object (a fork holds
    * no metadata until its last step, so the existence check cannot see it: its id is taken all the
-   * same). Undefined: the id is free.
+   * same), and so is one while an import is staged here (session-import.ts). Undefined: the id is free.
    */
   repeatedCreation(init: { sessionId: string; creationToken?: string }): Promise<SessionView> | undefined {
     if (this.host.existingStorage()) {
@@ -128,7 +129,7 @@ export class SessionLifecycle {
       }
       return this.sessionView();
     }
-    if (this.importing) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
+    if (this.importing || (this.host.schema.exists && readImportState(this.host.ctx.storage) !== undefined)) throw new RpcError({ code: "SessionExists", message: `Session ${init.sessionId} is being created` });
     return undefined;
   }
 

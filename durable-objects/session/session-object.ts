@@ -18,7 +18,9 @@ import type { AgentForSession } from "../../tools/tenant-copies.ts";
 import { SessionAgent } from "./session-agent.ts";
 import { SessionBranches, type NamePageQuery } from "./session-branches.ts";
 import { SessionData } from "./session-data.ts";
+import { SessionExport } from "./session-export.ts";
 import { SessionFork, type ForkInit } from "./session-fork.ts";
+import { SessionImport, type ImportInit } from "./session-import.ts";
 import { SessionHost, type LaneConfigPatch, type NewBranchEntry, type QueueInput, type SessionInit } from "./session-host.ts";
 import { SessionLanes } from "./session-lanes.ts";
 import { SessionLifecycle } from "./session-lifecycle.ts";
@@ -31,6 +33,7 @@ import { SessionStructural } from "./session-structural.ts";
 import { SessionTools } from "./session-tools.ts";
 import { SessionWatch } from "./session-watch.ts";
 import type { ForkDataCursor, ForkEntryCursor, ForkPlan } from "./storage/fork-source.ts";
+import type { ExportCursor } from "./storage/export-pages.ts";
 import type { ListPageOptions } from "./storage/json-pages.ts";
 
 export type { BranchInfo, LaneConfigPatch, NewBranchEntry, QueueInput, SessionInfo, SessionInit } from "./session-host.ts";
@@ -48,6 +51,8 @@ export class SessionObject extends DurableObject<Env> {
   private readonly branchesAndEntries: SessionBranches;
   private readonly data: SessionData;
   private readonly fork: SessionFork;
+  private readonly exporter: SessionExport;
+  private readonly imports: SessionImport;
   private readonly laneCommands: SessionLanes;
   private readonly operations: SessionOperations;
   private readonly structural: SessionStructural;
@@ -72,6 +77,8 @@ export class SessionObject extends DurableObject<Env> {
     this.branchesAndEntries = new SessionBranches(this.host, slots);
     this.data = new SessionData(this.host);
     this.fork = new SessionFork(this.host, this.lifecycle);
+    this.exporter = new SessionExport(this.host);
+    this.imports = new SessionImport(this.host, this.lifecycle);
     this.laneCommands = new SessionLanes(this.host, slots);
     this.operations = new SessionOperations(this.host);
     this.structural = new SessionStructural(this.host, this.operations);
@@ -92,7 +99,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // Hosting: the alarm drives due work; the idempotency store of the session's creating POSTs.
-  override alarm() { return this.host.alarm(); }
+  override async alarm() { if (!(await this.imports.alarm())) await this.host.alarm(); }
   idempotencyClaim(key: string, requestHash: string) { return this.host.idempotencyClaim(key, requestHash); }
   idempotencyComplete(key: string, requestHash: string, replay: IdempotencyReplay | null) { return this.host.idempotencyComplete(key, requestHash, replay); }
 
@@ -107,6 +114,17 @@ export class SessionObject extends DurableObject<Env> {
   forkPlan(options: Wire<ForkOptions>) { return this.fork.forkPlan(options); }
   forkEntries(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkEntryCursor>) { return this.fork.forkEntries(plan, cursor); }
   forkData(plan: Wire<Pick<ForkPlan, "highWater">>, cursor: Wire<ForkDataCursor>) { return this.fork.forkData(plan, cursor); }
+
+  // Export and import (session-export.ts, session-import.ts): pages out; a staged import in.
+  exportBegin() { return this.exporter.exportBegin(); }
+  exportPage(highWater: number, cursor: Wire<ExportCursor>) { return this.exporter.exportPage(highWater, cursor); }
+  importBegin(init: ImportInit) { return this.imports.importBegin(init); }
+  importPartBegin(importId: string, part: number) { return this.imports.importPartBegin(importId, part); }
+  importLines(importId: string, attempt: string, lines: string[]) { return this.imports.importLines(importId, attempt, lines); }
+  importPartEnd(importId: string, attempt: string) { return this.imports.importPartEnd(importId, attempt); }
+  importPartAbort(importId: string, attempt: string) { return this.imports.importPartAbort(importId, attempt); }
+  importDiscard(importId: string) { return this.imports.importDiscard(importId); }
+  importCommit(importId: string) { return this.imports.importCommit(importId); }
 
   // Branches and entries (session-branches.ts).
   createBranch(name: string, at: string | null) { return this.branchesAndEntries.createBranch(name, at); }

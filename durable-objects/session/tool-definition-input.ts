@@ -74,3 +74,22 @@ export function newToolSecret(): string {
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return `tsk_${btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")}`;
 }
+
+/** The inverse of `storedToolDefinition`: a definition as `PUT …/tools/{name}` takes it (an export's), never its sealed secret nor its hint. */
+export function toolInputOf(stored: StoredToolDefinition): ToolDefinitionInput {
+  switch (stored.kind) {
+    case "builtin":
+      return { kind: "builtin", description: stored.description };
+    case "http":
+      return {
+        kind: "http",
+        description: stored.description,
+        parameters: stored.parameters,
+        url: stored.url ?? "",
+        replay: stored.replay,
+        ...(stored.timeoutMs !== undefined && { timeoutMs: stored.timeoutMs }),
+      };
+    case "client":
+      return { kind: "client", description: stored.description, parameters: stored.parameters, ...(stored.timeoutMs !== undefined && { timeoutMs: stored.timeoutMs }) };
+  }
+}

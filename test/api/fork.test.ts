@@ -10,6 +10,7 @@ import { insertEntry, setValue } from "../../harness/session/writes.ts";
 import { branchTip } from "../../harness/session/builtin-addresses.ts";
 import { checkInvariants } from "../runtime/invariants.ts";
 import { call } from "./helpers.ts";
+import { allEntries as allEntriesOf } from "./data-helpers.ts";
 import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
 import { expectError, objectOf, user } from "./session-helpers.ts";
 
@@ -26,19 +27,7 @@ async function fork(setup: { key: string; sid: string }, body: Record<string, un
   return call(`/v1/sessions/${setup.sid}/fork`, { body, token: setup.key });
 }
 
-async function allEntries(key: string, sid: string): Promise<EntryBody[]> {
-  const items: EntryBody[] = [];
-  let cursor: string | null = null;
-  for (let page = 0; page < 100; page++) {
-    const response = await call(`/v1/sessions/${sid}/entries?limit=1000${cursor ? `&cursor=${cursor}` : ""}`, { token: key });
-    expect(response.status).toBe(200);
-    const body = await response.json<{ items: EntryBody[]; nextCursor: string | null }>();
-    items.push(...body.items);
-    cursor = body.nextCursor;
-    if (cursor === null) break;
-  }
-  return items;
-}
+const allEntries = (key: string, sid: string): Promise<EntryBody[]> => allEntriesOf<EntryBody>(key, sid);
 
 /** Labels are not part of the entry answers: read them from the session itself. */
 async function labelsOf(tenantId: string, sid: string, ids: string[]): Promise<(string | undefined)[]> {

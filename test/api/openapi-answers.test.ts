@@ -29,6 +29,7 @@ import { CreatedToolDefinitionSchema, ToolDefinitionViewSchema } from "../../sch
 import { PutTenantToolReplySchema, TenantMcpServerViewSchema, TenantToolViewSchema } from "../../schema/tenant-tools.ts";
 import { CreatedWebhookSchema, WebhookDeliverySchema, WebhookEndpointSchema } from "../../schema/webhooks.ts";
 import { ListedScheduleSchema, ScheduleRunSchema, ScheduleSchema } from "../../schema/schedules.ts";
+import { CreatedImportSchema, ImportPartAnswerSchema } from "../../schema/data-export.ts";
 import { CATALOG } from "../../worker/openapi/catalog.ts";
 import type { OpenApiDocument } from "../../worker/openapi/document.ts";
 import { BranchPageSchema, EntryPageSchema, HealthSchema, ListPageSchema, SeqSchema, StoredValueSchema, UsagePageSchema } from "../../worker/openapi/responses.ts";
@@ -242,6 +243,15 @@ describe("every documented success answer validates against the document", () =>
     const fork = await checker.expect("forkSession", 201, SessionSchema, { key, path: { sid }, body: { scope: "tree" } });
     expect(fork.parentSessionId).toBe(sid);
     await checker.status("deleteSession", 204, { key, path: { sid: fork.id } });
+    // Export and import (docs/data.md): the export's lines, imported in one request and in parts.
+    const exported = await checker.send("exportSession", { key, path: { sid } });
+    expect(exported.status).toBe(200);
+    const lines = (exported.body as unknown[]).map((line) => `${JSON.stringify(line)}\n`).join("");
+    const imported = await checker.expect("importSession", 201, CreatedSessionSchema, { key, lines });
+    const begun = await checker.expect("createImport", 201, CreatedImportSchema, { key, body: {} });
+    await checker.expect("putImportPart", 200, ImportPartAnswerSchema, { key, path: { importId: begun.importId, part: "1" }, lines });
+    const committed = await checker.expect("commitImport", 201, CreatedSessionSchema, { key, path: { importId: begun.importId } });
+    expect([imported.id, committed.id]).toEqual([imported.id, begun.sessionId]);
   });
 
   // The SSE streams are read by test/api/sse-*.test.ts and test/api/ai-sdk.test.ts, not here.

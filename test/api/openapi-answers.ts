@@ -15,6 +15,8 @@ export interface Request {
   path?: Record<string, string>;
   query?: Record<string, string | number>;
   body?: unknown;
+  /** A JSON Lines body (`application/x-ndjson`), sent as it is. */
+  lines?: string;
   /** The caller: a tenant key; admin routes use the admin token, public routes none. */
   key?: string;
   headers?: Record<string, string>;
@@ -53,18 +55,24 @@ export class AnswerChecker {
     const response = await call(`${path}${query ? `?${query}` : ""}`, {
       method: route.method.toUpperCase(),
       ...(request.body !== undefined && { body: request.body }),
+      ...(request.lines !== undefined && { rawBody: request.lines }),
       ...(token !== undefined && { token }),
-      ...(request.headers && { headers: request.headers }),
+      headers: { ...(request.lines !== undefined && { "content-type": "application/x-ndjson" }), ...request.headers },
     });
     const text = await response.text();
-    const body: unknown = response.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text;
+    const type = response.headers.get("content-type") ?? "";
+    // A JSON Lines answer is checked line by line against the schema of one line.
+    const ndjson = type.startsWith("application/x-ndjson");
+    const body: unknown = type.startsWith("application/json") ? JSON.parse(text) : ndjson ? text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)) : text;
     const what = `${operationId} ${response.status}`;
     const documented = this.documented(route, response.status);
     expect(documented, `${what} is not a documented answer: ${text.slice(0, 500)}`).toBeDefined();
     const media = documented?.content?.[response.headers.get("content-type")?.split(";")[0] ?? ""];
     if (documented?.content) {
       expect(media?.schema, `${what}: no schema for ${response.headers.get("content-type")}`).toBeDefined();
-      if (media?.schema) expect(conforms(media.schema, body, this.doc.components.schemas), `${what} contradicts its schema: ${text.slice(0, 2000)}`).toBe(true);
+      const schema = media?.schema;
+      const items = ndjson && Array.isArray(body) ? body : [body];
+      if (schema) for (const item of items) expect(conforms(schema, item, this.doc.components.schemas), `${what} contradicts its schema: ${JSON.stringify(item).slice(0, 2000)}`).toBe(true);
     } else {
       expect(text, `${what} has a body its document does not`).toBe("");
     }

@@ -19,7 +19,8 @@ export function servedRoutes(app: Hono<AppEnv>): Set<string> {
 }
 
 type Definition = JsonSchema | boolean;
-const ANNOTATIONS = new Set(["description", "default", "title", "examples"]);
+// `format` is an annotation in JSON Schema 2020-12 unless a validator opts in (an http tool's `url` in an export carries one).
+const ANNOTATIONS = new Set(["description", "default", "title", "examples", "format"]);
 const KEYWORDS = new Set([
   "$ref", "type", "enum", "const", "pattern", "minLength", "maxLength", "minimum", "maximum", "items", "minItems", "maxItems",
   "properties", "required", "additionalProperties", "propertyNames", "anyOf", "oneOf", "allOf",

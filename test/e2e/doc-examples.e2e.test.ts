@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/ai-sdk.md, docs/schedules.md and docs/deletion.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/ai-sdk.md, docs/schedules.md, docs/data.md and docs/deletion.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -136,6 +136,25 @@ describe("the shell examples of the docs", () => {
     expect(jsonValues(retention ?? "")).toEqual([expect.objectContaining({ sessionRetentionDays: 90 })]);
     const admin = new Api(server.baseUrl, readAdminToken());
     expect(await admin.expect(200, "GET", `/v1/admin/tenants/${tenantId}/quotas`)).toMatchObject({ sessionRetentionDays: 90 });
+  }, 90_000);
+
+  it("export a session, import it in one request and in parts (docs/data.md)", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "datadoc");
+    const blocks = fencedBlocks("docs/data.md", "sh");
+    expect(blocks).toHaveLength(3);
+    const [exported, imported, parts] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [created, colour, ...lines] = jsonValues(exported ?? "");
+    expect(created).toMatchObject({ id: "notes", name: "Notes" });
+    expect(colour).toMatchObject({ seq: expect.any(Number) });
+    expect(lines).toEqual([
+      expect.objectContaining({ type: "session", format: "pi-session", version: 1, id: "notes", name: "Notes", metadata: { user: "u_42" } }),
+      { type: "value", namespace: "app", key: "colour", value: "blue" },
+      { type: "end", entries: 0, values: 1, items: 0, labels: 0, results: 0 },
+    ]);
+    expect(jsonValues(imported ?? "")).toEqual([expect.objectContaining({ id: "notes-copy", name: "Notes", metadata: { user: "u_42" } })]);
+    const [first, second, committed] = jsonValues(parts ?? "");
+    expect([first, second]).toEqual([{ part: 1, lines: 2, repeated: false }, { part: 2, lines: 1, repeated: false }]);
+    expect(committed).toMatchObject({ id: "notes-parts", name: "Notes" });
   }, 90_000);
 });
 

@@ -36,8 +36,8 @@ export interface RouteResponse {
   description: string;
   /** The answer's valibot schema: every answer with a body has one (test/api/openapi-completeness.test.ts). */
   schema?: v.GenericSchema;
-  /** The answer's media type: JSON unless said otherwise; "none" for 204 and 101; "sse" for `text/event-stream`. */
-  content?: "json" | "html" | "sse" | "none";
+  /** The answer's media type: JSON unless said otherwise; "none" for 204 and 101; "sse" for `text/event-stream`; "ndjson" for JSON Lines (the schema is one line's). */
+  content?: "json" | "html" | "sse" | "ndjson" | "none";
 }
 
 export interface CatalogRoute {
@@ -60,6 +60,8 @@ export interface CatalogRoute {
   queryPatterns?: readonly { name: string; description: string; schema: v.GenericSchema }[];
   /** The body schema the route validates with (`jsonBody(c, …)`): the same object. */
   body?: v.GenericSchema;
+  /** A JSON Lines body (`application/x-ndjson`, read as a stream): the schema of one line. */
+  lines?: v.GenericSchema;
   /** A valid body, shown in the document (and used by the tests). */
   example?: unknown;
   /** A creating POST that accepts `Idempotency-Key` (ARCHITECTURE D15). */

@@ -20,6 +20,7 @@ import { dataLifecycleCatalog, RETENTION_DESCRIPTION } from "./catalog-data-life
 import { tenantToolCatalog } from "./catalog-tenant-tools.ts";
 import { laneCatalog } from "./catalog-lanes.ts";
 import { sessionCatalog } from "./catalog-sessions.ts";
+import { dataCatalog } from "./catalog-data.ts";
 import { mcpCatalog } from "./catalog-mcp.ts";
 import { toolCatalog } from "./catalog-tools.ts";
 import { webhookCatalog } from "./catalog-webhooks.ts";
@@ -166,6 +167,7 @@ export const CATALOG: readonly CatalogRoute[] = [
     errors: ["UnknownProvider"],
   },
   ...sessionCatalog,
+  ...dataCatalog,
   ...laneCatalog,
   ...aiSdkCatalog,
   ...toolCatalog,

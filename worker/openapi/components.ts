@@ -3,6 +3,7 @@ import type { JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { KeyInfoSchema, LimitQuerySchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TenantQuotasSchema } from "../../schema/api.ts";
 import { BranchOrderQuerySchema, FromSeqQuerySchema } from "../../schema/api-sessions.ts";
+import { ExportedEntrySchema } from "../../schema/data-export.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import { ApiErrorSchema } from "../../schema/errors.ts";
 import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
@@ -84,6 +85,7 @@ export const EXPLICIT = new Map<unknown, JsonSchema>([
   // The aliases (newestFirst, oldestFirst) stay accepted but are not advertised: one list-order vocabulary.
   [BranchOrderQuerySchema, { enum: ["asc", "desc"], description: "`asc` oldest first, `desc` newest first (the default)." }],
   [JsonObjectSchema, openObject("A JSON object.")],
+  [ExportedEntrySchema, { $ref: "#/components/schemas/Entry" }],
   [
     ToolParametersSchema,
     {

@@ -110,7 +110,7 @@ function security(route: CatalogRoute): Record<string, string[]>[] {
   const token = TOKEN_ROUTES.find((entry) => entry.method === route.method && entry.path === route.path);
   return token ? [...SECURITY[route.auth], { browserToken: [token.scope] }] : SECURITY[route.auth];
 }
-const MEDIA = { json: "application/json", html: "text/html", sse: "text/event-stream" } as const;
+const MEDIA = { json: "application/json", html: "text/html", sse: "text/event-stream", ndjson: "application/x-ndjson" } as const;
 
 function parameters(route: CatalogRoute): OpenApiOperation["parameters"] {
   const path = Object.entries(route.pathParams ?? {}).map(([name, schema]): OpenApiParameter => ({ name, in: "path", required: true, schema: jsonSchemaOf(schema) }));
@@ -184,6 +184,8 @@ function operation(route: CatalogRoute): OpenApiOperation {
         content: { [MEDIA.json]: { schema: jsonSchemaOf(body), ...(route.example !== undefined && { example: route.example }) } },
       },
     }),
+    // A JSON Lines body: the schema is one line's (each line is validated as it arrives).
+    ...(route.lines && { requestBody: { required: true, content: { [MEDIA.ndjson]: { schema: jsonSchemaOf(route.lines) } } } }),
     responses: responses(route),
   };
 }

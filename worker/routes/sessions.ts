@@ -141,6 +141,6 @@ export const sessionRoutes = new Hono<AppEnv>()
   });
 
 /** What the tenant's index keeps of a session (listings and searches show it). */
-function summaryOf(view: SessionSummary): SessionSummary {
+export function summaryOf(view: SessionSummary): SessionSummary {
   return { id: view.id, name: view.name, createdAt: view.createdAt, metadata: view.metadata, ...(view.agent !== undefined && { agent: view.agent }) };
 }

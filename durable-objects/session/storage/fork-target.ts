@@ -65,7 +65,13 @@ export function importDataPage(host: SqlHost, progress: ForkImport, page: ForkDa
  * states, then the metadata and counters that make the session exist. The usage ledger restarts
  * at zero; the next seq follows the highest copied one.
  */
-export function finishForkImport(host: SqlHost, progress: ForkImport, plan: ForkPlan, init: { sessionId: string; tenantId: string; createdAt: number }): void {
+export function finishForkImport(
+  host: SqlHost,
+  progress: ForkImport,
+  /** A session import (session-import.ts) finishes the same way, with no source session. */
+  plan: Pick<ForkPlan, "session" | "branches"> & { sourceSessionId: string | null },
+  init: { sessionId: string; tenantId: string; createdAt: number },
+): void {
   host.transactionSync(() => {
     for (const value of plan.session) writeValue(host, progress, value, value.seq);
     for (const branch of plan.branches) {
