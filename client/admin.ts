@@ -73,7 +73,7 @@ export class AdminApi {
   /**
    * `DELETE /v1/admin/tenants/{tenantId}` → 202 the tenant, `status: "deleting"`: its keys and
    * sockets are refused at once, its sessions and data deleted in the background (follow `tenant`
-   * until 404), and its id stays reserved (docs/deletion.md). A repeat answers the progress.
+   * until 404), and its id stays reserved (docs/data.md "Deleting data"). A repeat answers the progress.
    */
   deleteTenant(tenantId: string, options: CallOptions = {}): Promise<TenantDetail> {
     return this.http.json({ ...options, method: "DELETE", path: `/v1/admin/tenants${path(tenantId)}`, auth: "admin" });

@@ -90,7 +90,7 @@ export class SessionsApi {
   /**
    * `DELETE /v1/sessions?metadata.<key>=<value>` → 202 `{ matched }`: the sessions holding every
    * pair (at least one; one end user's sessions, say) leave listings at once and are deleted in the
-   * background (docs/deletion.md).
+   * background (docs/data.md "Deleting data").
    */
   deleteByMetadata(metadata: Record<string, string>, options: CallOptions = {}): Promise<DeleteSessionsAnswer> {
     const query = Object.fromEntries(Object.entries(metadata).map(([key, value]) => [`metadata.${key}`, value]));

@@ -119,7 +119,7 @@ export const TenantSummarySchema = v.object({
   id: v.string(),
   name: v.string(),
   createdAt: v.number(),
-  /** Shown while the tenant is being deleted (docs/deletion.md); a deleted tenant is not listed. */
+  /** Shown while the tenant is being deleted (docs/data.md "Deleting data"); a deleted tenant is not listed. */
   status: v.optional(v.picklist(["active", "deleting"])),
 });
 export type TenantSummary = v.InferOutput<typeof TenantSummarySchema>;

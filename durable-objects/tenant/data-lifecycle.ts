@@ -20,7 +20,7 @@ export const TENANT_DELETION_GRACE_MS = 15_000;
 const DAY_MS = 86_400_000;
 
 /**
- * The data lifecycle of a tenant (API.md "Data lifecycle"; docs/deletion.md): sessions deleted in
+ * The data lifecycle of a tenant (API.md "Data lifecycle"; docs/data.md "Deleting data"): sessions deleted in
  * the background by metadata, by retention or with the whole tenant, through one durable queue
  * (session-deletions.ts) that the one alarm empties a bounded batch per tick. A queued session is
  * hidden from listings at once and leaves the queue with its index row, after its object and its

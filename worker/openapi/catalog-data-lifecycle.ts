@@ -3,7 +3,7 @@ import { DeleteSessionsAnswerSchema, TenantDetailSchema } from "../../schema/dat
 import { MetadataFilterQuerySchema } from "../../schema/session-search.ts";
 import type { CatalogRoute } from "./catalog-types.ts";
 
-// Deletion in the background (docs/deletion.md): one end user's sessions, a whole tenant.
+// Deletion in the background (docs/data.md "Deleting data"): one end user's sessions, a whole tenant.
 export const dataLifecycleCatalog: readonly CatalogRoute[] = [
   {
     method: "delete", path: "/v1/sessions", operationId: "deleteSessionsByMetadata", tag: "Sessions", auth: "tenant",

@@ -5,7 +5,7 @@ import { invalidInput, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 
 /**
- * `DELETE /v1/sessions?metadata.<key>=<value>` (docs/deletion.md), mounted at /v1/sessions: one
+ * `DELETE /v1/sessions?metadata.<key>=<value>` (docs/data.md "Deleting data"), mounted at /v1/sessions: one
  * end user's sessions, say. The tenant's object queues every session holding all the pairs (the
  * filter syntax of `GET /v1/sessions`) and answers 202 `{ matched }`; they leave listings at once
  * and are deleted in the background by its alarm (tenant/data-lifecycle.ts). At least one filter:

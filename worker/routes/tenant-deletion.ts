@@ -7,7 +7,7 @@ import { verifiedKeys } from "../middleware/verified-keys.ts";
 import { pathParam } from "../validate.ts";
 
 /**
- * `GET` and `DELETE /v1/admin/tenants/{tenantId}` (docs/deletion.md), mounted at /v1/admin. The
+ * `GET` and `DELETE /v1/admin/tenants/{tenantId}` (docs/data.md "Deleting data"), mounted at /v1/admin. The
  * tenant's own object is the authority (tenant/data-lifecycle.ts): the DELETE marks it deleting,
  * revokes its keys and queues its sessions, then the directory lists it as deleting; the object's
  * alarm deletes the sessions, leaves the directory's tombstone (its id stays reserved) and deletes
