@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { IdSchema } from "./api.ts";
+import { NewSessionIdSchema } from "./api.ts";
 import { BranchNameSchema, EntryIdSchema } from "./api-sessions.ts";
 
 /**
@@ -14,11 +14,11 @@ export const ForkSessionSchema = v.variant("scope", [
     entryId: v.optional(EntryIdSchema),
     /** `at` keeps the entry; `before` ends at its parent (which may be no entry at all). */
     position: v.optional(v.picklist(["before", "at"])),
-    id: v.optional(IdSchema),
+    id: v.optional(NewSessionIdSchema),
   }),
   v.strictObject({
     scope: v.literal("tree"),
-    id: v.optional(IdSchema),
+    id: v.optional(NewSessionIdSchema),
   }),
 ]);
 export type ForkSession = v.InferOutput<typeof ForkSessionSchema>;

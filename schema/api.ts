@@ -11,6 +11,12 @@ import { ToolDefinitionsByNameSchema } from "./tools.ts";
 /** Tenant, session and key ids: no separator can be injected into `${tenantId}:${sessionId}`. */
 export const IdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "Ids are 1–64 characters of A–Z a–z 0–9 _ -"));
 
+/**
+ * A new session's id: an id, and not `import`, whose path `/v1/sessions/import` is the import route
+ * (docs/data.md): a session of that name could never be read.
+ */
+export const NewSessionIdSchema = v.pipe(IdSchema, v.notValue("import", "The session id `import` is reserved (POST /v1/sessions/import)"));
+
 export const CreateTenantSchema = v.optional(
   v.strictObject({
     id: v.optional(IdSchema),
@@ -24,7 +30,7 @@ export const CreateKeySchema = v.optional(v.strictObject({ name: v.optional(v.pi
 
 export const CreateSessionSchema = v.optional(
   v.strictObject({
-    id: v.optional(IdSchema),
+    id: v.optional(NewSessionIdSchema),
     name: v.optional(v.pipe(v.string(), v.maxLength(500))),
     settings: v.optional(HarnessSettingsPatchSchema),
     resources: v.optional(HarnessResourcesSchema),

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { IdSchema } from "./api.ts";
+import { IdSchema, NewSessionIdSchema } from "./api.ts";
 import { BranchNameSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
 import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
@@ -77,8 +77,8 @@ export const ExportLineSchema = v.variant("type", [SessionLineSchema, EntryLineS
 export type ExportLine = v.InferOutput<typeof ExportLineSchema>;
 
 /** `POST /v1/imports` body. */
-export const CreateImportSchema = v.optional(v.strictObject({ id: v.optional(IdSchema) }), {});
-export const ImportQuerySchema = v.strictObject({ id: v.optional(IdSchema) });
+export const CreateImportSchema = v.optional(v.strictObject({ id: v.optional(NewSessionIdSchema) }), {});
+export const ImportQuerySchema = v.strictObject({ id: v.optional(NewSessionIdSchema) });
 export const ImportIdSchema = v.pipe(v.string(), v.regex(/^imp_[A-Za-z0-9_-]{1,64}\.[0-9a-f]{32}$/, "An import id is what POST /v1/imports answered"));
 export const PartNumberSchema = v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,5}$/, "A part number is a whole number from 1"), v.transform(Number));
 export const CreatedImportSchema = v.object({ importId: v.string(), sessionId: v.string(), expiresAt: v.number() });

@@ -154,6 +154,8 @@ describe("import: tenancy and Idempotency-Key", () => {
     expect(replayed.toolSecrets).toBeUndefined();
     const listing = await (await call("/v1/sessions", { token: key })).json<{ items: unknown[] }>();
     expect(listing.items).toHaveLength(1);
+    // The key names this request: another `?id=` under it is another request.
+    await expectError(await send(`/v1/sessions/import?id=${newSessionId("other")}`, { body: ndjson(sample()), token: key, headers }), 422, "IdempotencyConflict");
   });
 
   it("a repeat of POST /v1/imports with the same key answers the same import", async () => {

@@ -48,4 +48,13 @@ describe("POST /v1/sessions", () => {
     expect(tables).toEqual([]);
     expect((await (await call("/v1/sessions", { token: key })).json<{ items: unknown[] }>()).items).toEqual([]);
   });
+
+  it("refuses the id `import`, whose path is the import route, for a creation, a fork and an import (400, nothing created)", async () => {
+    const { key } = await newTenant("createimport");
+    await expectError(await call("/v1/sessions", { body: { id: "import" }, token: key }), 400, "ValidationFailed");
+    expect((await call("/v1/sessions", { body: { id: "source" }, token: key })).status).toBe(201);
+    await expectError(await call("/v1/sessions/source/fork", { body: { scope: "tree", id: "import" }, token: key }), 400, "ValidationFailed");
+    await expectError(await call("/v1/imports", { body: { id: "import" }, token: key }), 400, "ValidationFailed");
+    expect((await (await call("/v1/sessions", { token: key })).json<{ items: { id: string }[] }>()).items.map((item) => item.id)).toEqual(["source"]);
+  });
 });

@@ -120,7 +120,7 @@ describe("the shell examples of the docs", () => {
     expect(lines.at(-1)).toBe("204");
   }, 90_000);
 
-  it("delete one end user's sessions, delete a tenant and follow it to 404, set a retention (docs/data.md, "Deleting data")", async () => {
+  it("delete one end user's sessions, delete a tenant and follow it to 404, set a retention (docs/data.md, Deleting data)", async () => {
     const { tenantId, key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "deletiondoc");
     const blocks = fencedBlocks("docs/data.md", "sh").slice(3);
     expect(blocks).toHaveLength(3);

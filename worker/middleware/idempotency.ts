@@ -142,6 +142,10 @@ function catalogRoute(c: Context): CatalogRoute {
 /** Runs the route's own validation of path, query and body; returns the validated body. */
 async function validateAsRoute(c: Context, route: CatalogRoute): Promise<unknown> {
   for (const [name, schema] of Object.entries(route.pathParams ?? {})) pathParam(c, name, schema);
-  if (route.query) queryParams(c, route.query);
-  return route.body ? jsonBody(c, route.body) : undefined;
+  const query = route.query ? queryParams(c, route.query) : undefined;
+  if (route.body) return jsonBody(c, route.body);
+  // A JSON Lines body is a stream the route reads once, after the claim: the key covers what is
+  // known before it (the query, e.g. an import's `?id=`, and the declared length), not its content.
+  if (route.lines) return { query: query ?? null, length: c.req.header("content-length") ?? null };
+  return undefined;
 }
