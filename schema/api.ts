@@ -15,7 +15,7 @@ export const IdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "Ids
  * A new session's id: an id, and not `import`, whose path `/v1/sessions/import` is the import route
  * (docs/data.md): a session of that name could never be read.
  */
-export const NewSessionIdSchema = v.pipe(IdSchema, v.notValue("import", "The session id `import` is reserved (POST /v1/sessions/import)"));
+export const NewSessionIdSchema = v.pipe(v.string(), v.regex(/^(?!import$)[A-Za-z0-9_-]{1,64}$/, "Session ids are 1–64 characters of A–Z a–z 0–9 _ -, and not `import` (the import route)"));
 
 export const CreateTenantSchema = v.optional(
   v.strictObject({
