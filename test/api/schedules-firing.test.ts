@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { ScheduleStore } from "../../durable-objects/session/schedules/schedule-store.ts";
 import { scheduledOperationId } from "../../durable-objects/session/schedules/schedule-times.ts";
 import type { ScheduleRun } from "../../schema/schedules.ts";
 import { adminToken, call } from "./helpers.ts";
@@ -42,6 +43,32 @@ describe("schedules: firing", () => {
     expect(await runsOf(setup, schedule.id)).toHaveLength(1);
     expect(await scheduleOf(setup, schedule.id)).toMatchObject({ nextRunAt: null, lastRun: { dueAt: at, operationId: run?.operationId } });
     expect(await promptsPlaced(setup, "one-off ping")).toBe(1);
+  });
+
+  it("a firing that reaches its due time after an edit or a deletion meanwhile keeps the edit and records no orphan run", async () => {
+    const setup = await laneSetup("schedit");
+    const edited = await createSchedule(setup, { id: "edited", cron: "* * * * *", prompt: "edited meanwhile" });
+    const deleted = await createSchedule(setup, { id: "deleted", cron: "* * * * *", prompt: "deleted meanwhile" });
+    await dueNow(setup, edited.id);
+    await dueNow(setup, deleted.id);
+    // The firing reads the schedule, then awaits the tenant and the lane (schedule-firing.ts); an
+    // edit or a deletion can land in between. Played here in that order, in the object itself.
+    const outcome = await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => {
+      const store = new ScheduleStore(state.storage.sql, Date.now);
+      const [readEdited, readDeleted] = [store.get(edited.id), store.get(deleted.id)];
+      if (!readEdited?.nextRunAt || !readDeleted?.nextRunAt) throw new Error("both schedules are due");
+      const editedNext = Date.now() + 3_600_000;
+      state.storage.sql.exec("UPDATE schedules SET next_run_at = ? WHERE id = ?", editedNext, edited.id);
+      store.delete(deleted.id);
+      for (const read of [readEdited, readDeleted]) store.reached(read, { dueAt: read.nextRunAt ?? 0, firedAt: Date.now(), skipped: "lane_busy" }, Date.now() + 60_000);
+      return {
+        editedNext,
+        nextRunAt: store.get(edited.id)?.nextRunAt,
+        runs: state.storage.sql.exec<{ schedule_id: string }>("SELECT schedule_id FROM schedule_runs ORDER BY schedule_id").toArray().map((row) => row.schedule_id),
+      };
+    });
+    expect(outcome.nextRunAt).toBe(outcome.editedNext);
+    expect(outcome.runs).toEqual([edited.id]);
   });
 
   it("a due time fired by the alarm and the sweep at once, and again as if the firing's record were lost, starts one run", async () => {

@@ -130,10 +130,16 @@ export class ScheduleStore {
    * A due time reached: its run (or skip) recorded, the schedule's next due time and last run
    * stored, in the caller's turn. Only the newest MAX_SCHEDULE_RUNS_KEPT runs are kept. The shard
    * is not told: it computes the next due time from the timing (schedule-index.ts).
+   *
+   * The firing read the schedule before it awaited the tenant and the lane, so the row may have
+   * changed since: an edit meanwhile set its own next due time (it is kept: only the due time
+   * fired is moved on), and a schedule deleted meanwhile gets no run row (nothing would ever
+   * delete it).
    */
   reached(schedule: StoredSchedule, run: ScheduleRun, nextRunAt: number | undefined): void {
     this.sql.exec(
-      `INSERT INTO schedule_runs (schedule_id, due_at, fired_at, operation_id, skipped, detail, coalesced) VALUES (?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO schedule_runs (schedule_id, due_at, fired_at, operation_id, skipped, detail, coalesced)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM schedules WHERE id = ?1)
        ON CONFLICT (schedule_id, due_at) DO NOTHING`,
       schedule.id,
       run.dueAt,
@@ -150,7 +156,13 @@ export class ScheduleStore {
       MAX_SCHEDULE_RUNS_KEPT,
     );
     const lastRun: ScheduleLastRun = { dueAt: run.dueAt, ...(run.operationId !== undefined && { operationId: run.operationId }), ...(run.skipped !== undefined && { skipped: run.skipped }) };
-    this.sql.exec("UPDATE schedules SET next_run_at = ?, retry_at = NULL, last_run = ? WHERE id = ?", nextRunAt ?? null, JSON.stringify(lastRun), schedule.id);
+    this.sql.exec(
+      "UPDATE schedules SET next_run_at = CASE WHEN next_run_at = ?1 THEN ?2 ELSE next_run_at END, retry_at = NULL, last_run = ?3 WHERE id = ?4",
+      run.dueAt,
+      nextRunAt ?? null,
+      JSON.stringify(lastRun),
+      schedule.id,
+    );
   }
 
   /** A schedule's runs, newest due time first, after the cursor's due time. */
