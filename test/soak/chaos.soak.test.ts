@@ -5,14 +5,16 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../api/fuzz-generators.ts";
 import { Api } from "../e2e/client-helpers.ts";
 import { startToolWebhookServer, type ReceivedCall, type ToolWebhookServer } from "../node/tool-webhook-server.ts";
+import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from "../node/webhook-receiver-setup.ts";
 import { Actor } from "./actor.ts";
 import { Cluster, sleep } from "./cluster.ts";
 import { InvariantChecker, type SoakSession } from "./invariants.ts";
 import { LaneFollower } from "./lane-follower.ts";
 import { Ledger } from "./ledger.ts";
 import { soakOptions } from "./options.ts";
-import { createSoakSession, createSoakTenant, LANES } from "./sessions.ts";
+import { collectScheduledRuns, createSoakSession, createSoakTenant, LANES } from "./sessions.ts";
 import { printSummary } from "./summary.ts";
+import { checkWebhooks } from "./webhooks.ts";
 
 // `npm run soak` (docs/reliability.md "Chaos under load", QUALITY R6 and R9): `npm start` under a
 // mixed workload while the whole server process group is SIGKILLed at random moments and started
@@ -27,9 +29,11 @@ describe("chaos under load", () => {
   const persistDir = mkdtempSync(join(tmpdir(), "das-soak-"));
   const cluster = new Cluster(persistDir);
   let fixture: ToolWebhookServer | undefined;
+  let receiver: WebhookReceiver | undefined;
   afterAll(async () => {
     await cluster.stop();
     await fixture?.close();
+    await receiver?.close();
     rmSync(persistDir, { recursive: true, force: true });
   });
 
@@ -38,8 +42,10 @@ describe("chaos under load", () => {
     const rng = new Rng(options.seed);
     fixture = await startToolWebhookServer();
     const fixtureUrl = fixture.url;
+    receiver = await startWebhookReceiver();
+    const receiverUrl = receiver.url;
     await cluster.start();
-    const { key } = await createSoakTenant(cluster.baseUrl);
+    const { key } = await createSoakTenant(cluster.baseUrl, receiverUrl);
     const api = new Api(cluster.baseUrl, key);
     const sessions: SoakSession[] = [];
     for (let index = 0; index < Math.ceil(options.concurrency / LANES.length); index++) sessions.push(await createSoakSession(api, fixtureUrl, `soak-${index}`));
@@ -63,6 +69,7 @@ describe("chaos under load", () => {
     stopping = true;
     log(`workload stopping after ${Math.round((Date.now() - began) / 1000)} s; waiting for the actors' last iterations`);
     const outcomes = await work;
+    await collectScheduledRuns(client, ledger, sessions);
 
     const checker = new InvariantChecker(client, ledger, async (scope): Promise<ReceivedCall[]> => (await fetch(`${fixtureUrl}/requests/${scope}`)).json());
     outcomes.forEach((outcome, index) => {
@@ -70,9 +77,10 @@ describe("chaos under load", () => {
     });
     await checker.check(sessions);
     for (const follower of followers) await follower.stop();
+    const webhooks = await checkWebhooks(async (): Promise<ReceivedDelivery[]> => (await fetch(`${receiverUrl}/requests/soak`)).json(), ledger.operations, checker.violations);
     for (const problem of cluster.serverErrors) checker.violations.push({ invariant: "no 5xx", detail: problem });
 
-    printSummary(log, { options, kills: cluster.kills, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers });
+    printSummary(log, { options, kills: cluster.kills, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
     if (checker.violations.length > 0) console.error(`--- npm start output, last 6000 characters ---\n${cluster.output().slice(-6000)}`);
     expect(checker.violations).toEqual([]);
   });

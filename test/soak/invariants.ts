@@ -1,15 +1,16 @@
 import type { Entry } from "../../schema/entries.ts";
 import type { LaneExecutionInfo } from "../../schema/lane.ts";
 import type { ReceivedCall } from "../node/tool-webhook-server.ts";
-import { sleep, type SoakClient } from "./cluster.ts";
+import type { SoakClient } from "./cluster.ts";
 import type { Ledger } from "./ledger.ts";
+import { awaitSettled, type OperationView } from "./operations.ts";
 
 // The checks after the chaos (QUALITY R6, R9), through the public API only: every accepted
 // operation settles with exactly one result record (counted in the session's export) and leaves
-// its lane idle; every queued input is placed on its lane's branch once, or was handed back, or is
-// still queued (never lost, never twice); every tool call has exactly one result; the http tool
-// with `replay: "never"` was called at most once per call id (counted at the fixture); no entry id
-// appears twice.
+// its lane idle; every queued input is placed in the session once, or was handed back, or is still
+// queued (never lost, never twice); every tool call has exactly one result; the http tool with
+// `replay: "never"` was called at most once per call id (counted at the fixture); no entry id
+// appears twice; every fork is readable and as sound.
 
 export interface Violation {
   invariant: string;
@@ -19,9 +20,9 @@ export interface Violation {
 export interface SoakSession {
   id: string;
   lanes: string[];
+  scheduleId: string;
 }
 
-type OperationView = { state: "settled"; result: { status: string; error?: { code: string } } } | { state: "active" | "pending" };
 type ExportLine = { type: "session"; branches: Record<string, string | null> } | { type: "entry"; entry: Entry } | { type: "result"; record: { operationId: string; status: string } } | { type: string };
 
 /** How long the check waits for every accepted operation to settle after the last kill. */
@@ -49,6 +50,7 @@ export class InvariantChecker {
   async check(sessions: readonly SoakSession[]): Promise<void> {
     const records = await this.settleAll();
     for (const session of sessions) await this.checkSession(session, records);
+    for (const fork of this.ledger.forks) await this.checkFork(fork);
   }
 
   /** Waits (bounded) until every accepted operation answers `settled`; returns each one's view. */
@@ -56,12 +58,7 @@ export class InvariantChecker {
     const deadline = Date.now() + SETTLE_BOUND_MS;
     const views = new Map<string, OperationView>();
     for (const operation of this.ledger.operations) {
-      const path = `/v1/sessions/${operation.sessionId}/lanes/${operation.lane}/operations/${operation.operationId}`;
-      let view = await this.client.expect<OperationView>(200, "GET", path);
-      while (view.state !== "settled" && Date.now() < deadline) {
-        if (view.state === "pending") await sleep(500);
-        view = await this.client.expect<OperationView>(200, "GET", `${path}?wait=10`);
-      }
+      const view = await awaitSettled(this.client, `/v1/sessions/${operation.sessionId}/lanes/${operation.lane}`, operation.operationId, deadline);
       views.set(operation.operationId, view);
       if (view.state !== "settled") this.violate("every accepted operation settles", `${operation.how} ${operation.operationId} on ${operation.sessionId}/${operation.lane} is still ${JSON.stringify(view)}`);
       else {
@@ -73,75 +70,89 @@ export class InvariantChecker {
   }
 
   private async checkSession(session: SoakSession, views: Map<string, OperationView>): Promise<void> {
-    const exported = await this.client.sendText("GET", `/v1/sessions/${session.id}/export`);
-    if (exported.status !== 200) return this.violate("the session can be read", `export of ${session.id}: ${exported.status} ${exported.text.slice(0, 300)}`);
-    const lines: ExportLine[] = exported.text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
-    const entries = new Map<string, Entry>();
-    const recordsPerOperation = new Map<string, number>();
-    let branches: Record<string, string | null> = {};
-    for (const line of lines) {
-      if (line.type === "session" && "branches" in line) branches = line.branches;
-      if (line.type === "entry" && "entry" in line) {
-        if (entries.has(line.entry.id)) this.violate("no entry id appears twice", `${session.id}: entry ${line.entry.id}`);
-        entries.set(line.entry.id, line.entry);
-      }
-      if (line.type === "result" && "record" in line) recordsPerOperation.set(line.record.operationId, (recordsPerOperation.get(line.record.operationId) ?? 0) + 1);
-    }
+    const exported = await this.exportOf(session.id);
+    if (!exported) return;
     for (const operation of this.ledger.operations.filter((known) => known.sessionId === session.id)) {
-      const count = recordsPerOperation.get(operation.operationId) ?? 0;
+      const count = exported.records.get(operation.operationId) ?? 0;
       if (count !== 1) this.violate("exactly one result record per accepted operation", `${operation.how} ${operation.operationId} on ${session.id}/${operation.lane}: ${count} records`);
     }
-    for (const lane of session.lanes) await this.checkLane(session.id, lane, branchOf(entries, branches[lane] ?? null), views);
+    const placed = this.checkTree(session.id, exported.entries);
+    const stillQueued = new Set<string>();
+    for (const lane of session.lanes) {
+      const where = `${session.id}/${lane}`;
+      const info = await this.client.expect<LaneExecutionInfo>(200, "GET", `/v1/sessions/${session.id}/lanes/${lane}`);
+      if (info.current !== null) this.violate("every lane is idle at the end", `${where}: current ${JSON.stringify(info.current)}`);
+      const pending = await this.client.expect<{ items: unknown[] }>(200, "GET", `/v1/sessions/${session.id}/lanes/${lane}/pending`);
+      if (pending.items.length > 0) this.violate("every lane is idle at the end", `${where}: pending ${JSON.stringify(pending.items)}`);
+      for (const marker of markersIn(info.queues)) stillQueued.add(marker);
+    }
+    for (const item of this.ledger.queued.filter((queued) => queued.sessionId === session.id)) {
+      const where = `${session.id}/${item.lane}: ${item.kind} ${item.marker} (entry ${item.entryId})`;
+      const count = placed.get(item.marker) ?? 0;
+      if (count === 1) this.placements.placed++;
+      else if (count > 1) continue; // reported by checkTree
+      else if (this.ledger.handedBack.has(item.marker)) this.placements.handedBack++;
+      else if (stillQueued.has(item.marker)) this.placements.stillQueued++;
+      else this.violate("a queued input is placed or handed back", `${where} is neither placed, handed back nor queued`);
+    }
+    for (const operation of this.ledger.operations.filter((known) => known.sessionId === session.id && known.marker !== undefined)) {
+      const view = views.get(operation.operationId);
+      const completed = view?.state === "settled" && view.result.status === "completed";
+      const count = placed.get(operation.marker ?? "") ?? 0;
+      if (completed && count !== 1) this.violate("a completed run's prompt is placed once", `${session.id}/${operation.lane}: ${operation.how} ${operation.operationId} prompt ${operation.marker} placed ${count} times`);
+    }
     await this.checkNeverTool(session.id);
   }
 
-  private async checkLane(sessionId: string, lane: string, branch: Entry[], views: Map<string, OperationView>): Promise<void> {
-    const where = `${sessionId}/${lane}`;
-    const info = await this.client.expect<LaneExecutionInfo>(200, "GET", `/v1/sessions/${sessionId}/lanes/${lane}`);
-    if (info.current !== null) this.violate("every lane is idle at the end", `${where}: current ${JSON.stringify(info.current)}`);
-    const pending = await this.client.expect<{ items: unknown[] }>(200, "GET", `/v1/sessions/${sessionId}/lanes/${lane}/pending`);
-    if (pending.items.length > 0) this.violate("every lane is idle at the end", `${where}: pending ${JSON.stringify(pending.items)}`);
-    const stillQueued = new Set(info.queues.flatMap((item) => markersIn(item)));
-
-    const placed = new Map<string, number>();
-    for (const entry of branch) for (const marker of markersIn(entry)) placed.set(marker, (placed.get(marker) ?? 0) + 1);
-    for (const item of this.ledger.queued.filter((queued) => queued.sessionId === sessionId && queued.lane === lane)) {
-      const count = placed.get(item.marker) ?? 0;
-      if (count > 1) this.violate("a queued input is placed at most once", `${where}: ${item.kind} ${item.marker} (entry ${item.entryId}) placed ${count} times`);
-      else if (count === 1) this.placements.placed++;
-      else if (this.ledger.handedBack.has(item.marker)) this.placements.handedBack++;
-      else if (stillQueued.has(item.marker)) this.placements.stillQueued++;
-      else this.violate("a queued input is placed or handed back", `${where}: ${item.kind} ${item.marker} (entry ${item.entryId}) is neither placed, handed back nor queued`);
-    }
-    for (const operation of this.ledger.operations.filter((known) => known.sessionId === sessionId && known.lane === lane)) {
-      if (!operation.marker) continue;
-      const count = placed.get(operation.marker) ?? 0;
-      const view = views.get(operation.operationId);
-      const completed = view?.state === "settled" && view.result.status === "completed";
-      if (count > 1 || (completed && count !== 1)) this.violate("a run's prompt is placed once", `${where}: ${operation.how} ${operation.operationId} (${JSON.stringify(view)}) prompt ${operation.marker} placed ${count} times`);
-    }
-    this.checkToolResults(where, branch);
+  /** A fork: readable, and its copied tree holds no doubled entry, marker or tool result. */
+  private async checkFork(forkId: string): Promise<void> {
+    const exported = await this.exportOf(forkId);
+    if (exported) this.checkTree(forkId, exported.entries);
   }
 
-  /** Every tool call of a response that asked for tools has exactly one result; no result without its call. */
-  private checkToolResults(where: string, branch: Entry[]): void {
-    const calls = new Map<string, boolean>();
-    const results = new Map<string, number>();
-    for (const entry of branch) {
-      if (entry.type !== "message") continue;
-      const message = entry.message;
-      if (message.role === "assistant") {
-        for (const part of message.content) if (part.type === "toolCall") calls.set(part.id, message.stopReason === "toolUse");
-      } else if (message.role === "toolResult") {
-        results.set(message.toolCallId, (results.get(message.toolCallId) ?? 0) + 1);
+  /** The session's entries (a doubled id is a violation) and result records per operation, from its export. */
+  private async exportOf(sessionId: string): Promise<{ entries: Map<string, Entry>; records: Map<string, number> } | undefined> {
+    const exported = await this.client.sendText("GET", `/v1/sessions/${sessionId}/export`);
+    if (exported.status !== 200) {
+      this.violate("the session can be read", `export of ${sessionId}: ${exported.status} ${exported.text.slice(0, 300)}`);
+      return undefined;
+    }
+    const entries = new Map<string, Entry>();
+    const records = new Map<string, number>();
+    for (const text of exported.text.split("\n")) {
+      if (text === "") continue;
+      const line: ExportLine = JSON.parse(text);
+      if (line.type === "entry" && "entry" in line) {
+        if (entries.has(line.entry.id)) this.violate("no entry id appears twice", `${sessionId}: entry ${line.entry.id}`);
+        entries.set(line.entry.id, line.entry);
       }
+      if (line.type === "result" && "record" in line) records.set(line.record.operationId, (records.get(line.record.operationId) ?? 0) + 1);
     }
-    this.toolCalls += calls.size;
-    for (const [id, asked] of calls) {
-      const count = results.get(id) ?? 0;
-      if (count > 1 || (asked && count !== 1)) this.violate("every tool call has exactly one result", `${where}: call ${id} has ${count} results`);
+    return { entries, records };
+  }
+
+  /**
+   * Over the whole tree (navigation leaves abandoned branches): each marker in at most one message
+   * entry (returned: marker → how many hold it), and on every root-to-leaf path each tool call of a
+   * response that asked for tools answered by exactly one result, no result without its call.
+   */
+  private checkTree(sessionId: string, entries: Map<string, Entry>): Map<string, number> {
+    // Message entries only: a compaction entry's retained tail repeats messages it keeps.
+    const holders = new Map<string, string[]>();
+    for (const entry of entries.values()) {
+      if (entry.type !== "message") continue;
+      for (const marker of new Set(markersIn(entry))) holders.set(marker, [...(holders.get(marker) ?? []), `${entry.id} (${entry.message.role})`]);
     }
-    for (const id of results.keys()) if (!calls.has(id)) this.violate("every tool result answers a call", `${where}: result for unknown call ${id}`);
+    const placed = new Map([...holders].map(([marker, ids]) => [marker, ids.length]));
+    for (const [marker, ids] of holders) if (ids.length > 1) this.violate("an input is placed at most once", `${sessionId}: ${marker} is in entries ${ids.join(", ")}`);
+    const parents = new Set([...entries.values()].flatMap((entry) => (entry.parentId === null ? [] : [entry.parentId])));
+    const problems = new Set<string>();
+    for (const leaf of [...entries.values()].filter((entry) => !parents.has(entry.id))) {
+      for (const problem of toolProblems(pathTo(entries, leaf.id))) problems.add(problem);
+    }
+    this.toolCalls += [...entries.values()].reduce((total, entry) => total + (entry.type === "message" && entry.message.role === "assistant" ? entry.message.content.filter((part) => part.type === "toolCall").length : 0), 0);
+    for (const problem of problems) this.violate("every tool call has exactly one result", `${sessionId}: ${problem}`);
+    return placed;
   }
 
   /** `replay: "never"`: the fixture saw each (operation, call id) at most once. */
@@ -158,14 +169,36 @@ export class InvariantChecker {
   }
 }
 
-/** The entries of the branch whose tip is `tipId`, root first. */
-function branchOf(entries: Map<string, Entry>, tipId: string | null): Entry[] {
-  const branch: Entry[] = [];
+/** The entries from the root to `tipId`, root first. */
+function pathTo(entries: Map<string, Entry>, tipId: string | null): Entry[] {
+  const path: Entry[] = [];
   for (let id = tipId; id !== null; ) {
     const entry = entries.get(id);
     if (!entry) break;
-    branch.push(entry);
+    path.push(entry);
     id = entry.parentId;
   }
-  return branch.reverse();
+  return path.reverse();
+}
+
+/**
+ * The tool-call problems of one path. A result answers the latest call with its id before it (ids
+ * restart after a compaction: the scripted model numbers calls by those in its context).
+ */
+function toolProblems(path: Entry[]): string[] {
+  const calls: { id: string; entryId: string; asked: boolean; results: number }[] = [];
+  const problems: string[] = [];
+  for (const entry of path) {
+    if (entry.type !== "message") continue;
+    const message = entry.message;
+    if (message.role === "assistant") {
+      for (const part of message.content) if (part.type === "toolCall") calls.push({ id: part.id, entryId: entry.id, asked: message.stopReason === "toolUse", results: 0 });
+    } else if (message.role === "toolResult") {
+      const call = calls.findLast((candidate) => candidate.id === message.toolCallId);
+      if (call) call.results++;
+      else problems.push(`result entry ${entry.id} answers no call (${message.toolCallId})`);
+    }
+  }
+  for (const call of calls) if (call.results > 1 || (call.asked && call.results !== 1)) problems.push(`call ${call.id} of entry ${call.entryId} has ${call.results} results`);
+  return problems;
 }

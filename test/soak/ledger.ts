@@ -26,6 +26,8 @@ export class Ledger {
   readonly queued: QueuedMarker[] = [];
   /** Marker texts handed back by an abort (its answer, or an `operation_abort` event a follower saw). */
   readonly handedBack = new Set<string>();
+  /** Sessions forked from the soak's sessions (their entries are checked too). */
+  readonly forks: string[] = [];
   /** What the workload did, by kind (for the summary). */
   readonly counts = new Map<string, number>();
   private serial = 0;
