@@ -19,8 +19,9 @@ import { checkWebhooks } from "./webhooks.ts";
 // `npm run soak` (docs/reliability.md "Chaos under load", QUALITY R6 and R9): `npm start` under a
 // mixed workload while the whole server process group is SIGKILLed at random moments and started
 // again on the same persist directory; afterwards every invariant is checked through the public
-// API. Options (env, or flags of test/soak/soak.mjs): SOAK_SEED, SOAK_KILLS, SOAK_DURATION,
-// SOAK_CONCURRENCY, SOAK_MIN_GAP_MS, SOAK_MAX_GAP_MS, SOAK_SHORT=1.
+// API. The workload is in actor.ts, the checks in invariants.ts and webhooks.ts. Options (env, or
+// flags of test/soak/soak.mjs): SOAK_SEED, SOAK_KILLS, SOAK_DURATION, SOAK_CONCURRENCY,
+// SOAK_MIN_GAP_MS, SOAK_MAX_GAP_MS, SOAK_SHORT=1.
 
 const log = (line: string) => console.log(`[soak] ${line}`);
 
@@ -81,7 +82,7 @@ describe("chaos under load", () => {
     for (const problem of cluster.serverErrors) checker.violations.push({ invariant: "no 5xx", detail: problem });
 
     printSummary(log, { options, kills: cluster.kills, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
-    if (checker.violations.length > 0) console.error(`--- npm start output, last 6000 characters ---\n${cluster.output().slice(-6000)}`);
+    if (checker.violations.length > 0) console.error(`--- npm start output, last 20000 characters ---\n${cluster.output().slice(-20_000)}`);
     expect(checker.violations).toEqual([]);
   });
 });

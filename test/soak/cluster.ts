@@ -16,6 +16,8 @@ const ATTEMPT_TIMEOUT_MS = 60_000;
 
 export class Cluster {
   private server: DevServer | undefined;
+  /** The tail of each killed server's output, so that a violation can be traced to the process that caused it. */
+  private history = "";
   kills = 0;
   /** Server errors (5xx) answered to the workload: each is a violation of R6 (listed in the summary). */
   readonly serverErrors: string[] = [];
@@ -31,8 +33,9 @@ export class Cluster {
     return this.server.baseUrl;
   }
 
+  /** What the servers printed: the tails of the killed ones, then the current one's. */
   output(): string {
-    return this.server?.output() ?? "";
+    return `${this.history}${this.server?.output() ?? ""}`;
   }
 
   /** SIGKILLs the process group and starts it again on the same persist directory. */
@@ -41,6 +44,7 @@ export class Cluster {
     if (!server) throw new Error("the server is not started");
     await server.kill();
     this.kills++;
+    this.history += `--- killed (kill ${this.kills}) ---\n${server.output().slice(-3000)}\n`;
     await this.start();
   }
 
