@@ -126,8 +126,8 @@ export class Actor {
 
   /** Records what a prompt's answer accepted (an operation, or a queued prompt); the run's id if one. */
   private accepted(how: string, marker: string, status: number, body: unknown): string | undefined {
-    if (status === 409) {
-      // QueueFull (20 pending runs): refused, nothing accepted.
+    if (status === 409 && errorCode(body) === "QueueFull") {
+      // 20 pending runs already: refused, nothing accepted.
       this.ledger.count(`refused ${how}: ${errorCode(body)}`);
       return undefined;
     }

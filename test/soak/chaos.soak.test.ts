@@ -81,7 +81,7 @@ describe("chaos under load", () => {
     const webhooks = await checkWebhooks(async (): Promise<ReceivedDelivery[]> => (await fetch(`${receiverUrl}/requests/soak`)).json(), ledger.operations, checker.violations);
     for (const problem of cluster.serverErrors) checker.violations.push({ invariant: "no 5xx", detail: problem });
 
-    printSummary(log, { options, kills: cluster.kills, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
+    printSummary(log, { options, kills: cluster.kills, inProgressRetries: cluster.inProgressRetries, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
     if (checker.violations.length > 0) console.error(`--- npm start output, last 20000 characters ---\n${cluster.output().slice(-20_000)}`);
     expect(checker.violations).toEqual([]);
   });

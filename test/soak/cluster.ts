@@ -21,6 +21,8 @@ export class Cluster {
   kills = 0;
   /** Server errors (5xx) answered to the workload: each is a violation of R6 (listed in the summary). */
   readonly serverErrors: string[] = [];
+  /** Answers 409 IdempotencyInProgress the workload waited out (a repeat while the first attempt ran). */
+  inProgressRetries = 0;
 
   constructor(readonly persistDir: string) {}
 
@@ -93,6 +95,11 @@ export class SoakClient {
     return this.cluster.baseUrl;
   }
 
+  /** Counts a 409 IdempotencyInProgress waited out (REST or socket), for the summary. */
+  noteInProgress(): void {
+    this.cluster.inProgressRetries++;
+  }
+
   /** One logical request: retried until it gets an answer below 500 (bounded); returns that answer. */
   async send<T>(method: string, path: string, options: SendOptions = {}): Promise<Reply<T>> {
     const reply = await this.sendText(method, path, options);
@@ -116,6 +123,15 @@ export class SoakClient {
           ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
         });
         const text = await response.text();
+        if (response.status === 409 && text.includes('"IdempotencyInProgress"')) {
+          // The first attempt with this key is still running (or was cut off by a kill and its
+          // reservation not yet released): as docs/api-tenants.md says, ask again after Retry-After.
+          // A key that stays in progress past the retry window fails the request (a violation).
+          this.noteInProgress();
+          lastProblem = `409 ${text.slice(0, 300)}`;
+          await sleep(Math.min(10, Number(response.headers.get("retry-after") ?? 1) || 1) * 1000);
+          continue;
+        }
         if (response.status < 500) return { status: response.status, headers: response.headers, text };
         lastProblem = `${response.status} ${text.slice(0, 300)}`;
         this.cluster.serverErrors.push(`${method} ${path}: ${lastProblem}`);

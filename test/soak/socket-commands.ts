@@ -20,7 +20,13 @@ export async function socketCommand(client: SoakClient, sessionId: string, lane:
       socket.ws.send(JSON.stringify(frame));
       const read = await socket.until((message) => message.type === "reply" && message.id === frame.id);
       const reply = read.at(-1);
-      if (reply?.type === "reply") return reply;
+      const retryAfter = inProgressFor(reply);
+      if (retryAfter === undefined && reply?.type === "reply") return reply;
+      // The first send of this id is still being answered (perhaps cut off by a kill): as over
+      // REST, ask again after the time the reply names.
+      client.noteInProgress();
+      lastProblem = `IdempotencyInProgress ${JSON.stringify(reply).slice(0, 200)}`;
+      await sleep(Math.min(10, retryAfter ?? 1) * 1000);
     } catch (error) {
       lastProblem = error instanceof Error ? error.message : String(error);
     } finally {
@@ -29,4 +35,15 @@ export async function socketCommand(client: SoakClient, sessionId: string, lane:
     await sleep(300);
   }
   throw new Error(`socket ${frame.type} ${frame.id} on ${sessionId}/${lane}: no reply within ${COMMAND_WINDOW_MS} ms (last: ${lastProblem})`);
+}
+
+/** `details.retryAfterSeconds` of a reply refusing a repeated id as still in progress; undefined for any other reply. */
+function inProgressFor(reply: unknown): number | undefined {
+  if (typeof reply !== "object" || reply === null || !("body" in reply)) return undefined;
+  const body = reply.body;
+  if (typeof body !== "object" || body === null || !("error" in body) || typeof body.error !== "object" || body.error === null) return undefined;
+  const error = body.error;
+  if (!("code" in error) || error.code !== "IdempotencyInProgress") return undefined;
+  const details = "details" in error && typeof error.details === "object" && error.details !== null ? error.details : {};
+  return "retryAfterSeconds" in details && typeof details.retryAfterSeconds === "number" ? details.retryAfterSeconds : 1;
 }

@@ -10,6 +10,7 @@ import type { WebhookTally } from "./webhooks.ts";
 export interface SummaryInput {
   options: SoakOptions;
   kills: number;
+  inProgressRetries: number;
   seconds: number;
   ledger: Ledger;
   checker: InvariantChecker;
@@ -23,7 +24,7 @@ export function printSummary(log: (line: string) => void, input: SummaryInput): 
   const lines = [
     `summary (seed ${options.seed})`,
     `  cases: ${ledger.operations.length} operations accepted, ${ledger.queued.length} queued inputs accepted`,
-    `  kills: ${input.kills} (SIGKILL of the whole process group), ${input.seconds} s`,
+    `  kills: ${input.kills} (SIGKILL of the whole process group), ${input.seconds} s; ${input.inProgressRetries} retries waited out 409 IdempotencyInProgress`,
     `  operations settled: ${[...checker.statuses].map(([status, count]) => `${status} ${count}`).join(", ") || "none"}`,
     `  queued inputs: placed once ${checker.placements.placed}, handed back ${checker.placements.handedBack}, still queued ${checker.placements.stillQueued}`,
     `  tool calls in transcripts: ${checker.toolCalls}; replay "never" tool requests at the fixture: ${checker.neverToolCalls}`,
