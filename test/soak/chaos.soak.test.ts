@@ -31,11 +31,14 @@ describe("chaos under load", () => {
   const cluster = new Cluster(persistDir);
   let fixture: ToolWebhookServer | undefined;
   let receiver: WebhookReceiver | undefined;
+  let keepState = false;
   afterAll(async () => {
     await cluster.stop();
     await fixture?.close();
     await receiver?.close();
-    rmSync(persistDir, { recursive: true, force: true });
+    // After a violation the local state stays, to be read with `npm start -- --persist-to <dir>`.
+    if (keepState) console.error(`[soak] the persist directory is kept for debugging: ${persistDir}`);
+    else rmSync(persistDir, { recursive: true, force: true });
   });
 
   it("settles every accepted operation once and loses or doubles nothing across the kills", async () => {
@@ -82,6 +85,7 @@ describe("chaos under load", () => {
     for (const problem of cluster.serverErrors) checker.violations.push({ invariant: "no 5xx", detail: problem });
 
     printSummary(log, { options, kills: cluster.kills, inProgressRetries: cluster.inProgressRetries, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
+    keepState = checker.violations.length > 0;
     if (checker.violations.length > 0) console.error(`--- npm start output, last 20000 characters ---\n${cluster.output().slice(-20_000)}`);
     expect(checker.violations).toEqual([]);
   });

@@ -43,6 +43,14 @@ export class InvariantChecker {
     private readonly fixtureCalls: (scope: string) => Promise<ReceivedCall[]>,
   ) {}
 
+  /** What the workload sent with `marker`: the queued input (kind, entry) or the run (how, operation id). */
+  private describe(marker: string): string {
+    const queued = this.ledger.queued.find((item) => item.marker === marker);
+    if (queued) return `${queued.kind} on ${queued.lane}, entry ${queued.entryId}`;
+    const operation = this.ledger.operations.find((item) => item.marker === marker);
+    return operation ? `${operation.how} ${operation.operationId} on ${operation.lane}` : "not sent by the workload";
+  }
+
   private violate(invariant: string, detail: string): void {
     this.violations.push({ invariant, detail });
   }
@@ -144,7 +152,7 @@ export class InvariantChecker {
       for (const marker of new Set(markersIn(entry))) holders.set(marker, [...(holders.get(marker) ?? []), `${entry.id} (${entry.message.role})`]);
     }
     const placed = new Map([...holders].map(([marker, ids]) => [marker, ids.length]));
-    for (const [marker, ids] of holders) if (ids.length > 1) this.violate("an input is placed at most once", `${sessionId}: ${marker} is in entries ${ids.join(", ")}`);
+    for (const [marker, ids] of holders) if (ids.length > 1) this.violate("an input is placed at most once", `${sessionId}: ${marker} (${this.describe(marker)}) is in entries ${ids.join(", ")}`);
     const parents = new Set([...entries.values()].flatMap((entry) => (entry.parentId === null ? [] : [entry.parentId])));
     const problems = new Set<string>();
     for (const leaf of [...entries.values()].filter((entry) => !parents.has(entry.id))) {
