@@ -9,7 +9,8 @@ export default defineConfig({
   ],
   test: {
     include: ["test/**/*.test.ts"],
-    exclude: ["test/e2e/**"],
+    // test/soak: `npm run soak` only (vitest.soak.config.ts), never part of `npm test`.
+    exclude: ["test/e2e/**", "test/soak/**"],
     // A file's first request loads and transforms the whole worker (the model providers' SDKs
     // included) in a fresh isolate: seconds on a loaded 2-core machine. Timing is never asserted.
     testTimeout: 30_000,

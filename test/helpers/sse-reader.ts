@@ -28,25 +28,7 @@ export function sseReader(body: ReadableStream<Uint8Array>): SseReader {
   let done = false;
 
   const parseBlocks = () => {
-    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const item: SseItem = { event: "message", data: "" };
-      const data: string[] = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) {
-          items.push({ event: "comment", data: line.slice(1).trim() });
-          continue;
-        }
-        const colon = line.indexOf(":");
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-        if (field === "event") item.event = value;
-        else if (field === "id") item.id = value;
-        else if (field === "data") data.push(value);
-      }
-      if (data.length > 0 || item.id !== undefined) items.push({ ...item, data: data.join("\n") });
-    }
+    buffer = parseSseBlocks(buffer, items);
   };
 
   const next = async (): Promise<SseItem | undefined> => {
@@ -86,4 +68,29 @@ export function sseReader(body: ReadableStream<Uint8Array>): SseReader {
       await reader.cancel().catch(() => undefined);
     },
   };
+}
+
+/** Moves every complete block of `buffer` into `items` (comments as "comment" items); returns the incomplete rest. */
+export function parseSseBlocks(buffer: string, items: SseItem[]): string {
+  let rest = buffer;
+  for (let end = rest.indexOf("\n\n"); end >= 0; end = rest.indexOf("\n\n")) {
+    const block = rest.slice(0, end);
+    rest = rest.slice(end + 2);
+    const item: SseItem = { event: "message", data: "" };
+    const data: string[] = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) {
+        items.push({ event: "comment", data: line.slice(1).trim() });
+        continue;
+      }
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") item.event = value;
+      else if (field === "id") item.id = value;
+      else if (field === "data") data.push(value);
+    }
+    if (data.length > 0 || item.id !== undefined) items.push({ ...item, data: data.join("\n") });
+  }
+  return rest;
 }

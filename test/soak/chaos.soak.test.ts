@@ -1,0 +1,92 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { Rng } from "../api/fuzz-generators.ts";
+import { Api } from "../e2e/client-helpers.ts";
+import { startToolWebhookServer, type ReceivedCall, type ToolWebhookServer } from "../node/tool-webhook-server.ts";
+import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from "../node/webhook-receiver-setup.ts";
+import { Actor } from "./actor.ts";
+import { Cluster, sleep } from "./cluster.ts";
+import { InvariantChecker, type SoakSession } from "./invariants.ts";
+import { LaneFollower } from "./lane-follower.ts";
+import { Ledger } from "./ledger.ts";
+import { soakOptions } from "./options.ts";
+import { collectScheduledRuns, createSoakSession, createSoakTenant, LANES } from "./sessions.ts";
+import { printSummary } from "./summary.ts";
+import { checkWebhooks } from "./webhooks.ts";
+
+// `npm run soak` (docs/reliability.md "Chaos under load", QUALITY R6 and R9): `npm start` under a
+// mixed workload while the whole server process group is SIGKILLed at random moments and started
+// again on the same persist directory; afterwards every invariant is checked through the public
+// API. The workload is in actor.ts, the checks in invariants.ts and webhooks.ts. Options (env, or
+// flags of test/soak/soak.mjs): SOAK_SEED, SOAK_KILLS, SOAK_DURATION, SOAK_CONCURRENCY,
+// SOAK_MIN_GAP_MS, SOAK_MAX_GAP_MS, SOAK_SHORT=1.
+
+const log = (line: string) => console.log(`[soak] ${line}`);
+
+describe("chaos under load", () => {
+  const options = soakOptions();
+  const persistDir = mkdtempSync(join(tmpdir(), "das-soak-"));
+  const cluster = new Cluster(persistDir);
+  let fixture: ToolWebhookServer | undefined;
+  let receiver: WebhookReceiver | undefined;
+  let keepState = false;
+  afterAll(async () => {
+    await cluster.stop();
+    await fixture?.close();
+    await receiver?.close();
+    // After a violation the local state stays, to be read with `npm start -- --persist-to <dir>`.
+    if (keepState) console.error(`[soak] the persist directory is kept for debugging: ${persistDir}`);
+    else rmSync(persistDir, { recursive: true, force: true });
+  });
+
+  it("settles every accepted operation once and loses or doubles nothing across the kills", async () => {
+    log(`seed ${options.seed} (replay with SOAK_SEED=${options.seed}); ${JSON.stringify(options)}`);
+    const rng = new Rng(options.seed);
+    fixture = await startToolWebhookServer();
+    const fixtureUrl = fixture.url;
+    receiver = await startWebhookReceiver();
+    const receiverUrl = receiver.url;
+    await cluster.start();
+    const { key } = await createSoakTenant(cluster.baseUrl, receiverUrl);
+    const api = new Api(cluster.baseUrl, key);
+    const sessions: SoakSession[] = [];
+    for (let index = 0; index < Math.ceil(options.concurrency / LANES.length); index++) sessions.push(await createSoakSession(api, fixtureUrl, `soak-${index}`));
+
+    const client = cluster.client(key);
+    const ledger = new Ledger();
+    const followers = sessions.flatMap((session) => session.lanes.map((lane) => new LaneFollower(client, ledger, session.id, lane)));
+    for (const follower of followers) follower.start();
+    const actors = Array.from({ length: options.concurrency }, (_, index) => {
+      const session = sessions[Math.floor(index / LANES.length)];
+      const lane = LANES[index % LANES.length];
+      if (!session || !lane) throw new Error("no session for an actor");
+      return new Actor(`a${index}`, client, ledger, new Rng(rng.int(2 ** 31)), session.id, lane);
+    });
+
+    const began = Date.now();
+    let stopping = false;
+    const work = Promise.allSettled(actors.map((actor) => actor.runUntil(() => stopping)));
+    await cluster.chaos(new Rng(rng.int(2 ** 31)), options.kills, options.minGapMs, options.maxGapMs, log);
+    await sleep(Math.max(0, options.durationSeconds * 1000 - (Date.now() - began)));
+    stopping = true;
+    log(`workload stopping after ${Math.round((Date.now() - began) / 1000)} s; waiting for the actors' last iterations`);
+    const outcomes = await work;
+    await collectScheduledRuns(client, ledger, sessions);
+
+    const checker = new InvariantChecker(client, ledger, async (scope): Promise<ReceivedCall[]> => (await fetch(`${fixtureUrl}/requests/${scope}`)).json());
+    outcomes.forEach((outcome, index) => {
+      if (outcome.status === "rejected") checker.violations.push({ invariant: "the workload gets an answer to every request", detail: `actor a${index}: ${String(outcome.reason)}` });
+    });
+    await checker.check(sessions);
+    for (const follower of followers) await follower.stop();
+    const webhooks = await checkWebhooks(async (): Promise<ReceivedDelivery[]> => (await fetch(`${receiverUrl}/requests/soak`)).json(), ledger.operations, checker.violations);
+    for (const problem of cluster.serverErrors) checker.violations.push({ invariant: "no 5xx", detail: problem });
+
+    printSummary(log, { options, kills: cluster.kills, inProgressRetries: cluster.inProgressRetries, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
+    keepState = checker.violations.length > 0;
+    if (checker.violations.length > 0) console.error(`--- npm start output, last 20000 characters ---\n${cluster.output().slice(-20_000)}`);
+    expect(checker.violations).toEqual([]);
+  });
+});
