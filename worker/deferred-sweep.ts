@@ -53,7 +53,8 @@ async function askSession(env: Env, run: LeasedRun, metrics: SweepMetrics): Prom
   }
 }
 
-async function inBatches<T, R>(items: readonly T[], size: number, work: (item: T) => Promise<R>): Promise<R[]> {
+/** `work` over `items`, `size` at a time (a sweep asks a few sessions at once, never all). */
+export async function inBatches<T, R>(items: readonly T[], size: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = [];
   for (let start = 0; start < items.length; start += size) results.push(...(await Promise.all(items.slice(start, start + size).map(work))));
   return results;

@@ -1,5 +1,6 @@
 import type { OverdueSession, ScheduleSweepReport } from "../durable-objects/deferred-index/schedule-index.ts";
 import { DEFERRED_INDEX_SHARDS, shardName } from "../durable-objects/session/due-work/deferred-registrations.ts";
+import { inBatches } from "./deferred-sweep.ts";
 
 /** Sessions one shard hands one sweep at most (the longest overdue first); the rest wait for the next minute. */
 export const SCHEDULE_SWEEP_PER_SHARD = 25;
@@ -32,11 +33,8 @@ export async function sweepSchedules(env: Env, now = Date.now()): Promise<Schedu
       const shard = env.DEFERRED_INDEX.getByName(shardName(index));
       const taken = await shard.takeOverdueSchedules(now, SCHEDULE_SWEEP_PER_SHARD, LEASE_MS);
       metrics.sessions += taken.length;
-      const reports: ScheduleSweepReport[] = [];
-      for (let start = 0; start < taken.length; start += SWEEP_CONCURRENCY) {
-        const answers = await Promise.all(taken.slice(start, start + SWEEP_CONCURRENCY).map((session) => wake(env, session, metrics)));
-        reports.push(...answers.filter((report): report is ScheduleSweepReport => report !== undefined));
-      }
+      const answers = await inBatches(taken, SWEEP_CONCURRENCY, (session) => wake(env, session, metrics));
+      const reports = answers.filter((report): report is ScheduleSweepReport => report !== undefined);
       if (reports.length > 0) await shard.reportSchedules(reports, Date.now());
     }),
   );

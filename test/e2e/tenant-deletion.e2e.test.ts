@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_TRUST_MS } from "../../worker/middleware/verified-keys.ts";
-import { Api, readAdminToken } from "./client-helpers.ts";
+import { Api, pollUntil, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { databasesWithOurTables } from "./storage-count.ts";
 
@@ -16,17 +16,6 @@ const CONCURRENCY = 40;
 async function inBatches(count: number, work: (index: number) => Promise<unknown>): Promise<void> {
   for (let start = 0; start < count; start += CONCURRENCY) {
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count - start) }, (_, offset) => work(start + offset)));
-  }
-}
-
-/** Polls `check` until it answers a value (bounded: `what` names what was awaited). */
-async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -59,27 +48,27 @@ describe("issue 35: deleting a tenant's data", () => {
     expect(byUser).toEqual({ matched: SESSIONS / 10 });
     const listed = await tenant.expect<{ items: unknown[] }>(200, "GET", "/v1/sessions?metadata.user=u_0");
     expect(listed.items).toEqual([]);
-    await until(async () => (databasesWithOurTables(server.persistDir).length === before + SESSIONS - SESSIONS / 10 ? true : undefined), "u_0's sessions deleted", 60_000);
+    await pollUntil("u_0's sessions deleted", async () => databasesWithOurTables(server.persistDir).length, (count) => count === before + SESSIONS - SESSIONS / 10, 60_000);
     for (const index of [0, 10, 990]) expect((await tenant.request("GET", `/v1/sessions/s_${index}`)).status).toBe(404);
     for (const index of [1, 11, 999]) expect((await tenant.request("GET", `/v1/sessions/s_${index}`)).status).toBe(200);
 
     const accepted = await admin.expect<{ status: string; deletion: { sessionsTotal: number } }>(202, "DELETE", `/v1/admin/tenants/${tenantId}`);
     expect(accepted).toMatchObject({ status: "deleting", deletion: { sessionsTotal: SESSIONS - SESSIONS / 10 } });
     const deletedAt = Date.now();
-    await until(async () => ((await tenant.request("GET", "/v1/me")).status === 401 ? true : undefined), "the key to be refused", KEY_TRUST_MS);
+    await pollUntil("the key to be refused", async () => (await tenant.request("GET", "/v1/me")).status, (status) => status === 401, KEY_TRUST_MS);
     expect(Date.now() - deletedAt).toBeLessThanOrEqual(KEY_TRUST_MS);
 
     // Progress is visible while the sessions go, a bounded batch per tick, until 404.
     const seen = new Set<number>();
-    await until(
+    await pollUntil(
+      "the tenant's deletion to complete",
       async () => {
         const reply = await admin.request<{ deletion?: { sessionsDeleted: number } }>("GET", `/v1/admin/tenants/${tenantId}`);
-        if (reply.status === 404) return true;
-        expect(reply.status).toBe(200);
-        if (reply.body.deletion) seen.add(reply.body.deletion.sessionsDeleted);
-        return undefined;
+        if (reply.status !== 404) expect(reply.status).toBe(200);
+        if (reply.status === 200 && reply.body.deletion) seen.add(reply.body.deletion.sessionsDeleted);
+        return reply.status;
       },
-      "the tenant's deletion to complete",
+      (status) => status === 404,
       100_000,
     );
     expect([...seen].some((count) => count > 0 && count < SESSIONS - SESSIONS / 10)).toBe(true);
