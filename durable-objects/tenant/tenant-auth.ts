@@ -1,8 +1,8 @@
 import type { RpcResult } from "../../schema/errors.ts";
 import type { TenantQuotas } from "../../schema/api.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asResult } from "../rpc/rpc-errors.ts";
-import { sha256Hex, type KeyInfo } from "./tenant-keys.ts";
+import { asResult, RpcError } from "../rpc/rpc-errors.ts";
+import { keySecretNotReplayed, sha256Hex, type KeyInfo } from "./tenant-keys.ts";
 import type { LeaseGrant } from "./request-window.ts";
 import type { Reservation } from "./tenant-operations.ts";
 import { randomToken, type TenantHost } from "./tenant-host.ts";
@@ -21,14 +21,22 @@ export type Authorization = { keyId: string } & LeaseGrant;
 export class TenantAuth {
   constructor(private readonly host: TenantHost) {}
 
-  /** Mints `sk_<tenantId>_<random>`; the key is returned once and never stored. */
-  async createKey(name: string): Promise<Wire<RpcResult<{ keyId: string; key: string }>>> {
+  /**
+   * Mints `sk_<tenantId>_<random>`; the key is returned once and never stored. `derivedKeyId`
+   * (from the request's Idempotency-Key) names the key a retry would create again: when it exists,
+   * the first request created it and lost its answer, and the retry says so instead of minting a
+   * second key (409 KeySecretNotReplayed, as a replay of its answer would).
+   */
+  async createKey(name: string, derivedKeyId?: string): Promise<Wire<RpcResult<{ keyId: string; key: string }>>> {
     return asResult(async () => {
       const tenant = this.host.requireActiveTenant();
       const key = `sk_${tenant.id}_${randomToken(32)}`;
-      const keyId = `key_${randomToken(12)}`;
+      const keyId = derivedKeyId ?? `key_${randomToken(12)}`;
       const hash = await sha256Hex(key);
-      this.host.keys().insert(keyId, hash, name, Date.now());
+      const keys = this.host.keys();
+      // Checked after the await, in the same synchronous turn as the insert.
+      if (keys.has(keyId)) throw new RpcError(keySecretNotReplayed(keyId));
+      keys.insert(keyId, hash, name, Date.now());
       return { keyId, key };
     });
   }

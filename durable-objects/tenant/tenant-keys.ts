@@ -1,4 +1,5 @@
 import type { KeyInfo } from "../../schema/api.ts";
+import type { ApiError } from "../../schema/errors.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
@@ -6,6 +7,15 @@ import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 export const LAST_USED_GRANULARITY_MS = 60_000;
 
 export type { KeyInfo };
+
+/** What a repeated key creation answers: the key exists, its secret was shown once and is not stored. */
+export function keySecretNotReplayed(keyId: string): ApiError {
+  return {
+    code: "KeySecretNotReplayed",
+    message: `Key ${keyId} was created by the first request with this Idempotency-Key; its secret was shown once and is not stored. Revoke the key if the secret was lost.`,
+    details: { keyId },
+  };
+}
 
 type KeyRow = { key_id: string; hash: string; name: string; created_at: number; revoked_at: number | null; last_used_at: number | null };
 
@@ -21,6 +31,10 @@ export class TenantKeys {
 
   insert(keyId: string, hash: string, name: string, now: number): void {
     this.sql.exec("INSERT INTO api_keys (key_id, hash, name, created_at) VALUES (?, ?, ?, ?)", keyId, hash, name, now);
+  }
+
+  has(keyId: string): boolean {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys WHERE key_id = ?", keyId).one().n > 0;
   }
 
   revoke(keyId: string, now: number): void {

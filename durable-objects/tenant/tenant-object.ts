@@ -81,7 +81,7 @@ export class TenantObject extends DurableObject<Env> {
   async setQuotas(quotas: Partial<TenantQuotas>) { return this.record.setQuotas(quotas); }
 
   // API keys and request authorization (tenant-auth.ts).
-  async createKey(name: string) { return this.auth.createKey(name); }
+  async createKey(name: string, derivedKeyId?: string) { return this.auth.createKey(name, derivedKeyId); }
   async revokeKey(keyId: string) { return this.auth.revokeKey(keyId); }
   async listKeys(limit: number, cursor: string | undefined) { return this.auth.listKeys(limit, cursor); }
   async registerWatch(keyId: string, sessionId: string) { return this.auth.registerWatch(keyId, sessionId); }

@@ -3,9 +3,10 @@ import { env } from "cloudflare:workers";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { IDEMPOTENCY_CLAIM_MS } from "../../durable-objects/rpc/idempotency.ts";
 import type { Entry } from "../../schema/entries.ts";
-import { call, errorCode } from "./helpers.ts";
+import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 import { laneSetup, useScript } from "./lane-helpers.ts";
 import { connect, expectSnapshot, sessionObject, watchSetup } from "./watch-helpers.ts";
 
@@ -173,3 +174,35 @@ async function pollUntil(condition: () => Promise<boolean>): Promise<void> {
   }
   throw new Error("the condition never held");
 }
+
+describe("a tenant-level creation killed between its effect and its remembered answer", () => {
+  it("POST /v1/admin/tenants/{id}/keys: the retry names the key the first request created (409 KeySecretNotReplayed), minting no second key", async () => {
+    const { tenantId } = await newTenant("idcrashk");
+    // One keyed admin request first: the admin's idempotency table exists from then on.
+    expect((await call(`/v1/admin/tenants/${tenantId}/keys`, { body: { name: "warm" }, token: adminToken(), headers: { "idempotency-key": "idcrashk-warm" } })).status).toBe(201);
+    const admin = env.TENANTS.getByName("admin:idempotency");
+    const trigger = "CREATE TRIGGER lose_answers BEFORE UPDATE OF status ON idempotency WHEN NEW.status IS NOT NULL AND NEW.key LIKE '%idcrashk-key%' BEGIN SELECT RAISE(ABORT, 'the process died here'); END";
+    await runInDurableObject(admin, (_instance: TenantObject, state) => {
+      state.storage.sql.exec(trigger);
+    });
+    const keys = async (): Promise<string[]> => {
+      const listed = await call(`/v1/admin/tenants/${tenantId}/keys`, { token: adminToken() });
+      return (await listed.json<{ items: { keyId: string }[] }>()).items.map((key) => key.keyId);
+    };
+    const before = await keys();
+    const request = { body: { name: "ci" }, token: adminToken(), headers: { "idempotency-key": "idcrashk-key" } };
+    expect((await call(`/v1/admin/tenants/${tenantId}/keys`, request)).status).toBeGreaterThanOrEqual(500);
+    const created = (await keys()).filter((keyId) => !before.includes(keyId));
+    expect(created).toHaveLength(1);
+
+    await abortAllDurableObjects();
+    await runInDurableObject(env.TENANTS.getByName("admin:idempotency"), (_instance: TenantObject, state) => {
+      state.storage.sql.exec("DROP TRIGGER lose_answers");
+      state.storage.sql.exec("UPDATE idempotency SET created_at = created_at - ? WHERE key LIKE '%idcrashk-key%'", IDEMPOTENCY_CLAIM_MS + 1000);
+    });
+    const retried = await call(`/v1/admin/tenants/${tenantId}/keys`, request);
+    expect(retried.status).toBe(409);
+    expect(await retried.json()).toMatchObject({ error: { code: "KeySecretNotReplayed", details: { keyId: created[0] } } });
+    expect((await keys()).filter((keyId) => !before.includes(keyId))).toEqual(created);
+  });
+});

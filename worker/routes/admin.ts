@@ -1,12 +1,12 @@
 import { Hono } from "hono";
 import { CreateKeySchema, CreateTenantSchema, IdSchema, PageQuerySchema, TenantQuotasPatchSchema } from "../../schema/api.ts";
-import type { ApiError } from "../../schema/errors.ts";
 import { fromWire } from "../../schema/wire.ts";
 import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
 import { fail, HttpFailure, replyValue } from "../http-error.ts";
 import { quotaLeases, requireAdmin } from "../middleware/auth.ts";
 import { verifiedKeys } from "../middleware/verified-keys.ts";
-import { idempotent, replayInstead } from "../middleware/idempotency.ts";
+import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
+import { keySecretNotReplayed, sha256Hex } from "../../durable-objects/tenant/tenant-keys.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
 /** Tenant and key administration (spec/API.md "Admin"), behind the admin token. */
@@ -25,7 +25,10 @@ export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/tenants", adminIdempotency, async (c) => {
     const body = await jsonBody(c, CreateTenantSchema);
-    const id = body.id ?? `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}`;
+    // Without an id, one derived from the Idempotency-Key: a retry after a lost answer names the
+    // tenant the first request created (409 TenantExists) instead of creating a second one.
+    const scope = idempotencyScope(c);
+    const id = body.id ?? `t_${scope ? (await sha256Hex(`${scope.key}\n${scope.requestHash}`)).slice(0, 20) : crypto.randomUUID().replace(/-/g, "").slice(0, 20)}`;
     // A deleted (or deleting) tenant's id stays reserved: a new tenant never meets its objects.
     const status = await directory(c).directoryStatus(id);
     if (status === "deleting" || status === "deleted") throw fail("TenantExists", `Tenant ${id} was deleted; its id stays reserved`, { status });
@@ -49,13 +52,13 @@ export const adminRoutes = new Hono<AppEnv>()
   .post("/tenants/:tenantId/keys", adminIdempotency, async (c) => {
     const tenantId = pathParam(c, "tenantId", IdSchema);
     const body = await jsonBody(c, CreateKeySchema);
-    const created = replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? ""));
-    const notReplayed: ApiError = {
-      code: "KeySecretNotReplayed",
-      message: `Key ${created.keyId} was created by the first request with this Idempotency-Key; its secret was shown once and is not stored. Revoke the key if the secret was lost.`,
-      details: { keyId: created.keyId },
-    };
-    replayInstead(c, 409, { error: notReplayed });
+    // With an Idempotency-Key the key id derives from the claimed key: a retry after the first
+    // request's answer was lost (a crash after the key was stored) names the same key, and is told
+    // that its secret is not shown again instead of minting a second key.
+    const scope = idempotencyScope(c);
+    const derivedKeyId = scope ? `key_${(await sha256Hex(`${scope.key}\n${scope.requestHash}`)).slice(0, 24)}` : undefined;
+    const created = replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? "", derivedKeyId));
+    replayInstead(c, 409, { error: keySecretNotReplayed(created.keyId) });
     return c.json(created, 201);
   })
   .get("/tenants/:tenantId/keys", async (c) => {
