@@ -94,7 +94,7 @@ export class SessionObject extends DurableObject<Env> {
       acceptOperation: (lane, request, receipt) => this.operations.acceptOperation(lane, request, receipt),
       acceptWhileBusy: (lane, request, ifBusy, receipt) => this.operations.acceptWhileBusy(lane, request, ifBusy, receipt),
       enqueue: (lane, kind, input, receipt) => this.laneCommands.enqueue(lane, kind, input, receipt),
-      abortCurrent: (lane, waitMs) => this.operations.abortCurrent(lane, waitMs),
+      abortCurrent: (lane, waitMs, receipt) => this.operations.abortCurrent(lane, waitMs, receipt),
     });
   }
 
@@ -180,8 +180,8 @@ export class SessionObject extends DurableObject<Env> {
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
   resumeOperation(name: string, operationId: string, waitMs?: number) { return this.operations.resumeOperation(name, operationId, waitMs); }
   resumeCurrent(name: string, waitMs: number) { return this.operations.resumeCurrent(name, waitMs); }
-  abortOperation(name: string, operationId: string) { return this.operations.abortOperation(name, operationId); }
-  abortCurrent(name: string, waitMs: number) { return this.operations.abortCurrent(name, waitMs); }
+  abortOperation(name: string, operationId: string, receipt?: ReceiptScope) { return this.operations.abortOperation(name, operationId, receipt); }
+  abortCurrent(name: string, waitMs: number, receipt?: ReceiptScope) { return this.operations.abortCurrent(name, waitMs, receipt); }
   sweepDeferred(name: string, operationId: string) { return this.operations.sweepDeferred(name, operationId); }
   navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope) { return this.structural.navigateAndAwait(name, request, waitMs, receipt); }
   compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope) { return this.structural.compactAndAwait(name, request, waitMs, receipt); }

@@ -186,14 +186,21 @@ export class SessionOperations {
     });
   }
 
-  /** abort convenience: requestAbort(current), then the reconciliation pass, observed within `waitMs`. */
-  async abortCurrent(name: string, waitMs: number): Promise<Wire<RpcResult<AbortOutcome>>> {
+  /**
+   * abort convenience: requestAbort(current), then the reconciliation pass, observed within `waitMs`.
+   * With a claimed key (`receipt`) the request is made once and its answer kept with the key: the
+   * steers and follow-ups it hands back exist nowhere else, so a repeat after a lost answer must
+   * answer them again (a second requestAbort would hand back nothing, or find no operation).
+   */
+  async abortCurrent(name: string, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<AbortOutcome>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const current = lane.state.operation;
-      if (!current) throw new RpcError(laneApiError({ code: "NoActiveOperation", lane: name }));
-      const operationId = current.meta.operationId;
-      const requested = unwrapLane(await lane.requestAbort(operationId));
+      const requested = await this.accepted(receipt, async () => {
+        const current = lane.state.operation;
+        if (!current) throw new RpcError(laneApiError({ code: "NoActiveOperation", lane: name }));
+        return unwrapLane(await lane.requestAbort(current.meta.operationId));
+      });
+      const { operationId } = requested;
       const runtime = this.host.open().runtime;
       runtime.startPass(lane, operationId);
       const view = await runtime.awaitOperation(lane, operationId, Math.min(waitMs, 60_000));
@@ -201,10 +208,11 @@ export class SessionOperations {
     });
   }
 
-  async abortOperation(name: string, operationId: string): Promise<Wire<RpcResult<AbortRequestResult>>> {
+  /** requestAbort(id); with a claimed key, made once and answered again as `abortCurrent` says. */
+  async abortOperation(name: string, operationId: string, receipt?: ReceiptScope): Promise<Wire<RpcResult<AbortRequestResult>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const result = unwrapLane(await lane.requestAbort(operationId));
+      const result = await this.accepted(receipt, async () => unwrapLane(await lane.requestAbort(operationId)));
       // Reconciliation needs a pass; requestAbort itself never installs one (§4.4).
       this.host.open().runtime.startPass(lane, operationId);
       return result;
@@ -231,7 +239,7 @@ export class SessionOperations {
   }
 
   /**
-   * The acceptance made once per claimed key. A repeat starts the same pass again, which joins or
+   * The acceptance (or abort request) made once per claimed key. A repeat starts the same pass again, which joins or
    * finds the operation the first one accepted (startPass of a settled operation only reads its record).
    */
   private accepted<T>(receipt: ReceiptScope | undefined, accept: () => Promise<T>): Promise<T> {

@@ -7,7 +7,7 @@ import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts
 import { IDEMPOTENCY_CLAIM_MS } from "../../durable-objects/rpc/idempotency.ts";
 import type { Entry } from "../../schema/entries.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
-import { laneSetup, useScript } from "./lane-helpers.ts";
+import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
 import { connect, expectSnapshot, sessionObject, watchSetup } from "./watch-helpers.ts";
 
 // An Idempotency-Key's request killed between its effect and its remembered answer (QUALITY R5
@@ -204,5 +204,30 @@ describe("a tenant-level creation killed between its effect and its remembered a
     expect(retried.status).toBe(409);
     expect(await retried.json()).toMatchObject({ error: { code: "KeySecretNotReplayed", details: { keyId: created[0] } } });
     expect((await keys()).filter((keyId) => !before.includes(keyId))).toEqual(created);
+  });
+});
+
+describe("an abort's answer lost to a kill", () => {
+  it("POST …/abort with an Idempotency-Key: the repeat answers the steers the abort handed back, which exist nowhere else", async () => {
+    const setup = await laneSetup("idcrasha");
+    await useScript(setup, [slowStep(400)]);
+    const accepted = await call(`${setup.lanePath}/operations`, { body: { kind: "prompt", prompt: "talk for a while" }, token: setup.key });
+    expect(accepted.status).toBe(202);
+    const { operationId } = await accepted.json<{ operationId: string }>();
+    await untilAt(setup, "assistant.effect_pending");
+    expect((await call(`${setup.lanePath}/queue`, { body: { kind: "steer", message: "marker-handed-back" }, token: setup.key })).status).toBe(201);
+    await loseAnswers(setup);
+    const abort = { method: "POST", token: setup.key, headers: { "idempotency-key": "abort-1" } };
+    expect((await call(`${setup.lanePath}/abort?wait=0`, abort)).status).toBeGreaterThanOrEqual(500);
+
+    await killAndLapse(setup);
+    const retried = await call(`${setup.lanePath}/abort?wait=0`, abort);
+    expect(retried.status).toBe(200);
+    const answer = await retried.json<{ operationId: string; steer: unknown[] }>();
+    expect(answer.operationId).toBe(operationId);
+    expect(JSON.stringify(answer.steer)).toContain("marker-handed-back");
+    const settled = await call(`${setup.lanePath}/operations/${operationId}?wait=30`, { token: setup.key });
+    expect(await settled.json()).toMatchObject({ state: "settled", result: { status: "aborted" } });
+    expect((await branchEntries(setup)).filter((entry) => textOf(entry).includes("marker-handed-back"))).toHaveLength(0);
   });
 });

@@ -186,8 +186,8 @@ export const laneCatalog: readonly CatalogRoute[] = [
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort", operationId: "abortOperation", tag: "Operations", auth: "tenant",
-    summary: "Request the abort of an operation", description: "A pending run is cancelled before it starts (its record: `aborted`, `error.code: \"cancelled_before_start\"`). A stale id (neither current nor pending) is 409 `OperationMismatch`.",
-    pathParams: OPERATION,
+    summary: "Request the abort of an operation", description: "A pending run is cancelled before it starts (its record: `aborted`, `error.code: \"cancelled_before_start\"`). A stale id (neither current nor pending) is 409 `OperationMismatch`. With an `Idempotency-Key`, a repeat answers the first answer, the steers and follow-ups it handed back included.",
+    pathParams: OPERATION, idempotent: true,
     responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp }`", schema: AbortRequestResultSchema } },
     errors: [...LANE_ERRORS, "OperationMismatch"],
   },
@@ -223,7 +223,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/abort", operationId: "abortCurrent", tag: "Operations", auth: "tenant",
     summary: "Abort the current operation", description: WAIT_DEFAULT(10),
-    pathParams: LANE, query: WaitQuerySchema,
+    pathParams: LANE, query: WaitQuerySchema, idempotent: true,
     responses: { 200: { description: "`{ operationId, newlyRequested, steer, followUp, record? }`", schema: AbortOutcomeSchema } },
     errors: [...LANE_ERRORS, "NoActiveOperation"],
   },

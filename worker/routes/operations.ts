@@ -118,10 +118,11 @@ export const operationRoutes = new Hono<AppEnv>()
     return unknownIsNotFound(c, await stub.operation(lane, operationId, wait));
   })
   // requestAbort(id): a stale id (not the current operation) is 409 OperationMismatch.
-  .post("/:lane/operations/:opId/abort", async (c) => {
+  // With an Idempotency-Key a repeat answers the first answer (the input it handed back included).
+  .post("/:lane/operations/:opId/abort", sessionIdempotency, async (c) => {
     const { stub, lane } = laneTarget(c);
     const operationId = pathId(c, "opId");
-    return c.json(replyValue(await stub.abortOperation(lane, operationId)));
+    return c.json(replyValue(await stub.abortOperation(lane, operationId, idempotencyScope(c))));
   })
   // A client tool's result (ARCHITECTURE D11): 202 once stored; 409 ToolResultConflict for a second
   // post, 404 UnknownToolCall when no client call of that id waits in the operation.
@@ -140,10 +141,10 @@ export const operationRoutes = new Hono<AppEnv>()
     return unknownIsNotFound(c, await stub.resumeOperation(lane, operationId, wait));
   })
   // requestAbort(current) + the reconciliation pass; 422 NoActiveOperation when idle.
-  .post("/:lane/abort", async (c) => {
+  .post("/:lane/abort", sessionIdempotency, async (c) => {
     const { stub, lane } = laneTarget(c);
     const wait = waitMs(c, ABORT_WAIT_MS);
-    return c.json(replyValue(await stub.abortCurrent(lane, wait)));
+    return c.json(replyValue(await stub.abortCurrent(lane, wait, idempotencyScope(c))));
   })
   // Drive the current operation with one deferred poll permit; 422 NothingToResume when idle.
   .post("/:lane/resume", async (c) => {

@@ -14,7 +14,7 @@ export interface CommandTargets {
   acceptOperation(lane: string, request: Wire<RunRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
   acceptWhileBusy(lane: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
   enqueue(lane: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string }>>>;
-  abortCurrent(lane: string, waitMs: number): Promise<Wire<RpcResult<unknown>>>;
+  abortCurrent(lane: string, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<unknown>>>;
 }
 
 type CommandsHost = Pick<SessionHost, "ctx" | "env" | "open">;
@@ -77,7 +77,7 @@ export class SocketCommands {
         return replyOf(command.id, 201, await this.targets.enqueue(lane, kind, toWire({ message, ...(images && { images }) }), receipt));
       }
       case "abort":
-        return replyOf(command.id, 200, await this.targets.abortCurrent(lane, 0));
+        return replyOf(command.id, 200, await this.targets.abortCurrent(lane, 0, receipt));
     }
   }
 
