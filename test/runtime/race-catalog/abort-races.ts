@@ -23,11 +23,10 @@ async function raceAtHook<T>(
   rig.harness.hooks.on(hook, () => held.wait());
   await held.entered;
   await rig.line.hold();
-  const base = rig.line.arrivals;
   const early = commandFirst ? command() : undefined;
-  if (early) await rig.line.arrived(base + 1, "the command on the line");
+  if (early) await rig.line.arrived(1, "the command on the line");
   held.open();
-  await rig.line.arrived(base + (commandFirst ? 2 : 1), "the pass's commit on the line");
+  await rig.line.arrived(commandFirst ? 2 : 1, "the pass's commit on the line");
   const answer = early ?? command();
   rig.line.release();
   return answer;
@@ -142,9 +141,8 @@ async function closeVsSettlement(settlementFirst: boolean) {
     let closing: Promise<void>;
     if (settlementFirst) {
       await rig.line.hold();
-      const base = rig.line.arrivals;
       held.open();
-      await rig.line.arrived(base + 1, "the settlement on the line");
+      await rig.line.arrived(1, "the settlement on the line");
       closing = rig.harness.close();
       rig.line.release();
     } else {

@@ -103,12 +103,11 @@ async function cancelVsConsumption(first: "cancel" | "consumption") {
     const queued = await lane.followUp("more");
     if (!queued.ok) throw new Error("not queued");
     await line.hold();
-    const base = line.arrivals;
     const cancel = () => lane.cancelQueued(queued.value.entryId);
     const cancelled = first === "cancel" ? cancel() : undefined;
-    if (cancelled) await line.arrived(base + 1, "the cancellation on the line");
+    if (cancelled) await line.arrived(1, "the cancellation on the line");
     held.open();
-    await line.arrived(base + (first === "cancel" ? 2 : 1), "the settlement on the line");
+    await line.arrived(first === "cancel" ? 2 : 1, "the settlement on the line");
     const answer = cancelled ?? cancel();
     line.release();
     const result = await answer;

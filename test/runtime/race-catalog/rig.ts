@@ -17,12 +17,12 @@ import { attach, objectInvariants, shapeOf, transcriptOf, until, type Attached }
 
 /** The session's mutation line, held by the test; counts the mutations that asked for it. */
 export interface LineGate {
-  /** Mutations (of the harness) that have asked for the line since the gate was installed. */
+  /** Mutations (of the harness) that have asked for the line since the latest `hold`. */
   readonly arrivals: number;
-  /** Takes the line; every later mutation queues behind it until `release`. */
+  /** Takes the line (and restarts the count); every later mutation queues behind it until `release`. */
   hold(): Promise<void>;
   release(): void;
-  /** Waits until `count` mutations in all have asked for the line (bounded polling). */
+  /** Waits until `count` mutations have asked for the line since the latest `hold` (bounded polling). */
   arrived(count: number, label: string): Promise<void>;
 }
 
@@ -40,6 +40,7 @@ export function lineGate(session: Session): LineGate {
     },
     async hold() {
       const scope = await begin();
+      arrivals = 0;
       end = () => scope.end();
     },
     release() {
