@@ -15,19 +15,20 @@ export interface Points {
 /** Wraps one method: `run` calls the original with the same arguments. */
 export type Wrapper = (run: () => Promise<unknown>, args: unknown[], points: Points) => Promise<unknown>;
 
+/**
+ * Points are plain flags, waited for by bounded polling (no timing is asserted): a promise resolved
+ * in one object's request context and awaited in another's is refused by the runtime ("Cannot
+ * perform I/O on behalf of a different Durable Object"), a flag read is not I/O.
+ */
 function points(): Points {
-  const known = new Map<string, { promise: Promise<void>; resolve: () => void }>();
-  const point = (name: string) => {
-    let entry = known.get(name);
-    if (!entry) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((done) => (resolve = done));
-      entry = { promise, resolve };
-      known.set(name, entry);
-    }
-    return entry;
+  const signalled = new Set<string>();
+  return {
+    signal: (name) => void signalled.add(name),
+    async reached(name) {
+      for (let i = 0; i < 3000 && !signalled.has(name); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      if (!signalled.has(name)) throw new Error(`race point "${name}" was never reached`);
+    },
   };
-  return { signal: (name) => point(name).resolve(), reached: (name) => point(name).promise };
 }
 
 const RESTORE = "restoreRaceWrappers";
