@@ -248,8 +248,8 @@ export const acceptanceRaces: RaceEntry[] = [
   {
     name: "structural A terminal vs continuation B",
     orders: [
-      covered("input queued while A is in flight", "the continuation run B takes it (steer, followUp and nextRun alike)", "runtime/continuation.test.ts", "a %s queued ${order} is taken by the continuation run"),
-      covered("input queued after A's terminal commit, before B's acceptance", "B's acceptance takes it all the same (the same test, order \"after A's commit\")", "runtime/continuation.test.ts", `for (const order of ["during A", "after A's commit"] as const)`),
+      covered("input queued while A is in flight", "the continuation run B takes it (steer, followUp and nextRun alike; the order \"during A\")", "runtime/continuation.test.ts", "a %s queued ${order} is taken by the continuation run"),
+      covered("input queued after A's terminal commit, before B's acceptance", "B's acceptance takes it all the same (the order \"after A's commit\")", "runtime/continuation.test.ts", "a %s queued ${order} is taken by the continuation run"),
     ],
   },
   {

@@ -259,7 +259,7 @@ export const observationRaces: RaceEntry[] = [
   {
     name: "manual-compaction preparation vs idle write",
     orders: [
-      ran("the idle write first", "it is placed at the tip at once; the compaction's preparation includes it; the summary lands after it", () => compactionVsIdleWrite(true), {
+      ran("the idle write first", "it is placed at the tip at once; the compaction's entry follows it on the tip", () => compactionVsIdleWrite(true), {
         placedAtOnce: true,
         record: "completed",
         tail: ["custom", "compaction"],
