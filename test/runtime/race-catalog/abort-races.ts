@@ -42,6 +42,33 @@ async function abortVsCommit(hook: "after_response" | "before_run_end", abortFir
   });
 }
 
+/**
+ * The marker and before_run's outcome: the hook's start commit (placing what it injects) reaches the
+ * line before or after the marker.
+ */
+async function abortVsBeforeRun(abortFirst: boolean) {
+  return race({ steps: [{ text: "answer" }] }, async (rig) => {
+    const held = latch();
+    rig.harness.hooks.on("before_run", async () => {
+      await held.wait();
+      return { messages: [{ role: "user", content: "injected", timestamp: 1 }] };
+    });
+    const operationId = await acceptPrompt(rig.lane, "go");
+    const driving = rig.lane.drive({ operationId });
+    await held.entered;
+    await rig.line.hold();
+    const abort = () => rig.lane.requestAbort(operationId);
+    const early = abortFirst ? abort() : undefined;
+    if (early) await rig.line.arrived(1, "the marker on the line");
+    held.open();
+    await rig.line.arrived(abortFirst ? 2 : 1, "the start commit on the line");
+    const answer = early ?? abort();
+    rig.line.release();
+    const record = settledRecord(await driving);
+    return { abort: tag(await answer), record: record.status, transcript: rows(rig.lane) };
+  });
+}
+
 /** setModel lands while the run is in before_run (before its request) or after the request's settlement. */
 async function setModelVsGeneration(setModelFirst: boolean) {
   return race({ steps: [{ text: "scripted answer" }] }, async (rig) => {
@@ -192,8 +219,16 @@ export const abortRaces: RaceEntry[] = [
   {
     name: "requestAbort vs before_drive/before_run",
     orders: [
-      covered("the marker while before_drive awaits", "the hook's signal is pulled; its rejection is not a pass failure; the run ends aborted", "runtime/drive.test.ts", "a before_drive that rejects because its signal was aborted is not a pass failure: the run ends aborted"),
-      covered("the marker while before_run awaits", "its injected messages are dropped and the run ends aborted with only the prompt placed", "runtime/abort-gate.test.ts", "an abort while before_run is awaiting drops its injected messages and ends aborted"),
+      ran("the marker while before_run awaits", "its injected messages are dropped (the start is not committed) and the run ends aborted with only the prompt placed; the same for before_drive (drive.test.ts \"a before_drive that rejects because its signal was aborted…\")", () => abortVsBeforeRun(true), {
+        abort: "ok",
+        record: "aborted",
+        transcript: ["user: go"],
+      }),
+      ran("before_run's start commit before the marker", "the injected message is placed; the marker then ends the run aborted before any request", () => abortVsBeforeRun(false), {
+        abort: "ok",
+        record: "aborted",
+        transcript: ["user: go", "user: injected"],
+      }),
     ],
   },
   {
