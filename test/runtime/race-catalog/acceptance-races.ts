@@ -252,11 +252,4 @@ export const acceptanceRaces: RaceEntry[] = [
       covered("input queued after A's terminal commit, before B's acceptance", "B's acceptance takes it all the same (the order \"after A's commit\")", "runtime/continuation.test.ts", "a %s queued ${order} is taken by the continuation run"),
     ],
   },
-  {
-    name: "structural boundary vs queued input",
-    orders: [
-      covered("a steer queued while the in-run compaction is in flight", "placed in the publication commit, after the summary entry, and answered", "runtime/compaction-in-run.test.ts", "a steer arriving mid-compaction is placed in the publication commit, after the entry, and triggers the next request"),
-      covered("a follow-up queued before the boundary that declines to compact", "placed by the publication after the decline and answered", "runtime/compaction-in-run.test.ts", "a queued follow-up is placed by the publication after a decline (the threshold is off there) and answered"),
-    ],
-  },
 ];
