@@ -19,11 +19,11 @@ async function promptVsPrompt(first: First) {
     const lateResult = issue(late);
     await line.arrived(2, "the second acceptance on the line");
     line.release();
-    const results = { [early]: await earlyResult, [late]: await lateResult };
-    const winner = results[early];
-    if (!winner?.ok) throw new Error("the first acceptance was refused");
+    const [winner, loser] = [await earlyResult, await lateResult];
+    if (!winner.ok) throw new Error("the first acceptance was refused");
     settledRecord(await lane.drive({ operationId: winner.value.operationId }));
-    return { A: tag(results.A!), B: tag(results.B!), transcript: rows(lane) };
+    const answerOf = (prompt: string) => tag(prompt === early ? winner : loser);
+    return { A: answerOf("A"), B: answerOf("B"), transcript: rows(lane) };
   });
 }
 
