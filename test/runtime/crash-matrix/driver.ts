@@ -54,6 +54,8 @@ interface CellPlan {
 const INJECTED: AgentMessage = { role: "user", content: "injected by before_run", timestamp: 1 };
 /** Streamed word by word long enough for the throttled frame commits (QUALITY P4) to store two pages. */
 const LONG = Array.from({ length: 160 }, (_, i) => `w${i}`).join(" ");
+/** The answer to a steer that asked for one more response than the uninterrupted run made. */
+const STEERED = "answer after the steer";
 const FLAKY: ScriptStep = { error: "flaky upstream", retryable: true };
 /** A request admitted and never answered: the kill comes while it is in flight. */
 const LOST: ScriptStep = { text: "LOST", delayMs: 600_000 };
@@ -289,7 +291,10 @@ export async function runEngineCase(c: MatrixCase): Promise<void> {
   if (!plan) throw new Error(`no plan for ${c.leaf}/${c.position}`);
   const intent = engineIntent(c.intent, c.leaf === "tools" && c.position === "during_effect");
   const insert = plan.insert?.(intent);
-  const steps = withSteps(intent.steps, insert, "crashed");
+  // A run also gets a steer in flight: placed at the run's next boundary, it may ask for one more
+  // response than the uninterrupted run (a spare step answers it), which the comparison takes out.
+  const steer = intent.responseAt === undefined || intent.noSteer ? undefined : `steer while parked at ${c.leaf} ${c.position}`;
+  const steps = [...withSteps(intent.steps, insert, "crashed"), ...(steer ? [{ text: STEERED }] : [])];
   const baselineSteps = withSteps(intent.steps, insert, "baseline");
   const queuedText = `queued while parked at ${c.leaf} ${c.position}`;
   let armed = false;
@@ -319,10 +324,14 @@ export async function runEngineCase(c: MatrixCase): Promise<void> {
       // delivery may wait behind the parked one, so the projection is awaited, not the call).
       void lane.nextRun(queuedText);
       await until(() => lane.state.inbox.some((item) => item.kind === "nextRun"), "the queued input");
+      if (steer) {
+        void lane.steer(steer);
+        await until(() => lane.state.inbox.some((item) => item.kind === "steer"), "the steer");
+      }
     },
     reopen: (rig) => plan.prepare?.(rig),
     drive: (lane, operationId) => intent.finish(lane, operationId),
-    queued: () => [queuedText],
+    queued: () => [queuedText, ...(steer ? [steer] : [])],
   });
 
   expect(crashed.parked?.at).toBe(c.leaf);
@@ -349,7 +358,8 @@ export async function runEngineCase(c: MatrixCase): Promise<void> {
   const reference = await uninterrupted;
   expect(reference.violations).toEqual([]);
   expect(record).toMatchObject({ operationId: crashed.operationId, kind: reference.record.kind, status: reference.record.status });
-  expect(recoveredShape(crashed, plan, c.intent)).toEqual(reference.shape);
+  const steered = recoveredShape(crashed, plan, c.intent).filter((entry) => entry.text !== steer && entry.text !== STEERED);
+  expect(steered).toEqual(reference.shape);
   expect(crashed.violations).toEqual([]);
 }
 

@@ -27,6 +27,13 @@ export interface EngineIntent {
   tools?: (session: Session) => ToolsPort;
   /** Index in `steps` of the operation's first provider request (runs). */
   responseAt?: number;
+  /**
+   * No steer in flight for this run (a nextRun still is). The threshold compaction: a placed steer
+   * goes before the threshold compaction of its boundary (reference §3.6 step 3), so the steer
+   * changes which scripted step answers the summary and which the run, at a point that differs by
+   * cell; the uninterrupted run is then not a fixed script. Steers are checked by the other runs.
+   */
+  noSteer?: true;
   /** Index in `steps` of the operation's first summary request, with the hook and request step that precede it. */
   summary?: { at: number; hook: "before_compaction" | "before_navigation"; step: "compaction" | "branch_summary" };
 }
@@ -131,7 +138,7 @@ export const ENGINE_INTENTS: Partial<Record<IntentName, EngineIntent>> = {
     finish: drive,
     summary: { at: 2, hook: "before_compaction", step: "compaction" },
   },
-  "compaction:threshold": inRunCompaction([small("a"), big("b"), { text: "SUMMARY" }], THRESHOLD),
+  "compaction:threshold": { ...inRunCompaction([small("a"), big("b"), { text: "SUMMARY" }], THRESHOLD), noSteer: true },
   "compaction:overflow": inRunCompaction([small("a"), { overflow: true }, { text: "SUMMARY" }, small("c")], KEEP_LAST_TURN),
   "navigation:plain": {
     steps: [{ text: "a" }, { text: "b" }],
