@@ -42,12 +42,20 @@ export interface UsageLedger {
 export interface InvariantOptions {
   /** Restrict the lane-scoped checks to this lane (session-wide checks always run). */
   lane?: string;
-  /** When given, `stats.usage` must equal the sum of the ledger rows. */
+  /** When given, `stats.usage` must equal the sum of the ledger rows, and each assistant entry's usage its one row. */
   ledger?: UsageLedger;
+  /**
+   * Texts of the inputs queued (steer, followUp, nextRun) during the test: each must be found exactly
+   * once, placed as a user entry or still queued as a pending payload (queued input is never lost
+   * and never placed twice).
+   */
+  queued?: readonly string[];
+  /** Executions of each tool counted at the tool itself: a `replay: "never"` tool runs at most once per call. */
+  effects?: readonly { tool: string; replay: "never" | "safe"; executions: number }[];
 }
 
 /** Operation-owned value namespaces; keys start with the operation id (`op` or `op:…`). */
-const OPERATION_NAMESPACES = ["pi.op.meta", "pi.op.state", "pi.op.generation", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.preparation", "pi.pending.tool_output"] as const;
+const OPERATION_NAMESPACES = ["pi.op.meta", "pi.op.state", "pi.op.generation", "pi.op.tool_args", "pi.op.tool_memo", "pi.op.tool_result", "pi.op.preparation", "pi.pending.tool_output"] as const;
 
 export function checkInvariants(session: Session, options: InvariantOptions = {}): string[] {
   const violations: string[] = [];
@@ -64,6 +72,13 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   }
   for (const entry of entries) {
     if (entry.parentId !== null && !byId.has(entry.parentId)) fail(`entry ${entry.id} names a missing parent ${entry.parentId}`);
+  }
+  // No entry duplicated under another id: each tool call is answered by one placed result.
+  const answered = new Set<string>();
+  for (const entry of entries) {
+    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
+    if (answered.has(entry.message.toolCallId)) fail(`tool call ${entry.message.toolCallId} has two placed results`);
+    answered.add(entry.message.toolCallId);
   }
 
   // Branch tips (every lane is a branch) point at existing entries.
@@ -166,11 +181,32 @@ export function checkInvariants(session: Session, options: InvariantOptions = {}
   const messages = entries.filter((entry) => entry.type === "message").length;
   if (stats.messageCount !== messages) fail(`stats.messageCount ${stats.messageCount} ≠ ${messages} message entries`);
   if (options.ledger) {
-    const sum = options.ledger.scanUsage().reduce((total: Usage, row) => addUsage(total, row.usage), zeroUsage());
+    const rows = options.ledger.scanUsage();
+    const sum = rows.reduce((total: Usage, row) => addUsage(total, row.usage), zeroUsage());
     const drift = usageDrift(stats.usage, sum);
     if (drift) fail(`stats.usage ≠ ledger sum (${drift})`);
+    // Usage exact: every assistant response has exactly one row, holding exactly its usage.
+    for (const entry of entries) {
+      if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+      const own = rows.filter((row) => row.entryId === entry.id);
+      if (own.length !== 1) fail(`assistant entry ${entry.id} has ${own.length} usage rows`);
+      const rowDrift = own[0] && usageDrift(own[0].usage, entry.message.usage);
+      if (rowDrift) fail(`usage row of ${entry.id} ≠ its message's usage (${rowDrift})`);
+    }
+  }
+  for (const text of options.queued ?? []) {
+    const placed = entries.filter((entry) => entry.type === "message" && entry.message.role === "user" && userText(entry.message.content) === text).length;
+    const pending = session.scanValues(pendingEntry("")).filter((stored) => JSON.stringify(stored.value).includes(JSON.stringify(text))).length;
+    if (placed + pending !== 1) fail(`queued input "${text}" is placed ${placed} and pending ${pending} times (expected once in all)`);
+  }
+  for (const effect of options.effects ?? []) {
+    if (effect.replay === "never" && effect.executions > 1) fail(`replay "never" tool ${effect.tool} executed ${effect.executions} times`);
   }
   return violations;
+}
+
+function userText(content: string | readonly { type: string; text?: string }[]): string {
+  return typeof content === "string" ? content : content.map((block) => block.text ?? "").join("");
 }
 
 function usageDrift(a: Usage, b: Usage): string | undefined {
@@ -188,10 +224,10 @@ function usageDrift(a: Usage, b: Usage): string | undefined {
 }
 
 /** The invariants of the session hosted by a Durable Object, with its SQL usage ledger. */
-export function objectInvariants(instance: SessionObject, state: DurableObjectState, lane?: string): string[] {
+export function objectInvariants(instance: SessionObject, state: DurableObjectState, lane?: string, more: Pick<InvariantOptions, "queued" | "effects"> = {}): string[] {
   const ledger = SqlSessionStorage.open(state.storage);
   if (!ledger) return ["no session is stored in this object"];
-  return checkInvariants(instance.session(), { ...(lane !== undefined && { lane }), ledger });
+  return checkInvariants(instance.session(), { ...(lane !== undefined && { lane }), ledger, ...more });
 }
 
 // The crash rig (QUALITY R1, reference §4.6, §9.3 Tier A): a harness attached to the session of a
@@ -293,7 +329,7 @@ export function transcriptOf(lane: AgentLane): Entry[] {
   return lane.findEntries({ order: "oldestFirst" });
 }
 
-export interface BaselineSetup {
+export interface BaselineSetup extends Pick<CrashScenario, "tools" | "activeTools" | "accept" | "drive"> {
   steps: ScriptStep[];
   settings?: HarnessSettingsPatch;
   prompt?: string;
@@ -301,17 +337,18 @@ export interface BaselineSetup {
   prepare?: (rig: Attached, lane: AgentLane) => void;
 }
 
-/** The same script run uninterrupted in a fresh object: its transcript shape and record. */
+/** The same script (and intent, when `accept`/`drive` say) run uninterrupted in a fresh object: its transcript shape and record. */
 export async function baseline(setup: BaselineSetup): Promise<{ shape: Shape[]; record: OperationResultRecord; violations: string[] }> {
   const { stub } = await createSession("baseline");
   return runInDurableObject(stub, async (instance: SessionObject, state) => {
     await appendScriptSteps(instance.session(), setup.steps);
-    const rig = await attach(instance);
+    const rig = await attach(instance, { ...(setup.tools && { tools: setup.tools }) });
     if (setup.settings) await rig.harness.updateSettings(setup.settings);
     const lane = await rig.harness.lane("main");
+    if (setup.activeTools) await lane.setActiveTools(setup.activeTools);
     setup.prepare?.(rig, lane);
-    const operationId = await acceptPrompt(lane, setup.prompt ?? "go");
-    const driven = await lane.drive({ operationId, waitForRetry: true });
+    const operationId = setup.accept ? await setup.accept(rig, lane) : await acceptPrompt(lane, setup.prompt ?? "go");
+    const driven = await (setup.drive ?? ((l, id) => l.drive({ operationId: id, waitForRetry: true })))(lane, operationId);
     if (!driven.ok || driven.value.kind !== "settled") throw new Error(`baseline did not settle: ${JSON.stringify(driven)}`);
     return { shape: shapeOf(transcriptOf(lane)), record: driven.value.outcome, violations: objectInvariants(instance, state) };
   });
@@ -349,6 +386,8 @@ export interface CrashScenario {
   drive?: (lane: AgentLane, operationId: string) => Promise<Result<DriveOutcome>>;
   /** Accepts the operation that is parked (default: a prompt run); returns its id. */
   accept?: (rig: Attached, lane: AgentLane) => Promise<string>;
+  /** Texts queued while parked, for the invariant "queued input never lost" (InvariantOptions.queued). */
+  queued?: () => readonly string[];
 }
 
 export interface Crashed {
@@ -389,6 +428,10 @@ export async function crashAt(scenario: CrashScenario): Promise<Crashed> {
   });
   await abortAllDurableObjects();
   return runInDurableObject(sessionStub(name), async (instance: SessionObject, state) => {
+    // The restarted object armed its alarm for the open operation (due-work.ts restartAlarmAt):
+    // delivered, it would drive the operation with the object's own harness, a second driver
+    // racing the rig's. The rig is the only driver here, so the alarm goes.
+    await state.storage.deleteAlarm();
     const rig = await attach(instance, { ...(scenario.clock && { clock: scenario.clock }), ...(scenario.tools && { tools: scenario.tools }) });
     const lane = rig.harness.getLane("main");
     if (!lane) throw new Error("the lane was not restored");
@@ -407,7 +450,7 @@ export async function crashAt(scenario: CrashScenario): Promise<Crashed> {
       events: rig.events,
       usageRows: SqlSessionStorage.open(state.storage)?.scanUsage().length ?? -1,
       idle: lane.state.operation === null,
-      violations: objectInvariants(instance, state),
+      violations: objectInvariants(instance, state, undefined, { ...(scenario.queued && { queued: scenario.queued() }) }),
     };
   });
 }
