@@ -13,11 +13,13 @@ import { documentRoutes, fillPath, makeResources, missingFixtures, readBack, typ
 
 // QUALITY R3 (and the auth half of R4): ≥ 10,000 generated malformed, oversized or wrongly typed
 // requests across every route of /openapi.json, each a mutation of a valid request that the
-// document says must be refused. Every one must answer 4xx with a documented `{ error: { code } }`
-// at the code's status, in the API's words (no validator phrase such as "Expected never"; a 405
-// carries `Allow`), and afterwards the state (session, lanes, entries, values, lists, branches,
-// usage, the operation, /v1/me, both tenants' session lists) is exactly as before. Bodies are
-// also sent chunked (no Content-Length), far beyond the bound and malformed in odd pieces.
+// document says must be refused, against a tenant holding one of every resource a path names
+// (route-fixtures.ts). Every one must answer 4xx with a documented `{ error: { code } }` at the
+// code's status, in the API's words (no validator phrase such as "Expected never"; a 405 carries
+// `Allow`), and afterwards everything the tenant reads through every GET route, and the other
+// tenant's session list, is exactly as before. Bodies are also sent chunked (no Content-Length),
+// far beyond the bound and malformed in odd pieces. A route of the document that gets no case (or
+// only unauthenticated ones), or a path parameter without a fixture, fails the run by name.
 // Reproduce a run with its seed (printed); change SEED to explore others.
 
 const SEED = 0x5eed_0a03;
