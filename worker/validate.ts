@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import * as v from "valibot";
 import { arrayWhereObjectExpected } from "../schema/no-array-objects.ts";
 import { fail, invalidInput } from "./http-error.ts";
-import { describeIssue } from "./validation-messages.ts";
+import { describeIssue } from "../schema/validation-messages.ts";
 
 /** Request bodies are bounded before they are read (ARCHITECTURE D17; QUALITY R7). */
 export const MAX_BODY_BYTES = 1024 * 1024;

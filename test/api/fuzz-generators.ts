@@ -162,8 +162,28 @@ export const BAD_QUERY: Readonly<Record<string, readonly string[]>> = {
   customType: ["", "x".repeat(257)],
   fromSeq: ["-1", "abc", "1.5", "1e3", "", "1234567890123456"],
   start: ["a:b", "x".repeat(65), "", "%C3%A9"],
+  id: ["a:b", "x".repeat(65), "", "%C3%A9", "a b"],
   stopAtId: ["a:b", "x".repeat(65), "", "%C3%A9"],
 };
+
+/** Whole query strings of `metadata.<key>=<value>` filters that session search and deletion refuse. */
+export const BAD_METADATA_FILTERS: readonly string[] = [
+  "metadata.=v", "metadata.a%20b=v", "metadata.a%3Ab=v", `metadata.${"k".repeat(65)}=v`, "metadata.k=v&metadata.k=w", `metadata.k=${"v".repeat(513)}`,
+  Array.from({ length: 17 }, (_, i) => `metadata.k${i}=v`).join("&"),
+];
+
+/** JSON Lines bodies that are no export: not JSON, not objects, lines of unknown or wrong types, odd bytes. */
+export const NDJSON_BODIES: readonly { label: string; bytes: Uint8Array | string }[] = [
+  { label: "empty", bytes: "" },
+  { label: "not JSON", bytes: "{nope\n" },
+  { label: "array line", bytes: "[1,2]\n" },
+  { label: "unknown line type", bytes: `${JSON.stringify({ type: "bogus" })}\n` },
+  { label: "header of another format", bytes: `${JSON.stringify({ type: "session", format: "other", version: 99, id: "x" })}\n` },
+  { label: "entry before a header", bytes: `${JSON.stringify({ type: "message", id: "e1", parentId: null, timestamp: 1 })}\n` },
+  { label: "deep line", bytes: `${JSON.stringify(nested(200, "object"))}\n` },
+  { label: "invalid utf-8", bytes: new Uint8Array([0x7b, 0xc3, 0x28, 0x7d, 0x0a]) },
+  { label: "NUL line", bytes: "\u0000\n" },
+];
 
 /** Idempotency-Key values outside 1–255 printable ASCII characters. */
 export const BAD_IDEMPOTENCY_KEYS: readonly string[] = ["", "a b", "k".repeat(256), "caf\u00e9", "tab\tkey"];

@@ -5,19 +5,21 @@ import { ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
 import type { OpenApiDocument, OpenApiOperation, OpenApiParameter } from "../../worker/openapi/document.ts";
 import { MAX_BODY_BYTES } from "../../worker/validate.ts";
 import {
-  BAD_IDEMPOTENCY_KEYS, BAD_QUERY, BAD_SEGMENTS, METHODS, RAW_BODIES, Rng, badAuthHeaders, bodyMutations, junk, nested, nodes, setAt,
+  BAD_IDEMPOTENCY_KEYS, BAD_METADATA_FILTERS, BAD_QUERY, NDJSON_BODIES, BAD_SEGMENTS, METHODS, RAW_BODIES, Rng, badAuthHeaders, bodyMutations, junk, nested, nodes, setAt,
 } from "./fuzz-generators.ts";
 import { adminToken, call, newTenant } from "./helpers.ts";
 import { conforms } from "./openapi-helpers.ts";
-import { receiver } from "./webhooks-helpers.ts";
+import { documentRoutes, fillPath, makeResources, missingFixtures, readBack, type Resources } from "./route-fixtures.ts";
 
 // QUALITY R3 (and the auth half of R4): ≥ 10,000 generated malformed, oversized or wrongly typed
 // requests across every route of /openapi.json, each a mutation of a valid request that the
-// document says must be refused. Every one must answer 4xx with a documented `{ error: { code } }`
-// at the code's status, in the API's words (no validator phrase such as "Expected never"; a 405
-// carries `Allow`), and afterwards the state (session, lanes, entries, values, lists, branches,
-// usage, the operation, /v1/me, both tenants' session lists) is exactly as before. Bodies are
-// also sent chunked (no Content-Length), far beyond the bound and malformed in odd pieces.
+// document says must be refused, against a tenant holding one of every resource a path names
+// (route-fixtures.ts). Every one must answer 4xx with a documented `{ error: { code } }` at the
+// code's status, in the API's words (no validator phrase such as "Expected never"; a 405 carries
+// `Allow`), and afterwards everything the tenant reads through every GET route, and the other
+// tenant's session list, is exactly as before. Bodies are also sent chunked (no Content-Length),
+// far beyond the bound and malformed in odd pieces. A route of the document that gets no case (or
+// only unauthenticated ones), or a path parameter without a fixture, fails the run by name.
 // Reproduce a run with its seed (printed); change SEED to explore others.
 
 const SEED = 0x5eed_0a03;
@@ -30,10 +32,12 @@ interface Case {
   /** Sent as a stream (chunked, no Content-Length) instead of `body`. */
   stream?: () => ReadableStream<Uint8Array>;
   expect: readonly number[]; op?: OpenApiOperation;
+  /** `METHOD /template` of the document's route this request is sent to (none for a wrong method or an unknown path). */
+  route?: string;
 }
 
 let doc: OpenApiDocument;
-let ctx: { key: string; otherKey: string; revokedKey: string; tenantId: string; sid: string; values: Record<string, string> };
+let ctx: { r: Resources; key: string; otherKey: string; revokedKey: string };
 
 const components = (): Record<string, JsonSchema> => doc.components.schemas;
 const encoder = new TextEncoder();
@@ -45,65 +49,27 @@ async function ok<T>(response: Response, status: number): Promise<T> {
 
 beforeAll(async () => {
   doc = await ok<OpenApiDocument>(await call("/openapi.json"), 200);
-  const tenant = await newTenant("fuzz");
+  // One of every resource a path names (route-fixtures.ts): every route is fuzzed against a real one.
+  const r = await makeResources("fuzz");
   const other = await newTenant("fuzzother");
   // 10,000 requests in a minute are far beyond the default per-tenant quota (429 RateLimited).
   const quotas = "/v1/admin/tenants/{tenantId}/quotas";
   if (doc.paths[quotas]?.patch) {
-    for (const { tenantId } of [tenant, other]) {
+    for (const { tenantId } of [r, other]) {
       await ok(await call(quotas.replace("{tenantId}", tenantId), { method: "PATCH", body: { requestsPerMinute: 1_000_000 }, token: adminToken() }), 200);
     }
   }
-  const spare = await ok<{ keyId: string; key: string }>(await call(`/v1/admin/tenants/${tenant.tenantId}/keys`, { body: { name: "spare" }, token: adminToken() }), 201);
-  expect((await call(`/v1/admin/tenants/${tenant.tenantId}/keys/${spare.keyId}`, { method: "DELETE", token: adminToken() })).status).toBe(204);
-  const sid = "s_fuzz";
-  const base = `/v1/sessions/${sid}`;
-  await ok(await call("/v1/sessions", { body: { id: sid, name: "fuzz" }, token: tenant.key }), 201);
-  await ok(await call(`${base}/lanes/main`, { method: "PUT", token: tenant.key }), 201);
-  const record = await ok<{ operationId: string; status: string }>(await call(`${base}/lanes/main/prompt`, { body: { prompt: "hello", wait: 10 }, token: tenant.key }), 200);
-  expect(record.status).toBe("completed");
-  await ok(await call(`${base}/values/app/k`, { method: "PUT", body: { theme: "dark" }, token: tenant.key }), 200);
-  await ok(await call(`${base}/lists/app/k`, { body: { step: 1 }, token: tenant.key }), 201);
-  await ok(await call(`${base}/branches`, { body: { name: "side", at: null }, token: tenant.key }), 201);
-  // The setup run's usage reaches /v1/me asynchronously (forwarded after the commit): let it land
-  // before the state snapshot is taken (bounded).
-  for (let i = 0; i < 200; i++) {
-    const me = await ok<{ usage?: { totalTokens: number } }>(await call("/v1/me", { token: tenant.key }), 200);
-    if (me.usage === undefined || me.usage.totalTokens > 0) break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  const entries = await ok<{ items: { id: string }[] }>(await call(`${base}/entries`, { token: tenant.key }), 200);
-  const entryId = entries.items[0]?.id ?? "missing";
-  // A webhook endpoint (on the local receiver) for the routes under /v1/webhooks/{id}.
-  const webhook = await ok<{ id: string }>(await call("/v1/webhooks", { body: { url: receiver("fuzz").url("ok"), events: ["operation.settled"] }, token: tenant.key }), 201);
-  ctx = {
-    key: tenant.key, otherKey: other.key, revokedKey: spare.key, tenantId: tenant.tenantId, sid,
-    values: { sid, lane: "main", opId: record.operationId, entryId, keyId: spare.keyId, tenantId: tenant.tenantId, name: "main", namespace: "app", key: "k", id: webhook.id },
-  };
-});
+  const spare = await ok<{ keyId: string; key: string }>(await call(`/v1/admin/tenants/${r.tenantId}/keys`, { body: { name: "spare" }, token: adminToken() }), 201);
+  expect((await call(`/v1/admin/tenants/${r.tenantId}/keys/${spare.keyId}`, { method: "DELETE", token: adminToken() })).status).toBe(204);
+  ctx = { r, key: r.key, otherKey: other.key, revokedKey: spare.key };
+}, 60_000);
 
-/** What must not change: every readable piece of state the setup created, for both tenants. */
+/**
+ * What must not change: everything the tenant can read, through every GET route of the document
+ * (route-fixtures.ts readBack), and the other tenant's session list.
+ */
 async function snapshot(): Promise<Record<string, unknown>> {
-  const base = `/v1/sessions/${ctx.sid}`;
-  const reads: [string, string][] = [
-    ["me", "/v1/me"], ["sessions", "/v1/sessions"], ["session", base], ["lanes", `${base}/lanes`], ["lane", `${base}/lanes/main`],
-    ["laneSnapshot", `${base}/lanes/main/snapshot`], ["entries", `${base}/entries?limit=1000`], ["value", `${base}/values/app/k`],
-    ["list", `${base}/lists/app/k`], ["branches", `${base}/branches`], ["usage", `${base}/usage`], ["operation", `${base}/lanes/main/operations/${ctx.values.opId}`],
-    ["webhooks", "/v1/webhooks"],
-  ];
-  const out: Record<string, unknown> = {};
-  await Promise.all(reads.map(async ([name, path]) => {
-    const response = await call(path, { token: ctx.key });
-    const body = await response.json<Record<string, unknown>>();
-    // The snapshot's `seq` is the watch counter, which jumps a reserved block when the idle object
-    // is evicted and restarted (watch-hub.ts); the snapshot itself must not change.
-    if (name === "laneSnapshot") delete body.seq;
-    out[name] = { status: response.status, body };
-  }));
-  if (doc.paths["/v1/admin/tenants/{tenantId}/quotas"]?.get) {
-    const quotas = await call(`/v1/admin/tenants/${ctx.tenantId}/quotas`, { token: adminToken() });
-    out.quotas = { status: quotas.status, body: await quotas.json() };
-  }
+  const out = await readBack(doc, ctx.r);
   const otherSessions = await call("/v1/sessions", { token: ctx.otherKey });
   out.otherSessions = { status: otherSessions.status, body: await otherSessions.json() };
   return out;
@@ -122,8 +88,7 @@ function routesOf(): Route[] {
   );
 }
 
-const fill = (template: string, override: Record<string, string> = {}): string =>
-  template.replace(/\{(\w+)\}/g, (_, name: string) => override[name] ?? encodeURIComponent(ctx.values[name] ?? name));
+const fill = (template: string, override: Record<string, string> = {}): string => fillPath(ctx.r, template, override);
 
 function credentials(route: Route): Record<string, string> {
   const auth = route.op["x-auth"];
@@ -160,7 +125,7 @@ function refusedBody(route: Route, bytes: string | Uint8Array): boolean {
 
 /** The valid request of a route, for one dimension to be mutated. */
 function valid(route: Route, kind: string, label: string, expected: readonly number[]): Case {
-  return { kind, label, method: route.method, path: fill(route.template), headers: credentials(route), expect: expected, op: route.op };
+  return { kind, label, method: route.method, path: fill(route.template), headers: credentials(route), expect: expected, op: route.op, route: `${route.method} ${route.template}` };
 }
 const withBody = (c: Case, body: string | Uint8Array, contentType = "application/json"): Case => ({ ...c, body, headers: { ...c.headers, "content-type": contentType } });
 
@@ -203,6 +168,11 @@ function generate(rng: Rng): Case[] {
       }
     }
   }
+  // JSON Lines bodies (an import, an import's part): lines that are not an export's.
+  for (const route of routes.filter((candidate) => candidate.op.requestBody?.content["application/x-ndjson"])) {
+    // 409 ImportPartOutOfOrder: concurrent attempts at one part of an import (the fuzz sends 16 at once) take over from each other.
+    for (const raw of NDJSON_BODIES) cases.push(withBody(valid(route, "lines", raw.label, [400, 409, 413, 422]), raw.bytes, "application/x-ndjson"));
+  }
   for (const route of routes) {
     const exampleBody = route.body ? JSON.stringify(route.body.example) : undefined;
     const base = (kind: string, label: string, expected: readonly number[]): Case => {
@@ -221,7 +191,9 @@ function generate(rng: Rng): Case[] {
           cases.push({ ...base("path", `${parameter.name}=${segment.slice(0, 20)}`, [400, 404]), path: fill(route.template, { [parameter.name]: segment }) });
         }
       }
-      if (parameter.in === "query") {
+      if (parameter.in === "query" && parameter.name.startsWith("metadata.")) {
+        for (const query of BAD_METADATA_FILTERS) cases.push({ ...base("query", query.slice(0, 40), [400]), path: `${fill(route.template)}?${query}` });
+      } else if (parameter.in === "query") {
         const bad = parameter.name === "cursor" && route.template === "/v1/sessions" ? ["x".repeat(201)] : BAD_QUERY[parameter.name] ?? [];
         for (const value of bad) {
           const c = base("query", `${parameter.name}=${value.slice(0, 20)}`, [400]);
@@ -258,7 +230,7 @@ function generate(rng: Rng): Case[] {
       cases.push(method === "GET" ? c : withBody(c, "{}"));
     }
   }
-  for (const path of ["/", "/v1", "/v2/me", "/v1/nope", "/v1/admin", "/v1/sessions/s_fuzz/nope", "/v1/sessions/s_fuzz/lanes/main/nope", "/v1/sessions/s_fuzz/forks", "/health/x", "/openapi.json/x"]) {
+  for (const path of ["/", "/v1", "/v2/me", "/v1/nope", "/v1/admin", `/v1/sessions/${ctx.r.sid}/nope`, `/v1/sessions/${ctx.r.sid}/lanes/main/nope`, `/v1/sessions/${ctx.r.sid}/forks`, "/health/x", "/openapi.json/x"]) {
     for (const method of ["GET", "POST", "DELETE"]) {
       // Under /v1/admin the admin token is checked first: a tenant key is 401 there, route or not.
       const c: Case = { kind: "unknown-route", label: `${method} ${path}`, method, path, headers: { authorization: `Bearer ${ctx.key}` }, expect: path.startsWith("/v1/admin") ? [401] : [404] };
@@ -274,6 +246,25 @@ function generate(rng: Rng): Case[] {
     addBody(route, `random ${cases.length}`, JSON.stringify(body) ?? "");
   }
   return cases;
+}
+
+/**
+ * Routes of the document the generated cases leave out: one with no case at all, or one that takes
+ * input (a path or query parameter, a body) without a case past authentication. Either fails the
+ * run by name, so a route added later is fuzzed or the run says why not.
+ */
+function unreached(cases: readonly Case[]): string[] {
+  const kinds = new Map<string, Set<string>>();
+  for (const c of cases) if (c.route) kinds.set(c.route, (kinds.get(c.route) ?? new Set()).add(c.kind));
+  const wrongMethodPaths = new Set(cases.filter((c) => c.kind === "method").map((c) => c.path));
+  return documentRoutes(doc).flatMap((route) => {
+    const reached = kinds.get(route.name);
+    const takesInput = route.op.parameters.length > 0 || route.op.requestBody !== undefined;
+    // A public route without input (/health, /openapi.json, /docs) has nothing to refuse but its wrong methods.
+    if (!reached && !takesInput && route.op["x-auth"] === "none" && wrongMethodPaths.has(route.template)) return [];
+    if (!reached) return [`${route.name}: no case`];
+    return takesInput && [...reached].every((kind) => kind === "auth") ? [`${route.name}: only unauthenticated cases`] : [];
+  });
 }
 
 const isErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
@@ -337,8 +328,11 @@ describe("fuzz (QUALITY R3)", () => {
   it(`≥ 10,000 generated invalid requests: zero 5xx, only documented 4xx, no state change (seed ${SEED})`, { timeout: 180_000 }, async () => {
     console.log(`fuzz seed ${SEED} (0x${SEED.toString(16)})`);
     const before = await snapshot();
+    const noFixture = documentRoutes(doc).flatMap((route) => missingFixtures(ctx.r, route.template).map((param) => `${route.name}: ${param}`));
+    expect(noFixture, "path parameters without a fixture in test/api/route-fixtures.ts").toEqual([]);
     const cases = generate(new Rng(SEED));
     expect(cases.length).toBeGreaterThanOrEqual(10_000);
+    expect(unreached(cases), "routes of /openapi.json the fuzz did not exercise").toEqual([]);
     const failures: string[] = [];
     const byKind = new Map<string, number>();
     let next = 0;

@@ -125,7 +125,7 @@ function errorCodesByStatus(route: CatalogRoute): Map<number, ErrorCode[]> {
     ...(route.auth === "none" ? [] : (["Unauthenticated"] as const)),
     // Any tenant route refuses a browser token that does not reach it (worker/middleware/token-scopes.ts).
     ...(route.auth === "tenant" ? (["TokenScope"] as const) : []),
-    ...(route.pathParams || route.query || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
+    ...(route.pathParams || route.query || route.queryPatterns || route.body || route.idempotent ? (["ValidationFailed"] as const) : []),
     ...(route.body ? (["PayloadTooLarge"] as const) : []),
     ...(route.idempotent ? (["IdempotencyInProgress", "IdempotencyConflict", "IdempotencyReplayTooLarge"] as const) : []),
     // Every authenticated route reaches a Durable Object, which may be overloaded or reset.

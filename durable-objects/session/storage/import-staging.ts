@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { isReservedNamespace } from "../../../harness/session/addresses.ts";
 import { ExportLineSchema, SessionLineSchema, type EndLine, type ExportLine, type SessionLine } from "../../../schema/data-export.ts";
 import type { Entry, NewEntry } from "../../../schema/entries.ts";
+import { describeIssue } from "../../../schema/validation-messages.ts";
 import { zeroUsage } from "../../../harness/session/usage.ts";
 import { RpcError } from "../../rpc/rpc-errors.ts";
 import { applyWrite, encodePayloadOf, type Counters } from "./commit-writer.ts";
@@ -94,9 +95,8 @@ export function parseLine(text: string, line: number): ExportLine {
   }
   const parsed = v.safeParse(ExportLineSchema, json);
   if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const path = issue.path?.map((item) => String(item.key)).join(".");
-    throw invalid(line, "invalid_line", `${path ? `${path}: ` : ""}${issue.message}`);
+    // In the API's words, as every other 4xx says what is wrong (never valibot's own phrasing).
+    throw invalid(line, "invalid_line", describeIssue(parsed.issues[0], "line"));
   }
   return parsed.output;
 }
