@@ -28,8 +28,8 @@ interface Case {
   params?: Record<string, string>;
   query?: string;
   body: Body;
-  /** Another valid request under the same key: 422. */
-  other: Body & { query?: string };
+  /** Another valid request under the same key: 422. A string: why the route has none (no body, and the path is the key's scope). */
+  other: (Body & { query?: string }) | string;
   /** What the effect is counted by: it grows by `per` for one effect. */
   count: (params: Record<string, string>) => Promise<number>;
   per?: number;
@@ -68,6 +68,33 @@ async function entriesWhenIdle(params: Record<string, string>): Promise<number> 
   }
   throw new Error(`lane ${params.lane} never became idle`);
 }
+
+/**
+ * A fresh lane busy with a long streamed answer (the scripted model), and the running operation's
+ * id: what an abort acts on.
+ */
+async function busyLane(): Promise<{ params: Record<string, string>; operationId: string }> {
+  const params = await freshLane();
+  const lanePath = `/v1/sessions/${r.sid}/lanes/${params.lane}`;
+  expect((await call(`${lanePath}/config`, { method: "PATCH", body: { model: { provider: "scripted", modelId: "script" } }, token: r.key })).status).toBe(200);
+  const words = Array.from({ length: 2000 }, (_, i) => `w${i}`).join(" ");
+  expect((await call(`/v1/sessions/${r.sid}/lists/scripted/steps`, { body: { text: words, chunkMs: 30 }, token: r.key })).status).toBe(201);
+  const accepted = await call(`${lanePath}/operations`, { body: { kind: "prompt", prompt: "talk" }, token: r.key });
+  expect(accepted.status).toBe(202);
+  return { params, operationId: (await accepted.json<{ operationId: string }>()).operationId };
+}
+
+/** Counts 1 once the operation has ended aborted: the first count (before the abort) does not wait, the next ones wait for the end. */
+function abortedCount(operationId: string): (params: Record<string, string>) => Promise<number> {
+  let counted = 0;
+  return async (params) => {
+    const wait = counted++ === 0 ? 0 : 20;
+    const view = await (await call(`/v1/sessions/${r.sid}/lanes/${params.lane}/operations/${operationId}?wait=${wait}`, { token: r.key })).json<{ state: string; result?: { status: string } }>();
+    return view.state === "settled" && view.result?.status === "aborted" ? 1 : 0;
+  };
+}
+
+const NO_OTHER_ABORT = "no other request exists under the key: the route takes no body, and its path (the lane, the operation) is the key's scope";
 
 /** Admin tenants named `name`, over every page of the listing. */
 async function tenantsNamed(name: string): Promise<number> {
@@ -155,6 +182,14 @@ const CASES: Record<string, () => Promise<Case>> = {
       count: async () => (await items(`/v1/sessions/${r.sid}/lanes/${params.lane}/schedules`)).length,
     };
   },
+  "POST /v1/sessions/{sid}/lanes/{lane}/abort": async () => {
+    const { params, operationId } = await busyLane();
+    return { params, query: "?wait=10", body: { json: undefined }, other: NO_OTHER_ABORT, count: abortedCount(operationId) };
+  },
+  "POST /v1/sessions/{sid}/lanes/{lane}/operations/{opId}/abort": async () => {
+    const { params, operationId } = await busyLane();
+    return { params: { ...params, opId: operationId }, body: { json: undefined }, other: NO_OTHER_ABORT, count: abortedCount(operationId) };
+  },
   "POST /v1/agents": async () => ({
     body: { json: { name: "idem agent", model: { provider: "scripted", modelId: "echo" } } }, other: { json: { name: "other agent", model: { provider: "scripted", modelId: "echo" } } },
     count: async () => (await items("/v1/agents?limit=1000")).length,
@@ -227,6 +262,7 @@ describe("Idempotency-Key over every route that takes it (QUALITY R5)", () => {
       if (second.headers.get("idempotency-replayed") !== "true") problems.push(`${route.name}: replay without Idempotency-Replayed: true`);
       const once = await c.count(params);
       if (once - before !== (c.per ?? 1)) problems.push(`${route.name}: effect counted ${once - before} (one effect is ${c.per ?? 1}); first answer ${firstText.slice(0, 300)}`);
+      if (typeof c.other === "string") continue;
       const conflict = await send(route, c, c.other, key);
       const conflictText = await conflict.text();
       if (conflict.status !== 422 || !conflictText.includes('"IdempotencyConflict"')) problems.push(`${route.name}: another request under the key answered ${conflict.status} ${conflictText.slice(0, 200)}`);
