@@ -65,6 +65,15 @@ function within(text: string, limit: number): string {
  * 413 (too large) or a 400 ValidationFailed naming the offending paths; never a 500.
  */
 export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S, maxBytes = MAX_BODY_BYTES): Promise<v.InferOutput<S>> {
+  return (await jsonBodyAsSent(c, schema, maxBytes)).output;
+}
+
+/**
+ * The body validated (`output`) and as the client sent it (`sent`, the parsed JSON before the
+ * schema's defaults: a message's missing timestamp is stamped with the time of validation, so two
+ * sends of one body differ in `output` but not in `sent`).
+ */
+export async function jsonBodyAsSent<S extends v.GenericSchema>(c: Context, schema: S, maxBytes = MAX_BODY_BYTES): Promise<{ sent: unknown; output: v.InferOutput<S> }> {
   const text = await readBoundedText(c, maxBytes);
   let parsed: unknown;
   try {
@@ -72,7 +81,7 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S,
   } catch {
     throw invalidInput("body", "not valid JSON");
   }
-  return validate(schema, parsed);
+  return { sent: parsed, output: validate(schema, parsed) };
 }
 
 /**

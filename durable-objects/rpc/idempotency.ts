@@ -23,28 +23,41 @@ export interface IdempotencyReplay {
   body: string;
 }
 
-type Row = { request_hash: string; status: number | null; body: string | null; created_at: number };
+type Row = { request_hash: string; status: number | null; body: string | null; created_at: number; released: number };
+
+/** The claimed key of one request, as the object that makes its effect receives it. */
+export interface ReceiptScope {
+  key: string;
+  requestHash: string;
+}
 
 /**
  * The owning object's idempotency table. `claim` and `complete` are each one synchronous SQL turn,
  * so two requests with one key cannot both claim it. Keys arrive scoped by the caller (the route
  * and the object's tenant), so one key used on two routes names two records.
+ *
+ * A claim and its remembered answer are two steps with the effect between them, so a crash after
+ * the effect and before the answer leaves a claim without an answer; once it lapses
+ * (IDEMPOTENCY_CLAIM_MS) the request runs again. What keeps that from making the effect twice is
+ * the effect receipt (`once`): the object that makes the effect records what it answered in the
+ * same storage batch as the effect, and the repeat answers that instead of making it again.
  */
 export class IdempotencyStore {
   constructor(private readonly sql: SqlStorage) {}
 
   claim(key: string, requestHash: string, now = Date.now()): IdempotencyClaim {
     this.sql.exec("DELETE FROM idempotency WHERE created_at < ?", now - IDEMPOTENCY_TTL_MS);
-    const row = this.sql.exec<Row>("SELECT request_hash, status, body, created_at FROM idempotency WHERE key = ?", key).toArray()[0];
+    const row = this.sql.exec<Row>("SELECT request_hash, status, body, created_at, released FROM idempotency WHERE key = ?", key).toArray()[0];
     if (row) {
       if (row.request_hash !== requestHash) return { state: "conflict" };
       if (row.status !== null && row.body !== null) return { state: "replay", status: row.status, body: row.body };
       const held = row.created_at + IDEMPOTENCY_CLAIM_MS - now;
-      if (held > 0) return { state: "in_progress", retryAfterSeconds: Math.max(1, Math.ceil(held / 1000)) };
+      if (held > 0 && row.released === 0) return { state: "in_progress", retryAfterSeconds: Math.max(1, Math.ceil(held / 1000)) };
     }
+    // A claim taken over keeps its effect receipt: the request it repeats may have made its effect.
     this.sql.exec(
       `INSERT INTO idempotency (key, request_hash, status, body, created_at) VALUES (?, ?, NULL, NULL, ?)
-       ON CONFLICT (key) DO UPDATE SET request_hash = excluded.request_hash, status = NULL, body = NULL, created_at = excluded.created_at`,
+       ON CONFLICT (key) DO UPDATE SET status = NULL, body = NULL, released = 0, created_at = excluded.created_at`,
       key,
       requestHash,
       now,
@@ -58,12 +71,35 @@ export class IdempotencyStore {
    */
   complete(key: string, requestHash: string, replay: IdempotencyReplay | null): void {
     if (replay === null) {
-      this.sql.exec("DELETE FROM idempotency WHERE key = ? AND request_hash = ?", key, requestHash);
+      // A claim with an effect on record is given back, not forgotten: its retry must find the effect.
+      this.sql.exec("DELETE FROM idempotency WHERE key = ? AND request_hash = ? AND effect IS NULL", key, requestHash);
+      this.sql.exec("UPDATE idempotency SET released = 1 WHERE key = ? AND request_hash = ?", key, requestHash);
       return;
     }
     const remembered = replayWithinBound(replay);
     this.sql.exec("UPDATE idempotency SET status = ?, body = ? WHERE key = ? AND request_hash = ?", remembered.status, remembered.body, key, requestHash);
   }
+}
+
+/**
+ * Makes a request's effect at most once per claimed key (`scope`; none: the request carried no
+ * key, and the effect is simply made). A receipt on record answers its value again; otherwise the
+ * effect runs and its value is recorded. The caller must reach here with no awaited I/O other than
+ * storage between the effect's own commit and this function's return (an effect that commits and
+ * returns): writes separated only by microtasks are one atomic batch of the object's storage
+ * (ARCHITECTURE D15 and the platform's write coalescing), so a crash keeps both or neither.
+ * Only an effect that resolves is recorded; one that throws made nothing to repeat.
+ */
+export async function once<T>(sql: SqlStorage, scope: ReceiptScope | undefined, effect: () => Promise<T>): Promise<T> {
+  if (scope === undefined) return effect();
+  const recorded = sql.exec<{ effect: string | null }>("SELECT effect FROM idempotency WHERE key = ? AND request_hash = ?", scope.key, scope.requestHash).toArray()[0]?.effect;
+  if (recorded !== null && recorded !== undefined) {
+    const value: T = JSON.parse(recorded);
+    return value;
+  }
+  const value = await effect();
+  sql.exec("UPDATE idempotency SET effect = ? WHERE key = ? AND request_hash = ?", JSON.stringify(value ?? null), scope.key, scope.requestHash);
+  return value;
 }
 
 /** Top-level fields of an answer that name what its request created, copied into the refusal. */

@@ -5,6 +5,7 @@ import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
 import { PAGE_LIMIT_DEFAULT } from "../../schema/api.ts";
 import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
+import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asJson, asResult, RpcError } from "../rpc/rpc-errors.ts";
 import { JsonWriter } from "./storage/json-bytes.ts";
 import { branchEntryPage, entryAnswer, entryPage, type Page } from "./storage/json-pages.ts";
@@ -31,12 +32,15 @@ export class SessionBranches {
   ) {}
 
   /** 409 BranchExists before the cap: an existing name adds nothing (the engine refuses it on the line). */
-  async createBranch(name: string, at: string | null): Promise<Wire<RpcResult<BranchInfo>>> {
+  /** Created once per claimed key (`receipt`, rpc/idempotency.ts): a repeat after a crash answers the branch as created, not 409. */
+  async createBranch(name: string, at: string | null, receipt?: ReceiptScope): Promise<Wire<RpcResult<BranchInfo>>> {
     return asResult(async () => {
       const session = this.host.session();
-      const needs = { branch: !hasBranch(this.host.ctx.storage, name), lane: false };
-      const branch = await this.slots.within(needs, () => session.createBranch(name, at));
-      return { name: branch.name, tipId: branch.getTipId() };
+      return once(this.host.ctx.storage.sql, receipt, async () => {
+        const needs = { branch: !hasBranch(this.host.ctx.storage, name), lane: false };
+        const branch = await this.slots.within(needs, () => session.createBranch(name, at));
+        return { name: branch.name, tipId: branch.getTipId() };
+      });
     });
   }
 

@@ -9,6 +9,7 @@ import type { RpcJson, RpcResult } from "../../schema/errors.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { SessionStats, UsageRow } from "../../schema/usage.ts";
 import type { Wire } from "../../schema/wire.ts";
+import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "./storage/json-pages.ts";
 import type { SessionHost } from "./session-host.ts";
@@ -98,13 +99,16 @@ export class SessionData {
     });
   }
 
-  async appendList(namespace: string, key: string, element: Wire<JsonValue>): Promise<Wire<RpcResult<{ seq: number }>>> {
+  /** Appended once per claimed key (`receipt`, rpc/idempotency.ts): a repeat after a crash answers the first seq. */
+  async appendList(namespace: string, key: string, element: Wire<JsonValue>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ seq: number }>>> {
     return asResult(async () => {
       const parsed = parseWire(element);
       const problem = scriptElementProblem(namespace, key, parsed);
       if (problem !== undefined) throw invalidInput(`${namespace}/${key}`, problem);
-      const result = await this.host.session().appendList(list<JsonValue>(appNamespace(namespace), key), parsed);
-      return { seq: result.firstSeq };
+      return once(this.host.ctx.storage.sql, receipt, async () => {
+        const result = await this.host.session().appendList(list<JsonValue>(appNamespace(namespace), key), parsed);
+        return { seq: result.firstSeq };
+      });
     });
   }
 

@@ -4,6 +4,7 @@ import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneConfiguration, LaneExecutionInfo, LaneInfo, LaneSnapshot, ModelIdentity } from "../../schema/lane.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { PendingRun } from "../../schema/lane-answers.ts";
+import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asResult, parseWire, unwrapLane } from "../rpc/rpc-errors.ts";
 import { definedToolNames } from "../../tools/registry.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel, type LaneConfigCatalog } from "./lane-config-check.ts";
@@ -90,11 +91,12 @@ export class SessionLanes {
     });
   }
 
-  async enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>): Promise<Wire<RpcResult<{ entryId: string }>>> {
+  /** Queued once per claimed key (`receipt`, rpc/idempotency.ts): a repeat after a crash answers the first entry. */
+  async enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string }>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
       const { message, images } = parseWire(input);
-      return unwrapLane(await lane[kind](message, images));
+      return once(this.host.ctx.storage.sql, receipt, async () => unwrapLane(await lane[kind](message, images)));
     });
   }
 
@@ -102,11 +104,11 @@ export class SessionLanes {
     return asResult(async () => ({ result: unwrapLane(await (await this.host.lane(name)).cancelQueued(entryId)).kind }));
   }
 
-  async appendToLane(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+  async appendToLane(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
       const entry = parseWire(body);
-      return unwrapLane("message" in entry ? await lane.appendMessage(entry.message) : await lane.appendCustomEntry(entry.customType, entry.data));
+      return once(this.host.ctx.storage.sql, receipt, async () => unwrapLane("message" in entry ? await lane.appendMessage(entry.message) : await lane.appendCustomEntry(entry.customType, entry.data)));
     });
   }
 
@@ -114,11 +116,12 @@ export class SessionLanes {
    * An append to any branch: through its lane when one exists (placed, or queued as a write while
    * an operation is open), else raw at the tip. Decided inside the object, on the line, in one call.
    */
-  async appendToBranch(name: string, body: Wire<NewBranchEntry>): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
+  async appendToBranch(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string; placed: boolean }>>> {
     return asResult(async () => {
       const entry = parseWire(body);
       const input: AppendInput = "message" in entry ? { type: "message", message: entry.message } : { type: "custom", customType: entry.customType, ...(entry.data !== undefined && { data: entry.data }) };
-      return unwrapLane(await (await this.host.harness()).appendToBranch(name, input));
+      const harness = await this.host.harness();
+      return once(this.host.ctx.storage.sql, receipt, async () => unwrapLane(await harness.appendToBranch(name, input)));
     });
   }
 

@@ -12,7 +12,7 @@ import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import type { ClientToolResult, ToolDefinitionInput } from "../../schema/tools.ts";
 import type { Wire } from "../../schema/wire.ts";
-import type { IdempotencyReplay } from "../rpc/idempotency.ts";
+import type { IdempotencyReplay, ReceiptScope } from "../rpc/idempotency.ts";
 import { CreationSlots } from "./creation-slots.ts";
 import type { AgentForSession } from "../../tools/tenant-copies.ts";
 import { SessionAgent } from "./session-agent.ts";
@@ -91,9 +91,9 @@ export class SessionObject extends DurableObject<Env> {
       acceptWhileBusy: (lane, request, ifBusy) => this.operations.acceptWhileBusy(lane, request, ifBusy),
     });
     this.watch = new SessionWatch(this.host, {
-      acceptOperation: (lane, request) => this.operations.acceptOperation(lane, request),
-      acceptWhileBusy: (lane, request, ifBusy) => this.operations.acceptWhileBusy(lane, request, ifBusy),
-      enqueue: (lane, kind, input) => this.laneCommands.enqueue(lane, kind, input),
+      acceptOperation: (lane, request, receipt) => this.operations.acceptOperation(lane, request, receipt),
+      acceptWhileBusy: (lane, request, ifBusy, receipt) => this.operations.acceptWhileBusy(lane, request, ifBusy, receipt),
+      enqueue: (lane, kind, input, receipt) => this.laneCommands.enqueue(lane, kind, input, receipt),
       abortCurrent: (lane, waitMs) => this.operations.abortCurrent(lane, waitMs),
     });
   }
@@ -127,7 +127,7 @@ export class SessionObject extends DurableObject<Env> {
   importCommit(importId: string) { return this.imports.importCommit(importId); }
 
   // Branches and entries (session-branches.ts).
-  createBranch(name: string, at: string | null) { return this.branchesAndEntries.createBranch(name, at); }
+  createBranch(name: string, at: string | null, receipt?: ReceiptScope) { return this.branchesAndEntries.createBranch(name, at, receipt); }
   branches(query?: NamePageQuery) { return this.branchesAndEntries.branches(query); }
   scanBranch(name: string, scan?: BranchScan) { return this.branchesAndEntries.scanBranch(name, scan); }
   getEntry(id: string) { return this.branchesAndEntries.getEntry(id); }
@@ -148,7 +148,7 @@ export class SessionObject extends DurableObject<Env> {
   valueJson(namespace: string, key: string) { return this.data.valueJson(namespace, key); }
   setValue(namespace: string, key: string, next: Wire<JsonValue>) { return this.data.setValue(namespace, key, next); }
   deleteValue(namespace: string, key: string) { return this.data.deleteValue(namespace, key); }
-  appendList(namespace: string, key: string, element: Wire<JsonValue>) { return this.data.appendList(namespace, key, element); }
+  appendList(namespace: string, key: string, element: Wire<JsonValue>, receipt?: ReceiptScope) { return this.data.appendList(namespace, key, element, receipt); }
   readList(namespace: string, key: string, options?: ListReadOptions) { return this.data.readList(namespace, key, options); }
   listJson(namespace: string, key: string, options: ListPageOptions & { limit: number }) { return this.data.listJson(namespace, key, options); }
   deleteList(namespace: string, key: string) { return this.data.deleteList(namespace, key); }
@@ -164,17 +164,17 @@ export class SessionObject extends DurableObject<Env> {
   lanes(query?: NamePageQuery) { return this.laneCommands.lanes(query); }
   laneExecution(name: string) { return this.laneCommands.laneExecution(name); }
   configureLane(name: string, patch: Wire<LaneConfigPatch>) { return this.laneCommands.configureLane(name, patch); }
-  enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>) { return this.laneCommands.enqueue(name, kind, input); }
+  enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope) { return this.laneCommands.enqueue(name, kind, input, receipt); }
   cancelQueued(name: string, entryId: string) { return this.laneCommands.cancelQueued(name, entryId); }
-  appendToLane(name: string, body: Wire<NewBranchEntry>) { return this.laneCommands.appendToLane(name, body); }
-  appendToBranch(name: string, body: Wire<NewBranchEntry>) { return this.laneCommands.appendToBranch(name, body); }
+  appendToLane(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope) { return this.laneCommands.appendToLane(name, body, receipt); }
+  appendToBranch(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope) { return this.laneCommands.appendToBranch(name, body, receipt); }
   laneSnapshot(name: string) { return this.laneCommands.laneSnapshot(name); }
 
   // Operations (session-operations.ts) and the structural conveniences (session-structural.ts).
-  acceptOperation(name: string, request: Wire<OperationRequest>) { return this.operations.acceptOperation(name, request); }
-  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation) { return this.operations.acceptAndAwait(name, request, waitMs, reservation); }
-  acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy) { return this.operations.acceptWhileBusy(name, request, ifBusy); }
-  promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation) { return this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation); }
+  acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope) { return this.operations.acceptOperation(name, request, receipt); }
+  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.operations.acceptAndAwait(name, request, waitMs, reservation, receipt); }
+  acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope) { return this.operations.acceptWhileBusy(name, request, ifBusy, receipt); }
+  promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation, receipt); }
   pendingRuns(name: string) { return this.laneCommands.pendingRuns(name); }
   promptOutcome(name: string, operationId: string, waitMs: number) { return this.operations.promptOutcome(name, operationId, waitMs); }
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
@@ -183,8 +183,8 @@ export class SessionObject extends DurableObject<Env> {
   abortOperation(name: string, operationId: string) { return this.operations.abortOperation(name, operationId); }
   abortCurrent(name: string, waitMs: number) { return this.operations.abortCurrent(name, waitMs); }
   sweepDeferred(name: string, operationId: string) { return this.operations.sweepDeferred(name, operationId); }
-  navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number) { return this.structural.navigateAndAwait(name, request, waitMs); }
-  compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number) { return this.structural.compactAndAwait(name, request, waitMs); }
+  navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope) { return this.structural.navigateAndAwait(name, request, waitMs, receipt); }
+  compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope) { return this.structural.compactAndAwait(name, request, waitMs, receipt); }
 
   // Tools (session-tools.ts) and MCP servers (session-mcp.ts).
   listTools() { return this.tools.listTools(); }
@@ -197,7 +197,7 @@ export class SessionObject extends DurableObject<Env> {
   refreshMcpServer(name: string) { return this.mcp.refreshMcpServer(name); }
 
   // Schedules (session-schedules.ts): a lane's prompts that start on their own; the cron's safety net.
-  createSchedule(lane: string, body: Wire<CreateSchedule>) { return this.schedules.createSchedule(lane, body); }
+  createSchedule(lane: string, body: Wire<CreateSchedule>, receipt?: ReceiptScope) { return this.schedules.createSchedule(lane, body, receipt); }
   laneSchedules(lane: string) { return this.schedules.laneSchedules(lane); }
   getSchedule(lane: string, id: string) { return this.schedules.getSchedule(lane, id); }
   patchSchedule(lane: string, id: string, body: Wire<PatchSchedule>) { return this.schedules.patchSchedule(lane, id, body); }

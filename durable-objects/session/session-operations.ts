@@ -11,6 +11,7 @@ import type { DeferredHandle } from "../../schema/messages.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { HandedReservation } from "./due-work/settlement-outbox.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
+import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import type { OperationView } from "./session-runtime.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
@@ -54,17 +55,22 @@ function interruptedOf(answer: Extract<BusyPromptAnswer, { admission: unknown }>
 }
 
 /** What this module reaches of the host (session-host.ts). */
-type OperationsHost = Pick<SessionHost, "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
+type OperationsHost = Pick<SessionHost, "ctx" | "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
 
-/** Operations over RPC (reference §3.1–3.9, §4.1, §4.4): accept, drive, resume, abort, and the waiting conveniences. */
+/**
+ * Operations over RPC (reference §3.1–3.9, §4.1, §4.4): accept, drive, resume, abort, and the waiting conveniences.
+ * An accepting method takes the caller's claimed Idempotency-Key (`receipt`): the acceptance is
+ * made once per key (rpc/idempotency.ts `once`), and a repeat after a crash waits on the operation
+ * the first one accepted.
+ */
 export class SessionOperations {
   constructor(private readonly host: OperationsHost) {}
 
   /** Admits an operation and starts its pass at once (no alarm latency on the hot path, D7). */
-  async acceptOperation(name: string, request: Wire<OperationRequest>): Promise<Wire<RpcResult<OperationAdmission>>> {
+  async acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<OperationAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
+      const admission = await this.accepted(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
       this.host.open().runtime.startPass(lane, admission.operationId);
       return admission;
     });
@@ -98,10 +104,10 @@ export class SessionOperations {
    * prompt / skill / template convenience: accept (starting the pass), then wait within `waitMs`.
    * A settled run answers its record with the messages it appended, so one call gets the answer.
    */
-  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
+  async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request))));
+      const admission = await this.accepted(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
       if (reservation !== undefined) this.host.takeOverReservation(admission.operationId, reservation);
       this.host.open().runtime.startPass(lane, admission.operationId);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
@@ -135,10 +141,10 @@ export class SessionOperations {
    * A prompt under `ifBusy` (spec "Prompt while busy"): the run started, its place in line, or the
    * running operation it was handed to; an interrupt also answers what it drained.
    */
-  async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy): Promise<Wire<RpcResult<BusyAdmission>>> {
+  async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy));
+      const answer = await this.accepted(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       if (!("state" in answer.admission)) this.host.open().runtime.startPass(lane, answer.admission.operationId);
       return { ...answer.admission, ...interruptedOf(answer) };
@@ -150,10 +156,10 @@ export class SessionOperations {
    * `waitMs` (a pending run's wait includes its time in line); a prompt handed to the running
    * operation answers at once.
    */
-  async promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation): Promise<Wire<RpcResult<BusyPromptOutcome>>> {
+  async promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyPromptOutcome>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy));
+      const answer = await this.accepted(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       const { operationId } = answer.admission;
       if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
@@ -222,6 +228,14 @@ export class SessionOperations {
     if (!wait) return "gone";
     pollSuspended(lane, operationId).catch(() => undefined);
     return wait.handle.expiresAt !== undefined && Date.now() >= wait.handle.expiresAt ? "expired" : "resumed";
+  }
+
+  /**
+   * The acceptance made once per claimed key. A repeat starts the same pass again, which joins or
+   * finds the operation the first one accepted (startPass of a settled operation only reads its record).
+   */
+  private accepted<T>(receipt: ReceiptScope | undefined, accept: () => Promise<T>): Promise<T> {
+    return once(this.host.ctx.storage.sql, receipt, accept);
   }
 
   /** A run request whose deferred mode the lane's model can serve (`deferrable`), typed as one. */

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { RpcResult } from "../../schema/errors.ts";
 import { MAX_SCHEDULES_PER_LANE, type CreateSchedule, type PatchSchedule, type Schedule, type ScheduleRun, type ScheduleTiming } from "../../schema/schedules.ts";
 import type { Wire } from "../../schema/wire.ts";
+import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { ScheduleFiring, type FiringTargets } from "./schedules/schedule-firing.ts";
 import { ScheduleRegistrar } from "./schedules/schedule-registrar.ts";
@@ -34,40 +35,45 @@ export class SessionSchedules {
   }
 
   /** `POST …/schedules`: 201 a new schedule, or the same one again for a repeat of its creation (same id and body). */
-  async createSchedule(lane: string, body: Wire<CreateSchedule>): Promise<Wire<RpcResult<{ schedule: Schedule; created: boolean }>>> {
+  async createSchedule(lane: string, body: Wire<CreateSchedule>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ schedule: Schedule; created: boolean }>>> {
     return asResult(async () => {
       const input = parseWire(body);
       const sessionId = await this.laneOf(lane);
-      const store = this.host.dueWork.schedules;
-      const { id: givenId, ...definition } = input;
-      const bodyHash = createHash("sha256").update(JSON.stringify({ lane, ...definition })).digest("hex");
-      const existing = givenId === undefined ? undefined : store.get(givenId);
-      if (existing) {
-        if (existing.bodyHash !== bodyHash) throw new RpcError({ code: "ScheduleExists", message: `Schedule ${existing.id} exists with another definition`, details: { scheduleId: existing.id, lane: existing.lane } });
-        return { schedule: scheduleView(sessionId, existing), created: false };
-      }
-      const held = store.countOnLane(lane);
-      if (held >= MAX_SCHEDULES_PER_LANE) {
-        throw new RpcError({ code: "LimitExceeded", message: `Lane ${lane} already holds ${MAX_SCHEDULES_PER_LANE} schedules, the most it may`, details: { resource: "schedules_per_lane", limit: MAX_SCHEDULES_PER_LANE } });
-      }
-      const now = Date.now();
-      const spec = { timing: timingOf(input), timezone: input.timezone ?? "UTC", anchor: now };
-      const schedule: StoredSchedule = {
-        id: givenId ?? `sch_${crypto.randomUUID().replaceAll("-", "")}`,
-        lane,
-        ...spec,
-        prompt: input.prompt,
-        ifBusy: input.ifBusy ?? "reject",
-        paused: false,
-        nextRunAt: firstDue(spec, now),
-        lastRun: undefined,
-        createdAt: now,
-        updatedAt: now,
-        bodyHash,
-      };
-      this.write(schedule);
-      return { schedule: scheduleView(sessionId, schedule), created: true };
+      // Created once per claimed key (rpc/idempotency.ts): a repeat after a crash answers the first schedule.
+      return once(this.host.ctx.storage.sql, receipt, async () => this.created(lane, sessionId, input));
     });
+  }
+
+  private created(lane: string, sessionId: string, input: CreateSchedule): { schedule: Schedule; created: boolean } {
+    const store = this.host.dueWork.schedules;
+    const { id: givenId, ...definition } = input;
+    const bodyHash = createHash("sha256").update(JSON.stringify({ lane, ...definition })).digest("hex");
+    const existing = givenId === undefined ? undefined : store.get(givenId);
+    if (existing) {
+      if (existing.bodyHash !== bodyHash) throw new RpcError({ code: "ScheduleExists", message: `Schedule ${existing.id} exists with another definition`, details: { scheduleId: existing.id, lane: existing.lane } });
+      return { schedule: scheduleView(sessionId, existing), created: false };
+    }
+    const held = store.countOnLane(lane);
+    if (held >= MAX_SCHEDULES_PER_LANE) {
+      throw new RpcError({ code: "LimitExceeded", message: `Lane ${lane} already holds ${MAX_SCHEDULES_PER_LANE} schedules, the most it may`, details: { resource: "schedules_per_lane", limit: MAX_SCHEDULES_PER_LANE } });
+    }
+    const now = Date.now();
+    const spec = { timing: timingOf(input), timezone: input.timezone ?? "UTC", anchor: now };
+    const schedule: StoredSchedule = {
+      id: givenId ?? `sch_${crypto.randomUUID().replaceAll("-", "")}`,
+      lane,
+      ...spec,
+      prompt: input.prompt,
+      ifBusy: input.ifBusy ?? "reject",
+      paused: false,
+      nextRunAt: firstDue(spec, now),
+      lastRun: undefined,
+      createdAt: now,
+      updatedAt: now,
+      bodyHash,
+    };
+    this.write(schedule);
+    return { schedule: scheduleView(sessionId, schedule), created: true };
   }
 
   /** A lane's schedules (at most MAX_SCHEDULES_PER_LANE: one page). */

@@ -2,6 +2,7 @@ import type { CompactionRequest, NavigationRequest } from "../../harness/runtime
 import type { RpcResult } from "../../schema/errors.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
+import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { parseWire, unwrapLane, asResult } from "../rpc/rpc-errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { appendedMessages, placedBy } from "./appended-messages.ts";
@@ -22,7 +23,7 @@ export interface CompactOutcome {
 }
 
 /** What this module reaches of the host (session-host.ts). */
-type StructuralHost = Pick<SessionHost, "lane" | "open" | "openStorage">;
+type StructuralHost = Pick<SessionHost, "ctx" | "lane" | "open" | "openStorage">;
 
 /**
  * Structural conveniences (reference §3.9): an operation A, then — when A was not aborted and the
@@ -36,16 +37,16 @@ export class SessionStructural {
     private readonly operations: SessionOperations,
   ) {}
 
-  async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number): Promise<Wire<RpcResult<NavigateOutcome>>> {
+  async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<NavigateOutcome>>> {
     return asResult(async () => {
-      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs);
+      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs, receipt);
       return { navigation: record, ...(run && { run }) };
     });
   }
 
-  async compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number): Promise<Wire<RpcResult<CompactOutcome>>> {
+  async compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<CompactOutcome>>> {
     return asResult(async () => {
-      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs);
+      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs, receipt);
       return { compaction: record, ...(run && { run }) };
     });
   }
@@ -54,10 +55,12 @@ export class SessionStructural {
     name: string,
     request: NavigationRequest | CompactionRequest,
     waitMs: number,
+    receipt: ReceiptScope | undefined,
   ): Promise<{ record: ConvenienceOutcome<OperationResultRecord>; run?: ConvenienceOutcome<PromptAnswer> }> {
     const lane = await this.host.lane(name);
     const started = Date.now();
-    const admission = unwrapLane(await lane.accept(request));
+    // Accepted once per claimed key (rpc/idempotency.ts); a repeat after a crash waits on that operation.
+    const admission = await once(this.host.ctx.storage.sql, receipt, async () => unwrapLane(await lane.accept(request)));
     this.host.open().runtime.startPass(lane, admission.operationId);
     const record = await this.operations.outcomeWithin(lane, admission.operationId, waitMs);
     if (record.state !== "settled" || record.result.status === "aborted") return { record };

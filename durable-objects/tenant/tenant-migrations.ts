@@ -1,5 +1,5 @@
 import type { Migration } from "../sql/migrations.ts";
-import { IDEMPOTENCY_STATEMENTS } from "../rpc/idempotency-table.ts";
+import { EFFECT_RECEIPT_STATEMENTS, IDEMPOTENCY_STATEMENTS } from "../rpc/idempotency-table.ts";
 
 // Append-only (D5): the TenantObject's tables.
 export const TENANT_MIGRATIONS: readonly Migration[] = [
@@ -351,5 +351,10 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE tenant_directory ADD COLUMN retention_swept_at INTEGER",
       "CREATE INDEX tenant_directory_retention ON tenant_directory (retention_swept_at) WHERE retention_days IS NOT NULL",
     ],
+  },
+  {
+    version: 20,
+    name: "effect_receipts",
+    statements: EFFECT_RECEIPT_STATEMENTS,
   },
 ];

@@ -9,7 +9,7 @@ import type { AppContext, AppEnv } from "../env.ts";
 import { errorResponse, fail, invalidInput } from "../http-error.ts";
 import { CATALOG } from "../openapi/catalog.ts";
 import type { CatalogRoute } from "../openapi/catalog-types.ts";
-import { jsonBody, pathParam, queryParams } from "../validate.ts";
+import { jsonBodyAsSent, pathParam, queryParams } from "../validate.ts";
 
 /** The object that owns a creating POST's Idempotency-Key (ARCHITECTURE D15). */
 export interface IdempotencyOwner {
@@ -52,7 +52,8 @@ export function replayInstead(c: Context, status: number, body: unknown): void {
  * path, query and body schemas (the very ones of the route catalog, which the route validates with
  * again) run before the claim. Keys are scoped per tenant (the owner is the tenant's object or one
  * of its sessions) and per route (method and path): one key on two routes names two requests. The
- * request hash is taken over the validated body, so the same JSON sent twice matches.
+ * request hash is taken over the body as sent (parsed JSON), not as validated: validation fills
+ * defaults such as a message's timestamp from the clock, which would make a retry a conflict.
  *
  * A success larger than IDEMPOTENCY_REPLAY_MAX_BYTES is remembered as a 409
  * IdempotencyReplayTooLarge refusal naming what it created: its repeat never runs it twice.
@@ -139,11 +140,11 @@ function catalogRoute(c: Context): CatalogRoute {
   return route;
 }
 
-/** Runs the route's own validation of path, query and body; returns the validated body. */
+/** Runs the route's own validation of path, query and body; returns the body as sent, once valid. */
 async function validateAsRoute(c: Context, route: CatalogRoute): Promise<unknown> {
   for (const [name, schema] of Object.entries(route.pathParams ?? {})) pathParam(c, name, schema);
   const query = route.query ? queryParams(c, route.query) : undefined;
-  if (route.body) return jsonBody(c, route.body);
+  if (route.body) return (await jsonBodyAsSent(c, route.body)).sent;
   // A JSON Lines body is a stream the route reads once, after the claim: the key covers what is
   // known before it (the query, e.g. an import's `?id=`, and the declared length), not its content.
   if (route.lines) return { query: query ?? null, length: c.req.header("content-length") ?? null };

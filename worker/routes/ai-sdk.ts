@@ -101,8 +101,10 @@ async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingSc
         claimed = true;
         relay = await relaySocket(c, scope.sessionId, scope.lane);
         const request = { kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) };
-        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
-        return stub.acceptOperation(scope.lane, toWire(request));
+        // The message id is the acceptance's receipt too: a repeat after a crash finds its run.
+        const receipt = { key, requestHash };
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy, receipt);
+        return stub.acceptOperation(scope.lane, toWire(request), receipt);
       },
       (value) => ("repeatOf" in value || "queued" in value ? undefined : value.operationId),
     );

@@ -6,6 +6,7 @@ import { jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { sessionIdempotency, sessionTarget } from "./session-target.ts";
+import { idempotencyScope } from "../middleware/idempotency.ts";
 
 // Named branches: movable tips into the session's tree (spec/API.md "Branches"). Mounted at
 // `/v1/sessions/:sid/branches`.
@@ -29,7 +30,7 @@ export const branchRoutes = new Hono<AppEnv>()
   .post("/", sessionIdempotency, async (c) => {
     const { stub } = sessionTarget(c);
     const { name, at } = await jsonBody(c, CreateBranchSchema);
-    return c.json(replyValue(await stub.createBranch(name, at)), 201);
+    return c.json(replyValue(await stub.createBranch(name, at, idempotencyScope(c))), 201);
   })
   // The branch scan of reference §1.6, a page at a time (`limit` ≤ 1000, default 50; the cursor is
   // the last returned seq). newestFirst walks root-ward from `start` and stops once the page is
@@ -47,5 +48,5 @@ export const branchRoutes = new Hono<AppEnv>()
   .post("/:name/entries", sessionIdempotency, async (c) => {
     const { stub, name } = branchTarget(c);
     const entry = toWire(await jsonBody(c, NewBranchEntrySchema));
-    return c.json(replyValue(await stub.appendToBranch(name, entry)), 201);
+    return c.json(replyValue(await stub.appendToBranch(name, entry, idempotencyScope(c))), 201);
   });

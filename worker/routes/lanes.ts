@@ -10,6 +10,7 @@ import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { acceptingAiSdkRoutes, aiSdkRoutes } from "./ai-sdk.ts";
 import { laneEventRoutes } from "./lane-events.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
+import { idempotencyScope } from "../middleware/idempotency.ts";
 import { acceptingOperationRoutes, operationRoutes } from "./operations.ts";
 
 /**
@@ -54,7 +55,7 @@ export const laneRoutes = new Hono<AppEnv>()
   .post("/:lane/entries", sessionIdempotency, async (c) => {
     const { stub, lane } = laneTarget(c);
     const entry = await jsonBody(c, NewLaneEntrySchema);
-    return c.json(replyValue(await stub.appendToLane(lane, toWire(entry))), 201);
+    return c.json(replyValue(await stub.appendToLane(lane, toWire(entry), idempotencyScope(c))), 201);
   })
   // `seq` is the per-session event counter a watcher resumes from; until the session keeps one
   // (WebSocket watch), the snapshot is answered with seq 0.
@@ -67,7 +68,7 @@ export const laneRoutes = new Hono<AppEnv>()
   .post("/:lane/queue", sessionIdempotency, async (c) => {
     const { stub, lane } = laneTarget(c);
     const { kind, message, images } = await jsonBody(c, EnqueueSchema);
-    return c.json(replyValue(await stub.enqueue(lane, kind, toWire({ message, ...(images && { images }) }))), 201);
+    return c.json(replyValue(await stub.enqueue(lane, kind, toWire({ message, ...(images && { images }) }), idempotencyScope(c))), 201);
   })
   .delete("/:lane/queue/:entryId", async (c) => {
     const { stub, lane } = laneTarget(c);

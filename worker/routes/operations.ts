@@ -10,6 +10,7 @@ import { errorResponse, HttpFailure, replyValue } from "../http-error.ts";
 import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts";
 import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
+import { idempotencyScope } from "../middleware/idempotency.ts";
 import { admittingLane, withOpenOperation } from "./open-operations.ts";
 import { streamedPrompt, streamRequested } from "./streamed-prompt.ts";
 import { requireTenantWithReservation } from "../middleware/auth.ts";
@@ -40,9 +41,9 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
         // A prompt that may arrive while the lane is busy (spec "Prompt while busy").
         if (body.kind === "prompt" && body.ifBusy !== undefined && body.ifBusy !== "reject") {
           const { ifBusy, ...request } = body;
-          return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
+          return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy, idempotencyScope(c));
         }
-        return stub.acceptOperation(scope.lane, toWire(engineRequest(body)));
+        return stub.acceptOperation(scope.lane, toWire(engineRequest(body)), idempotencyScope(c));
       },
       (value) => ("queued" in value ? undefined : value.operationId),
     );
@@ -61,8 +62,8 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
         const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
         const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
-        if (ifBusy !== undefined && ifBusy !== "reject") return stub.promptWhileBusy(scope.lane, toWire(request), ifBusy, waitFor, handed);
-        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, handed);
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.promptWhileBusy(scope.lane, toWire(request), ifBusy, waitFor, handed, idempotencyScope(c));
+        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, handed, idempotencyScope(c));
       },
       (value) => ("queued" in value ? undefined : operationIdOf(value)),
       (value) => !("queued" in value) && value.state === "settled",
@@ -79,7 +80,7 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       () => jsonBody(c, NavigateConvenienceSchema),
       ({ wait, ...fields }) => {
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        return stub.navigateAndAwait(scope.lane, toWire(navigationRequest({ kind: "navigation", ...fields })), waitFor);
+        return stub.navigateAndAwait(scope.lane, toWire(navigationRequest({ kind: "navigation", ...fields })), waitFor, idempotencyScope(c));
       },
       (value) => operationIdOf(value.navigation),
     );
@@ -95,7 +96,7 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       () => jsonBody(c, CompactConvenienceSchema),
       ({ wait, customInstructions, operationId }) => {
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        return stub.compactAndAwait(scope.lane, toWire(compactionRequest({ kind: "compaction", customInstructions, operationId })), waitFor);
+        return stub.compactAndAwait(scope.lane, toWire(compactionRequest({ kind: "compaction", customInstructions, operationId })), waitFor, idempotencyScope(c));
       },
       (value) => operationIdOf(value.compaction),
     );

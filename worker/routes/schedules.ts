@@ -7,6 +7,7 @@ import { replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, queryParams } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency } from "./lane-target.ts";
+import { idempotencyScope } from "../middleware/idempotency.ts";
 
 // Schedules (spec/API.md "Schedules"): a lane's prompts that start on their own. The lane's routes
 // are mounted at `/v1/sessions/:sid/lanes` (before lanes.ts, which would authenticate them again),
@@ -19,7 +20,7 @@ export const laneScheduleRoutes = new Hono<AppEnv>()
   .post("/:lane/schedules", requireTenant, sessionIdempotency, async (c) => {
     const { stub, lane } = laneTarget(c);
     const body = await jsonBody(c, CreateScheduleSchema);
-    const { schedule, created } = replyValue(await stub.createSchedule(lane, toWire(body)));
+    const { schedule, created } = replyValue(await stub.createSchedule(lane, toWire(body), idempotencyScope(c)));
     return c.json(schedule, created ? 201 : 200);
   })
   // At most 20 per lane: one page, by id.

@@ -7,6 +7,7 @@ import { fail, jsonAnswer, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { jsonBody, queryParams, validate } from "../validate.ts";
 import { sessionIdempotency, sessionTarget } from "./session-target.ts";
+import { idempotencyScope } from "../middleware/idempotency.ts";
 
 // Application values and lists (spec/API.md "Sessions"). `{namespace}` and `{key}` are single,
 // URL-decoded path segments (encode `/` as %2F); the runtime's `pi` and `pi.*` namespaces are
@@ -51,7 +52,7 @@ export const listRoutes = new Hono<AppEnv>()
   .post("/:namespace/:key", sessionIdempotency, async (c) => {
     const { stub, namespace, key } = addressTarget(c);
     const element = await jsonBody(c, JsonBodySchema);
-    return c.json(replyValue(await stub.appendList(namespace, key, toWire(element))), 201);
+    return c.json(replyValue(await stub.appendList(namespace, key, toWire(element), idempotencyScope(c))), 201);
   })
   .delete("/:namespace/:key", async (c) => {
     const { stub, namespace, key } = addressTarget(c);

@@ -6,7 +6,7 @@ import { SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
 import { replyValue } from "../http-error.ts";
-import { replayInstead } from "../middleware/idempotency.ts";
+import { idempotencyScope, replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, readBoundedText } from "../validate.ts";
 import { SSE_HEADERS, sseRelay } from "../watch/sse-relay.ts";
 import { closeQuietly, openWatchSocket } from "../watch/watch-upgrade.ts";
@@ -52,8 +52,8 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
       async ({ prompt, images, operationId, deferred, ifBusy }): Promise<Wire<RpcResult<BusyAdmission>>> => {
         relay = (await openWatchSocket(c, scope.sessionId, { kind: "lane", lane: scope.lane }, { resume: "new", batch: true })).webSocket;
         const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
-        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy);
-        return stub.acceptOperation(scope.lane, toWire(request));
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy, idempotencyScope(c));
+        return stub.acceptOperation(scope.lane, toWire(request), idempotencyScope(c));
       },
       (value) => ("queued" in value ? undefined : value.operationId),
     );

@@ -1,5 +1,5 @@
 import type { Migration } from "../../sql/migrations.ts";
-import { IDEMPOTENCY_STATEMENTS } from "../../rpc/idempotency-table.ts";
+import { EFFECT_RECEIPT_STATEMENTS, IDEMPOTENCY_STATEMENTS } from "../../rpc/idempotency-table.ts";
 import { isCanonicalUuidText, uuidBytes } from "./stored-ids.ts";
 
 // Append-only (D5). Never edit an entry once it has shipped; add a new one.
@@ -336,5 +336,10 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
         version INTEGER NOT NULL
       )`,
     ],
+  },
+  {
+    version: 16,
+    name: "effect_receipts",
+    statements: EFFECT_RECEIPT_STATEMENTS,
   },
 ];

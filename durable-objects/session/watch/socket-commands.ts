@@ -2,7 +2,7 @@ import type { RunRequest } from "../../../harness/runtime/acceptance.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../../schema/errors.ts";
 import type { WatchCommand, WatchReply } from "../../../schema/watch.ts";
 import { fromWire, toWire, type Wire } from "../../../schema/wire.ts";
-import { IdempotencyStore } from "../../rpc/idempotency.ts";
+import { IdempotencyStore, type ReceiptScope } from "../../rpc/idempotency.ts";
 import { LEASE_MAX, QuotaLeases } from "../../tenant/quota-leases.ts";
 import { SpareSlot } from "./spare-slot.ts";
 import { sha256Hex } from "../../tenant/tenant-keys.ts";
@@ -11,9 +11,9 @@ import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
 
 /** What the commands reach of the session's capabilities: the REST twins' own RPC bodies. */
 export interface CommandTargets {
-  acceptOperation(lane: string, request: Wire<RunRequest>): Promise<Wire<RpcResult<BusyAdmission>>>;
-  acceptWhileBusy(lane: string, request: Wire<RunRequest>, ifBusy: BusyStrategy): Promise<Wire<RpcResult<BusyAdmission>>>;
-  enqueue(lane: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>): Promise<Wire<RpcResult<{ entryId: string }>>>;
+  acceptOperation(lane: string, request: Wire<RunRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
+  acceptWhileBusy(lane: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
+  enqueue(lane: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string }>>>;
   abortCurrent(lane: string, waitMs: number): Promise<Wire<RpcResult<unknown>>>;
 }
 
@@ -33,7 +33,9 @@ const COMMAND_ID_SCOPE = "ws";
  *   re-verifies the key). A prompt also takes its open-operation slot, like its REST twin: one the
  *   session holds ahead while half the tenant's quota is free (spare-slot.ts), else reserved then.
  * - The id is kept with what it started (the session's idempotency store, keyed by lane and id):
- *   a repeated id answers the first answer again and does nothing twice.
+ *   a repeated id answers the first answer again and does nothing twice. The queue and prompt
+ *   effects carry the id as their receipt (rpc/idempotency.ts `once`), so an object killed between
+ *   the effect and the remembered reply does not make the effect again when the id is repeated.
  */
 export class SocketCommands {
   private readonly leases = new QuotaLeases();
@@ -54,7 +56,7 @@ export class SocketCommands {
     if (claim.state === "in_progress") return send(ws, errorReply(command.id, { code: "IdempotencyInProgress", message: `Command ${command.id} is still being answered`, details: { retryAfterSeconds: claim.retryAfterSeconds } }));
     let reply: WatchReply;
     try {
-      reply = await this.execute(lane, keyHash, command);
+      reply = await this.execute(lane, keyHash, command, { key, requestHash: fingerprint });
     } catch (error) {
       store.complete(key, fingerprint, null);
       throw error;
@@ -64,15 +66,15 @@ export class SocketCommands {
     send(ws, reply);
   }
 
-  private async execute(lane: string, keyHash: string, command: WatchCommand): Promise<WatchReply> {
+  private async execute(lane: string, keyHash: string, command: WatchCommand, receipt: ReceiptScope): Promise<WatchReply> {
     const refusal = await this.spendRequest(keyHash);
     if (refusal) return errorReply(command.id, refusal);
     switch (command.type) {
       case "prompt":
-        return this.prompt(lane, command);
+        return this.prompt(lane, command, receipt);
       case "queue": {
         const { kind, message, images } = command;
-        return replyOf(command.id, 201, await this.targets.enqueue(lane, kind, toWire({ message, ...(images && { images }) })));
+        return replyOf(command.id, 201, await this.targets.enqueue(lane, kind, toWire({ message, ...(images && { images }) }), receipt));
       }
       case "abort":
         return replyOf(command.id, 200, await this.targets.abortCurrent(lane, 0));
@@ -80,7 +82,7 @@ export class SocketCommands {
   }
 
   /** `POST …/operations` (`kind: "prompt"`): the open-operation slot reserved first, bound to what started. */
-  private async prompt(lane: string, command: Extract<WatchCommand, { type: "prompt" }>): Promise<WatchReply> {
+  private async prompt(lane: string, command: Extract<WatchCommand, { type: "prompt" }>, receipt: ReceiptScope): Promise<WatchReply> {
     const { storage, session } = this.host.open();
     const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
     // A slot held ahead (spare-slot.ts), else one reserved on this command's path.
@@ -93,7 +95,7 @@ export class SocketCommands {
     const request: RunRequest = { kind: "prompt", prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
     let answer: RpcResult<BusyAdmission>;
     try {
-      answer = fromWire(ifBusy !== undefined && ifBusy !== "reject" ? await this.targets.acceptWhileBusy(lane, toWire(request), ifBusy) : await this.targets.acceptOperation(lane, toWire(request)));
+      answer = fromWire(ifBusy !== undefined && ifBusy !== "reject" ? await this.targets.acceptWhileBusy(lane, toWire(request), ifBusy, receipt) : await this.targets.acceptOperation(lane, toWire(request), receipt));
     } catch (error) {
       await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
       throw error;
