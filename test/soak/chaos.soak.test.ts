@@ -15,7 +15,7 @@ import { InvariantChecker, type SoakSession } from "./invariants.ts";
 import { LaneFollower } from "./lane-follower.ts";
 import { Ledger } from "./ledger.ts";
 import { soakOptions } from "./options.ts";
-import { collectScheduledRuns, createSoakSession, createSoakTenant, LANES } from "./sessions.ts";
+import { collectScheduledRuns, createSoakSession, createSoakTenant, LANES, topUpScripts } from "./sessions.ts";
 import { printSummary } from "./summary.ts";
 import { checkWebhooks } from "./webhooks.ts";
 
@@ -82,6 +82,7 @@ describe("chaos under load", () => {
     stopping = true;
     log(`workload stopping after ${Math.round((Date.now() - began) / 1000)} s; waiting for the actors' last iterations`);
     const outcomes = await work;
+    await topUpScripts(client, sessions);
     await collectScheduledRuns(client, ledger, sessions);
 
     const checker = new InvariantChecker(
@@ -102,7 +103,7 @@ describe("chaos under load", () => {
     for (const problem of cluster.serverErrors) checker.violations.push({ invariant: "no 5xx", detail: problem });
 
     const clientPolls = answerers.reduce((total, answerer) => total + answerer.polls, 0);
-    printSummary(log, { options, kills: cluster.kills, inProgressRetries: cluster.inProgressRetries, clientPolls, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
+    printSummary(log, { options, kills: cluster.kills, portRetries: cluster.portRetries, inProgressRetries: cluster.inProgressRetries, clientPolls, seconds: Math.round((Date.now() - began) / 1000), ledger, checker, followers, webhooks });
     keepState = checker.violations.length > 0;
     if (checker.violations.length > 0) console.error(`--- npm start output, last 20000 characters ---\n${cluster.output().slice(-20_000)}`);
     expect(checker.violations).toEqual([]);

@@ -13,6 +13,8 @@ const RETRY_PAUSE_MS = 300;
 const RETRY_WINDOW_MS = 180_000;
 /** A request never waits longer than this for an answer (long-polls ask for at most 20 s). */
 const ATTEMPT_TIMEOUT_MS = 60_000;
+/** Starts of `npm start` before a taken port fails the run. */
+const START_ATTEMPTS = 5;
 
 export class Cluster {
   private server: DevServer | undefined;
@@ -21,13 +23,29 @@ export class Cluster {
   kills = 0;
   /** Server errors (5xx) answered to the workload: each is a violation of R6 (listed in the summary). */
   readonly serverErrors: string[] = [];
+  /** Starts tried again because their port was taken meanwhile (see start). */
+  portRetries = 0;
   /** Answers 409 IdempotencyInProgress the workload waited out (a repeat while the first attempt ran). */
   inProgressRetries = 0;
 
   constructor(readonly persistDir: string) {}
 
+  /**
+   * Starts `npm start` on a free port. The port is found free and then handed to wrangler, so on a
+   * busy machine another process may take it (or the other port wrangler binds) in between: such
+   * a start is tried again on another port, as an operator would restart it.
+   */
   async start(): Promise<void> {
-    this.server = await startDevServer({ persistDir: this.persistDir, timeoutMs: 120_000 });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.server = await startDevServer({ persistDir: this.persistDir, timeoutMs: 120_000 });
+        return;
+      } catch (error) {
+        const taken = error instanceof Error && error.message.includes("Address already in use");
+        if (!taken || attempt >= START_ATTEMPTS) throw error;
+        this.portRetries++;
+      }
+    }
   }
 
   get baseUrl(): string {

@@ -6,7 +6,7 @@ import type { Ledger } from "./ledger.ts";
 // (docs/api-lanes.md "Deferred runs"; `npm start` fires it every minute): the session holds no
 // timer of its own meanwhile, so only the deferred sweep wakes it. Every other suspended run is
 // asked to poll now (a permit, as `POST …/resume` documents); the one in between is left to the
-// cron, which must resume it across the kills as well.
+// cron (the first, third, … the soak sees), which must resume it across the kills as well.
 
 export type OperationView =
   | { state: "settled"; result: { status: string; error?: { code: string; message: string }; startedAt: number; endedAt: number } }
@@ -27,7 +27,7 @@ export async function awaitSettled(client: SoakClient, ledger: Ledger, lanePath:
     if (view.state === "active" && view.deferred !== undefined) {
       if (!ledger.suspended.has(operationId)) {
         ledger.suspended.add(operationId);
-        if (ledger.suspended.size % 2 === 0) ledger.cronOnly.add(operationId);
+        if (ledger.suspended.size % 2 === 1) ledger.cronOnly.add(operationId);
       }
       if (!ledger.cronOnly.has(operationId)) await client.send("POST", `${path}/resume`);
     }

@@ -83,3 +83,16 @@ export async function collectScheduledRuns(client: SoakClient, ledger: Ledger, s
     }
   }
 }
+
+/** Text steps each session's script gets when the load stops, for the runs still to come (pending ones, the schedule's). */
+const CLOSING_STEPS = 20;
+
+/**
+ * Tops up every session's script: the actors stop appending steps when the load stops, and a run
+ * that finds none left fails `assistant_error` (a valid end, but one that ends the run early).
+ */
+export async function topUpScripts(client: SoakClient, sessions: readonly SoakSession[]): Promise<void> {
+  for (const session of sessions) {
+    for (let index = 0; index < CLOSING_STEPS; index++) await client.create(201, `/v1/sessions/${session.id}/lists/scripted/steps`, { text: `closing words ${index}` });
+  }
+}

@@ -10,6 +10,8 @@ import type { WebhookTally } from "./webhooks.ts";
 export interface SummaryInput {
   options: SoakOptions;
   kills: number;
+  /** Restarts tried again because another process took their port. */
+  portRetries: number;
   inProgressRetries: number;
   /** How often the client tool answerers looked at their lanes. */
   clientPolls: number;
@@ -26,7 +28,7 @@ export function printSummary(log: (line: string) => void, input: SummaryInput): 
   const lines = [
     `summary (seed ${options.seed})`,
     `  cases: ${ledger.operations.length} operations accepted, ${ledger.queued.length} queued inputs accepted`,
-    `  kills: ${input.kills} (SIGKILL of the whole process group), ${input.seconds} s; ${input.inProgressRetries} retries waited out 409 IdempotencyInProgress`,
+    `  kills: ${input.kills} (SIGKILL of the whole process group), ${input.seconds} s; ${input.inProgressRetries} retries waited out 409 IdempotencyInProgress; ${input.portRetries} starts tried again on another port`,
     `  operations settled: ${[...checker.statuses].map(([status, count]) => `${status} ${count}`).join(", ") || "none"}`,
     `  queued inputs: placed once ${checker.placements.placed}, handed back ${checker.placements.handedBack}, still queued ${checker.placements.stillQueued}, drained by an abort whose answer a kill swallowed ${checker.placements.lostWithAbortAnswer}`,
     ...checker.lostWithAbortAnswer.map((line) => `    - ${line}`),
