@@ -159,10 +159,14 @@ export class InvariantChecker {
     return candidates.length > 0 ? candidates.map((operation) => `${operation.how} ${operation.operationId}`).join(" or ") : undefined;
   }
 
-  /** A fork: readable, and its copied tree holds no doubled entry, marker or tool result. */
+  /**
+   * A fork: readable, and its copied tree holds no doubled entry, marker or tool result. A fork of a
+   * lane whose run was at its tool step copies the branch as it was (docs/api-sessions.md "Forks":
+   * operations in flight stay with the source), so its tip's calls may have no result yet.
+   */
   private async checkFork(forkId: string): Promise<void> {
     const exported = await this.exportOf(forkId);
-    if (exported) this.checkTree(forkId, exported.entries);
+    if (exported) this.checkTree(forkId, exported.entries, true);
   }
 
   /** The session's entries (a doubled id is a violation) and result records per operation, from its export. */
@@ -191,7 +195,7 @@ export class InvariantChecker {
    * entry (returned: marker → how many hold it), and on every root-to-leaf path each tool call of a
    * response that asked for tools answered by exactly one result, no result without its call.
    */
-  private checkTree(sessionId: string, entries: Map<string, Entry>): Map<string, number> {
+  private checkTree(sessionId: string, entries: Map<string, Entry>, openTip = false): Map<string, number> {
     // Message entries only: a compaction entry's retained tail repeats messages it keeps.
     const holders = new Map<string, string[]>();
     for (const entry of entries.values()) {
@@ -203,7 +207,7 @@ export class InvariantChecker {
     const parents = new Set([...entries.values()].flatMap((entry) => (entry.parentId === null ? [] : [entry.parentId])));
     const problems = new Set<string>();
     for (const leaf of [...entries.values()].filter((entry) => !parents.has(entry.id))) {
-      for (const problem of toolProblems(pathTo(entries, leaf.id))) problems.add(problem);
+      for (const problem of toolProblems(pathTo(entries, leaf.id), openTip)) problems.add(problem);
     }
     this.toolCalls += [...entries.values()].reduce((total, entry) => total + (entry.type === "message" && entry.message.role === "assistant" ? entry.message.content.filter((part) => part.type === "toolCall").length : 0), 0);
     for (const problem of problems) this.violate("every tool call has exactly one result", `${sessionId}: ${problem}`);
@@ -225,9 +229,10 @@ function pathTo(entries: Map<string, Entry>, tipId: string | null): Entry[] {
 
 /**
  * The tool-call problems of one path. A result answers the latest call with its id before it (ids
- * restart after a compaction: the scripted model numbers calls by those in its context).
+ * restart after a compaction: the scripted model numbers calls by those in its context). With
+ * `openTip`, the calls of the path's last response, followed by nothing but results, may lack one.
  */
-function toolProblems(path: Entry[]): string[] {
+function toolProblems(path: Entry[], openTip: boolean): string[] {
   const calls: { id: string; entryId: string; asked: boolean; results: number }[] = [];
   const problems: string[] = [];
   for (const entry of path) {
@@ -241,6 +246,8 @@ function toolProblems(path: Entry[]): string[] {
       else problems.push(`result entry ${entry.id} answers no call (${message.toolCallId})`);
     }
   }
-  for (const call of calls) if (call.results > 1 || (call.asked && call.results !== 1)) problems.push(`call ${call.id} of entry ${call.entryId} has ${call.results} results`);
+  const tipResponse = openTip ? path.findLast((entry) => !(entry.type === "message" && entry.message.role === "toolResult")) : undefined;
+  const mayBeOpen = (call: { entryId: string; results: number }) => call.results === 0 && call.entryId === tipResponse?.id;
+  for (const call of calls) if (call.results > 1 || (call.asked && call.results !== 1 && !mayBeOpen(call))) problems.push(`call ${call.id} of entry ${call.entryId} has ${call.results} results`);
   return problems;
 }
