@@ -4,24 +4,28 @@ import type { Rng } from "../api/fuzz-generators.ts";
 import { words } from "../e2e/client-helpers.ts";
 import { sleep, type SoakClient } from "./cluster.ts";
 import type { Ledger, MarkerKind } from "./ledger.ts";
-import { awaitSettled } from "./operations.ts";
+import { awaitSettled, lanePath } from "./operations.ts";
 import { socketCommand } from "./socket-commands.ts";
 
 // One workload actor: it drives one lane of one session through the public API, over and over until
 // told to stop. Between runs, sometimes a compaction, a navigation or a fork. Then a run (streamed
-// text, a batch of tools: an http tool with `replay: "never"`, one with `replay: "safe"`, the
-// builtin `wait`, or a deferred answer), and while it answers a random mix of steers, follow-ups,
+// text, a batch of tools: an http tool with `replay: "never"`, one with `replay: "safe"`, and some
+// of the builtin `wait`, a client tool (answered by client-tools.ts) and two MCP tools, one
+// `replay: "never"` and one `"safe"`; or a deferred answer), and while it answers a random mix of steers, follow-ups,
 // nextRun items, prompts with `ifBusy: "steer" | "followUp"`, pending runs (`ifBusy: "enqueue"`),
 // the same as commands on the lane socket, aborts of the run and cancellations of a pending run.
 // Every input carries a unique marker; every 2xx answer goes into the ledger. Kills happen
 // underneath: every request is retried with its Idempotency-Key (SoakClient), every socket command
 // with its client id, so an actor never gives up on a request.
 
-/** The tools every soak session has (docs/tools.md); the http ones call the local fixture. */
-export const SOAK_TOOLS = ["never_lookup", "safe_lookup", "wait"] as const;
+/**
+ * The tools every soak session has (docs/tools.md): the http ones call the local fixture, `kb_*`
+ * are the tools of the local MCP fixture (sessions.ts), `ask_client` is answered by the soak's client.
+ */
+export const SOAK_TOOLS = ["never_lookup", "safe_lookup", "wait", "ask_client", "kb_echo", "kb_picture"] as const;
 
 type Accepted = { operationId: string; state?: "pending"; queued?: "steer" | "followUp"; entryId?: string };
-type AbortAnswer = { steer: unknown[]; followUp: unknown[] };
+type AbortAnswer = { operationId: string; newlyRequested: boolean; steer: unknown[]; followUp: unknown[] };
 type Step = { text: string; chunkMs?: number } | { toolCalls: { name: string; arguments: Record<string, unknown> }[] } | { deferred: { pollAfterMs: number; ready: { text: string } } };
 
 /** How long an actor waits for its own operations before it moves on (the final check waits again). */
@@ -29,6 +33,8 @@ const SETTLE_WAIT_MS = 60_000;
 
 export class Actor {
   private commands = 0;
+  /** Once the workload stops, the actor no longer waits for its operations: the checker does. */
+  private stopping: () => boolean = () => false;
 
   constructor(
     readonly name: string,
@@ -40,21 +46,26 @@ export class Actor {
   ) {}
 
   private get lanePath(): string {
-    return `/v1/sessions/${this.sessionId}/lanes/${this.lane}`;
+    return lanePath(this.sessionId, this.lane);
   }
 
   async runUntil(stop: () => boolean): Promise<void> {
+    this.stopping = stop;
     while (!stop()) await this.iteration();
   }
 
   private step(): Step {
     const roll = this.rng.next();
     if (roll < 0.4) {
+      const some = (call: { name: string; arguments: Record<string, unknown> }) => (this.rng.next() < 0.4 ? [call] : []);
       return {
         toolCalls: [
           { name: "never_lookup", arguments: { question: `never ${this.rng.int(1000)}` } },
           { name: "safe_lookup", arguments: { question: `safe ${this.rng.int(1000)}` } },
-          ...(this.rng.next() < 0.5 ? [{ name: "wait", arguments: { seconds: 1 } }] : []),
+          ...some({ name: "wait", arguments: { seconds: 1 } }),
+          ...some({ name: "ask_client", arguments: { question: `client ${this.rng.int(1000)}` } }),
+          ...some({ name: "kb_echo", arguments: { text: `mcp ${this.rng.int(1000)}` } }),
+          ...some({ name: "kb_picture", arguments: {} }),
         ],
       };
     }
@@ -75,8 +86,9 @@ export class Actor {
     else if (between < 0.23) await this.fork();
     const actions = 1 + this.rng.int(4);
     // One step per provider request the run may make: the first, one after each input it may take,
-    // and spares for retries after kills (left over steps are taken by later runs).
-    await this.appendSteps(actions + 3);
+    // one after a tool batch, and spares for retries after kills and for the schedule's runs (left
+    // over steps are taken by later runs; a run that finds none fails `assistant_error`).
+    await this.appendSteps(actions + 5);
     const opened: string[] = [];
     const run = await this.startRun("enqueue", "run");
     if (run) opened.push(run);
@@ -86,7 +98,7 @@ export class Actor {
       if (started) opened.push(started);
     }
     const deadline = Date.now() + SETTLE_WAIT_MS;
-    for (const operationId of opened) await awaitSettled(this.client, this.lanePath, operationId, deadline);
+    for (const operationId of opened) await awaitSettled(this.client, this.ledger, this.lanePath, operationId, deadline, this.stopping);
   }
 
   /** One input while the run answers; returns the id of an operation it started, if any. */
@@ -110,22 +122,24 @@ export class Actor {
 
   private async queue(kind: "steer" | "followUp" | "nextRun"): Promise<void> {
     const marker = this.ledger.marker(this.name);
+    const sentAt = Date.now();
     const answer = await this.client.create<{ entryId: string }>(201, `${this.lanePath}/queue`, { kind, message: `${kind} ${marker}` });
-    this.ledger.enqueue({ sessionId: this.sessionId, lane: this.lane, marker, kind, entryId: answer.entryId });
+    this.ledger.enqueue({ sessionId: this.sessionId, lane: this.lane, marker, kind, entryId: answer.entryId, sentAt });
   }
 
   /** A prompt with `ifBusy`; on an idle lane every strategy starts a run. */
   private async startRun(ifBusy: "enqueue" | "steer" | "followUp", how: string): Promise<string | undefined> {
     const marker = this.ledger.marker(this.name);
+    const sentAt = Date.now();
     const reply = await this.client.send<Accepted>("POST", `${this.lanePath}/operations`, {
       body: { kind: "prompt", prompt: `${how} ${marker}`, ifBusy },
       idempotencyKey: crypto.randomUUID(),
     });
-    return this.accepted(how, marker, reply.status, reply.body);
+    return this.accepted(how, marker, sentAt, reply.status, reply.body);
   }
 
   /** Records what a prompt's answer accepted (an operation, or a queued prompt); the run's id if one. */
-  private accepted(how: string, marker: string, status: number, body: unknown): string | undefined {
+  private accepted(how: string, marker: string, sentAt: number, status: number, body: unknown): string | undefined {
     if (status === 409 && errorCode(body) === "QueueFull") {
       // 20 pending runs already: refused, nothing accepted.
       this.ledger.count(`refused ${how}: ${errorCode(body)}`);
@@ -135,21 +149,28 @@ export class Actor {
     const accepted = body as Accepted;
     if (accepted.queued) {
       const kind: MarkerKind = accepted.queued === "steer" ? "ifBusy:steer" : "ifBusy:followUp";
-      this.ledger.enqueue({ sessionId: this.sessionId, lane: this.lane, marker, kind, ...(accepted.entryId !== undefined && { entryId: accepted.entryId }) });
+      this.ledger.enqueue({ sessionId: this.sessionId, lane: this.lane, marker, kind, sentAt, ...(accepted.entryId !== undefined && { entryId: accepted.entryId }) });
       return undefined;
     }
     this.ledger.accept({ sessionId: this.sessionId, lane: this.lane, operationId: accepted.operationId, marker, how: accepted.state === "pending" ? `${how} (pending)` : how });
     return accepted.operationId;
   }
 
-  /** Aborts a running operation (its drained input is handed back) or cancels a pending run. */
+  /**
+   * Aborts a running operation (its drained input is handed back) or cancels a pending run. Sent
+   * with an Idempotency-Key, kept across retries: a retry after a kill swallowed the answer gets
+   * the same answer, with the input the abort handed back.
+   */
   private async abort(operationId: string, how: string): Promise<void> {
-    const reply = await this.client.send<AbortAnswer>("POST", `${this.lanePath}/operations/${operationId}/abort`);
+    const reply = await this.client.send<AbortAnswer>("POST", `${this.lanePath}/operations/${operationId}/abort`, { idempotencyKey: crypto.randomUUID() });
     this.handBack(how, reply.status, reply.body);
   }
 
   private handBack(how: string, status: number, body: unknown): void {
-    if (status === 200) this.ledger.handBack([...(body as AbortAnswer).steer, ...(body as AbortAnswer).followUp]);
+    // `newlyRequested: false`: an abort was already requested (perhaps by this very request, whose
+    // first answer a kill swallowed); what that one drained is not in this answer.
+    const answer = body as AbortAnswer;
+    if (status === 200 && answer.newlyRequested) this.ledger.handBack(answer.operationId, [...answer.steer, ...answer.followUp]);
     // Otherwise already settled (409 stale, 422 nothing running): nothing to abort.
     this.ledger.count(`${how}: ${status} ${errorCode(body)}`);
   }
@@ -165,15 +186,17 @@ export class Actor {
 
   private async socketPrompt(): Promise<string | undefined> {
     const marker = this.ledger.marker(this.name);
+    const sentAt = Date.now();
     const reply = await this.command({ type: "prompt", id: this.commandId(), prompt: `socket prompt ${marker}`, ifBusy: "enqueue" });
-    return this.accepted("socket prompt", marker, reply.status, reply.body);
+    return this.accepted("socket prompt", marker, sentAt, reply.status, reply.body);
   }
 
   private async socketQueue(kind: "steer" | "followUp"): Promise<void> {
     const marker = this.ledger.marker(this.name);
+    const sentAt = Date.now();
     const reply = await this.command({ type: "queue", id: this.commandId(), kind, message: `socket ${kind} ${marker}` });
     if (reply.status !== 201) throw new Error(`socket queue on ${this.lanePath}: ${reply.status} ${JSON.stringify(reply.body)}`);
-    this.ledger.enqueue({ sessionId: this.sessionId, lane: this.lane, marker, kind: "socket:queue", entryId: (reply.body as { entryId: string }).entryId });
+    this.ledger.enqueue({ sessionId: this.sessionId, lane: this.lane, marker, kind: "socket:queue", entryId: (reply.body as { entryId: string }).entryId, sentAt });
   }
 
   private async socketAbort(): Promise<void> {
@@ -191,7 +214,7 @@ export class Actor {
       return;
     }
     this.ledger.accept({ sessionId: this.sessionId, lane: this.lane, operationId: reply.body.operationId, how: kind });
-    await awaitSettled(this.client, this.lanePath, reply.body.operationId, Date.now() + SETTLE_WAIT_MS);
+    await awaitSettled(this.client, this.ledger, this.lanePath, reply.body.operationId, Date.now() + SETTLE_WAIT_MS, this.stopping);
   }
 
   /** Navigates to a random user message of the lane's branch, with a summary of what is left half the time. */

@@ -9,10 +9,15 @@ import { startDevServer, type DevServer } from "../e2e/dev-server.ts";
 // as a real client behind a load balancer would.
 
 const RETRY_PAUSE_MS = 300;
-/** How long one logical request keeps retrying across outages before it gives up. */
+/**
+ * How long one logical request keeps retrying across outages before it gives up, counted from
+ * when it was sent or, while the kills go on, from the last kill (see retryDeadline).
+ */
 const RETRY_WINDOW_MS = 180_000;
 /** A request never waits longer than this for an answer (long-polls ask for at most 20 s). */
 const ATTEMPT_TIMEOUT_MS = 60_000;
+/** Starts of `npm start` before a taken port fails the run. */
+const START_ATTEMPTS = 5;
 
 export class Cluster {
   private server: DevServer | undefined;
@@ -21,13 +26,31 @@ export class Cluster {
   kills = 0;
   /** Server errors (5xx) answered to the workload: each is a violation of R6 (listed in the summary). */
   readonly serverErrors: string[] = [];
+  /** When the kills ended (0 before they began: requests before the chaos get the plain window). */
+  private chaosEndedAt: number | undefined = 0;
+  /** Starts tried again because their port was taken meanwhile (see start). */
+  portRetries = 0;
   /** Answers 409 IdempotencyInProgress the workload waited out (a repeat while the first attempt ran). */
   inProgressRetries = 0;
 
   constructor(readonly persistDir: string) {}
 
+  /**
+   * Starts `npm start` on a free port. The port is found free and then handed to wrangler, so on a
+   * busy machine another process may take it (or the other port wrangler binds) in between: such
+   * a start is tried again on another port, as an operator would restart it.
+   */
   async start(): Promise<void> {
-    this.server = await startDevServer({ persistDir: this.persistDir, timeoutMs: 120_000 });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.server = await startDevServer({ persistDir: this.persistDir, timeoutMs: 120_000 });
+        return;
+      } catch (error) {
+        const taken = error instanceof Error && error.message.includes("Address already in use");
+        if (!taken || attempt >= START_ATTEMPTS) throw error;
+        this.portRetries++;
+      }
+    }
   }
 
   get baseUrl(): string {
@@ -50,8 +73,27 @@ export class Cluster {
     await this.start();
   }
 
+  /**
+   * When a request sent at `sentAt` stops retrying: `windowMs` after it was sent, and never before
+   * `windowMs` after the last kill. While the kills go on the server may be up only a few seconds
+   * at a time (a restart takes far longer than the gap on a busy machine), so a patient client
+   * outlasts them rather than a fixed time.
+   */
+  retryDeadline(sentAt: number, windowMs: number): number {
+    return Math.max(sentAt, this.chaosEndedAt ?? Number.POSITIVE_INFINITY) + windowMs;
+  }
+
   /** Kills `kills` times, each after a pause drawn from [minGapMs, maxGapMs] once the server is up. */
   async chaos(rng: Rng, kills: number, minGapMs: number, maxGapMs: number, log: (line: string) => void): Promise<void> {
+    this.chaosEndedAt = undefined;
+    try {
+      await this.killTimes(rng, kills, minGapMs, maxGapMs, log);
+    } finally {
+      this.chaosEndedAt = Date.now();
+    }
+  }
+
+  private async killTimes(rng: Rng, kills: number, minGapMs: number, maxGapMs: number, log: (line: string) => void): Promise<void> {
     for (let kill = 1; kill <= kills; kill++) {
       const gap = minGapMs + rng.int(maxGapMs - minGapMs + 1);
       await sleep(gap);
@@ -95,6 +137,11 @@ export class SoakClient {
     return this.cluster.baseUrl;
   }
 
+  /** When a request sent at `sentAt` stops retrying (Cluster.retryDeadline). */
+  retryDeadline(sentAt: number, windowMs: number): number {
+    return this.cluster.retryDeadline(sentAt, windowMs);
+  }
+
   /** Counts a 409 IdempotencyInProgress waited out (REST or socket), for the summary. */
   noteInProgress(): void {
     this.cluster.inProgressRetries++;
@@ -109,12 +156,12 @@ export class SoakClient {
 
   /** `send` keeping the body as text (an NDJSON export). */
   async sendText(method: string, path: string, options: SendOptions = {}): Promise<TextReply> {
-    const deadline = Date.now() + RETRY_WINDOW_MS;
+    const sentAt = Date.now();
     const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, ...options.headers };
     if (options.body !== undefined) headers["content-type"] = "application/json";
     if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey;
     let lastProblem = "";
-    while (Date.now() < deadline) {
+    while (Date.now() < this.retryDeadline(sentAt, RETRY_WINDOW_MS)) {
       try {
         const response = await fetch(`${this.cluster.baseUrl}${path}`, {
           method,
@@ -141,7 +188,7 @@ export class SoakClient {
       }
       await sleep(RETRY_PAUSE_MS);
     }
-    throw new Error(`${method} ${path}: no answer within ${RETRY_WINDOW_MS} ms (last: ${lastProblem})`);
+    throw new Error(`${method} ${path}: no answer within ${RETRY_WINDOW_MS} ms after the last kill (last: ${lastProblem})`);
   }
 
   /** `send` that must answer one of `statuses`. */

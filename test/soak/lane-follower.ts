@@ -84,6 +84,6 @@ export class LaneFollower {
     }
     if (message.type !== "event") return;
     this.events++;
-    if (message.event.type === "operation_abort") this.ledger.handBack([...message.event.steer, ...message.event.followUp]);
+    if (message.event.type === "operation_abort") this.ledger.handBack(message.event.operationId, [...message.event.steer, ...message.event.followUp]);
   }
 }

@@ -11,9 +11,9 @@ import { sleep, type SoakClient } from "./cluster.ts";
 const COMMAND_WINDOW_MS = 180_000;
 
 export async function socketCommand(client: SoakClient, sessionId: string, lane: string, frame: WatchCommand): Promise<WatchReply> {
-  const deadline = Date.now() + COMMAND_WINDOW_MS;
+  const sentAt = Date.now();
   let lastProblem = "";
-  while (Date.now() < deadline) {
+  while (Date.now() < client.retryDeadline(sentAt, COMMAND_WINDOW_MS)) {
     let socket: WatchClient | undefined;
     try {
       socket = await openLaneWatch(client.baseUrl, client.token, sessionId, lane);
@@ -34,7 +34,7 @@ export async function socketCommand(client: SoakClient, sessionId: string, lane:
     }
     await sleep(300);
   }
-  throw new Error(`socket ${frame.type} ${frame.id} on ${sessionId}/${lane}: no reply within ${COMMAND_WINDOW_MS} ms (last: ${lastProblem})`);
+  throw new Error(`socket ${frame.type} ${frame.id} on ${sessionId}/${lane}: no reply within ${COMMAND_WINDOW_MS} ms after the last kill (last: ${lastProblem})`);
 }
 
 /** `details.retryAfterSeconds` of a reply refusing a repeated id as still in progress; undefined for any other reply. */
