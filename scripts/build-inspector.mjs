@@ -5,21 +5,30 @@
 // `npm start`) and before `wrangler deploy`, through [build] in wrangler.toml; nothing it writes
 // is committed.
 import { build } from "esbuild";
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "dist", "inspector-assets");
 
-rmSync(out, { recursive: true, force: true });
-mkdirSync(join(out, "inspector"), { recursive: true });
+// Several `npm start` may build at once (the end-to-end tests start servers side by side): each
+// file is written under a name of this process and renamed over its place, which replaces it in
+// one step, so no server ever reads a half-written file or a directory another build emptied.
+function put(relative, contents) {
+  const target = join(out, relative);
+  mkdirSync(dirname(target), { recursive: true });
+  const temporary = `${target}.${process.pid}.tmp`;
+  writeFileSync(temporary, contents);
+  renameSync(temporary, target);
+}
+
 // Served at /inspector (the platform drops ".html"); the script and style under /inspector/.
-copyFileSync(join(root, "inspector", "index.html"), join(out, "inspector.html"));
-copyFileSync(join(root, "inspector", "inspector.css"), join(out, "inspector", "inspector.css"));
+put("inspector.html", readFileSync(join(root, "inspector", "index.html")));
+put(join("inspector", "inspector.css"), readFileSync(join(root, "inspector", "inspector.css")));
 // The page loads only its own files and talks only to this origin (REST and the watch socket).
-writeFileSync(
-  join(out, "_headers"),
+put(
+  "_headers",
   [
     "/inspector*",
     "  Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -30,9 +39,8 @@ writeFileSync(
     "",
   ].join("\n"),
 );
-await build({
+const bundled = await build({
   entryPoints: [join(root, "inspector", "main.ts")],
-  outfile: join(out, "inspector", "inspector.js"),
   bundle: true,
   format: "esm",
   platform: "browser",
@@ -41,4 +49,6 @@ await build({
   sourcemap: false,
   legalComments: "none",
   logLevel: "warning",
+  write: false,
 });
+put(join("inspector", "inspector.js"), bundled.outputFiles[0].contents);

@@ -33,7 +33,21 @@ export interface DevServer {
  * directory and any further flags a user would pass, and waits until GET /health answers. `cwd`:
  * another checkout to start it in (the repo's own by default).
  */
-export async function startDevServer(options: { persistDir?: string; timeoutMs?: number; extraArgs?: readonly string[]; cwd?: string } = {}): Promise<DevServer> {
+export async function startDevServer(options: StartOptions = {}): Promise<DevServer> {
+  // A free port can be taken between asking for it and wrangler binding it (other servers start
+  // side by side): such a start is tried again on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof Error && /EADDRINUSE|[Aa]ddress already in use/.test(error.message))) throw error;
+    }
+  }
+}
+
+type StartOptions = { persistDir?: string; timeoutMs?: number; extraArgs?: readonly string[]; cwd?: string };
+
+async function startOnce(options: StartOptions): Promise<DevServer> {
   const port = await freePort();
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), "das-e2e-"));
   let output = "";
