@@ -70,7 +70,7 @@ export class SessionOperations {
   async acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<OperationAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = await this.accepted(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
+      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
       this.host.open().runtime.startPass(lane, admission.operationId);
       return admission;
     });
@@ -107,7 +107,7 @@ export class SessionOperations {
   async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = await this.accepted(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
+      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
       if (reservation !== undefined) this.host.takeOverReservation(admission.operationId, reservation);
       this.host.open().runtime.startPass(lane, admission.operationId);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
@@ -144,7 +144,7 @@ export class SessionOperations {
   async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = await this.accepted(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
+      const answer = await this.madeOnce(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       if (!("state" in answer.admission)) this.host.open().runtime.startPass(lane, answer.admission.operationId);
       return { ...answer.admission, ...interruptedOf(answer) };
@@ -159,7 +159,7 @@ export class SessionOperations {
   async promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyPromptOutcome>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = await this.accepted(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
+      const answer = await this.madeOnce(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       const { operationId } = answer.admission;
       if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
@@ -195,7 +195,7 @@ export class SessionOperations {
   async abortCurrent(name: string, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<AbortOutcome>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const requested = await this.accepted(receipt, async () => {
+      const requested = await this.madeOnce(receipt, async () => {
         const current = lane.state.operation;
         if (!current) throw new RpcError(laneApiError({ code: "NoActiveOperation", lane: name }));
         return unwrapLane(await lane.requestAbort(current.meta.operationId));
@@ -212,7 +212,7 @@ export class SessionOperations {
   async abortOperation(name: string, operationId: string, receipt?: ReceiptScope): Promise<Wire<RpcResult<AbortRequestResult>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const result = await this.accepted(receipt, async () => unwrapLane(await lane.requestAbort(operationId)));
+      const result = await this.madeOnce(receipt, async () => unwrapLane(await lane.requestAbort(operationId)));
       // Reconciliation needs a pass; requestAbort itself never installs one (§4.4).
       this.host.open().runtime.startPass(lane, operationId);
       return result;
@@ -242,8 +242,8 @@ export class SessionOperations {
    * The acceptance (or abort request) made once per claimed key. A repeat starts the same pass again, which joins or
    * finds the operation the first one accepted (startPass of a settled operation only reads its record).
    */
-  private accepted<T>(receipt: ReceiptScope | undefined, accept: () => Promise<T>): Promise<T> {
-    return once(this.host.ctx.storage.sql, receipt, accept);
+  private madeOnce<T>(receipt: ReceiptScope | undefined, effect: () => Promise<T>): Promise<T> {
+    return once(this.host.ctx.storage.sql, receipt, effect);
   }
 
   /** A run request whose deferred mode the lane's model can serve (`deferrable`), typed as one. */

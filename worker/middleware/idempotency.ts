@@ -35,6 +35,21 @@ export function idempotencyScope(c: Context): IdempotencyScope | undefined {
 }
 
 /**
+ * A token derived from this request's claimed key (undefined when it carries none). A creation
+ * names what it creates by it, so a retry after a lost answer (the thing created, the answer not
+ * remembered) names the same one instead of creating a second.
+ */
+export async function keyDerivedToken(c: Context): Promise<string | undefined> {
+  const scope = scopes.get(c.req.raw);
+  return scope && sha256Hex(`${scope.key}\n${scope.requestHash}`);
+}
+
+/** `prefix` and `digits` hex digits (at most 32) of `token`, or random ones without a token. */
+export function newId(prefix: string, digits: number, token: string | undefined): string {
+  return `${prefix}${(token ?? crypto.randomUUID().replace(/-/g, "")).slice(0, digits)}`;
+}
+
+/**
  * What a replay of this request answers instead of its response: a route whose answer holds a
  * secret (a new API key) remembers an answer without it, since a secret is shown once and stored
  * nowhere.

@@ -5,8 +5,8 @@ import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
 import { fail, HttpFailure, replyValue } from "../http-error.ts";
 import { quotaLeases, requireAdmin } from "../middleware/auth.ts";
 import { verifiedKeys } from "../middleware/verified-keys.ts";
-import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
-import { keySecretNotReplayed, sha256Hex } from "../../durable-objects/tenant/tenant-keys.ts";
+import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
+import { keySecretNotReplayed } from "../../durable-objects/tenant/tenant-keys.ts";
 import { jsonBody, pathParam, queryParams } from "../validate.ts";
 
 /** Tenant and key administration (spec/API.md "Admin"), behind the admin token. */
@@ -27,8 +27,7 @@ export const adminRoutes = new Hono<AppEnv>()
     const body = await jsonBody(c, CreateTenantSchema);
     // Without an id, one derived from the Idempotency-Key: a retry after a lost answer names the
     // tenant the first request created (409 TenantExists) instead of creating a second one.
-    const scope = idempotencyScope(c);
-    const id = body.id ?? `t_${scope ? (await sha256Hex(`${scope.key}\n${scope.requestHash}`)).slice(0, 20) : crypto.randomUUID().replace(/-/g, "").slice(0, 20)}`;
+    const id = body.id ?? newId("t_", 20, await keyDerivedToken(c));
     // A deleted (or deleting) tenant's id stays reserved: a new tenant never meets its objects.
     const status = await directory(c).directoryStatus(id);
     if (status === "deleting" || status === "deleted") throw fail("TenantExists", `Tenant ${id} was deleted; its id stays reserved`, { status });
@@ -55,8 +54,8 @@ export const adminRoutes = new Hono<AppEnv>()
     // With an Idempotency-Key the key id derives from the claimed key: a retry after the first
     // request's answer was lost (a crash after the key was stored) names the same key, and is told
     // that its secret is not shown again instead of minting a second key.
-    const scope = idempotencyScope(c);
-    const derivedKeyId = scope ? `key_${(await sha256Hex(`${scope.key}\n${scope.requestHash}`)).slice(0, 24)}` : undefined;
+    const token = await keyDerivedToken(c);
+    const derivedKeyId = token && newId("key_", 24, token);
     const created = replyValue(await tenantStub(c.env, tenantId).createKey(body.name ?? "", derivedKeyId));
     replayInstead(c, 409, { error: keySecretNotReplayed(created.keyId) });
     return c.json(created, 201);

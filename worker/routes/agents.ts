@@ -13,12 +13,11 @@ import {
 import { PAGE_LIMIT_DEFAULT, PageQuerySchema } from "../../schema/api.ts";
 import { applyMergePatch } from "../../schema/merge-patch.ts";
 import { toWire } from "../../schema/wire.ts";
-import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { assertUsableAgent } from "../agent-check.ts";
 import { tenantStub, type AppContext, type AppEnv } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { idempotencyScope, idempotent } from "../middleware/idempotency.ts";
+import { idempotent, keyDerivedToken, newId } from "../middleware/idempotency.ts";
 import { jsonBody, pathParam, queryParams, validate } from "../validate.ts";
 
 /** A PATCH merges again over the newer version when another PATCH made one first; this many times at most. */
@@ -38,8 +37,7 @@ export const agentRoutes = new Hono<AppEnv>()
     // With an Idempotency-Key and no id, the id derives from the claimed key: a retry after a
     // failure part-way (the agent stored, the answer lost) names the same agent (409 AgentExists)
     // instead of creating a second one.
-    const scope = idempotencyScope(c);
-    const agentId = id ?? `ag_${scope ? (await sha256Hex(`${scope.key}\n${scope.requestHash}`)).slice(0, 32) : crypto.randomUUID().replace(/-/g, "")}`;
+    const agentId = id ?? newId("ag_", 32, await keyDerivedToken(c));
     return c.json(replyValue(await tenantStub(c.env, tenantId).createAgent(agentId, toWire(definition))), 201);
   })
   .get("/agents", requireTenant, async (c) => {

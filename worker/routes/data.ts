@@ -1,13 +1,12 @@
 import { Hono } from "hono";
 import { CreateImportSchema, IMPORT_BODY_MAX_BYTES, ImportIdSchema, ImportQuerySchema, PartNumberSchema, type SessionLine } from "../../schema/data-export.ts";
 import { toWire } from "../../schema/wire.ts";
-import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { FIRST_EXPORT_PAGE, type ExportCounts, type ExportCursor } from "../../durable-objects/session/storage/export-pages.ts";
 import type { CreatedSession } from "../../schema/session.ts";
 import { sessionStub, tenantStub, type AppContext, type AppEnv } from "../env.ts";
 import { errorResponse, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
+import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
 import { commitImport, importPart, newImportId, sessionIdOfImport } from "../import-part.ts";
 import { jsonBody, pathParam, validate } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
@@ -99,9 +98,8 @@ function exportedHeader(header: SessionLine): SessionLine {
 
 /** As session creation: with an Idempotency-Key the id (when not given) and the creation token derive from the claimed key. */
 async function newSessionId(c: AppContext, id: string | undefined): Promise<{ sessionId: string; creationToken?: string }> {
-  const scope = idempotencyScope(c);
-  const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
-  const sessionId = id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
+  const creationToken = await keyDerivedToken(c);
+  const sessionId = id ?? newId("s_", 32, creationToken);
   return { sessionId, ...(creationToken !== undefined && { creationToken }) };
 }
 

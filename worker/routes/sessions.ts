@@ -4,12 +4,11 @@ import { metadataFilters, SessionListQuerySchema } from "../../schema/session-se
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
 import { toWire } from "../../schema/wire.ts";
-import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { removeSessionObjects } from "../../durable-objects/session/session-removal.ts";
 import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { fail, invalidInput, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
-import { idempotencyScope, idempotent, replayInstead } from "../middleware/idempotency.ts";
+import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
 import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
@@ -29,9 +28,8 @@ export const sessionRoutes = new Hono<AppEnv>()
     // With an Idempotency-Key, the session id (when not given) and the creation token derive from
     // the claimed key: a retry after a failure part-way (the session created, the answer lost)
     // addresses the same object and gets that session back, not a second one or `SessionExists`.
-    const scope = idempotencyScope(c);
-    const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
-    const sessionId = body.id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
+    const creationToken = await keyDerivedToken(c);
+    const sessionId = body.id ?? newId("s_", 32, creationToken);
     // The version and the tenant's sealed copies for this session, asked once, here: the session
     // holds all it runs with from then on, and no run asks the tenant object for its agent.
     const agent = body.agent && replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
@@ -115,9 +113,8 @@ export const sessionRoutes = new Hono<AppEnv>()
   .post("/:sid/fork", idempotent((c) => tenantStub(c.env, c.get("caller").tenantId)), async (c) => {
     const { tenantId, sessionId: sourceSessionId } = sessionTarget(c);
     const body = await jsonBody(c, ForkSessionSchema);
-    const scope = idempotencyScope(c);
-    const creationToken = scope && (await sha256Hex(`${scope.key}\n${scope.requestHash}`));
-    const sessionId = body.id ?? `s_${creationToken?.slice(0, 32) ?? crypto.randomUUID().replace(/-/g, "")}`;
+    const creationToken = await keyDerivedToken(c);
+    const sessionId = body.id ?? newId("s_", 32, creationToken);
     const view = replyValue(
       await sessionStub(c.env, tenantId, sessionId).createFork({
         tenantId,
