@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { settledRecord, unwrap } from "./drive-helpers.ts";
 import { SCRIPT, withRig } from "./helpers.ts";
-import { checkInvariants, shapeOf, transcriptOf } from "./invariants.ts";
+import { checkInvariants } from "./invariants.ts";
+import { shapeOf, transcriptOf } from "./crash-rig.ts";
 import { defineTool, testTools, text } from "./tool-helpers.ts";
 
 // A client call beside executing calls in one parallel batch (ARCHITECTURE D11): results are

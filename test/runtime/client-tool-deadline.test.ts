@@ -8,7 +8,7 @@ import { createToolRegistry } from "../../tools/registry.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { manualClock, settledRecord, unwrap } from "./drive-helpers.ts";
 import { SCRIPT } from "./helpers.ts";
-import { shapeOf, transcriptOf } from "./invariants.ts";
+import { shapeOf, transcriptOf } from "./crash-rig.ts";
 import { defineTool } from "./tool-helpers.ts";
 
 // A client tool's optional deadline (ARCHITECTURE D11), on a manual clock so "after the deadline"

@@ -3,7 +3,8 @@ import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { settledRecord, unwrap } from "./drive-helpers.ts";
 import { SCRIPT, withRig, type Rig } from "./helpers.ts";
-import { checkInvariants, shapeOf, transcriptOf } from "./invariants.ts";
+import { checkInvariants } from "./invariants.ts";
+import { shapeOf, transcriptOf } from "./crash-rig.ts";
 import { defineTool, executionsOf, testTools, text, type TestToolSpec } from "./tool-helpers.ts";
 
 // A client call ahead of other calls in a sequential batch (ARCHITECTURE D11, reference §4.8):

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
-import { crashAt, leafOf, never, settledRecord, until, type Attached } from "./invariants.ts";
+import { crashAt, leafOf, never, settledRecord, until, type Attached } from "./crash-rig.ts";
 
 // A kill after the cancellation marker committed (reference §4.4, §4.5, §4.6): the marker is
 // durable, so the fresh object lists the operation as aborting and its first pass reconciles

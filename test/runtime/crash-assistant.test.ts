@@ -4,7 +4,7 @@ import type { OperationState, StateAt } from "../../harness/runtime/types.ts";
 import { pendingAssistantFrames } from "../../harness/session/builtin-addresses.ts";
 import type { Entry } from "../../schema/entries.ts";
 import type { AssistantMessage } from "../../schema/messages.ts";
-import { baseline, crashAt, leafOf, never, settledRecord, type Attached } from "./invariants.ts";
+import { baseline, crashAt, leafOf, never, settledRecord, type Attached } from "./crash-rig.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 
 // The assistant leaves across a real kill (reference §4.6): the four crash positions of the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../schema/messages.ts";
-import { baseline, crashAt, leafOf, never, parkInHook, settledRecord, type Attached } from "./invariants.ts";
+import { baseline, crashAt, leafOf, never, parkInHook, settledRecord, type Attached } from "./crash-rig.ts";
 
 // Crash recovery per leaf (reference §4.6, §9.3 Tier A; QUALITY R1): the run is parked at the
 // leaf, every object is killed with abortAllDurableObjects(), a fresh object re-attaches and drives

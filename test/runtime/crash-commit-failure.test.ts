@@ -14,7 +14,8 @@ import type { HarnessEvent } from "../../schema/lane.ts";
 import { createSession, sessionStub } from "../helpers/sessions.ts";
 import { SCRIPT } from "./helpers.ts";
 import { ForwardingStorage } from "../../harness/session/forwarding-storage.ts";
-import { acceptPrompt, attach, baseline, objectInvariants, settledRecord, shapeOf, stepsTaken, transcriptOf } from "./invariants.ts";
+import { objectInvariants } from "./invariants.ts";
+import { acceptPrompt, attach, baseline, settledRecord, shapeOf, stepsTaken, transcriptOf } from "./crash-rig.ts";
 import { longOperationForm } from "../../harness/runtime/operation-short-form.ts";
 import { isRecord } from "../../schema/json.ts";
 

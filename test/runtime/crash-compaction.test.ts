@@ -3,7 +3,7 @@ import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { CompactionEntry } from "../../schema/entries.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { TURN_PREFIX_HEADING } from "../../harness/compaction/summarizer.ts";
-import { crashAt, leafOf, never, parkInHook, settledRecord, stepsTaken, until, type Attached } from "./invariants.ts";
+import { crashAt, leafOf, never, parkInHook, settledRecord, stepsTaken, until, type Attached } from "./crash-rig.ts";
 import { unwrap } from "./drive-helpers.ts";
 import { leftoverOperationValues, SCRIPT } from "./helpers.ts";
 import { compactionsOf, withCompactionRig } from "./compaction-helpers.ts";

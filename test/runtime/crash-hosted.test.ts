@@ -7,7 +7,8 @@ import type { LaneExecutionInfo } from "../../schema/lane.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { toWire } from "../../schema/wire.ts";
 import { createSession, sessionStub, unwrap } from "../helpers/sessions.ts";
-import { never, objectInvariants, shapeOf, stepsTaken, until } from "./invariants.ts";
+import { objectInvariants } from "./invariants.ts";
+import { never, shapeOf, stepsTaken, until } from "./crash-rig.ts";
 import { idText } from "../../durable-objects/session/storage/stored-ids.ts";
 import { value } from "../../harness/session/addresses.ts";
 

@@ -9,7 +9,8 @@ import { zeroUsage } from "../../harness/session/usage.ts";
 import { appendList, setValue } from "../../harness/session/writes.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import { createSession } from "../helpers/sessions.ts";
-import { acceptPrompt, attach, checkInvariants, objectInvariants, settledRecord, transcriptOf } from "./invariants.ts";
+import { checkInvariants, objectInvariants } from "./invariants.ts";
+import { acceptPrompt, attach, settledRecord, transcriptOf } from "./crash-rig.ts";
 
 // The invariant checker must see what it claims to check: a clean run reports nothing, and each
 // kind of corruption written directly into storage is reported.

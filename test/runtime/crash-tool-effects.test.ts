@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { INTERRUPTED_TOOL_MESSAGE } from "../../harness/runtime/drive/tools/batch.ts";
 import type { StateAt, OperationState } from "../../harness/runtime/types.ts";
-import { crashAt, never, settledRecord } from "./invariants.ts";
+import { crashAt, never, settledRecord } from "./crash-rig.ts";
 import { executionsOf, testTools, text } from "./tool-helpers.ts";
 import type { ToolProgress } from "../../harness/execution/tools.ts";
 import type { Usage } from "../../schema/usage.ts";

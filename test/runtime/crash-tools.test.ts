@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { OperationState, StateAt } from "../../harness/runtime/types.ts";
-import { baseline, crashAt, never, settledRecord } from "./invariants.ts";
+import { baseline, crashAt, never, settledRecord } from "./crash-rig.ts";
 
 // The tools leaf across a real kill (reference §4.6 tools row, §4.8, §1.9 case 3), for calls that
 // settle through an immediate synthetic outcome (no tool of these names is defined): a call is

@@ -7,19 +7,9 @@ import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession, sessionStub } from "../helpers/sessions.ts";
-import {
-  acceptPrompt,
-  attach,
-  foldAndCapture,
-  foldEvents,
-  never,
-  objectInvariants,
-  openWatched,
-  settledRecord,
-  startPass,
-  until,
-  type Attached,
-} from "./invariants.ts";
+import { objectInvariants } from "./invariants.ts";
+import { acceptPrompt, attach, never, settledRecord, startPass, until, type Attached } from "./crash-rig.ts";
+import { foldAndCapture, foldEvents, openWatched } from "./watch-fold.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 
 // Fold equivalence across a real kill (reference §5.4 "reattaching mid-stream", "settled-but-

@@ -8,7 +8,8 @@ import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { ECHO } from "./helpers.ts";
-import { acceptPrompt, attach, foldAndCapture, foldEvents, never, openWatched, settledRecord, until, type Attached, type Watched } from "./invariants.ts";
+import { acceptPrompt, attach, never, settledRecord, until, type Attached } from "./crash-rig.ts";
+import { foldAndCapture, foldEvents, openWatched, type Watched } from "./watch-fold.ts";
 
 // Fold equivalence (reference §5.4 "required conformance", ARCHITECTURE D13): for each flow, a
 // watch opened before it, folded with reduceLaneSnapshot over its own events, equals a fresh watch

@@ -6,7 +6,8 @@ import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { SCRIPT } from "./helpers.ts";
-import { acceptPrompt, attach, deliveredSoFar, foldEvents } from "./invariants.ts";
+import { acceptPrompt, attach } from "./crash-rig.ts";
+import { deliveredSoFar, foldEvents } from "./watch-fold.ts";
 
 // Engine hardening, streaming: each test reproduces one defect found in review.
 

@@ -3,7 +3,8 @@ import type { HarnessEvent } from "../../schema/lane.ts";
 import { ECHO, leftoverOperationValues, types, withRig } from "./helpers.ts";
 import { settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
 import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
-import { checkInvariants, deliveredSoFar, foldEvents, openWatched } from "./invariants.ts";
+import { checkInvariants } from "./invariants.ts";
+import { deliveredSoFar, foldEvents, openWatched } from "./watch-fold.ts";
 
 // Unsummarized navigation (reference §3.1 navigation acceptance, §3.4 `navigation.ready_to_commit`,
 // §4.5, §4.6): acceptance validates and opens the leaf; the drive moves the tip in one commit with

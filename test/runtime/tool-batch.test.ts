@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
 import { SCRIPT, withRig, leftoverOperationValues, type Rig } from "./helpers.ts";
-import { checkInvariants, foldEvents, openWatched, shapeOf, transcriptOf, until } from "./invariants.ts";
+import { checkInvariants } from "./invariants.ts";
+import { shapeOf, transcriptOf, until } from "./crash-rig.ts";
+import { foldEvents, openWatched } from "./watch-fold.ts";
 import { executionsOf, gate, testTools, text, type TestToolSpec } from "./tool-helpers.ts";
 
 // The tools leaf with executing tools (reference §4.8, ARCHITECTURE D11): modes, placement order,

@@ -5,7 +5,8 @@ import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import { createSession } from "../helpers/sessions.ts";
 import { SCRIPT } from "./helpers.ts";
-import { acceptPrompt, attach, deliveredSoFar, foldEvents, settledRecord, until } from "./invariants.ts";
+import { acceptPrompt, attach, settledRecord, until } from "./crash-rig.ts";
+import { deliveredSoFar, foldEvents } from "./watch-fold.ts";
 
 // message_update carries what changed (a delta), not the whole partial again. A capture first sends
 // the update its watchers have not had yet, so a replica folded from any earlier snapshot equals a

@@ -5,7 +5,8 @@ import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import type { SessionSnapshot } from "../../schema/watch.ts";
 import { createSession } from "../helpers/sessions.ts";
-import { acceptPrompt, attach, deliveredSoFar, foldEvents, settledRecord, until } from "./invariants.ts";
+import { acceptPrompt, attach, settledRecord, until } from "./crash-rig.ts";
+import { deliveredSoFar, foldEvents } from "./watch-fold.ts";
 
 // The EventFeed (harness/runtime/watch.ts) behind the WebSocket hub: one ordered stream of every
 // event, with each capture's boundary placed exactly where the capture happened on the line, even

@@ -8,7 +8,7 @@ import type { ScriptStep } from "../../../models/scripted/steps.ts";
 import type { HarnessEventType } from "../../../schema/lane.ts";
 import type { AgentMessage } from "../../../schema/messages.ts";
 import type { HarnessSettingsPatch } from "../../../schema/settings-patch.ts";
-import { leafOf, never, stepsTaken, type Attached } from "../invariants.ts";
+import { leafOf, never, stepsTaken, type Attached } from "../crash-rig.ts";
 import { engineIntent, postClientAnswer, type EngineIntent } from "./intents.ts";
 
 // The cells of the crash matrix the engine driver (driver.ts) runs, by `leaf/position`: for each,

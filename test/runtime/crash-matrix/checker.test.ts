@@ -6,7 +6,8 @@ import { value } from "../../../harness/session/addresses.ts";
 import { insertEntry } from "../../../harness/session/writes.ts";
 import { appendScriptSteps } from "../../../models/scripted/script-source.ts";
 import { createSession } from "../../helpers/sessions.ts";
-import { acceptPrompt, attach, checkInvariants, objectInvariants, settledRecord, transcriptOf } from "../invariants.ts";
+import { checkInvariants, objectInvariants } from "../invariants.ts";
+import { acceptPrompt, attach, settledRecord, transcriptOf } from "../crash-rig.ts";
 import { unwrap } from "../drive-helpers.ts";
 import { defineTool, testTools } from "../tool-helpers.ts";
 

@@ -2,13 +2,13 @@ import { expect } from "vitest";
 import { UNKNOWN_OUTCOME_MESSAGE } from "../../../harness/runtime/drive/assistant/recover.ts";
 import type { ScriptStep } from "../../../models/scripted/steps.ts";
 import type { HarnessSettingsPatch } from "../../../schema/settings-patch.ts";
-import { baseline, crashAt, settledRecord, shapeOf, until, type Crashed } from "../invariants.ts";
+import { baseline, crashAt, settledRecord, shapeOf, until, type Crashed } from "../crash-rig.ts";
 import { PLANS, type CellPlan } from "./cells.ts";
 import { engineIntent } from "./intents.ts";
 import type { IntentName, MatrixCase } from "./table.ts";
 
 // The engine driver of the crash matrix: one reachable case (leaf × position × intent) becomes a
-// crashAt scenario (invariants.ts): the operation is parked at exactly that point in a real
+// crashAt scenario (crash-rig.ts): the operation is parked at exactly that point in a real
 // Durable Object, every object is killed, a fresh object drives the same operation to its end,
 // and the result is compared with the same intent run uninterrupted (baseline), adjusted only by
 // the documented recovery of the leaf (reference §4.6, §4.8). Queued input (a nextRun item, and a

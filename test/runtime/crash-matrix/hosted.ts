@@ -7,7 +7,8 @@ import type { ScriptStep } from "../../../models/scripted/steps.ts";
 import { laneSetup, useScript } from "../../api/lane-helpers.ts";
 import { mcpScope, registerMcpServer } from "../../api/mcp-helpers.ts";
 import { activate, ARGS_SCHEMA, prompt, putTool, settle, webhook } from "../../api/tool-api-helpers.ts";
-import { never, objectInvariants, shapeOf, transcriptOf, until, type Shape } from "../invariants.ts";
+import { objectInvariants } from "../invariants.ts";
+import { never, shapeOf, transcriptOf, until, type Shape } from "../crash-rig.ts";
 import type { IntentName, MatrixCase, Position } from "./table.ts";
 
 // The hosted driver of the crash matrix: http and MCP tools call real local servers

@@ -6,7 +6,7 @@ import type { Session } from "../../../harness/session/session.ts";
 import type { ScriptStep, ScriptToolCall } from "../../../models/scripted/steps.ts";
 import type { HarnessSettingsPatch } from "../../../schema/settings-patch.ts";
 import { unwrap } from "../drive-helpers.ts";
-import { transcriptOf, type Attached } from "../invariants.ts";
+import { transcriptOf, type Attached } from "../crash-rig.ts";
 import { defineTool, testTools } from "../tool-helpers.ts";
 import type { IntentName } from "./table.ts";
 

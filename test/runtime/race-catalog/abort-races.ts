@@ -1,6 +1,6 @@
 import type { HarnessEvent } from "../../../schema/lane.ts";
 import { ECHO } from "../helpers.ts";
-import { acceptPrompt, settledRecord } from "../invariants.ts";
+import { acceptPrompt, settledRecord } from "../crash-rig.ts";
 import { textOf as textOfMessage } from "../queue-helpers.ts";
 import { latch, race, rows, tag, type RaceRig } from "./rig.ts";
 import { covered, ran, type RaceEntry } from "./types.ts";

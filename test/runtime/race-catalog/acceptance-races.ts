@@ -1,5 +1,5 @@
 import { uuidv7 } from "@earendil-works/pi-ai/utils/uuid";
-import { acceptPrompt, settledRecord } from "../invariants.ts";
+import { acceptPrompt, settledRecord } from "../crash-rig.ts";
 import { latch, race, raceAcrossKill, rows, tag, type First } from "./rig.ts";
 import { covered, ran, type RaceEntry } from "./types.ts";
 

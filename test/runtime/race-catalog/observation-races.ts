@@ -3,7 +3,8 @@ import type { WatchHandle } from "../../../harness/runtime/watch.ts";
 import type { HarnessEvent, LaneSnapshot } from "../../../schema/lane.ts";
 import { COMPACT_EAGERLY } from "../compaction-helpers.ts";
 import { ECHO } from "../helpers.ts";
-import { acceptPrompt, deliveredSoFar, foldEvents, settledRecord } from "../invariants.ts";
+import { acceptPrompt, settledRecord } from "../crash-rig.ts";
+import { deliveredSoFar, foldEvents } from "../watch-fold.ts";
 import { latch, race, rows, type RaceRig } from "./rig.ts";
 import { ran, type RaceEntry } from "./types.ts";
 

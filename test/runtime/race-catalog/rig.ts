@@ -7,7 +7,8 @@ import { appendScriptSteps } from "../../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../../models/scripted/steps.ts";
 import type { HarnessSettingsPatch } from "../../../schema/settings-patch.ts";
 import { createSession, sessionStub } from "../../helpers/sessions.ts";
-import { attach, objectInvariants, shapeOf, transcriptOf, until, type Attached } from "../invariants.ts";
+import { objectInvariants } from "../invariants.ts";
+import { attach, shapeOf, transcriptOf, until, type Attached } from "../crash-rig.ts";
 
 // The race rig (reference §9.2, §9.3 Tier C): a harness over a real SessionObject's session, with
 // the session's mutation line held by the test so that two contenders queue on it in the order the

@@ -1,6 +1,6 @@
 import type { ScriptStep } from "../../../models/scripted/steps.ts";
 import type { HarnessSettingsPatch } from "../../../schema/settings-patch.ts";
-import { acceptPrompt, settledRecord } from "../invariants.ts";
+import { acceptPrompt, settledRecord } from "../crash-rig.ts";
 import { latch, race, rows } from "./rig.ts";
 import { ran, type RaceEntry } from "./types.ts";
 

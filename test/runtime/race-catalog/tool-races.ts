@@ -2,7 +2,7 @@ import { ProgressWriter } from "../../../harness/runtime/drive/progress.ts";
 import { pendingAssistantFrames } from "../../../harness/session/builtin-addresses.ts";
 import { appendList } from "../../../harness/session/writes.ts";
 import type { ScriptStep } from "../../../models/scripted/steps.ts";
-import { acceptPrompt, settledRecord, until } from "../invariants.ts";
+import { acceptPrompt, settledRecord, until } from "../crash-rig.ts";
 import { gate, testTools, text, type TestToolSpec } from "../tool-helpers.ts";
 import { latch, race, rows, tag, type RaceRig } from "./rig.ts";
 import { ran, type RaceEntry } from "./types.ts";
