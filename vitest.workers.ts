@@ -1,4 +1,5 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { execFileSync } from "node:child_process";
 
 /**
  * The workerd pool shared by the tests and the benches: the real worker, wrangler.toml, a fixed
@@ -15,9 +16,20 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 /** A deployment provider key (a secret in a deployment): tests see the deployment's keys at work. */
 export const DEPLOYMENT_OPENAI_KEY = "sk-deployment-openai-test-key";
 
-export const workersPool = () =>
-  cloudflareTest({
+/**
+ * The worker bundles the Inspector page from dist/inspector-page.json, a build output that wrangler
+ * makes before `wrangler dev` and `wrangler deploy` ([build] in wrangler.toml) but the pool does
+ * not: built here, once per configuration, before the worker is loaded.
+ */
+function buildInspectorPage(): void {
+  execFileSync(process.execPath, ["scripts/build-inspector.mjs"], { stdio: "inherit" });
+}
+
+export const workersPool = () => {
+  buildInspectorPage();
+  return cloudflareTest({
     main: "./worker/index.ts",
     wrangler: { configPath: "./wrangler.toml" },
     miniflare: { compatibilityFlags: ["service_binding_extra_handlers"], bindings: { ADMIN_TOKEN: "test-admin-token-of-at-least-32-characters", SECRETS_KEY: "test-secrets-key-of-at-least-32-characters", SCRIPTED_MODELS: "on", CORS_ORIGINS: "*", OPENAI_API_KEY: DEPLOYMENT_OPENAI_KEY, LOCAL_DEV: "on" } },
   });
+};

@@ -1,20 +1,22 @@
 #!/usr/bin/env node
-// Builds the Inspector page (inspector/) into dist/inspector-assets, the directory wrangler.toml's
-// [assets] serves: the page's HTML and CSS as they are, its TypeScript bundled and minified by
-// esbuild (the bundler wrangler itself uses). wrangler runs this before `wrangler dev` (so before
-// `npm start`) and before `wrangler deploy`, through [build] in wrangler.toml; nothing it writes
-// is committed.
+// Builds the Inspector page (inspector/) into dist/inspector-page.json, which the worker imports
+// and serves (worker/routes/inspector.ts): the page's HTML and CSS as they are, its TypeScript
+// bundled and minified by esbuild (the bundler wrangler itself uses). wrangler runs this before
+// `wrangler dev` (so before `npm start`) and before `wrangler deploy`, through [build] in
+// wrangler.toml, and the test and bench configurations run it before the worker is loaded
+// (vitest.workers.ts); nothing it writes is committed.
 import { build } from "esbuild";
+import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const out = join(root, "dist", "inspector-assets");
+const out = join(root, "dist");
 
-// Several `npm start` may build at once (the end-to-end tests start servers side by side): each
+// Several `npm start` may build at once (the end-to-end tests start servers side by side): the
 // file is written under a name of this process and renamed over its place, which replaces it in
-// one step, so no server ever reads a half-written file or a directory another build emptied.
+// one step, so no server ever reads a half-written file.
 function put(relative, contents) {
   const target = join(out, relative);
   mkdirSync(dirname(target), { recursive: true });
@@ -23,22 +25,8 @@ function put(relative, contents) {
   renameSync(temporary, target);
 }
 
-// Served at /inspector (the platform drops ".html"); the script and style under /inspector/.
-put("inspector.html", readFileSync(join(root, "inspector", "index.html")));
-put(join("inspector", "inspector.css"), readFileSync(join(root, "inspector", "inspector.css")));
-// The page loads only its own files and talks only to this origin (REST and the watch socket).
-put(
-  "_headers",
-  [
-    "/inspector*",
-    "  Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-    // frame-ancestors 'none' above; X-Frame-Options for browsers that predate it (as /docs).
-    "  X-Frame-Options: DENY",
-    "  Referrer-Policy: no-referrer",
-    "  X-Content-Type-Options: nosniff",
-    "",
-  ].join("\n"),
-);
+// The page's three files in one JSON document, which the worker imports and serves
+// (worker/routes/inspector.ts): the HTML at /inspector, the script and style under /inspector/.
 const bundled = await build({
   entryPoints: [join(root, "inspector", "main.ts")],
   bundle: true,
@@ -51,4 +39,11 @@ const bundled = await build({
   logLevel: "warning",
   write: false,
 });
-put(join("inspector", "inspector.js"), bundled.outputFiles[0].contents);
+const files = {
+  html: readFileSync(join(root, "inspector", "index.html"), "utf8"),
+  css: readFileSync(join(root, "inspector", "inspector.css"), "utf8"),
+  js: bundled.outputFiles[0].text,
+};
+// One validator for the three files: a browser revalidates each and gets 304 until a new build.
+const etag = `"${createHash("sha256").update(JSON.stringify(files)).digest("base64url").slice(0, 22)}"`;
+put("inspector-page.json", JSON.stringify({ ...files, etag }));

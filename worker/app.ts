@@ -11,6 +11,7 @@ import { branchRoutes } from "./routes/branches.ts";
 import { browserTokenRoutes } from "./routes/browser-tokens.ts";
 import { dataRoutes } from "./routes/data.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { inspectorRoutes } from "./routes/inspector.ts";
 import { laneRoutes } from "./routes/lanes.ts";
 import { mcpServerRoutes } from "./routes/mcp-servers.ts";
 import { entryRoutes, usageRoutes } from "./routes/session-entries.ts";
@@ -40,6 +41,8 @@ export function createApp(): Hono<AppEnv> {
   app.get("/health", (c) => c.json({ status: "ok" }));
   // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.
   app.route("/", docsRoutes);
+  // GET /inspector and its script and style (no authentication: the page asks for a key).
+  app.route("/", inspectorRoutes);
   app.route("/v1/admin", adminRoutes);
   app.route("/v1/admin", tenantDeletionRoutes);
   // WebSocket upgrades (…/watch) first: they answer 101 without reaching later middleware.

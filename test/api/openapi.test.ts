@@ -15,7 +15,8 @@ import { conforms, mutations, servedRoutes } from "./openapi-helpers.ts";
 // Schemas say what the live routes accept (they come from the very schemas the routes validate
 // with), and every error code it names is a documented one.
 
-const META = new Set(["GET /health", "GET /openapi.json", "GET /docs"]);
+// The Inspector page and its two files are a page, not API routes (test/api/inspector-page.test.ts).
+const META = new Set(["GET /health", "GET /openapi.json", "GET /docs", "GET /inspector", "GET /inspector/inspector.js", "GET /inspector/inspector.css"]);
 const label = (route: CatalogRoute): string => `${route.method.toUpperCase()} ${route.path}`;
 
 let doc: OpenApiDocument;
