@@ -119,6 +119,7 @@ export const PromptConvenienceSchema = v.strictObject({
   /** Answer with the run's events as Server-Sent Events, ending with its answer (as `Accept: text/event-stream`). */
   stream: v.optional(v.boolean()),
 });
+export type PromptConvenience = v.InferOutput<typeof PromptConvenienceSchema>;
 
 /** `POST …/navigate` `{ targetId, summarize?, label?, customInstructions?, wait? }` (wait in seconds). */
 export const NavigateConvenienceSchema = v.strictObject({

@@ -14,6 +14,7 @@ import type { ToolDefinitionInput } from "../../schema/tools.ts";
 import type { SessionStats } from "../../schema/usage.ts";
 import { type Wire } from "../../schema/wire.ts";
 import { DueWork, type RecordedWork } from "./due-work/due-work.ts";
+import { HeldSlots } from "./held-slots.ts";
 import { IdempotencyStore, type IdempotencyClaim, type IdempotencyReplay } from "../rpc/idempotency.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { SessionRuntime } from "./session-runtime.ts";
@@ -114,6 +115,8 @@ export class SessionHost {
   readonly schema: LazySchema;
   /** The models the session's tenant may use, its credentials and defaults (tenant-model-access.ts). */
   readonly models: TenantModelAccess;
+  /** Open-operation slots held ahead of each lane's next prompt (held-slots.ts). */
+  readonly heldSlots: HeldSlots;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
   /** A settlement forward is on its timer (forwardAfterCommit): later commits before it fires ride on it. */
@@ -128,8 +131,9 @@ export class SessionHost {
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
     this.models = new TenantModelAccess(env, () => this.existingStorage()?.tenantId);
+    this.heldSlots = new HeldSlots(() => env.TENANTS.getByName(this.open().storage.tenantId));
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
-    const forwards: ForwardsHost = { env, dueWork: this.dueWork, holdsSession: () => this.schema.exists, storage: () => this.existingStorage() };
+    const forwards: ForwardsHost = { env, dueWork: this.dueWork, heldSlots: this.heldSlots, holdsSession: () => this.schema.exists, storage: () => this.existingStorage() };
     this.forwarder = settlementForwarder(forwards);
     this.registrar = deferredRegistrar(forwards);
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,

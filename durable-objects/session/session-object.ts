@@ -173,6 +173,7 @@ export class SessionObject extends DurableObject<Env> {
   // Operations (session-operations.ts) and the structural conveniences (session-structural.ts).
   acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope) { return this.operations.acceptOperation(name, request, receipt); }
   acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.operations.acceptAndAwait(name, request, waitMs, reservation, receipt); }
+  acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope) { return this.operations.acceptAndAwaitOnHeldSlot(name, request, waitMs, receipt); }
   acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope) { return this.operations.acceptWhileBusy(name, request, ifBusy, receipt); }
   promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation, receipt); }
   pendingRuns(name: string) { return this.laneCommands.pendingRuns(name); }

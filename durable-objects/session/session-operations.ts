@@ -55,7 +55,13 @@ function interruptedOf(answer: Extract<BusyPromptAnswer, { admission: unknown }>
 }
 
 /** What this module reaches of the host (session-host.ts). */
-type OperationsHost = Pick<SessionHost, "ctx" | "existingStorage" | "harness" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
+type OperationsHost = Pick<SessionHost, "ctx" | "existingStorage" | "harness" | "heldSlots" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
+
+/**
+ * A prompt on a held slot still running this long is bound to it at the tenant, which then counts
+ * the session as active (session search) and keeps the slot until the settlement's forward frees it.
+ */
+export const HELD_SLOT_BIND_AFTER_MS = 1_000;
 
 /**
  * Operations over RPC (reference §3.1–3.9, §4.1, §4.4): accept, drive, resume, abort, and the waiting conveniences.
@@ -110,6 +116,8 @@ export class SessionOperations {
       const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
       if (reservation !== undefined) this.host.takeOverReservation(admission.operationId, reservation);
       this.host.open().runtime.startPass(lane, admission.operationId);
+      // The lane's next prompt may then come straight here (acceptAndAwaitOnHeldSlot).
+      this.host.heldSlots.want(name);
       const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
       if (outcome.state !== "settled") {
         // Answered before it settled: the worker binds the slot, whose release must then be kept.
@@ -118,6 +126,41 @@ export class SessionOperations {
       }
       return { state: "settled", result: this.withMessages(lane, outcome.result) };
     });
+  }
+
+  /**
+   * `acceptAndAwait` on the open-operation slot this session holds ahead for the lane
+   * (held-slots.ts), so a warm prompt makes no tenant call on its path: null when none is held (the
+   * worker then reserves one and calls `acceptAndAwait`). A refused accept keeps the slot for the
+   * next prompt; an operation still running after HELD_SLOT_BIND_AFTER_MS (or answered before it
+   * settled) is bound to it; the lane's next slot is asked for with the settlement's forward.
+   */
+  async acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>> | null> {
+    const slots = this.host.heldSlots;
+    const takenAt = Date.now();
+    const slot = slots.take(name, takenAt);
+    if (slot === undefined) return null;
+    let opened = false;
+    const answer = await asResult(async () => {
+      const lane = await this.host.lane(name);
+      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
+      opened = true;
+      this.host.takeOverReservation(admission.operationId, slot);
+      // The next slot comes with this operation's settlement forward.
+      slots.want(name);
+      this.host.open().runtime.startPass(lane, admission.operationId);
+      let outcome = await this.outcomeWithin(lane, admission.operationId, Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS));
+      if (outcome.state !== "settled") {
+        // Its release must then be kept (a bound slot does not expire): the settlement keeps a row.
+        this.host.reservationBound(admission.operationId);
+        slots.bind(slot, admission.operationId);
+        if (outcome.state === "pending" && waitMs > HELD_SLOT_BIND_AFTER_MS) outcome = await this.outcomeWithin(lane, admission.operationId, waitMs - HELD_SLOT_BIND_AFTER_MS);
+      }
+      if (outcome.state !== "settled") return outcome;
+      return { state: "settled" as const, result: this.withMessages(lane, outcome.result) };
+    });
+    if (!opened) slots.putBack(name, slot, takenAt);
+    return answer;
   }
 
   /**

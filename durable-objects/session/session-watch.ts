@@ -18,7 +18,7 @@ import type { SessionHost } from "./session-host.ts";
 export const WATCH_HEADERS = { kind: "x-watch-kind", lane: "x-watch-lane", keyId: "x-watch-key-id", batch: "x-watch-batch", resume: "x-watch-resume", commands: "x-watch-commands", format: "x-watch-format", tokenExpires: "x-watch-token-expires" } as const;
 
 /** What this module reaches of the host (session-host.ts). */
-type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "open">;
+type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "heldSlots" | "open">;
 
 /**
  * Lane and session watch streams over hibernatable WebSockets (spec/API.md "Watch protocol",

@@ -7,6 +7,10 @@ import { SessionIndex } from "./tenant-listings.ts";
 import { SessionUsageMarks } from "./session-usage-marks.ts";
 import type { Reservation } from "./tenant-operations.ts";
 import type { TenantHost } from "./tenant-host.ts";
+import type { GrantedSlot } from "../session/held-slots.ts";
+
+/** Lanes one settlement forward may ask a held slot for (a session's forward carries its own lanes). */
+const MAX_SLOTS_PER_FORWARD = 16;
 
 /**
  * The tenant's open-operations quota (tenant-operations.ts: a slot reserved before every accept,
@@ -26,12 +30,6 @@ export class OperationsAndUsage {
     return this.host.operations().reserve(sessionId, lane, this.host.quotas().maxOpenOperations, now, this.host.webhooks().hasEndpoints());
   }
 
-  /** A slot held ahead of a session's next socket command, while half the quota is free (tenant-operations.ts). */
-  async reserveSpareOperation(sessionId: string, lane: string, now = Date.now()): Promise<Reservation> {
-    if (!this.host.schema.exists) return { ok: false, openOperations: [] };
-    return this.host.operations().reserveSpare(sessionId, lane, this.host.quotas().maxOpenOperations, now);
-  }
-
   /** The accept succeeded: the reservation's slot now belongs to `operationId`. */
   async bindOperation(reservationId: string, operationId: string): Promise<void> {
     if (this.host.schema.exists) this.host.operations().bind(reservationId, operationId, Date.now());
@@ -45,10 +43,12 @@ export class OperationsAndUsage {
    * remembered longer than a forward may be repeated (webhooks/webhook-event-ids.ts), so a repeated forward
    * enqueues nothing twice. `usage`: the session's usage-ledger rows it has not seen acknowledged,
    * added to the session's sum in the same transaction, each once (session-usage-marks.ts), so the totals
-   * stay exact across failed and repeated forwards.
+   * stay exact across failed and repeated forwards. `slotsFor`: the session's lanes that want an
+   * open-operation slot held for their next prompt (session/held-slots.ts), granted after the
+   * release, while half the quota is free (tenant-operations.ts `reserveSpare`).
    */
-  async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage): Promise<void> {
-    if (!this.host.schema.exists) return;
+  async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage, slotsFor: readonly string[] = []): Promise<{ slots: GrantedSlot[] }> {
+    if (!this.host.schema.exists) return { slots: [] };
     const events = (await Promise.all(operations.map((operation) => settledEvent(sessionId, operation)))).filter(
       (event): event is EnqueuedEvent => event !== undefined,
     );
@@ -64,7 +64,20 @@ export class OperationsAndUsage {
     });
     // Memory follows the committed transaction: a batch that failed keeps its slots held.
     this.host.operations().forgetPending(operations.map((operation) => operation.reservationId));
+    const slots = this.heldSlotsFor(sessionId, slotsFor, now);
     if (enqueued > 0) await this.host.armNoLaterThan(now);
+    return { slots };
+  }
+
+  private heldSlotsFor(sessionId: string, lanes: readonly string[], now: number): GrantedSlot[] {
+    const { maxOpenOperations } = this.host.quotas();
+    const webhooks = this.host.webhooks().hasEndpoints();
+    const slots: GrantedSlot[] = [];
+    for (const lane of lanes.slice(0, MAX_SLOTS_PER_FORWARD)) {
+      const granted = this.host.operations().reserveSpare(sessionId, lane, maxOpenOperations, now, webhooks);
+      if (granted.ok) slots.push({ lane, reservationId: granted.reservationId, webhooks: granted.webhooks });
+    }
+    return slots;
   }
 
   /**
@@ -80,9 +93,9 @@ export class OperationsAndUsage {
     if (enqueued > 0) await this.host.armNoLaterThan(now);
   }
 
-  /** Slots of the open-operations quota taken now: bound operations and accepts in flight. */
+  /** Open operations now: bound operations and accepts in flight (not the slots sessions hold ahead). */
   async openOperationCount(): Promise<number> {
-    return this.host.schema.exists ? this.host.operations().count() : 0;
+    return this.host.schema.exists ? this.host.operations().openCount() : 0;
   }
 
   /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */

@@ -3,6 +3,11 @@ export interface PendingReservation {
   sessionId: string;
   lane: string;
   reservedAt: number;
+  /**
+   * Held ahead by the session for its lane's next prompt (session/held-slots.ts): counted against
+   * the quota, but no operation is open on it until one is bound to it.
+   */
+  spare?: true;
 }
 
 /**
@@ -22,6 +27,13 @@ export class PendingReservations {
     return this.byId.size;
   }
 
+  /** Slots held ahead by sessions, none used by an operation the tenant knows of. */
+  get spareCount(): number {
+    let count = 0;
+    for (const reservation of this.byId.values()) if (reservation.spare) count++;
+    return count;
+  }
+
   add(reservationId: string, reservation: PendingReservation): void {
     this.byId.set(reservationId, reservation);
   }
@@ -30,9 +42,12 @@ export class PendingReservations {
     return this.byId.has(reservationId);
   }
 
-  /** The sessions with an accept in flight (or an operation holding its reservation until it settles). */
+  /**
+   * The sessions with an accept in flight (or an operation holding its reservation until it
+   * settles); a slot a session merely holds ahead does not count.
+   */
   sessionIds(): string[] {
-    return [...this.byId.values()].map((reservation) => reservation.sessionId);
+    return [...this.byId.values()].filter((reservation) => !reservation.spare).map((reservation) => reservation.sessionId);
   }
 
   /** Removes and answers the reservation, if it is pending. */
@@ -42,8 +57,21 @@ export class PendingReservations {
     return reservation;
   }
 
-  /** Drops reservations reserved before `cutoff` (their accept never reported back). */
-  expire(cutoff: number): void {
-    for (const [id, reservation] of this.byId) if (reservation.reservedAt < cutoff) this.byId.delete(id);
+  /**
+   * Drops reservations reserved before `cutoff` (their accept never reported back), and slots held
+   * ahead reserved before `spareCutoff` (their session did not use them in time).
+   */
+  expire(cutoff: number, spareCutoff: number): void {
+    for (const [id, reservation] of this.byId) if (reservation.reservedAt < (reservation.spare ? spareCutoff : cutoff)) this.byId.delete(id);
+  }
+
+  /** Drops the oldest slot held ahead, if any (the quota is needed for an operation now). */
+  evictSpare(): boolean {
+    for (const [id, reservation] of this.byId) {
+      if (!reservation.spare) continue;
+      this.byId.delete(id);
+      return true;
+    }
+    return false;
   }
 }

@@ -102,12 +102,11 @@ export class TenantObject extends DurableObject<Env> {
 
   // Open operations, usage, and the sessions' reports after their commits (operations-and-usage.ts).
   async reserveOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveOperation(sessionId, lane, now); }
-  async reserveSpareOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveSpareOperation(sessionId, lane, now); }
   async bindOperation(reservationId: string, operationId: string) { return this.operations.bindOperation(reservationId, operationId); }
   async releaseOperation(id: string) { return this.operations.releaseOperation(id); }
   async openOperationCount() { return this.operations.openOperationCount(); }
   async usageTotals() { return this.operations.usageTotals(); }
-  async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage) { return this.operations.operationsSettled(sessionId, operations, usage); }
+  async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage, slotsFor?: readonly string[]) { return this.operations.operationsSettled(sessionId, operations, usage, slotsFor); }
   async operationsSuspended(sessionId: string, runs: SuspendedRun[]) { return this.operations.operationsSuspended(sessionId, runs); }
 
   // Webhook endpoints and their deliveries (webhooks/webhook-subscriptions.ts).

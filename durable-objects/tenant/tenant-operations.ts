@@ -9,6 +9,13 @@ export const DEFAULT_MAX_OPEN_OPERATIONS = 50;
  */
 export const UNBOUND_RESERVATION_MS = 90_000;
 
+/**
+ * A slot a session holds ahead (session/held-slots.ts) expires after this long unless bound; the
+ * session uses one for at most HELD_SLOT_MAX_AGE_MS (10 s), so an idle session's slot is counted
+ * against the quota for at most this long.
+ */
+export const SPARE_RESERVATION_MS = 15_000;
+
 /** A release that arrived before its bind is remembered this long. */
 const RELEASED_TTL_MS = 10 * 60_000;
 
@@ -59,7 +66,11 @@ export class TenantOperations {
 
   /** Writes nothing when it grants a slot: the reservation stays in memory until it is bound. */
   reserve(sessionId: string, lane: string, max: number, now: number, webhooks: boolean): Reservation {
-    this.pending.expire(now - UNBOUND_RESERVATION_MS);
+    this.expire(now);
+    // Slots sessions hold ahead give way to an operation that needs one now. A session that then
+    // uses the slot it was holding runs that operation uncounted: the quota may be exceeded by the
+    // slots given way within their last seconds (SPARE_RESERVATION_MS), never refused by idle ones.
+    while (this.count() >= max && this.pending.evictSpare());
     if (this.count() >= max) {
       if (!this.healDue(now)) return { ok: false, openOperations: [] };
       const rows = this.sql
@@ -73,20 +84,29 @@ export class TenantOperations {
   }
 
   /**
-   * A slot a session holds ahead of its next socket command (socket-commands.ts), granted only
+   * A slot a session holds ahead of its lane's next prompt (session/held-slots.ts), granted only
    * while at least half the quota is free, so that a tenant near its quota never has slots held
-   * idle; refused otherwise (the command then reserves on its own path, as before). It is an
-   * unbound reservation like any other: it expires after UNBOUND_RESERVATION_MS unless bound.
+   * idle; refused otherwise (the prompt then reserves on its own path, as before). It is an unbound
+   * reservation like any other: it expires after UNBOUND_RESERVATION_MS unless bound.
    */
-  reserveSpare(sessionId: string, lane: string, max: number, now: number): Reservation {
-    this.pending.expire(now - UNBOUND_RESERVATION_MS);
+  reserveSpare(sessionId: string, lane: string, max: number, now: number, webhooks: boolean): Reservation {
+    this.expire(now);
     if (this.count() + 1 > Math.floor(max / 2)) return { ok: false, openOperations: [] };
     const reservationId = `rsv_${crypto.randomUUID()}`;
-    this.pending.add(reservationId, { sessionId, lane, reservedAt: now });
-    return { ok: true, reservationId, webhooks: false };
+    this.pending.add(reservationId, { sessionId, lane, reservedAt: now, spare: true });
+    return { ok: true, reservationId, webhooks };
   }
 
-  /** Slots taken: bound operations (rows) and accepts in flight (memory). */
+  private expire(now: number): void {
+    this.pending.expire(now - UNBOUND_RESERVATION_MS, now - SPARE_RESERVATION_MS);
+  }
+
+  /** Open operations: slots taken, less the slots sessions merely hold ahead. */
+  openCount(): number {
+    return this.count() - this.pending.spareCount;
+  }
+
+  /** Slots taken: bound operations (rows) and accepts in flight (memory), held slots included. */
   count(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM open_operations").one().n + this.pending.size;
   }

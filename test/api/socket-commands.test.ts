@@ -66,14 +66,14 @@ describe("commands on the lane socket", () => {
     expect(lane).toMatchObject({ lastOperationId: operationId, current: null });
     const transcript = await (await call(`${setup.sessionPath}/lanes/main/snapshot`, { token: setup.key })).json<{ snapshot: { transcript: unknown[] } }>();
     expect(transcript.snapshot.transcript).toHaveLength(2);
-    // Its open-operation slot was reserved and, with the settlement, freed; one slot is held ahead
-    // for the socket's next prompt (the tenant's quota is mostly free), counted like any other.
+    // Its open-operation slot was reserved and, with the settlement, freed; the slot held ahead for
+    // the socket's next prompt (the tenant's quota is mostly free) is not an open operation.
     let open = -1;
-    for (let attempt = 0; attempt < 400 && open !== 1; attempt++) {
+    for (let attempt = 0; attempt < 400 && open !== 0; attempt++) {
       open = await env.TENANTS.getByName(setup.tenantId).openOperationCount();
-      if (open !== 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      if (open !== 0) await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    expect(open).toBe(1);
+    expect(open).toBe(0);
     // The same id for another command is refused.
     client.send(JSON.stringify({ type: "prompt", id: "c1", prompt: "something else" }));
     expect((await replyTo(client, "c1")).reply).toMatchObject({ status: 422, body: { error: { code: "IdempotencyConflict" } } });
@@ -152,8 +152,8 @@ describe("commands on the lane socket", () => {
         await client.until((message) => message.type === "event" && (message as { event: HarnessEvent }).event.type === "run_end");
       };
       await turn("s1");
-      // The slot for the next prompt is taken after the first, off its path.
-      await until(async () => (await recorder.read()).includes("reserveSpareOperation"));
+      // The slot for the next prompt comes with the first one's settlement forward, off its path.
+      await until(async () => (await recorder.read()).includes("operationsSettled"));
       const before = (await recorder.read()).length;
       await turn("s2");
       const second = (await recorder.read()).slice(before);
@@ -164,7 +164,7 @@ describe("commands on the lane socket", () => {
       const quotas = await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 1 }, token: adminToken() });
       expect(quotas.status).toBe(200);
       await turn("s3");
-      await until(async () => (await recorder.read()).filter((name) => name === "reserveSpareOperation").length >= 2);
+      await until(async () => (await recorder.read()).filter((name) => name === "operationsSettled").length >= 3);
       const beforeSmall = (await recorder.read()).length;
       await turn("s4");
       expect((await recorder.read()).slice(beforeSmall)).toContain("reserveOperation");

@@ -76,6 +76,19 @@ export async function withOpenOperation<B, T>(
   return value;
 }
 
+/**
+ * A warm isolate's accept on the slot the session holds ahead for the lane (session/held-slots.ts):
+ * the key is trusted here and the request paid from this isolate's lease (worker/middleware/auth.ts),
+ * so the tenant object is not called on the request's path at all. Undefined when the isolate is
+ * cold or the session holds no slot (`accept` answers null): the caller then reserves as usual
+ * (`withOpenOperation`). A bad body is 400 before the session is called.
+ */
+export async function withHeldSlot<B, T>(c: AppContext, readBody: () => Promise<B>, accept: (body: B) => Promise<Wire<RpcResult<T>> | null>): Promise<T | undefined> {
+  if (c.get("caller") === undefined) return undefined;
+  const answer = await accept(await readBody());
+  return answer === null ? undefined : replyValue(answer);
+}
+
 async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingScope, readBody: () => Promise<B>): Promise<GrantedReservation> {
   const first = await firstReservation(c, tenant, scope);
   if (first.ok) return first;

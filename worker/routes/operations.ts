@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import type { BusyAdmission, BusyPromptOutcome, ConvenienceOutcome } from "../../durable-objects/session/session-operations.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
-import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody } from "../../schema/lane-api.ts";
+import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody, type PromptConvenience } from "../../schema/lane-api.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import type { AppEnv } from "../env.ts";
@@ -11,7 +11,7 @@ import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts"
 import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
 import { idempotencyScope } from "../middleware/idempotency.ts";
-import { admittingLane, withOpenOperation } from "./open-operations.ts";
+import { admittingLane, withHeldSlot, withOpenOperation } from "./open-operations.ts";
 import { streamedPrompt, streamRequested } from "./streamed-prompt.ts";
 import { requireTenantWithReservation } from "../middleware/auth.ts";
 
@@ -54,16 +54,23 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
   .post("/:lane/prompt", requireTenantWithReservation, sessionIdempotency, async (c) => {
     const { stub, ...scope } = await admittingLane(c);
     if (await streamRequested(c)) return streamedPrompt(c, stub, scope);
+    const readBody = () => jsonBody(c, PromptConvenienceSchema);
+    const promptOf = ({ prompt, images, operationId, deferred }: PromptConvenience) =>
+      toWire({ kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) });
+    const waitOf = ({ wait }: PromptConvenience) => (wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000));
+    // A warm prompt goes straight to the session, on the slot it holds for the lane.
+    const onHeldSlot = await withHeldSlot(c, readBody, (body) =>
+      body.ifBusy !== undefined && body.ifBusy !== "reject" ? Promise.resolve(null) : stub.acceptAndAwaitOnHeldSlot(scope.lane, promptOf(body), waitOf(body), idempotencyScope(c)),
+    );
+    if (onHeldSlot !== undefined) return convenience(c, onHeldSlot);
     const outcome = await withOpenOperation(
       c,
       scope,
-      () => jsonBody(c, PromptConvenienceSchema),
-      ({ prompt, images, wait, operationId, deferred, ifBusy }, reservation): Promise<Wire<RpcResult<BusyPromptOutcome>>> => {
-        const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
-        const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
+      readBody,
+      (body, reservation): Promise<Wire<RpcResult<BusyPromptOutcome>>> => {
         const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
-        if (ifBusy !== undefined && ifBusy !== "reject") return stub.promptWhileBusy(scope.lane, toWire(request), ifBusy, waitFor, handed, idempotencyScope(c));
-        return stub.acceptAndAwait(scope.lane, toWire(request), waitFor, handed, idempotencyScope(c));
+        if (body.ifBusy !== undefined && body.ifBusy !== "reject") return stub.promptWhileBusy(scope.lane, promptOf(body), body.ifBusy, waitOf(body), handed, idempotencyScope(c));
+        return stub.acceptAndAwait(scope.lane, promptOf(body), waitOf(body), handed, idempotencyScope(c));
       },
       (value) => ("queued" in value ? undefined : operationIdOf(value)),
       (value) => !("queued" in value) && value.state === "settled",

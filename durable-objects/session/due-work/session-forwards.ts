@@ -1,5 +1,6 @@
 import { readResult } from "../../../harness/runtime/operation-codec.ts";
 import type { DueWork } from "./due-work.ts";
+import type { HeldSlots } from "../held-slots.ts";
 import type { SqlSessionStorage } from "../storage/sql-session-storage.ts";
 import { DeferredRegistrar } from "./deferred-registrations.ts";
 import { SettlementForwarder } from "./settlement-outbox.ts";
@@ -8,6 +9,8 @@ import { SettlementForwarder } from "./settlement-outbox.ts";
 export interface ForwardsHost {
   env: Env;
   dueWork: DueWork;
+  /** The lanes' held open-operation slots: a forward also asks for the next ones (held-slots.ts). */
+  heldSlots: HeldSlots;
   /** Whether the object holds a session schema now. */
   holdsSession(): boolean;
   /** The open session's storage, else the stored one, else undefined. */
@@ -17,7 +20,8 @@ export interface ForwardsHost {
 /**
  * Settled operations and usage-ledger rows to the tenant object, in one call: it frees the
  * operations' open-operation slots (tenant/tenant-operations.ts), enqueues their webhooks and adds the
- * usage, idempotently by operation id, event id and ledger seq (settlement-outbox.ts, usage-outbox.ts).
+ * usage, idempotently by operation id, event id and ledger seq (settlement-outbox.ts, usage-outbox.ts),
+ * and grants the slots the session's lanes want held for their next prompts (held-slots.ts).
  */
 export function settlementForwarder(host: ForwardsHost): SettlementForwarder {
   const { dueWork } = host;
@@ -42,7 +46,16 @@ export function settlementForwarder(host: ForwardsHost): SettlementForwarder {
     },
     send: async (operations, usage) => {
       const storage = host.storage();
-      if (storage) await host.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, usage);
+      if (!storage) return;
+      const lanes = host.heldSlots.toAsk();
+      let answer;
+      try {
+        answer = await host.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, usage, lanes);
+      } catch (error) {
+        host.heldSlots.notGranted(lanes);
+        throw error;
+      }
+      host.heldSlots.granted(lanes, answer?.slots ?? [], Date.now());
     },
     rearm: () => {
       if (host.holdsSession()) dueWork.rearm();

@@ -4,7 +4,6 @@ import type { WatchCommand, WatchReply } from "../../../schema/watch.ts";
 import { fromWire, toWire, type Wire } from "../../../schema/wire.ts";
 import { IdempotencyStore, type ReceiptScope } from "../../rpc/idempotency.ts";
 import { LEASE_MAX, QuotaLeases } from "../../tenant/quota-leases.ts";
-import { SpareSlot } from "./spare-slot.ts";
 import { sha256Hex } from "../../tenant/tenant-keys.ts";
 import type { QueueInput, SessionHost } from "../session-host.ts";
 import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
@@ -17,7 +16,7 @@ export interface CommandTargets {
   abortCurrent(lane: string, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<unknown>>>;
 }
 
-type CommandsHost = Pick<SessionHost, "ctx" | "env" | "open">;
+type CommandsHost = Pick<SessionHost, "ctx" | "env" | "heldSlots" | "open">;
 
 /** Command ids share the session's idempotency store (as long as its keys are kept) under this prefix. */
 const COMMAND_ID_SCOPE = "ws";
@@ -31,7 +30,8 @@ const COMMAND_ID_SCOPE = "ws";
  * - The tenant's request quota is spent from a lease this object holds (quota-leases.ts, as the
  *   front worker's isolates do): no tenant-object call per frame, one per lease (which also
  *   re-verifies the key). A prompt also takes its open-operation slot, like its REST twin: one the
- *   session holds ahead while half the tenant's quota is free (spare-slot.ts), else reserved then.
+ *   session holds ahead for the lane while half the tenant's quota is free (held-slots.ts), else
+ *   reserved then.
  * - The id is kept with what it started (the session's idempotency store, keyed by lane and id):
  *   a repeated id answers the first answer again and does nothing twice. The queue and prompt
  *   effects carry the id as their receipt (rpc/idempotency.ts `once`), so an object killed between
@@ -39,7 +39,6 @@ const COMMAND_ID_SCOPE = "ws";
  */
 export class SocketCommands {
   private readonly leases = new QuotaLeases();
-  private readonly spare = new SpareSlot();
 
   constructor(
     private readonly host: CommandsHost,
@@ -85,9 +84,9 @@ export class SocketCommands {
   private async prompt(lane: string, command: Extract<WatchCommand, { type: "prompt" }>, receipt: ReceiptScope): Promise<WatchReply> {
     const { storage, session } = this.host.open();
     const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
-    // A slot held ahead (spare-slot.ts), else one reserved on this command's path.
-    const held = this.spare.take(tenant, Date.now());
-    const reservation = held !== undefined ? { ok: true as const, reservationId: held } : await tenant.reserveOperation(session.metadata.id, lane);
+    // A slot held ahead (held-slots.ts), else one reserved on this command's path.
+    const held = this.host.heldSlots.take(lane, Date.now());
+    const reservation = held !== undefined ? { ok: true as const, reservationId: held.reservationId } : await tenant.reserveOperation(session.metadata.id, lane);
     if (!reservation.ok) {
       return errorReply(command.id, { code: "RateLimited", message: "The tenant's open operations quota is used up; retry in 5 s", details: { quota: "maxOpenOperations", retryAfterSeconds: 5 } });
     }
@@ -105,7 +104,7 @@ export class SocketCommands {
     // reservation that expires by itself.
     if (!answer.ok || "queued" in answer.value) void tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
     else void tenant.bindOperation(reservation.reservationId, answer.value.operationId).catch(() => undefined);
-    this.spare.refill(tenant, session.metadata.id, lane);
+    this.host.heldSlots.want(lane);
     return answer.ok ? { type: "reply", id: command.id, status: 202, body: answer.value } : errorReply(command.id, answer.error);
   }
 
