@@ -7,14 +7,17 @@ import type { RequestOptions } from "../../test/e2e/client-helpers.ts";
 // P1 reports a turn with each, so the server's share is visible on its own.
 
 export class KeptAliveApi {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  private readonly agent: Agent;
   private readonly url: URL;
 
+  /** `connections`: kept-alive connections, one per request in flight (one by default). */
   constructor(
     baseUrl: string,
     private readonly token: string,
+    connections = 1,
   ) {
     this.url = new URL(baseUrl);
+    this.agent = new Agent({ keepAlive: true, maxSockets: connections });
   }
 
   /** A request that must answer `status`; returns its JSON body (null when empty). */
