@@ -1,4 +1,4 @@
-import { SessionIndex } from "./tenant-listings.ts";
+import { ACTIVITY_STEP_MS, SessionIndex } from "./tenant-listings.ts";
 import { SessionUsageMarks } from "./session-usage-marks.ts";
 
 /**
@@ -31,7 +31,8 @@ export class SessionDeletions {
   /**
    * Retention: sessions whose last activity is before `cutoff` (by the activity index), marked so
    * that activity before their turn takes them out again (tenant-listings.ts SessionIndex.touch);
-   * answers how many were newly queued.
+   * answers how many were newly queued. The recorded activity may be up to ACTIVITY_STEP_MS behind
+   * the latest, so only sessions recorded that much before the cutoff are idle for certain.
    */
   queueIdle(cutoff: number, now: number): number {
     return this.sql
@@ -39,7 +40,7 @@ export class SessionDeletions {
         "INSERT INTO session_deletions (session_id, queued_at, idle_before) SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? ON CONFLICT DO NOTHING RETURNING session_id",
         now,
         cutoff,
-        cutoff,
+        cutoff - ACTIVITY_STEP_MS,
       )
       .toArray().length;
   }

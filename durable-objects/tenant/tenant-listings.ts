@@ -15,6 +15,13 @@ type DirectoryRow = { tenant_id: string; name: string; created_at: number; statu
  * in `session_metadata`, which a search by that pair reads in creation order (session-search.ts).
  * Each method is one synchronous SQL turn.
  */
+/**
+ * A session's recorded activity moves only when it is this much older than the activity: it is
+ * therefore at most this much behind the latest one, and retention adds it to its cutoff, so a
+ * session is never deleted before it has been idle its whole retention (at most this much after).
+ */
+export const ACTIVITY_STEP_MS = 3_600_000;
+
 export class SessionIndex {
   constructor(private readonly sql: SqlStorage) {}
 
@@ -56,7 +63,9 @@ export class SessionIndex {
    * deleted is idle no more: it leaves the queue (session-deletions.ts) and is listed again.
    */
   touch(sessionId: string, now: number): void {
-    this.sql.exec("UPDATE sessions SET last_active_at = max(coalesce(last_active_at, 0), ?) WHERE session_id = ?", now, sessionId);
+    // Written once per ACTIVITY_STEP_MS at most, not with every settled turn (two rows written each,
+    // row and index: QUALITY P12); retention allows for the step (session-deletions.ts queueIdle).
+    this.sql.exec("UPDATE sessions SET last_active_at = ? WHERE session_id = ? AND coalesce(last_active_at, 0) <= ?", now, sessionId, now - ACTIVITY_STEP_MS);
     this.sql.exec("DELETE FROM session_deletions WHERE session_id = ? AND idle_before IS NOT NULL", sessionId);
   }
 

@@ -100,3 +100,34 @@ describe("issue 35: a session queued by retention that is active again before it
     expect(await listed()).toEqual(["revived"]);
   });
 });
+
+describe("activity recorded at most once an hour (two rows written per settled turn otherwise)", { timeout: 30_000 }, () => {
+  const recorded = (tenantId: string, sid: string) =>
+    runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) =>
+      state.storage.sql.exec<{ at: number }>("SELECT last_active_at AS at FROM sessions WHERE session_id = ?", sid).one().at,
+    );
+
+  it("moves a session's activity only when it is an hour old, and never deletes a session before its retention", async () => {
+    const { tenantId, key } = await newTenant("ret_step");
+    for (const sid of ["recent", "hour", "edge", "past"]) expect((await call("/v1/sessions", { body: { id: sid }, token: key })).status).toBe(201);
+    const patch = async (sid: string) => expect((await call(`/v1/sessions/${sid}`, { method: "PATCH", body: { metadata: { seen: "yes" } }, token: key })).status).toBe(200);
+    // Active 15 minutes ago: a new activity writes nothing; two hours ago: it is recorded.
+    await idleFor(tenantId, "recent", 15 / 1440);
+    const before = await recorded(tenantId, "recent");
+    await patch("recent");
+    expect(await recorded(tenantId, "recent")).toBe(before);
+    await idleFor(tenantId, "hour", 2 / 24);
+    const stamp = Date.now();
+    await patch("hour");
+    expect(await recorded(tenantId, "hour")).toBeGreaterThanOrEqual(stamp);
+    // The recorded activity may be up to an hour behind the latest: under a 30-day retention, a
+    // session recorded 30 days and 30 minutes ago may have been active since and is kept; one
+    // recorded 30 days and 2 hours ago is deleted.
+    expect((await quotas(tenantId, { sessionRetentionDays: 30 })).status).toBe(200);
+    await idleFor(tenantId, "edge", 30 + 30 / 1440);
+    await idleFor(tenantId, "past", 30 + 2 / 24);
+    await tick();
+    expect(await status(key, "edge")).toBe(200);
+    expect(await status(key, "past")).toBe(404);
+  });
+});
