@@ -57,12 +57,21 @@ export class HeldSlots {
 
   /** The slot now belongs to `operationId`, which outlives the moment: the tenant counts it as open. */
   bind(slot: HandedReservation, operationId: string): void {
-    void this.tenant().bindOperation(slot.reservationId, operationId).catch(() => undefined);
+    this.tell((tenant) => tenant.bindOperation(slot.reservationId, operationId));
   }
 
   /** A slot taken for nothing: freed at the tenant. */
   release(reservationId: string): void {
-    void this.tenant().releaseOperation(reservationId).catch(() => undefined);
+    this.tell((tenant) => tenant.releaseOperation(reservationId));
+  }
+
+  /** Off the caller's path, and never failing it: a slot the tenant does not hear of expires there. */
+  private tell(call: (tenant: TenantStub) => Promise<unknown>): void {
+    try {
+      void call(this.tenant()).catch(() => undefined);
+    } catch {
+      // The session is gone (its tenant unknown here): its slots expire at the tenant by themselves.
+    }
   }
 
   /** The lane wants its next slot: asked for with the session's next settlement forward. */
