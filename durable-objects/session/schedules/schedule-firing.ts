@@ -4,6 +4,7 @@ import type { ScheduleRun, ScheduleSkipReason } from "../../../schema/schedules.
 import { fromWire, toWire, type Wire } from "../../../schema/wire.ts";
 import type { ScheduleDue } from "../../tenant/tenant-schedules.ts";
 import type { SessionHost } from "../session-host.ts";
+import { SerialRerun } from "../due-work/serial-rerun.ts";
 import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
 import { missedBetween, nextDueAfter, scheduledOperationId } from "./schedule-times.ts";
 import type { StoredSchedule } from "./schedule-store.ts";
@@ -27,8 +28,9 @@ type Outcome = { operationId: string } | { skipped: ScheduleSkipReason; detail?:
 /**
  * Starts the runs of due schedules (spec/API.md "Schedules"), from the session's alarm and from the
  * cron's sweep. A due time starts at most one run:
- * - one pass at a time in this object (a second caller joins it), and each schedule is read again
- *   after the tenant call and fired only if its due time is still the one it was called for;
+ * - one pass at a time in this object (a second caller joins it, and it goes round once more),
+ *   and each schedule is read again after the tenant call and fired only if its due time is still
+ *   the one it was called for;
  * - the run's operation id derives from schedule and due time (schedule-times.ts), and a lane
  *   accepts an operation id once, so a due time fired again after a crash finds its operation
  *   instead of starting another;
@@ -39,7 +41,9 @@ type Outcome = { operationId: string } | { skipped: ScheduleSkipReason; detail?:
  * the first after now.
  */
 export class ScheduleFiring {
-  private pass: Promise<void> | undefined;
+  // A caller that finds a pass running joins it and makes it look once more: a schedule that came
+  // due after the pass read the due ones (its alarm fired meanwhile) is not left for a later alarm.
+  private readonly passes = new SerialRerun(() => this.fireAll());
 
   constructor(
     private readonly host: FiringHost,
@@ -48,8 +52,7 @@ export class ScheduleFiring {
   ) {}
 
   fireDue(): Promise<void> {
-    this.pass ??= this.fireAll().finally(() => (this.pass = undefined));
-    return this.pass;
+    return this.passes.kick();
   }
 
   private async fireAll(): Promise<void> {
