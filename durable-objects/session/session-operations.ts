@@ -111,21 +111,8 @@ export class SessionOperations {
    * A settled run answers its record with the messages it appended, so one call gets the answer.
    */
   async acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
-    return asResult(async () => {
-      const lane = await this.host.lane(name);
-      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
-      if (reservation !== undefined) this.host.takeOverReservation(admission.operationId, reservation);
-      this.host.open().runtime.startPass(lane, admission.operationId);
-      // The lane's next prompt may then come straight here (acceptAndAwaitOnHeldSlot).
-      this.host.heldSlots.want(name);
-      const outcome = await this.outcomeWithin(lane, admission.operationId, waitMs);
-      if (outcome.state !== "settled") {
-        // Answered before it settled: the worker binds the slot, whose release must then be kept.
-        if (reservation !== undefined) this.host.reservationBound(admission.operationId);
-        return outcome;
-      }
-      return { state: "settled", result: this.withMessages(lane, outcome.result) };
-    });
+    // The worker reserved the slot, and binds it when the answer comes before the settlement.
+    return asResult(() => this.promptAndAwait(name, request, waitMs, receipt, reservation && { reservation, boundBy: "worker" }));
   }
 
   /**
@@ -136,31 +123,48 @@ export class SessionOperations {
    * settled) is bound to it; the lane's next slot is asked for with the settlement's forward.
    */
   async acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>> | null> {
-    const slots = this.host.heldSlots;
     const takenAt = Date.now();
-    const slot = slots.take(name, takenAt);
+    const slot = this.host.heldSlots.take(name, takenAt);
     if (slot === undefined) return null;
     let opened = false;
-    const answer = await asResult(async () => {
-      const lane = await this.host.lane(name);
-      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
-      opened = true;
-      this.host.takeOverReservation(admission.operationId, slot);
-      // The next slot comes with this operation's settlement forward.
-      slots.want(name);
-      this.host.open().runtime.startPass(lane, admission.operationId);
-      let outcome = await this.outcomeWithin(lane, admission.operationId, Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS));
-      if (outcome.state !== "settled") {
-        // Its release must then be kept (a bound slot does not expire): the settlement keeps a row.
-        this.host.reservationBound(admission.operationId);
-        slots.bind(slot, admission.operationId);
-        if (outcome.state === "pending" && waitMs > HELD_SLOT_BIND_AFTER_MS) outcome = await this.outcomeWithin(lane, admission.operationId, waitMs - HELD_SLOT_BIND_AFTER_MS);
-      }
-      if (outcome.state !== "settled") return outcome;
-      return { state: "settled" as const, result: this.withMessages(lane, outcome.result) };
-    });
-    if (!opened) slots.putBack(name, slot, takenAt);
+    const answer = await asResult(() => this.promptAndAwait(name, request, waitMs, receipt, { reservation: slot, boundBy: "session" }, () => (opened = true)));
+    if (!opened) this.host.heldSlots.putBack(name, slot, takenAt);
     return answer;
+  }
+
+  /**
+   * Accepts a prompt (once per claimed key), starts its pass and waits within `waitMs`; a settled
+   * run answers its record with the messages it appended. The slot it was accepted on is handed to
+   * the settlement; one still open when answered (or, bound by this session, after
+   * HELD_SLOT_BIND_AFTER_MS) is bound, so its release survives a crash. The lane asks for its next
+   * held slot (acceptAndAwaitOnHeldSlot) with this operation's settlement forward.
+   */
+  private async promptAndAwait(
+    name: string,
+    request: Wire<OperationRequest>,
+    waitMs: number,
+    receipt: ReceiptScope | undefined,
+    slot: { reservation: HandedReservation; boundBy: "worker" | "session" } | undefined,
+    opened: () => void = () => undefined,
+  ): Promise<ConvenienceOutcome<PromptAnswer>> {
+    const lane = await this.host.lane(name);
+    const { operationId } = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
+    opened();
+    if (slot !== undefined) this.host.takeOverReservation(operationId, slot.reservation);
+    this.host.open().runtime.startPass(lane, operationId);
+    this.host.heldSlots.want(name);
+    const bindsItself = slot?.boundBy === "session";
+    const firstWait = bindsItself ? Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS) : waitMs;
+    let outcome = await this.outcomeWithin(lane, operationId, firstWait);
+    if (outcome.state !== "settled" && slot !== undefined) {
+      this.host.reservationBound(operationId);
+      if (bindsItself) {
+        this.host.heldSlots.bind(slot.reservation, operationId);
+        if (outcome.state === "pending" && waitMs > firstWait) outcome = await this.outcomeWithin(lane, operationId, waitMs - firstWait);
+      }
+    }
+    if (outcome.state !== "settled") return outcome;
+    return { state: "settled", result: this.withMessages(lane, outcome.result) };
   }
 
   /**

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
-import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
 import type { LaneWatchMessage, WatchReply } from "../../schema/watch.ts";
 import { devVar, devVarsProblems } from "../../scripts/dev-vars.mjs";
 
@@ -238,15 +237,7 @@ export function eventsOf(messages: Received[]): { seq: number; event: HarnessEve
 }
 
 /** The shared client fold over `events`; a rebase is unexpected in these flows. */
-export function fold(snapshot: LaneSnapshot, events: HarnessEvent[]): LaneSnapshot {
-  let folded = snapshot;
-  for (const event of events) {
-    const next = reduceLaneSnapshot(folded, event);
-    if (isRebase(next)) throw new Error(`Unexpected rebase at ${event.type}`);
-    folded = next;
-  }
-  return folded;
-}
+export { foldEvents as fold } from "../lane-fold.ts";
 
 /** The text of an assistant or user message entry (for readable transcript assertions). */
 export function transcriptText(snapshot: LaneSnapshot): string[] {

@@ -1,7 +1,7 @@
 import { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
-import { isRebase, reduceLaneSnapshot } from "../../schema/reduce-lane-snapshot.ts";
+import { foldEvents } from "../lane-fold.ts";
 import type { WatchHandle } from "../../harness/runtime/watch.ts";
 
 // Fold equivalence (reference §5.4, ARCHITECTURE D13): a watch snapshot folded over its own later
@@ -25,16 +25,7 @@ export async function openWatched(lane: AgentLane): Promise<Watched> {
   return { watch, captured, events };
 }
 
-/** Folds a snapshot over events with the normative reducer; a rebase fails the fold. */
-export function foldEvents(snapshot: LaneSnapshot, events: readonly HarnessEvent[]): LaneSnapshot {
-  let folded = snapshot;
-  for (const event of events) {
-    const next = reduceLaneSnapshot(folded, event);
-    if (isRebase(next)) throw new Error(`unexpected rebase at ${event.type}`);
-    folded = next;
-  }
-  return folded;
-}
+export { foldEvents };
 
 /** Waits until every batch bound so far has been delivered (an empty batch joins the tail). */
 export function deliveredSoFar(harness: AgentHarness): Promise<void> {

@@ -48,14 +48,13 @@ export function settlementForwarder(host: ForwardsHost): SettlementForwarder {
       const storage = host.storage();
       if (!storage) return;
       const lanes = host.heldSlots.toAsk();
-      let answer;
-      try {
-        answer = await host.env.TENANTS.getByName(storage.tenantId).operationsSettled(storage.metadata.id, operations, usage, lanes);
-      } catch (error) {
-        host.heldSlots.notGranted(lanes);
-        throw error;
-      }
-      host.heldSlots.granted(lanes, answer?.slots ?? [], Date.now());
+      const { slots } = await host.env.TENANTS.getByName(storage.tenantId)
+        .operationsSettled(storage.metadata.id, operations, usage, lanes)
+        .catch((error: unknown) => {
+          host.heldSlots.notGranted(lanes);
+          throw error;
+        });
+      host.heldSlots.granted(lanes, slots, Date.now());
     },
     rearm: () => {
       if (host.holdsSession()) dueWork.rearm();
