@@ -39,6 +39,11 @@ export class HeldSlots {
 
   constructor(private readonly tenant: () => TenantStub) {}
 
+  /** Whether the lane holds a slot now (the next prompt can take it). */
+  holds(lane: string): boolean {
+    return this.byLane.has(lane);
+  }
+
   /** The lane's held slot when it is fresh (then no longer held); a stale one is given back. */
   take(lane: string, now: number): HandedReservation | undefined {
     const held = this.byLane.get(lane);

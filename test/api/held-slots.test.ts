@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { adminToken, call, errorCode } from "./helpers.ts";
-import { laneSetup, slowStep, useScript } from "./lane-helpers.ts";
+import { laneSetup, slowStep, untilHeld, useScript } from "./lane-helpers.ts";
 import { pollCalls, recordCalls, warmCalls } from "./tenant-calls.ts";
 
 // The open-operation slot a session holds ahead for each lane (durable-objects/session/held-slots.ts):
@@ -31,6 +31,7 @@ describe("the slot a session holds for a lane's next prompt", () => {
       setup.tenantId,
       async () => {
         expect((await prompt(setup)).status).toBe(200);
+        await untilHeld(setup);
       },
       async () => {
         const response = await prompt(setup, { prompt: "second" });
@@ -48,6 +49,7 @@ describe("the slot a session holds for a lane's next prompt", () => {
   it("a prompt refused by a busy lane keeps the slot; a run still going after a second is bound to it (counted, active) until it settles", async () => {
     const setup = await laneSetup("heldbind");
     expect((await prompt(setup)).status).toBe(200);
+    await untilHeld(setup);
     await useScript(setup, [slowStep(40), slowStep(80)]);
     // A run started with POST …/operations reserves on its own path: the lane's slot stays held.
     const running = await call(`${setup.lanePath}/operations`, { body: { kind: "prompt", prompt: "first" }, token: setup.key });

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import type { SessionHost } from "../../durable-objects/session/session-host.ts";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { ScriptStep } from "../../models/scripted/steps.ts";
@@ -47,4 +48,21 @@ export async function untilAt(setup: { key: string; lanePath: string }, leaf: st
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   throw new Error(`the operation never reached ${leaf}`);
+}
+
+/**
+ * Until the session holds the lane's slot: the forward that grants it goes out after the answer,
+ * so a prompt sent the moment the previous one answered may still find none (and reserve).
+ */
+export async function untilHeld(setup: { tenantId: string; sid: string }): Promise<void> {
+  const session = env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`);
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const held = await runInDurableObject(session, (instance: SessionObject) => {
+      const host: SessionHost = Reflect.get(instance, "host");
+      return host.heldSlots.holds("main");
+    });
+    if (held) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error("the session never held the lane's slot");
 }

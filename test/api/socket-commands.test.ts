@@ -4,7 +4,7 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
-import { slowStep } from "./lane-helpers.ts";
+import { slowStep, untilHeld } from "./lane-helpers.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 import { adminToken, call } from "./helpers.ts";
@@ -154,6 +154,7 @@ describe("commands on the lane socket", () => {
       await turn("s1");
       // The slot for the next prompt comes with the first one's settlement forward, off its path.
       await until(async () => (await recorder.read()).includes("operationsSettled"));
+      await untilHeld({ tenantId: setup.tenantId, sid: setup.sessionId });
       const before = (await recorder.read()).length;
       await turn("s2");
       const second = (await recorder.read()).slice(before);
