@@ -16,6 +16,9 @@ import { pool, promptText } from "./turn-prompts.ts";
 // from both servers' throughput; each pair compares like with like. P8 (ours only, as QUALITY.md defines it): P8_SESSIONS sessions × TURNS turns
 // all driven at once over HTTP; every turn must complete and every session must hold all its
 // entries (no error, no lost turn).
+// Like P1's judged rows, every client talks to each server's runtime past wrangler dev's reload
+// proxy (bench/node/runtime-url.ts): through it, each HTTP request pays a hop that a socket frame
+// and a deployment do not.
 
 const SESSIONS = 20;
 const TURNS = 20;
@@ -23,7 +26,7 @@ const IN_FLIGHT = 4;
 const P8_SESSIONS = 200;
 
 const servers = inject("benchServers");
-const api = new Api(servers.ours.baseUrl, servers.ours.key);
+const api = new Api(servers.ours.runtimeUrl, servers.ours.key);
 
 async function oursRound(label: string, sessions: number, inFlight: number, client: TurnApi = api): Promise<{ turns: number; ms: number; ids: string[] }> {
   const ids = Array.from({ length: sessions }, (_, index) => `${label}-${index}-${randomUUID().slice(0, 6)}`);
@@ -37,7 +40,7 @@ async function oursRound(label: string, sessions: number, inFlight: number, clie
 
 async function peerRound(label: string, socket: PeerSocket = "node"): Promise<{ turns: number; ms: number }> {
   const names = Array.from({ length: SESSIONS }, (_, index) => `${label}-${index}-${randomUUID().slice(0, 6)}`);
-  const clients = await Promise.all(names.map((name) => PeerChatClient.connect(servers.peer.baseUrl, name, socket)));
+  const clients = await Promise.all(names.map((name) => PeerChatClient.connect(servers.peer.runtimeUrl, name, socket)));
   try {
     const start = performance.now();
     await pool(clients.map((client) => async () => {
@@ -56,7 +59,7 @@ it(`throughput: ${SESSIONS} sessions × ${TURNS} turns at ${IN_FLIGHT} in flight
   ours.push(await oursRound("tp-b", SESSIONS, IN_FLIGHT));
   const oursRate = rate(ours);
   const peerRate = rate(theirs);
-  const lean = new KeptAliveApi(servers.ours.baseUrl, servers.ours.key, IN_FLIGHT);
+  const lean = new KeptAliveApi(servers.ours.runtimeUrl, servers.ours.key, IN_FLIGHT);
   const oursLean = [await oursRound("tl-a", SESSIONS, IN_FLIGHT, lean)];
   const theirsLean = [await peerRound("tl-a", "ws"), await peerRound("tl-b", "ws")];
   oursLean.push(await oursRound("tl-b", SESSIONS, IN_FLIGHT, lean));

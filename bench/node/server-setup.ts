@@ -7,8 +7,8 @@ import { startOurs, startPeer, type RunningServer } from "./servers.ts";
 
 /** What the server rows get from the global setup (provide/inject). */
 export interface BenchServers {
-  ours: { baseUrl: string; persistDir: string; pgid: number; key: string; tenantId: string };
-  peer: { baseUrl: string; persistDir: string; pgid: number };
+  ours: { baseUrl: string; runtimeUrl: string; persistDir: string; pgid: number; key: string; tenantId: string };
+  peer: { baseUrl: string; runtimeUrl: string; persistDir: string; pgid: number };
 }
 
 declare module "vitest" {
@@ -35,8 +35,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const { tenantId, key } = await createTenant(admin, "bench");
     await admin.expect(200, "PATCH", `/v1/admin/tenants/${tenantId}/quotas`, { body: { requestsPerMinute: 1_000_000, maxOpenOperations: 10_000 } });
     project.provide("benchServers", {
-      ours: { baseUrl: ours.baseUrl, persistDir: ours.persistDir, pgid: ours.pgid, key, tenantId },
-      peer: { baseUrl: peer.baseUrl, persistDir: peer.persistDir, pgid: peer.pgid },
+      ours: { baseUrl: ours.baseUrl, runtimeUrl: ours.runtimeUrl, persistDir: ours.persistDir, pgid: ours.pgid, key, tenantId },
+      peer: { baseUrl: peer.baseUrl, runtimeUrl: peer.runtimeUrl, persistDir: peer.persistDir, pgid: peer.pgid },
     });
   } catch (error) {
     for (const server of servers) await server.stop();

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, startDevServer, type DevServer } from "../../test/e2e/dev-server.ts";
+import { runtimeUrl } from "./runtime-url.ts";
 
 // The two servers of the server rows (P1, P3 retained, throughput, P7–P9, memory), started once per
 // bench run by bench/node/server-setup.ts: ours as a user runs it (`npm start`, with the flags
@@ -23,7 +24,10 @@ export const SERVER_ENV = { X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "f
 export const SERVER_ARGS = ["--log-level", "warn"];
 
 export interface RunningServer {
+  /** wrangler dev's port, as users reach the server: its reload proxy, which forwards to the runtime. */
   baseUrl: string;
+  /** The runtime's own listener past that proxy (runtime-url.ts), or `baseUrl` when not found. */
+  runtimeUrl: string;
   persistDir: string;
   /** The process group (npm or npx, wrangler, workerd). */
   pgid: number;
@@ -35,7 +39,8 @@ export async function startOurs(): Promise<RunningServer> {
   Object.assign(process.env, SERVER_ENV);
   const server: DevServer = await startDevServer({ timeoutMs: READY_TIMEOUT_MS, extraArgs: SERVER_ARGS });
   const pgid = processGroupOf(server.persistDir);
-  return { baseUrl: server.baseUrl, persistDir: server.persistDir, pgid, stop: server.stop };
+  const runtime = (await runtimeUrl(pgid, server.baseUrl, "/health")) ?? server.baseUrl;
+  return { baseUrl: server.baseUrl, runtimeUrl: runtime, persistDir: server.persistDir, pgid, stop: server.stop };
 }
 
 export async function startPeer(persistDir: string): Promise<RunningServer> {
@@ -74,7 +79,7 @@ export async function startPeer(persistDir: string): Promise<RunningServer> {
     try {
       // Any answer from the worker means it is up (the route is unknown on purpose).
       await fetch(`${baseUrl}/ready`);
-      return { baseUrl, persistDir, pgid, stop };
+      return { baseUrl, runtimeUrl: (await runtimeUrl(pgid, baseUrl, "/ready")) ?? baseUrl, persistDir, pgid, stop };
     } catch {
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
