@@ -14,6 +14,12 @@ export interface GrantedSlot extends HandedReservation {
   lane: string;
 }
 
+/** A held slot taken by a prompt, with when the tenant granted it (its age bounds its reuse). */
+export interface TakenSlot {
+  slot: HandedReservation;
+  grantedAt: number;
+}
+
 interface Held {
   slot: HandedReservation;
   at: number;
@@ -22,9 +28,11 @@ interface Held {
 /**
  * Open-operation slots the session holds ahead, one per lane, so that the next prompt on that lane
  * (a `POST …/prompt` the front worker sends here first, or a socket `prompt` command) makes no
- * tenant-object call on its path. A lane whose slot was used asks for the next one with the
- * settlement forward the session makes after every settled operation anyway (session-forwards.ts),
- * so holding slots costs no call of its own. The tenant grants one only while half its quota is
+ * tenant-object call on its path. A prompt that settles within its request, unbound, gives its slot
+ * back to the lane for the next one (the tenant never heard of it being used), until the slot's
+ * age runs out; a lane whose slot was bound, or is too old, asks for the next one with the
+ * settlement forward the session makes anyway (session-forwards.ts), so holding slots costs no
+ * call of its own. The tenant grants one only while half its quota is
  * free (tenant-operations.ts `reserveSpare`), so near the quota every prompt reserves on its own
  * path. A slot carries whether the tenant had webhook endpoints when it was granted (the
  * settlement then keeps a durable row). Memory only: a slot held by an evicted object expires in
@@ -39,25 +47,29 @@ export class HeldSlots {
 
   constructor(private readonly tenant: () => TenantStub) {}
 
-  /** Whether the lane holds a slot now (the next prompt can take it). */
-  holds(lane: string): boolean {
-    return this.byLane.has(lane);
+  /** The reservation of the slot the lane holds now (the next prompt can take it), if any. */
+  heldFor(lane: string): string | undefined {
+    return this.byLane.get(lane)?.slot.reservationId;
   }
 
   /** The lane's held slot when it is fresh (then no longer held); a stale one is given back. */
-  take(lane: string, now: number): HandedReservation | undefined {
+  take(lane: string, now: number): TakenSlot | undefined {
     const held = this.byLane.get(lane);
     this.byLane.delete(lane);
     if (!held) return undefined;
-    if (now - held.at < HELD_SLOT_MAX_AGE_MS) return held.slot;
+    if (now - held.at < HELD_SLOT_MAX_AGE_MS) return { slot: held.slot, grantedAt: held.at };
     this.release(held.slot.reservationId);
     return undefined;
   }
 
-  /** A slot taken but not used (its accept was refused): held again, or given back when one is held. */
-  putBack(lane: string, slot: HandedReservation, takenAt: number): void {
+  /**
+   * A slot taken but not used (its accept was refused), or used by an operation that settled
+   * unbound and whose release the tenant was not told: held again, with the age it had, or given
+   * back when the lane holds another.
+   */
+  putBack(lane: string, { slot, grantedAt }: TakenSlot): void {
     if (this.byLane.has(lane)) this.release(slot.reservationId);
-    else this.byLane.set(lane, { slot, at: takenAt });
+    else this.byLane.set(lane, { slot, at: grantedAt });
   }
 
   /** The slot now belongs to `operationId`, which outlives the moment: the tenant counts it as open. */
@@ -77,6 +89,12 @@ export class HeldSlots {
     } catch {
       // The session is gone (its tenant unknown here): its slots expire at the tenant by themselves.
     }
+  }
+
+  /** Whether a lane waits for a slot the next forward would ask for (that forward is not coalesced). */
+  wanted(): boolean {
+    for (const lane of this.wanting) if (!this.byLane.has(lane) && !this.asked.has(lane)) return true;
+    return false;
   }
 
   /** The lane wants its next slot: asked for with the session's next settlement forward. */

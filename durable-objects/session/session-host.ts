@@ -24,7 +24,7 @@ import { SESSION_MIGRATIONS } from "./storage/session-migrations.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { DeferredRegistrar } from "./due-work/deferred-registrations.ts";
 import { deferredRegistrar, settlementForwarder, type ForwardsHost } from "./due-work/session-forwards.ts";
-import type { HandedReservation, SettlementForwarder } from "./due-work/settlement-outbox.ts";
+import { FORWARD_COALESCE_MS, type HandedReservation, type SettlementForwarder } from "./due-work/settlement-outbox.ts";
 import type { ToolDefinitionContext } from "./tool-definition-input.ts";
 import type { RemoteTools } from "../../tools/registry.ts";
 
@@ -119,8 +119,11 @@ export class SessionHost {
   readonly heldSlots: HeldSlots;
   private readonly forwarder: SettlementForwarder;
   private readonly registrar: DeferredRegistrar;
-  /** A settlement forward is on its timer (forwardAfterCommit): later commits before it fires ride on it. */
-  private settlementForwardDue = false;
+  /**
+   * A settlement forward on its timer (forwardAfterCommit): later commits before it fires ride on
+   * it. `coalesced`: waiting out FORWARD_COALESCE_MS, as no lane waits on it for a slot.
+   */
+  private settlementForward: { timer: ReturnType<typeof setTimeout>; coalesced: boolean } | undefined;
 
   constructor(
     readonly ctx: DurableObjectState,
@@ -248,20 +251,49 @@ export class SessionHost {
    * microtasks, have all run. The tenant object (or the DeferredIndex shard) hears of it only once
    * the batch is durable (the output gate holds the call until then). A forward lost with the
    * object is repeated by the alarm. A settlement forward already on its timer reads everything
-   * committed before it fires, so a settling commit's usage row rides on it: one tenant call per
-   * turn, not a second forward that finds nothing.
+   * committed before it fires, so a settling commit's usage row rides on it.
+   *
+   * A forward goes at once only when a lane waits on it for its next held slot; otherwise it waits
+   * FORWARD_COALESCE_MS, so turns settled back to back (a lane reusing its slot) make one tenant
+   * call between them, not one each. The tenant's view (usage totals, webhooks, the release of a
+   * bound slot) follows by that much more; a deleted session tells it first (`forwardPending`).
    */
   private forwardAfterCommit(what: RecordedWork): void {
     if (what === "registrations") {
       setTimeout(() => this.ctx.waitUntil(this.registrar.kick().catch(() => undefined)), 0);
       return;
     }
-    if (this.settlementForwardDue) return;
-    this.settlementForwardDue = true;
-    setTimeout(() => {
-      this.settlementForwardDue = false;
-      this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined));
+    if (this.settlementForward) return;
+    const timer = setTimeout(() => {
+      // By now the commit's events have run: a prompt that gave its slot back to its lane asks for none.
+      if (this.heldSlots.wanted()) return this.sendSettlementForward();
+      this.settlementForward = { timer: setTimeout(() => this.sendSettlementForward(), FORWARD_COALESCE_MS), coalesced: true };
     }, 0);
+    this.settlementForward = { timer, coalesced: false };
+  }
+
+  /** A lane now waits for its next held slot: a forward waiting out its coalescing goes at once. */
+  forwardForSlots(): void {
+    if (!this.settlementForward?.coalesced) return;
+    clearTimeout(this.settlementForward.timer);
+    this.sendSettlementForward();
+  }
+
+  private sendSettlementForward(): void {
+    this.settlementForward = undefined;
+    this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined));
+  }
+
+  /**
+   * A forward still on its timer goes now, before the session's storage is deleted: the tenant's
+   * usage totals count a deleted session's turns too (docs/api-tenants.md). Nothing is sent when
+   * none is due (a forward that failed earlier is its alarm's, and goes with the session).
+   */
+  async forwardPending(): Promise<void> {
+    if (!this.settlementForward) return;
+    clearTimeout(this.settlementForward.timer);
+    this.settlementForward = undefined;
+    await this.forwarder.kick();
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */

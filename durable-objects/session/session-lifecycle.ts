@@ -35,7 +35,7 @@ const CREATION_TOKEN_KEY = "creationToken";
 const CLOSE_BOUND_MS = 5_000;
 
 /** What this module reaches of the host (session-host.ts). */
-type LifecycleHost = Pick<SessionHost, "adopt" | "ctx" | "describe" | "dueWork" | "env" | "existingStorage" | "harness" | "models" | "release" | "schema" | "summary" | "toolDefinitionContext">;
+type LifecycleHost = Pick<SessionHost, "adopt" | "ctx" | "describe" | "dueWork" | "env" | "existingStorage" | "forwardPending" | "harness" | "models" | "release" | "schema" | "summary" | "toolDefinitionContext">;
 
 /** The session's life: creation (in one atomic step), its info and public view, and deletion. */
 export class SessionLifecycle {
@@ -175,8 +175,8 @@ export class SessionLifecycle {
   /**
    * Deletes the session and everything stored with it; `deleted: false` when there was none
    * (idempotent). No other event reaches the object meanwhile: the harness is closed first (lanes
-   * sealed, the line drained; a live pass can commit nothing more), watchers are disconnected, then
-   * the alarm and all storage are deleted. The schema is not re-created: the object holds nothing
+   * sealed, the line drained; a live pass can commit nothing more), watchers are disconnected, what
+   * the tenant was not told yet is forwarded, then the alarm and all storage are deleted. The schema is not re-created: the object holds nothing
    * again, and later calls answer SessionNotFound like any object that never held a session.
    */
   async deleteSession(): Promise<Wire<RpcResult<{ deleted: boolean }>>> {
@@ -196,6 +196,9 @@ export class SessionLifecycle {
             // Already closing: nothing to tell it.
           }
         }
+        // What the tenant was not told yet (a forward waiting out its coalescing), within a bound:
+        // an unreachable tenant must not hold the deletion up.
+        await within(CLOSE_BOUND_MS, this.host.forwardPending());
         await this.host.dueWork.disarm();
         await this.host.ctx.storage.deleteAll();
         this.host.schema.forget();

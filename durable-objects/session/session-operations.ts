@@ -10,6 +10,7 @@ import type { OperationResultRecord } from "../../schema/lane.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { HandedReservation } from "./due-work/settlement-outbox.ts";
+import type { TakenSlot } from "./held-slots.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asResult, laneApiError, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
@@ -55,7 +56,7 @@ function interruptedOf(answer: Extract<BusyPromptAnswer, { admission: unknown }>
 }
 
 /** What this module reaches of the host (session-host.ts). */
-type OperationsHost = Pick<SessionHost, "ctx" | "existingStorage" | "harness" | "heldSlots" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
+type OperationsHost = Pick<SessionHost, "ctx" | "dueWork" | "existingStorage" | "forwardForSlots" | "harness" | "heldSlots" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
 
 /**
  * A prompt on a held slot still running this long is bound to it at the tenant, which then counts
@@ -119,16 +120,17 @@ export class SessionOperations {
    * `acceptAndAwait` on the open-operation slot this session holds ahead for the lane
    * (held-slots.ts), so a warm prompt makes no tenant call on its path: null when none is held (the
    * worker then reserves one and calls `acceptAndAwait`). A refused accept keeps the slot for the
-   * next prompt; an operation still running after HELD_SLOT_BIND_AFTER_MS (or answered before it
-   * settled) is bound to it; the lane's next slot is asked for with the settlement's forward.
+   * next prompt; one that settles unbound within the request gives the slot back to the lane
+   * (`promptAndAwait`); an operation still running after HELD_SLOT_BIND_AFTER_MS (or answered
+   * before it settled) is bound to it, and the lane's next slot is asked for with the settlement's
+   * forward.
    */
   async acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>> | null> {
-    const takenAt = Date.now();
-    const slot = this.host.heldSlots.take(name, takenAt);
-    if (slot === undefined) return null;
+    const taken = this.host.heldSlots.take(name, Date.now());
+    if (taken === undefined) return null;
     let opened = false;
-    const answer = await asResult(() => this.promptAndAwait(name, request, waitMs, receipt, { reservation: slot, boundBy: "session" }, () => (opened = true)));
-    if (!opened) this.host.heldSlots.putBack(name, slot, takenAt);
+    const answer = await asResult(() => this.promptAndAwait(name, request, waitMs, receipt, { reservation: taken.slot, boundBy: "session", taken }, () => (opened = true)));
+    if (!opened) this.host.heldSlots.putBack(name, taken);
     return answer;
   }
 
@@ -136,15 +138,17 @@ export class SessionOperations {
    * Accepts a prompt (once per claimed key), starts its pass and waits within `waitMs`; a settled
    * run answers its record with the messages it appended. The slot it was accepted on is handed to
    * the settlement; one still open when answered (or, bound by this session, after
-   * HELD_SLOT_BIND_AFTER_MS) is bound, so its release survives a crash. The lane asks for its next
-   * held slot (acceptAndAwaitOnHeldSlot) with this operation's settlement forward.
+   * HELD_SLOT_BIND_AFTER_MS) is bound, so its release survives a crash. A held slot whose
+   * operation settled unbound goes back to the lane, its release taken off the settlement (the
+   * tenant never learns it was used; it expires there by itself); otherwise the lane asks for its
+   * next held slot (acceptAndAwaitOnHeldSlot) with this operation's settlement forward.
    */
   private async promptAndAwait(
     name: string,
     request: Wire<OperationRequest>,
     waitMs: number,
     receipt: ReceiptScope | undefined,
-    slot: { reservation: HandedReservation; boundBy: "worker" | "session" } | undefined,
+    slot: { reservation: HandedReservation; boundBy: "worker" } | { reservation: HandedReservation; boundBy: "session"; taken: TakenSlot } | undefined,
     opened: () => void = () => undefined,
   ): Promise<ConvenienceOutcome<PromptAnswer>> {
     const lane = await this.host.lane(name);
@@ -152,19 +156,28 @@ export class SessionOperations {
     opened();
     if (slot !== undefined) this.host.takeOverReservation(operationId, slot.reservation);
     this.host.open().runtime.startPass(lane, operationId);
-    this.host.heldSlots.want(name);
-    const bindsItself = slot?.boundBy === "session";
-    const firstWait = bindsItself ? Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS) : waitMs;
+    if (slot?.boundBy !== "session") this.host.heldSlots.want(name);
+    const firstWait = slot?.boundBy === "session" ? Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS) : waitMs;
     let outcome = await this.outcomeWithin(lane, operationId, firstWait);
+    if (slot?.boundBy === "session") {
+      if (outcome.state === "settled" && this.host.dueWork.outbox.reclaim(operationId)) this.host.heldSlots.putBack(name, slot.taken);
+      else this.wantSlot(name);
+    }
     if (outcome.state !== "settled" && slot !== undefined) {
       this.host.reservationBound(operationId);
-      if (bindsItself) {
+      if (slot.boundBy === "session") {
         this.host.heldSlots.bind(slot.reservation, operationId);
         if (outcome.state === "pending" && waitMs > firstWait) outcome = await this.outcomeWithin(lane, operationId, waitMs - firstWait);
       }
     }
     if (outcome.state !== "settled") return outcome;
     return { state: "settled", result: this.withMessages(lane, outcome.result) };
+  }
+
+  /** The lane asks for its next held slot with the forward that is due (sent now if it was waiting). */
+  private wantSlot(name: string): void {
+    this.host.heldSlots.want(name);
+    this.host.forwardForSlots();
   }
 
   /**

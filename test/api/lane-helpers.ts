@@ -51,17 +51,18 @@ export async function untilAt(setup: { key: string; lanePath: string }, leaf: st
 }
 
 /**
- * Until the session holds the lane's slot: the forward that grants it goes out after the answer,
- * so a prompt sent the moment the previous one answered may still find none (and reserve).
+ * Until the session holds the lane's slot (answered: its reservation id): the forward that grants
+ * it goes out after the answer, so a prompt sent the moment the previous one answered may still
+ * find none (and reserve).
  */
-export async function untilHeld(setup: { tenantId: string; sid: string }): Promise<void> {
+export async function untilHeld(setup: { tenantId: string; sid: string }): Promise<string> {
   const session = env.SESSIONS.getByName(`${setup.tenantId}:${setup.sid}`);
   for (let attempt = 0; attempt < 500; attempt++) {
     const held = await runInDurableObject(session, (instance: SessionObject) => {
       const host: SessionHost = Reflect.get(instance, "host");
-      return host.heldSlots.holds("main");
+      return host.heldSlots.heldFor("main");
     });
-    if (held) return;
+    if (held !== undefined) return held;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error("the session never held the lane's slot");

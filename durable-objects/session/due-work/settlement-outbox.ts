@@ -8,6 +8,12 @@ import type { ForwardedUsage, PendingUsage } from "./usage-outbox.ts";
  * that died with the object, so it is armed a little later instead of firing beside it.
  */
 export const FORWARD_SAFETY_NET_MS = 5_000;
+/**
+ * A settlement forward no lane waits on (for its next held slot) goes out this long after the
+ * commit that made it due, carrying every settlement and usage row committed meanwhile: a lane
+ * prompted back to back costs its tenant one call per this much time, not one per turn.
+ */
+export const FORWARD_COALESCE_MS = 100;
 /** A forward that failed (the tenant object unreachable) is retried by the alarm after this long. */
 export const FORWARD_RETRY_MS = 30_000;
 /** Rows told to the tenant in one call; a longer outbox takes several calls of one forward. */
@@ -62,6 +68,8 @@ export class SettlementOutbox {
    * or stored as rows when a forward of them fails.
    */
   private readonly unstored = new Map<string, OutboxRow>();
+  /** Unstored settlements a forward read (and may be telling the tenant now), until acknowledged. */
+  private readonly told = new Set<string>();
   /**
    * Rows the tenant acknowledged that are still stored. Deleting a row on its own right after the
    * acknowledgment is one more commit (and flush) per turn, on the way of the next request; so it
@@ -135,6 +143,19 @@ export class SettlementOutbox {
   }
 
   /**
+   * The settled operation's slot stays with the session (held-slots.ts: the lane's next prompt
+   * uses it), so its forward must not free it at the tenant: true when its reservation was taken
+   * off the settlement. Only for a settlement held in memory that no forward has read yet; a
+   * stored row (webhooks, a bound slot) keeps its reservation, as the durable release needs it.
+   */
+  reclaim(operationId: string): boolean {
+    const row = this.unstored.get(operationId);
+    if (!row || row.reservation_id === null || this.told.has(operationId)) return false;
+    row.reservation_id = null;
+    return true;
+  }
+
+  /**
    * When the alarm must look at the outbox next, if it holds a row not yet acknowledged. An
    * acknowledged row wants no alarm of its own: the commit or alarm that comes next deletes it.
    */
@@ -151,7 +172,9 @@ export class SettlementOutbox {
   /** The oldest settlements not yet acknowledged (stored rows, read fully, then the unstored ones). */
   pending(limit: number): OutboxRow[] {
     const stored = this.storedPending(limit);
-    return [...stored, ...[...this.unstored.values()].slice(0, limit - stored.length)];
+    const unstored = [...this.unstored.values()].slice(0, limit - stored.length);
+    for (const row of unstored) this.told.add(row.operation_id);
+    return [...stored, ...unstored];
   }
 
   private storedPending(limit: number): OutboxRow[] {
@@ -170,7 +193,10 @@ export class SettlementOutbox {
    * they are deleted now, so the set stays bounded whatever the session does next.
    */
   acknowledge(operationIds: readonly string[]): void {
-    for (const id of operationIds) if (!this.unstored.delete(id)) this.acknowledged.add(id);
+    for (const id of operationIds) {
+      this.told.delete(id);
+      if (!this.unstored.delete(id)) this.acknowledged.add(id);
+    }
     if (this.acknowledged.size >= FORWARD_BATCH) this.dropAcknowledged();
   }
 
@@ -185,6 +211,7 @@ export class SettlementOutbox {
   forget(): void {
     this.handedOver.clear();
     this.unstored.clear();
+    this.told.clear();
   }
 
   remove(operationIds: readonly string[]): void {
@@ -206,6 +233,7 @@ export class SettlementOutbox {
   postpone(operationIds: readonly string[], delayMs: number): void {
     const at = this.clock() + delayMs;
     for (const id of operationIds) {
+      this.told.delete(id);
       const unstored = this.unstored.get(id);
       if (unstored) this.store(unstored, at);
       else this.sql.exec("UPDATE settlement_outbox SET forward_at = ? WHERE operation_id = ?", at, storedId(id));

@@ -86,7 +86,7 @@ export class SocketCommands {
     const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
     // A slot held ahead (held-slots.ts), else one reserved on this command's path.
     const held = this.host.heldSlots.take(lane, Date.now());
-    const reservation = held !== undefined ? { ok: true as const, reservationId: held.reservationId } : await tenant.reserveOperation(session.metadata.id, lane);
+    const reservation = held !== undefined ? { ok: true as const, reservationId: held.slot.reservationId } : await tenant.reserveOperation(session.metadata.id, lane);
     if (!reservation.ok) {
       return errorReply(command.id, { code: "RateLimited", message: "The tenant's open operations quota is used up; retry in 5 s", details: { quota: "maxOpenOperations", retryAfterSeconds: 5 } });
     }
