@@ -56,7 +56,8 @@ export class OperationsAndUsage {
     const now = Date.now();
     const enqueued = this.host.ctx.storage.transactionSync(() => {
       const ledger = this.host.operations();
-      for (const operation of operations) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
+      // An operation whose slot its session kept for the lane's next prompt holds nothing to free.
+      for (const operation of operations) if (!operation.slotKept) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
       if (usage) new SessionUsageMarks(this.host.sql).apply(sessionId, usage);
       // A settled operation is the session's activity that retention measures (data-lifecycle.ts).
       if (operations.length > 0) new SessionIndex(this.host.sql).touch(sessionId, now);

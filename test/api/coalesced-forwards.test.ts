@@ -1,5 +1,7 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { call } from "./helpers.ts";
 import { laneSetup, untilHeld } from "./lane-helpers.ts";
@@ -40,6 +42,9 @@ describe("prompts back to back on the slot a session holds ahead", () => {
     // One forward per turn at most; turns settled within FORWARD_COALESCE_MS of each other share one.
     expect(calls.filter((name) => name === "operationsSettled").length).toBeLessThanOrEqual(turns);
     expect(await env.TENANTS.getByName(setup.tenantId).openOperationCount()).toBe(0);
+    // A kept slot is not released: the tenant wrote no release tombstone for those turns (P12's rows).
+    const tombstones = await runInDurableObject(env.TENANTS.getByName(setup.tenantId), (_instance: TenantObject, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM released_operations").one().n);
+    expect(tombstones).toBe(0);
   });
 
   it("a session deleted right after a prompt has told its tenant that turn's usage first", async () => {

@@ -15,6 +15,16 @@ async function prompt(setup: { key: string; lanePath: string }, body: Record<str
   return call(`${setup.lanePath}/prompt`, { body, token: setup.key });
 }
 
+/** Until the tenant counts `count` open operations (a settlement reaches it with its forward, a moment later). */
+async function untilOpen(tenantId: string, count: number): Promise<number> {
+  let open = await env.TENANTS.getByName(tenantId).openOperationCount();
+  for (let attempt = 0; attempt < 200 && open !== count; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    open = await env.TENANTS.getByName(tenantId).openOperationCount();
+  }
+  return open;
+}
+
 async function ids(key: string, query: string): Promise<string[]> {
   return (await (await call(`/v1/sessions?${query}`, { token: key })).json<{ items: { id: string }[] }>()).items.map((row) => row.id);
 }
@@ -59,6 +69,7 @@ describe("the slot a session holds for a lane's next prompt", () => {
     expect(await errorCode(await prompt(setup, { prompt: "busy" }))).toBe("LaneBusy");
     const { operationId: first } = await running.json<{ operationId: string }>();
     expect((await call(`${setup.lanePath}/operations/${first}?wait=30`, { token: setup.key })).status).toBe(200);
+    expect(await untilOpen(setup.tenantId, 0)).toBe(0);
     // Answered before it settles (wait 0): bound to the held slot at once.
     const started = await prompt(setup, { prompt: "long", wait: 0 });
     expect(started.status).toBe(202);
@@ -70,12 +81,7 @@ describe("the slot a session holds for a lane's next prompt", () => {
     const seen = await pollCalls(recorder.read, (calls) => settledForwards(calls) >= 2);
     await recorder.stop();
     expect(seen.filter((name) => name === "reserveOperation" || name === "authorizeAndReserve")).toEqual([]);
-    let open = 1;
-    for (let attempt = 0; attempt < 200 && open > 0; attempt++) {
-      open = await env.TENANTS.getByName(setup.tenantId).openOperationCount();
-      if (open > 0) await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect(open).toBe(0);
+    expect(await untilOpen(setup.tenantId, 0)).toBe(0);
     expect(await ids(setup.key, "status=active")).toEqual([]);
   });
 

@@ -25,7 +25,9 @@ export const FORWARD_BATCH = 50;
  */
 export const OUTBOX_MAX_AGE_MS = 7 * 24 * 3_600_000;
 
-type OutboxRow = { operation_id: string; lane: string; settled_at: number; reservation_id: string | null };
+type StoredOutboxRow = { operation_id: string; lane: string; settled_at: number; reservation_id: string | null };
+/** `slot_kept` (memory only, never stored): the operation's slot stayed with its session (`reclaim`). */
+type OutboxRow = StoredOutboxRow & { slot_kept?: true };
 
 /**
  * The worker's reservation of an accepted operation's open-operation slot, handed to the session
@@ -48,6 +50,11 @@ export interface SettledOperation {
   settledAt: number;
   /** The worker's reservation of the operation's slot, when the session took it over (freed with it). */
   reservationId?: string;
+  /**
+   * The operation's slot stayed with the session, held for its lane's next prompt (held-slots.ts):
+   * the tenant frees nothing for it, and keeps no tombstone of its release.
+   */
+  slotKept?: true;
   /** The result record's summary; absent when the operation left no record (its lane is gone). */
   result?: { kind: string; status: string; error?: { code: string; message: string }; endedAt: number };
 }
@@ -152,6 +159,7 @@ export class SettlementOutbox {
     const row = this.unstored.get(operationId);
     if (!row || row.reservation_id === null || this.told.has(operationId)) return false;
     row.reservation_id = null;
+    row.slot_kept = true;
     return true;
   }
 
@@ -179,7 +187,7 @@ export class SettlementOutbox {
 
   private storedPending(limit: number): OutboxRow[] {
     return this.sql
-      .exec<OutboxRow>(
+      .exec<StoredOutboxRow>(
         `SELECT ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id FROM settlement_outbox ORDER BY settled_at, operation_id LIMIT ?`,
         limit + this.acknowledged.size,
       )
@@ -221,7 +229,7 @@ export class SettlementOutbox {
   /** Deletes and answers the rows past OUTBOX_MAX_AGE_MS that the tenant never acknowledged. */
   dropExpired(): OutboxRow[] {
     const expired = this.sql
-      .exec<OutboxRow>(
+      .exec<StoredOutboxRow>(
         `DELETE FROM settlement_outbox WHERE settled_at < ? RETURNING ${idText("operation_id")} AS operation_id, lane, settled_at, reservation_id`,
         this.clock() - OUTBOX_MAX_AGE_MS,
       )
@@ -321,6 +329,7 @@ export class SettlementForwarder {
       lane: row.lane,
       settledAt: row.settled_at,
       ...(row.reservation_id !== null && { reservationId: row.reservation_id }),
+      ...(row.slot_kept && { slotKept: true }),
       ...(record && {
         result: {
           kind: record.kind,
