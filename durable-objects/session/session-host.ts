@@ -263,7 +263,12 @@ export class SessionHost {
       setTimeout(() => this.ctx.waitUntil(this.registrar.kick().catch(() => undefined)), 0);
       return;
     }
-    if (this.settlementForward) return;
+    // One on its timer carries this commit too. A lane that waits for its slot does not wait out the
+    // coalescing: the forward goes right after this commit, like any other.
+    if (this.settlementForward) {
+      if (this.settlementForward.coalesced && this.heldSlots.wanted()) setTimeout(() => this.forwardForSlots(), 0);
+      return;
+    }
     const timer = setTimeout(() => {
       // By now the commit's events have run: a prompt that gave its slot back to its lane asks for none.
       if (this.heldSlots.wanted()) return this.sendSettlementForward();
