@@ -279,14 +279,16 @@ export class SessionHost {
 
   /** A lane now waits for its next held slot: a forward waiting out its coalescing goes at once. */
   forwardForSlots(): void {
-    if (!this.settlementForward?.coalesced) return;
-    clearTimeout(this.settlementForward.timer);
-    this.sendSettlementForward();
+    if (this.settlementForward?.coalesced) this.sendSettlementForward();
   }
 
-  private sendSettlementForward(): void {
+  /** The forward on its timer goes now (off the timer). */
+  private sendSettlementForward(): Promise<void> {
+    if (this.settlementForward) clearTimeout(this.settlementForward.timer);
     this.settlementForward = undefined;
-    this.ctx.waitUntil(this.forwarder.kick().catch(() => undefined));
+    const sent = this.forwarder.kick().catch(() => undefined);
+    this.ctx.waitUntil(sent);
+    return sent;
   }
 
   /**
@@ -295,15 +297,20 @@ export class SessionHost {
    * none is due (a forward that failed earlier is its alarm's, and goes with the session).
    */
   async forwardPending(): Promise<void> {
-    if (!this.settlementForward) return;
-    clearTimeout(this.settlementForward.timer);
-    this.settlementForward = undefined;
-    await this.forwarder.kick();
+    if (this.settlementForward) await this.sendSettlementForward();
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */
   takeOverReservation(operationId: string, reservation: HandedReservation): void {
     this.dueWork.outbox.takeOver(operationId, reservation);
+  }
+
+  /**
+   * The settled operation's slot stays with the session for its lane's next prompt: true when its
+   * release was taken off the settlement (SettlementOutbox.reclaim).
+   */
+  keepReservation(operationId: string): boolean {
+    return this.dueWork.outbox.reclaim(operationId);
   }
 
   /** The accept answered before its operation settled: the worker binds the slot (SettlementOutbox.bound). */

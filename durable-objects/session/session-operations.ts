@@ -56,7 +56,7 @@ function interruptedOf(answer: Extract<BusyPromptAnswer, { admission: unknown }>
 }
 
 /** What this module reaches of the host (session-host.ts). */
-type OperationsHost = Pick<SessionHost, "ctx" | "dueWork" | "existingStorage" | "forwardForSlots" | "harness" | "heldSlots" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
+type OperationsHost = Pick<SessionHost, "ctx" | "existingStorage" | "forwardForSlots" | "harness" | "heldSlots" | "keepReservation" | "lane" | "open" | "openStorage" | "reservationBound" | "takeOverReservation">;
 
 /**
  * A prompt on a held slot still running this long is bound to it at the tenant, which then counts
@@ -129,7 +129,7 @@ export class SessionOperations {
     const taken = this.host.heldSlots.take(name, Date.now());
     if (taken === undefined) return null;
     let opened = false;
-    const answer = await asResult(() => this.promptAndAwait(name, request, waitMs, receipt, { reservation: taken.slot, boundBy: "session", taken }, () => (opened = true)));
+    const answer = await asResult(() => this.promptAndAwait(name, request, waitMs, receipt, { boundBy: "session", taken }, () => (opened = true)));
     if (!opened) this.host.heldSlots.putBack(name, taken);
     return answer;
   }
@@ -148,25 +148,26 @@ export class SessionOperations {
     request: Wire<OperationRequest>,
     waitMs: number,
     receipt: ReceiptScope | undefined,
-    slot: { reservation: HandedReservation; boundBy: "worker" } | { reservation: HandedReservation; boundBy: "session"; taken: TakenSlot } | undefined,
+    slot: { boundBy: "worker"; reservation: HandedReservation } | { boundBy: "session"; taken: TakenSlot } | undefined,
     opened: () => void = () => undefined,
   ): Promise<ConvenienceOutcome<PromptAnswer>> {
     const lane = await this.host.lane(name);
     const { operationId } = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
     opened();
-    if (slot !== undefined) this.host.takeOverReservation(operationId, slot.reservation);
+    const reservation = slot && (slot.boundBy === "session" ? slot.taken.slot : slot.reservation);
+    if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
     this.host.open().runtime.startPass(lane, operationId);
     if (slot?.boundBy !== "session") this.host.heldSlots.want(name);
     const firstWait = slot?.boundBy === "session" ? Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS) : waitMs;
     let outcome = await this.outcomeWithin(lane, operationId, firstWait);
     if (slot?.boundBy === "session") {
-      if (outcome.state === "settled" && this.host.dueWork.outbox.reclaim(operationId)) this.host.heldSlots.putBack(name, slot.taken);
+      if (outcome.state === "settled" && this.host.keepReservation(operationId)) this.host.heldSlots.putBack(name, slot.taken);
       else this.wantSlot(name);
     }
-    if (outcome.state !== "settled" && slot !== undefined) {
+    if (outcome.state !== "settled" && reservation !== undefined) {
       this.host.reservationBound(operationId);
-      if (slot.boundBy === "session") {
-        this.host.heldSlots.bind(slot.reservation, operationId);
+      if (slot?.boundBy === "session") {
+        this.host.heldSlots.bind(reservation, operationId);
         if (outcome.state === "pending" && waitMs > firstWait) outcome = await this.outcomeWithin(lane, operationId, waitMs - firstWait);
       }
     }
