@@ -23,6 +23,9 @@ export default defineConfig({
     // Tests name their objects uniquely and undo what they patch, so no file sees another's state.
     isolate: false,
     hookTimeout: 30_000,
+    // `expect.poll` waits for something to happen; vitest's 1 s default is a timing assumption a
+    // loaded machine can break. The bound is how long to wait, never what is asserted.
+    expect: { poll: { timeout: 10_000 } },
     // Files share one runtime (isolate: false above), so work a file left running in it (an
     // object's safety-net alarm, a background forward) can still be loading a module lazily when
     // vitest closes that runner at the end: it rejects the pending module request with
