@@ -77,7 +77,7 @@ export class SessionOperations {
   async acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<OperationAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
+      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
       this.host.open().runtime.startPass(lane, admission.operationId);
       return admission;
     });
@@ -152,7 +152,7 @@ export class SessionOperations {
     opened: () => void = () => undefined,
   ): Promise<ConvenienceOutcome<PromptAnswer>> {
     const lane = await this.host.lane(name);
-    const { operationId } = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)))));
+    const { operationId } = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
     opened();
     const reservation = slot && (slot.boundBy === "session" ? slot.taken.slot : slot.reservation);
     if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);

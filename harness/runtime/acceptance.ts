@@ -15,6 +15,7 @@ import type { SessionReader } from "../session/mutation.ts";
 import { normalizePrompt, type PromptInput } from "./messages.ts";
 import type { OperationMeta, OperationState, RunSettings } from "./types.ts";
 import type { ImageContent } from "../../schema/messages.ts";
+import { firstRequestIntent, type FirstRequest, type FirstRequestLane } from "./first-request.ts";
 
 /** A run request (reference §3.1). */
 export type RunRequest = (
@@ -100,9 +101,19 @@ export function admissionRefusal(core: Pick<HarnessCore, "operationOpen">, m: Pi
 }
 
 /**
+ * A caller that drives the run at once in this process: the acceptance may carry the run's first
+ * request intent (first-request.ts), handed to `carried` when it does.
+ */
+export interface DrivenAtOnce {
+  lane: FirstRequestLane;
+  carried(first: FirstRequest): void;
+}
+
+/**
  * The acceptance transaction (reference §3.1): one commit captures eligible inbox items in global
- * order, places them and then the request's messages, and opens the operation at `starting`.
- * It installs no drive and runs no hook, provider, tool or timer.
+ * order, places them and then the request's messages, and opens the operation at `starting` (or,
+ * driven at once, at its first request intent when that is exact: first-request.ts). It installs
+ * no drive and runs no hook, provider, tool or timer.
  */
 export function planRunAcceptance(
   core: HarnessCore,
@@ -110,6 +121,7 @@ export function planRunAcceptance(
   operationId: string,
   promptMessages: AgentMessage[],
   deferred?: DeferredMode,
+  drivenAtOnce?: DrivenAtOnce,
 ): Planner<Result<OperationAdmission>> {
   return (m, state) => {
     const refused = admissionRefusal(core, m, state, lane, operationId);
@@ -141,12 +153,14 @@ export function planRunAcceptance(
       parentId = id;
     }
     const meta: OperationMeta = { operationId, lane, sourceTipId: state.tipId, startedAt, intent: { kind: "run", promptEntryIds } };
-    const opState: OperationState = {
+    const starting: OperationState = {
       at: "starting",
       control: { status: "running" },
       settings: { ...runSettingsOf(settings, m), ...(deferred !== undefined && { deferred }) },
       latestAssistantEntryId: null,
     };
+    const first = drivenAtOnce && parentId !== null ? firstRequestIntent(core, drivenAtOnce.lane, state, promptMessages, starting, operationId, parentId) : undefined;
+    const opState: OperationState = first?.state ?? starting;
     const capturedIds = new Set(captured.map((view) => view.entryId));
     const queued = new Map([...state.queued].filter(([id]) => !capturedIds.has(id)));
     return {
@@ -160,8 +174,12 @@ export function planRunAcceptance(
         { type: "run_start", lane, runId: operationId, startedAt },
         ...placementEvents(lane, operationId, done?.entries ?? []),
         ...(captured.length > 0 ? [queueUpdate(lane, queueView({ inbox: remainder, queued }))] : []),
+        ...(first ? [first.turnStart] : []),
       ],
-      afterCommit: () => core.wake.due(lane, operationId, startedAt),
+      afterCommit: () => {
+        if (first) drivenAtOnce?.carried(first);
+        core.wake.due(lane, operationId, startedAt);
+      },
       value: ok({ operationId, kind: "run", startedAt }),
     };
   };

@@ -4,7 +4,8 @@ import type { AbortRequestResult, OperationAdmission } from "../../schema/lane-a
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "./acceptance.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { LaneProjection } from "./lane-state.ts";
-import type { DriveOptions, DriveOutcome } from "./types.ts";
+
+import type { AcceptOptions, DriveOptions, DriveOutcome } from "./types.ts";
 
 // The conveniences of reference §3.9 are exactly these compositions of the lane's primitives: the
 // same writes and events as a caller issuing the primitives itself (tested), no other scheduling.
@@ -13,7 +14,7 @@ import type { DriveOptions, DriveOutcome } from "./types.ts";
 export interface LanePrimitives {
   readonly name: string;
   readonly state: LaneProjection;
-  accept(request: OperationRequest): Promise<Result<OperationAdmission>>;
+  accept(request: OperationRequest, options?: AcceptOptions): Promise<Result<OperationAdmission>>;
   drive(options: DriveOptions): Promise<Result<DriveOutcome>>;
   requestAbort(operationId: string): Promise<Result<AbortRequestResult>>;
   nextToolResult(): Promise<void>;
@@ -33,9 +34,12 @@ export interface AbortResult {
   record?: OperationResultRecord;
 }
 
-/** prompt / skill / promptFromTemplate = accept, then drive({waitForRetry: true}). */
+/**
+ * prompt / skill / promptFromTemplate = accept, then drive({waitForRetry: true}); driven at once,
+ * the acceptance may carry the first request intent (first-request.ts: the same outcome).
+ */
 export async function acceptAndDrive(lane: LanePrimitives, request: OperationRequest): Promise<Result<OperationResultRecord | SuspendedRun>> {
-  const admitted = await lane.accept(request);
+  const admitted = await lane.accept(request, { drivenAtOnce: true });
   if (!admitted.ok) return admitted;
   return driveToResult(lane, admitted.value.operationId);
 }

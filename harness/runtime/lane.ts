@@ -19,6 +19,7 @@ import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
 import { readResult } from "./operation-codec.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest, type RunRequest } from "./acceptance.ts";
+import type { FirstRequest } from "./first-request.ts";
 import { acceptWhileBusy, type BusyPromptAnswer, type IfBusy } from "./busy-prompts.ts";
 import { planCancelPendingRun, type StoredPendingRun } from "./pending-runs.ts";
 import { pendingRun } from "../session/builtin-addresses.ts";
@@ -36,7 +37,7 @@ import { runLaneCommand, type Planner } from "./lane-command.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { normalizeQueued, type PromptInput } from "./messages.ts";
 import { planCancelQueued, planEnqueue, planLaneAppend, type AppendInput, type CancelQueuedResult } from "./queue.ts";
-import type { DriveOptions, DriveOutcome } from "./types.ts";
+import type { AcceptOptions, DriveOptions, DriveOutcome } from "./types.ts";
 export type { DriveOptions } from "./types.ts";
 import { ContextCache } from "./context-cache.ts";
 import { storedHandle } from "./deferred-handle.ts";
@@ -78,6 +79,8 @@ export class AgentLane implements LaneHandle {
   private readonly pendingWaiters: { operationId: string; resolve: () => void }[] = [];
   private idleWaiters: (() => void)[] = [];
   private toolResultWaiters: (() => void)[] = [];
+  /** The request intent an acceptance carried and no pass has sent yet (`takeRequestPermit`). */
+  private unsentRequest: { operationId: string; responseEntryId: string } | undefined;
 
   constructor(
     private readonly core: HarnessCore,
@@ -178,8 +181,12 @@ export class AgentLane implements LaneHandle {
 
   // Primitives.
 
-  /** Admits one operation; runs no work (reference §3.1). */
-  async accept(request: OperationRequest): Promise<Result<OperationAdmission>> {
+  /**
+   * Admits one operation; runs no work (reference §3.1). `drivenAtOnce`: the caller drives it at
+   * once in this process, so a run's acceptance may carry its first request intent
+   * (first-request.ts); the request is then sent by this process's first pass over it.
+   */
+  async accept(request: OperationRequest, options: AcceptOptions = {}): Promise<Result<OperationAdmission>> {
     if (this.closed()) return err({ code: "Closed" });
     const now = this.core.clock();
     const operationId = request.operationId ?? this.core.ids.next(now);
@@ -187,7 +194,20 @@ export class AgentLane implements LaneHandle {
     if (request.kind === "compaction") return this.command(planCompactionAcceptance(this.core, this.name, operationId, request, () => this.contextPath()), (value) => value);
     const messages = requestMessages(request, this.core.resources(), now);
     if (!messages.ok) return err(withLane(messages.error, this.name));
-    return this.command(planRunAcceptance(this.core, this.name, operationId, messages.value, request.deferred), (value) => value);
+    const drivenAtOnce = options.drivenAtOnce ? { lane: this, carried: (first: FirstRequest) => (this.unsentRequest = { operationId, responseEntryId: first.state.responseEntryId }) } : undefined;
+    return this.command(planRunAcceptance(this.core, this.name, operationId, messages.value, request.deferred, drivenAtOnce), (value) => value);
+  }
+
+  /**
+   * Whether a pass may send the request of this intent rather than recover it: true once, for an
+   * intent this process committed with its acceptance and has not sent (process-local: after a
+   * restart the intent's outcome is unknown, reference §4.6).
+   */
+  takeRequestPermit(operationId: string, responseEntryId: string): boolean {
+    const unsent = this.unsentRequest;
+    if (unsent?.operationId !== operationId || unsent.responseEntryId !== responseEntryId) return false;
+    this.unsentRequest = undefined;
+    return true;
   }
 
   /**

@@ -182,6 +182,14 @@ export interface DurableLaneState {
   pending?: string[];
 }
 
+/**
+ * How a caller accepts (reference §3.1): `drivenAtOnce` when it drives the operation at once in
+ * this process, so a run's acceptance may carry its first request intent (first-request.ts).
+ */
+export interface AcceptOptions {
+  drivenAtOnce?: boolean;
+}
+
 /** What a caller of drive(id) asks (reference §4.1). */
 export interface DriveOptions {
   operationId: string;

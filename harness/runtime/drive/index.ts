@@ -1,7 +1,7 @@
 import type { OperationState } from "../types.ts";
 import { boundary } from "./run/checkpoint.ts";
 import { deferredSuspended, recoverPoll } from "./deferred/poll.ts";
-import { generate } from "./assistant/generation.ts";
+import { generate, sendIntended } from "./assistant/generation.ts";
 import { commitNavigation } from "./navigation/commit.ts";
 import type { Pass, Step } from "./pass.ts";
 import { recoverAssistant } from "./assistant/recover.ts";
@@ -20,7 +20,9 @@ export function dispatch(pass: Pass, state: OperationState): Promise<Step> {
     case "assistant.ready":
       return generate(pass, state);
     case "assistant.effect_pending":
-      return recoverAssistant(pass, state);
+      // Met by a pass, the outcome is unknown, unless this process committed the intent with the
+      // run's acceptance and has not sent it yet (first-request.ts).
+      return pass.lane.takeRequestPermit(pass.operationId, state.responseEntryId) ? sendIntended(pass, state) : recoverAssistant(pass, state);
     case "assistant.retry_wait":
       return retryWait(pass, state);
     case "tools":

@@ -30,6 +30,11 @@ export interface LaneHandle {
    * read, §1.6): kept warm by the lane (QUALITY P11), else read from storage. Frozen: never mutate.
    */
   contextPath(): readonly Entry[];
+  /**
+   * True once for a request intent this process committed with the run's acceptance and has not
+   * sent (first-request.ts): the pass sends it instead of recovering an unknown outcome.
+   */
+  takeRequestPermit(operationId: string, responseEntryId: string): boolean;
 }
 
 /** One process-local pass over one operation (reference §4.1). */

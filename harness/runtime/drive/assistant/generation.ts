@@ -5,6 +5,7 @@ import { prepareAssistantRequest } from "./request.ts";
 import { scopeOf } from "../scope.ts";
 import { settleResponse } from "./settle-response.ts";
 import { continueOperation, settled } from "../transition.ts";
+import { recoverAssistant } from "./recover.ts";
 
 /**
  * `assistant.ready` (reference §3.4): prepare → commit the request intent under fresh response and
@@ -44,5 +45,21 @@ export async function generate(pass: Pass, state: StateAt<"assistant.ready">): P
   }));
   if (intent !== CONTINUE) return settled(intent);
   const { response, framed } = await streamAssistant(pass, model, context, options, responseEntryId);
+  return settleResponse(pass, response, { recovery: false, framed });
+}
+
+/**
+ * An intent committed with the run's acceptance and not sent yet (first-request.ts): prepare the
+ * request (no hook runs before it, or the acceptance would not have carried the intent), admit
+ * the provider stream, commit the settlement, exactly as `generate` does after its intent. A
+ * model gone from the registry since leaves the outcome path (a retryable unknown outcome).
+ */
+export async function sendIntended(pass: Pass, state: StateAt<"assistant.effect_pending">): Promise<Step> {
+  const generation = state.generationContext;
+  const { provider, modelId } = generation.configuration.model;
+  const model = pass.core.models.getModel(provider, modelId);
+  if (!model) return recoverAssistant(pass, state);
+  const { context, options } = await prepareAssistantRequest(pass, model, generation, state.attempt);
+  const { response, framed } = await streamAssistant(pass, model, context, options, state.responseEntryId);
   return settleResponse(pass, response, { recovery: false, framed });
 }
