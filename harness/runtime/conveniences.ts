@@ -4,7 +4,6 @@ import type { AbortRequestResult, OperationAdmission } from "../../schema/lane-a
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "./acceptance.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { LaneProjection } from "./lane-state.ts";
-
 import type { AcceptOptions, DriveOptions, DriveOutcome } from "./types.ts";
 
 // The conveniences of reference §3.9 are exactly these compositions of the lane's primitives: the
