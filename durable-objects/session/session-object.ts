@@ -92,6 +92,7 @@ export class SessionObject extends DurableObject<Env> {
     });
     this.watch = new SessionWatch(this.host, {
       acceptOperation: (lane, request, receipt) => this.operations.acceptOperation(lane, request, receipt),
+      acceptOperationOnHeldSlot: (lane, request, receipt) => this.operations.acceptOperationOnHeldSlot(lane, request, receipt),
       acceptWhileBusy: (lane, request, ifBusy, receipt) => this.operations.acceptWhileBusy(lane, request, ifBusy, receipt),
       enqueue: (lane, kind, input, receipt) => this.laneCommands.enqueue(lane, kind, input, receipt),
       abortCurrent: (lane, waitMs, receipt) => this.operations.abortCurrent(lane, waitMs, receipt),

@@ -161,18 +161,54 @@ export class SessionOperations {
     const firstWait = slot?.boundBy === "session" ? Math.min(waitMs, HELD_SLOT_BIND_AFTER_MS) : waitMs;
     let outcome = await this.outcomeWithin(lane, operationId, firstWait);
     if (slot?.boundBy === "session") {
-      if (outcome.state === "settled" && this.host.keepReservation(operationId)) this.host.heldSlots.putBack(name, slot.taken);
-      else this.wantSlot(name);
-    }
-    if (outcome.state !== "settled" && reservation !== undefined) {
+      this.keepOrBindHeldSlot(name, operationId, slot.taken, outcome.state === "settled");
+      if (outcome.state === "pending" && waitMs > firstWait) outcome = await this.outcomeWithin(lane, operationId, waitMs - firstWait);
+    } else if (outcome.state !== "settled" && reservation !== undefined) {
       this.host.reservationBound(operationId);
-      if (slot?.boundBy === "session") {
-        this.host.heldSlots.bind(reservation, operationId);
-        if (outcome.state === "pending" && waitMs > firstWait) outcome = await this.outcomeWithin(lane, operationId, waitMs - firstWait);
-      }
     }
     if (outcome.state !== "settled") return outcome;
     return { state: "settled", result: this.withMessages(lane, outcome.result) };
+  }
+
+  /**
+   * `acceptOperation` on the slot this session holds ahead for the lane (a socket's `prompt`
+   * command), null when none is held: answered at once, the slot decided off the answer's path as
+   * a prompt's is. A refused accept keeps the slot for the next prompt; a run that settles unbound
+   * within HELD_SLOT_BIND_AFTER_MS gives it back to the lane; one still running then is bound to it.
+   */
+  async acceptOperationOnHeldSlot(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<OperationAdmission>> | null> {
+    const taken = this.host.heldSlots.take(name, Date.now());
+    if (taken === undefined) return null;
+    let opened = false;
+    const answer = await asResult(async () => {
+      const lane = await this.host.lane(name);
+      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
+      opened = true;
+      const { operationId } = admission;
+      this.host.takeOverReservation(operationId, taken.slot);
+      this.host.open().runtime.startPass(lane, operationId);
+      void this.outcomeWithin(lane, operationId, HELD_SLOT_BIND_AFTER_MS).then(
+        (outcome) => this.keepOrBindHeldSlot(name, operationId, taken, outcome.state === "settled"),
+        () => this.keepOrBindHeldSlot(name, operationId, taken, false),
+      );
+      return admission;
+    });
+    if (!opened) this.host.heldSlots.putBack(name, taken);
+    return answer;
+  }
+
+  /**
+   * A held slot's operation, HELD_SLOT_BIND_AFTER_MS after its acceptance or sooner: settled
+   * unbound, the slot goes back to the lane (its release taken off the settlement); otherwise the
+   * lane asks for its next slot with the settlement's forward, and one still running is bound to
+   * its slot, so its release survives a crash.
+   */
+  private keepOrBindHeldSlot(name: string, operationId: string, taken: TakenSlot, settled: boolean): void {
+    if (settled && this.host.keepReservation(operationId)) return this.host.heldSlots.putBack(name, taken);
+    this.wantSlot(name);
+    if (settled) return;
+    this.host.reservationBound(operationId);
+    this.host.heldSlots.bind(taken.slot, operationId);
   }
 
   /** The lane asks for its next held slot with the forward that is due (sent now if it was waiting). */

@@ -154,20 +154,29 @@ describe("commands on the lane socket", () => {
       await turn("s1");
       // The slot for the next prompt comes with the first one's settlement forward, off its path.
       await until(async () => (await recorder.read()).includes("operationsSettled"));
-      await untilHeld({ tenantId: setup.tenantId, sid: setup.sessionId });
+      const held = await untilHeld({ tenantId: setup.tenantId, sid: setup.sessionId });
       const before = (await recorder.read()).length;
       await turn("s2");
+      // Settled within a second, unbound: the slot goes back to the lane (as an HTTP prompt's does),
+      // so the tenant is neither asked for a reservation nor told of a binding.
+      expect(await untilHeld({ tenantId: setup.tenantId, sid: setup.sessionId })).toBe(held);
       const second = (await recorder.read()).slice(before);
       expect(second).not.toContain("reserveOperation");
-      expect(second).toContain("bindOperation");
-
-      // A tenant whose quota is small (half of it: 0 slots) never has a slot held idle: each prompt reserves its own.
+      expect(second).not.toContain("bindOperation");
+      // A tenant whose quota is small (half of it: 0 slots) never has a slot held idle. The slot held
+      // now goes to a run still going after a second, which is bound to it (its release survives a
+      // crash) and frees it with its settlement; then each prompt reserves its own.
       const quotas = await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 1 }, token: adminToken() });
       expect(quotas.status).toBe(200);
-      await turn("s3");
-      await until(async () => (await recorder.read()).filter((name) => name === "operationsSettled").length >= 3);
+      await runInDurableObject(setup.stub, (instance: SessionObject) => appendScriptSteps(instance.session(), [slowStep(60), { text: "three" }]));
+      expect((await call(`${setup.sessionPath}/lanes/main/config`, { method: "PATCH", body: { model: { provider: "scripted", modelId: "script" } }, token: setup.key })).status).toBe(200);
+      const beforeSlow = (await recorder.read()).length;
+      await turn("slow");
+      await until(async () => (await recorder.read()).slice(beforeSlow).includes("bindOperation"));
+      await until(async () => (await env.TENANTS.getByName(setup.tenantId).openOperationCount()) === 0);
+      await until(async () => (await recorder.read()).slice(beforeSlow).includes("operationsSettled"));
       const beforeSmall = (await recorder.read()).length;
-      await turn("s4");
+      await turn("s3");
       expect((await recorder.read()).slice(beforeSmall)).toContain("reserveOperation");
     } finally {
       await recorder.stop();

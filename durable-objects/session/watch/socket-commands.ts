@@ -11,6 +11,8 @@ import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
 /** What the commands reach of the session's capabilities: the REST twins' own RPC bodies. */
 export interface CommandTargets {
   acceptOperation(lane: string, request: Wire<RunRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
+  /** `acceptOperation` on the slot the session holds ahead for the lane; null when none is held. */
+  acceptOperationOnHeldSlot(lane: string, request: Wire<RunRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>> | null>;
   acceptWhileBusy(lane: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
   enqueue(lane: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string }>>>;
   abortCurrent(lane: string, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<unknown>>>;
@@ -80,8 +82,23 @@ export class SocketCommands {
     }
   }
 
-  /** `POST …/operations` (`kind: "prompt"`): the open-operation slot reserved first, bound to what started. */
+  /**
+   * `POST …/operations` (`kind: "prompt"`): on the slot the session holds ahead for the lane
+   * (held-slots.ts), kept for the lane's next prompt when the run settles within a second, as an
+   * HTTP prompt's is; else (or under a busy strategy) the open-operation slot reserved first and
+   * bound to what started.
+   */
   private async prompt(lane: string, command: Extract<WatchCommand, { type: "prompt" }>, receipt: ReceiptScope): Promise<WatchReply> {
+    const { prompt, images, operationId, deferred, ifBusy } = command;
+    const request: RunRequest = { kind: "prompt", prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
+    const busyStrategy = ifBusy !== undefined && ifBusy !== "reject";
+    if (!busyStrategy) {
+      const onHeld = await this.targets.acceptOperationOnHeldSlot(lane, toWire(request), receipt);
+      if (onHeld !== null) {
+        const answer = fromWire(onHeld);
+        return answer.ok ? { type: "reply", id: command.id, status: 202, body: answer.value } : errorReply(command.id, answer.error);
+      }
+    }
     const { storage, session } = this.host.open();
     const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
     // A slot held ahead (held-slots.ts), else one reserved on this command's path.
@@ -90,11 +107,9 @@ export class SocketCommands {
     if (!reservation.ok) {
       return errorReply(command.id, { code: "RateLimited", message: "The tenant's open operations quota is used up; retry in 5 s", details: { quota: "maxOpenOperations", retryAfterSeconds: 5 } });
     }
-    const { prompt, images, operationId, deferred, ifBusy } = command;
-    const request: RunRequest = { kind: "prompt", prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
     let answer: RpcResult<BusyAdmission>;
     try {
-      answer = fromWire(ifBusy !== undefined && ifBusy !== "reject" ? await this.targets.acceptWhileBusy(lane, toWire(request), ifBusy, receipt) : await this.targets.acceptOperation(lane, toWire(request), receipt));
+      answer = fromWire(busyStrategy ? await this.targets.acceptWhileBusy(lane, toWire(request), ifBusy, receipt) : await this.targets.acceptOperation(lane, toWire(request), receipt));
     } catch (error) {
       await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
       throw error;
