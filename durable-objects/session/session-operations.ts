@@ -77,7 +77,7 @@ export class SessionOperations {
   async acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<OperationAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
+      const admission = await this.acceptDrivenAtOnce(lane, request, receipt);
       this.host.open().runtime.startPass(lane, admission.operationId);
       return admission;
     });
@@ -152,7 +152,7 @@ export class SessionOperations {
     opened: () => void = () => undefined,
   ): Promise<ConvenienceOutcome<PromptAnswer>> {
     const lane = await this.host.lane(name);
-    const { operationId } = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
+    const { operationId } = await this.acceptDrivenAtOnce(lane, request, receipt);
     opened();
     const reservation = slot && (slot.boundBy === "session" ? slot.taken.slot : slot.reservation);
     if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
@@ -182,7 +182,7 @@ export class SessionOperations {
     let opened = false;
     const answer = await asResult(async () => {
       const lane = await this.host.lane(name);
-      const admission = await this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
+      const admission = await this.acceptDrivenAtOnce(lane, request, receipt);
       opened = true;
       const { operationId } = admission;
       this.host.takeOverReservation(operationId, taken.slot);
@@ -341,6 +341,14 @@ export class SessionOperations {
    */
   private madeOnce<T>(receipt: ReceiptScope | undefined, effect: () => Promise<T>): Promise<T> {
     return once(this.host.ctx.storage.sql, receipt, effect);
+  }
+
+  /**
+   * Accepts (once per claimed key) an operation its caller starts at once in this object, so a
+   * run's acceptance may carry its first request intent (harness first-request.ts).
+   */
+  private acceptDrivenAtOnce(lane: AgentLane, request: Wire<OperationRequest>, receipt: ReceiptScope | undefined): Promise<OperationAdmission> {
+    return this.madeOnce(receipt, async () => unwrapLane(await lane.accept(await this.deferrable(lane, parseWire(request)), { drivenAtOnce: true })));
   }
 
   /** A run request whose deferred mode the lane's model can serve (`deferrable`), typed as one. */
