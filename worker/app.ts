@@ -4,6 +4,7 @@ import type { AppEnv } from "./env.ts";
 import { errorResponse, HttpFailure, requestIdsOf } from "./http-error.ts";
 import { corsFromEnv } from "./middleware/cors.ts";
 import { requestIds } from "./middleware/request-id.ts";
+import { smallAnswersUncompressed } from "./middleware/small-answers.ts";
 import { platformFailure } from "./platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { agentRoutes } from "./routes/agents.ts";
@@ -37,6 +38,7 @@ export type { AppEnv };
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestIds);
+  app.use(smallAnswersUncompressed);
   app.use("/v1/*", corsFromEnv());
   app.get("/health", (c) => c.json({ status: "ok" }));
   // GET /openapi.json and GET /docs (no authentication), generated from worker/openapi/catalog.ts.

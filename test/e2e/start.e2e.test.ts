@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
+import { get, type IncomingHttpHeaders } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,7 +26,35 @@ describe("npm start", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
   });
+
+  // The local server compresses JSON for clients that accept it, as Cloudflare's edge does; a
+  // small answer is marked `identity` (worker/middleware/small-answers.ts) and left as it is.
+  it("answers a small JSON answer uncompressed and a large one gzip-compressed to a client that accepts gzip", async () => {
+    const small = await rawGet(`${server.baseUrl}/health`, { "accept-encoding": "gzip, deflate" });
+    expect(small.headers["content-encoding"]).toBe("identity");
+    expect(JSON.parse(small.body.toString("utf8"))).toEqual({ status: "ok" });
+    const large = await rawGet(`${server.baseUrl}/openapi.json`, { "accept-encoding": "gzip, deflate" });
+    expect(large.headers["content-encoding"]).toBe("gzip");
+    expect(JSON.parse(gunzipSync(large.body).toString("utf8"))).toMatchObject({ openapi: expect.any(String) });
+    // Node's fetch sends `Accept-Encoding: gzip, deflate` and decodes what needs decoding.
+    const viaFetch = await fetch(`${server.baseUrl}/health`);
+    expect(viaFetch.headers.get("content-encoding")).toBe("identity");
+    expect(await viaFetch.json()).toEqual({ status: "ok" });
+  });
 });
+
+/** A GET whose answer is read as sent on the wire: headers and the body's bytes, not decoded. */
+function rawGet(url: string, headers: Record<string, string>): Promise<{ headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const request = get(url, { headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () => resolve({ headers: response.headers, body: Buffer.concat(chunks) }));
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+  });
+}
 
 // wrangler hashes wrangler.toml and the names in .dev.vars into worker-configuration.d.ts, and its
 // first start on a fresh clone warns "types might be out of date" when they differ. Checked against
