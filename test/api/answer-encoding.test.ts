@@ -27,7 +27,7 @@ describe("answer encoding", () => {
     expect(put.headers.get("content-encoding")).toBe("identity");
   });
 
-  it("leaves large JSON answers unmarked and streams them whole", async () => {
+  it("leaves large JSON answers unmarked, with their bodies intact", async () => {
     const { key, base } = await tenantWithSession("enc-large");
     const text = "w".repeat(64 * 1024);
     expect((await call(`${base}/values/app/large`, { method: "PUT", body: { text }, token: key })).status).toBe(200);

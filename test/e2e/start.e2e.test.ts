@@ -29,13 +29,19 @@ describe("npm start", () => {
 
   // The local server compresses JSON for clients that accept it, as Cloudflare's edge does; a
   // small answer is marked `identity` (worker/middleware/small-answers.ts) and left as it is.
-  it("answers a small JSON answer uncompressed and a large one gzip-compressed to a client that accepts gzip", async () => {
+  it("answers a small JSON answer uncompressed, and a large one gzip-compressed to a client that accepts gzip and sized to one that does not", async () => {
     const small = await rawGet(`${server.baseUrl}/health`, { "accept-encoding": "gzip, deflate" });
     expect(small.headers["content-encoding"]).toBe("identity");
+    expect(Number(small.headers["content-length"])).toBe(small.body.byteLength);
     expect(JSON.parse(small.body.toString("utf8"))).toEqual({ status: "ok" });
     const large = await rawGet(`${server.baseUrl}/openapi.json`, { "accept-encoding": "gzip, deflate" });
     expect(large.headers["content-encoding"]).toBe("gzip");
     expect(JSON.parse(gunzipSync(large.body).toString("utf8"))).toMatchObject({ openapi: expect.any(String) });
+    // Asked for no encoding, the large answer comes sized, as the worker wrote it.
+    const plain = await rawGet(`${server.baseUrl}/openapi.json`, {});
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    expect(Number(plain.headers["content-length"])).toBe(plain.body.byteLength);
+    expect(JSON.parse(plain.body.toString("utf8"))).toMatchObject({ openapi: expect.any(String) });
     // Node's fetch sends `Accept-Encoding: gzip, deflate` and decodes what needs decoding.
     const viaFetch = await fetch(`${server.baseUrl}/health`);
     expect(viaFetch.headers.get("content-encoding")).toBe("identity");

@@ -14,62 +14,37 @@ export const UNCOMPRESSED_BELOW_BYTES = 1024;
  * `Content-Encoding: identity` says the body is already as it should be, so it is left alone.
  * Larger answers (pages, transcripts, big values) are still compressed for clients that ask.
  *
- * Only the first KiB is read to decide: a large answer is passed on as a stream, never held twice.
+ * The size is read from a clone, at most the first KiB of it: the answer's own body is passed on
+ * untouched, so a large one streams once and keeps its `Content-Length`.
  */
 export const smallAnswersUncompressed = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const response = c.res;
-  const body = response.body;
-  if (!body || response.webSocket || response.headers.has("content-encoding") || !isJson(response.headers.get("content-type"))) return;
-  const reader = body.getReader();
-  const head: Uint8Array[] = [];
-  let size = 0;
-  let done = false;
-  while (size < UNCOMPRESSED_BELOW_BYTES) {
-    const chunk = await reader.read();
-    if (chunk.done) {
-      done = true;
-      break;
-    }
-    head.push(chunk.value);
-    size += chunk.value.byteLength;
-  }
-  const headers = new Headers(response.headers);
-  if (done) headers.set("Content-Encoding", "identity");
-  const rest: ReadableStream<Uint8Array> | Uint8Array = done ? concat(head, size) : replay(head, reader);
-  // Unset first: hono merges the old answer's headers into a new one otherwise (they are copied above).
+  if (!response.body || response.webSocket || response.headers.has("content-encoding") || !isJson(response.headers.get("content-type"))) return;
+  const probe = response.clone().body;
+  if (!probe || (await sizeUpTo(probe.getReader(), UNCOMPRESSED_BELOW_BYTES)) >= UNCOMPRESSED_BELOW_BYTES) return;
+  // A fresh answer around the same body: its headers can be changed whatever guard the old one had.
+  const marked = new Response(response.body, response);
+  marked.headers.set("Content-Encoding", "identity");
+  // Unset first: hono merges the old answer's headers into a new one otherwise.
   c.res = undefined;
-  c.res = new Response(rest, { status: response.status, statusText: response.statusText, headers });
+  c.res = marked;
 });
+
+/** Bytes in the stream, counted up to `bound` (the rest is never read). */
+async function sizeUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, bound: number): Promise<number> {
+  let size = 0;
+  for (;;) {
+    const chunk = await reader.read();
+    if (chunk.done) return size;
+    size += chunk.value.byteLength;
+    if (size >= bound) {
+      await reader.cancel();
+      return size;
+    }
+  }
+}
 
 function isJson(contentType: string | null): boolean {
   return contentType !== null && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType);
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1 && chunks[0]) return chunks[0];
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
-}
-
-/** The chunks already read, then the rest of the stream as the client takes it. */
-function replay(head: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (const chunk of head) controller.enqueue(chunk);
-    },
-    async pull(controller) {
-      const chunk = await reader.read();
-      if (chunk.done) controller.close();
-      else controller.enqueue(chunk.value);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
 }
