@@ -14,35 +14,47 @@ export const UNCOMPRESSED_BELOW_BYTES = 1024;
  * `Content-Encoding: identity` says the body is already as it should be, so it is left alone.
  * Larger answers (pages, transcripts, big values) are still compressed for clients that ask.
  *
- * The size is read from a clone, at most the first KiB of it: the answer's own body is passed on
- * untouched, so a large one streams once and keeps its `Content-Length`.
+ * The size is read from a clone, at most the first KiB of it. A small answer is sent from the
+ * bytes read, in one piece; a larger one passes on untouched, so it streams once and keeps its
+ * `Content-Length`.
  */
 export const smallAnswersUncompressed = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const response = c.res;
   if (!response.body || response.webSocket || response.headers.has("content-encoding") || !isJson(response.headers.get("content-type"))) return;
   const probe = response.clone().body;
-  if (!probe || (await sizeUpTo(probe.getReader(), UNCOMPRESSED_BELOW_BYTES)) >= UNCOMPRESSED_BELOW_BYTES) return;
-  // A fresh answer around the same body: its headers can be changed whatever guard the old one had.
-  const marked = new Response(response.body, response);
-  marked.headers.set("Content-Encoding", "identity");
-  // Unset first: hono merges the old answer's headers into a new one otherwise.
+  const bytes = probe && (await readBelow(probe.getReader(), UNCOMPRESSED_BELOW_BYTES));
+  if (!bytes) return;
+  await response.body.cancel();
+  const headers = new Headers(response.headers);
+  headers.set("Content-Encoding", "identity");
+  // Unset first: hono merges the old answer's headers into a new one otherwise (copied above).
   c.res = undefined;
-  c.res = marked;
+  c.res = new Response(bytes, { status: response.status, statusText: response.statusText, headers });
 });
 
-/** Bytes in the stream, counted up to `bound` (the rest is never read). */
-async function sizeUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, bound: number): Promise<number> {
+/** The whole stream when it ends below `bound` bytes; undefined (the rest never read) otherwise. */
+async function readBelow(reader: ReadableStreamDefaultReader<Uint8Array>, bound: number): Promise<Uint8Array | undefined> {
+  const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
     const chunk = await reader.read();
-    if (chunk.done) return size;
+    if (chunk.done) break;
     size += chunk.value.byteLength;
     if (size >= bound) {
       await reader.cancel();
-      return size;
+      return undefined;
     }
+    chunks.push(chunk.value);
   }
+  if (chunks.length === 1 && chunks[0]) return chunks[0];
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }
 
 function isJson(contentType: string | null): boolean {
