@@ -181,6 +181,11 @@ describe("import in parts", () => {
     const put = (n: number, body: string) => send(`/v1/imports/${importId}/parts/${n}`, { method: "PUT", body, token: key });
 
     await expectError(await put(2, parts[1] ?? ""), 409, "ImportPartOutOfOrder");
+    // An empty body (or blank lines only) is a broken upload, not a part: refused, it leaves part 1 to come.
+    for (const empty of ["", "\n\r\n\n"]) {
+      const refused = await put(1, empty);
+      expect({ status: refused.status, error: (await refused.json<{ error: { code: string; details: unknown } }>()).error }).toMatchObject({ status: 422, error: { code: "InvalidImport", details: { reason: "empty_part" } } });
+    }
     expect(await (await put(1, parts[0] ?? "")).json()).toEqual({ part: 1, lines: 2, repeated: false });
     expect(await (await put(1, parts[0] ?? "")).json()).toEqual({ part: 1, lines: 0, repeated: true });
     // A refused part leaves nothing of it: the same part, fixed, is taken afterwards.

@@ -48,7 +48,7 @@ export const dataCatalog: readonly CatalogRoute[] = [
   {
     method: "put", path: "/v1/imports/{importId}/parts/{part}", operationId: "putImportPart", tag: "Sessions", auth: "tenant",
     summary: "Send one part of an import",
-    description: `Parts are numbered 1, 2, … and sent in order, each whole lines of the export, at most ${IMPORT_BODY_MAX_BYTES / MIB} MiB. A part already written is not written again (\`repeated: true\`); one out of order is 409 \`ImportPartOutOfOrder\` (\`details.expected\`). A part refused (422) or cut short leaves nothing of it: send it again. ${CHECKED}`,
+    description: `Parts are numbered 1, 2, … and sent in order, each whole lines of the export, at most ${IMPORT_BODY_MAX_BYTES / MIB} MiB. A part already written is not written again (\`repeated: true\`); one out of order is 409 \`ImportPartOutOfOrder\` (\`details.expected\`). A part refused (422) or cut short leaves nothing of it: send it again. A part with no line (an empty body) is 422 \`InvalidImport\` (\`details.reason\` \`empty_part\`). ${CHECKED}`,
     pathParams: { ...IMPORT, part: PartNumberSchema }, lines: ExportLineSchema,
     responses: { 200: { description: "`{ part, lines, repeated }`", schema: ImportPartAnswerSchema } },
     errors: [...IMPORT_ERRORS, "PayloadTooLarge"],
