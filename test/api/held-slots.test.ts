@@ -25,6 +25,18 @@ async function untilOpen(tenantId: string, count: number): Promise<number> {
   return open;
 }
 
+/**
+ * A new key of the tenant, verified by one read: this isolate trusts it for KEY_TRUST_MS from now,
+ * so a prompt sent with it next is warm (a key trusted since the test began may expire on a loaded
+ * machine, and a cold prompt reserves on its own path by design).
+ */
+async function freshKey(setup: { tenantId: string; lanePath: string }): Promise<string> {
+  const created = await call(`/v1/admin/tenants/${setup.tenantId}/keys`, { body: { name: "fresh" }, token: adminToken() });
+  const { key } = await created.json<{ key: string }>();
+  expect((await call(setup.lanePath, { token: key })).status).toBe(200);
+  return key;
+}
+
 async function ids(key: string, query: string): Promise<string[]> {
   return (await (await call(`/v1/sessions?${query}`, { token: key })).json<{ items: { id: string }[] }>()).items.map((row) => row.id);
 }
@@ -66,12 +78,12 @@ describe("the slot a session holds for a lane's next prompt", () => {
     expect(running.status).toBe(202);
     const recorder = await recordCalls(setup.tenantId);
     // Refused by the busy lane after it took the slot: the slot is held again, nothing is reserved.
-    expect(await errorCode(await prompt(setup, { prompt: "busy" }))).toBe("LaneBusy");
+    expect(await errorCode(await prompt({ ...setup, key: await freshKey(setup) }, { prompt: "busy" }))).toBe("LaneBusy");
     const { operationId: first } = await running.json<{ operationId: string }>();
     expect((await call(`${setup.lanePath}/operations/${first}?wait=30`, { token: setup.key })).status).toBe(200);
     expect(await untilOpen(setup.tenantId, 0)).toBe(0);
     // Answered before it settles (wait 0): bound to the held slot at once.
-    const started = await prompt(setup, { prompt: "long", wait: 0 });
+    const started = await prompt({ ...setup, key: await freshKey(setup) }, { prompt: "long", wait: 0 });
     expect(started.status).toBe(202);
     const { operationId } = await started.json<{ operationId: string }>();
     expect(await pollCalls(recorder.read, (calls) => calls.includes("bindOperation"))).toContain("bindOperation");
