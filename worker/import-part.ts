@@ -37,14 +37,7 @@ export async function importPart(
     return { part, lines: 0, repeated: true };
   }
   try {
-    let lines = 0;
-    for await (const batch of lineBatches(body, { maxBytes, maxLineBytes: IMPORT_LINE_MAX_BYTES })) {
-      lines += batch.length;
-      replyValue(await stub.importLines(importId, opened.attempt, batch));
-    }
-    // An empty body is a broken upload, not a part: kept, it would end the part and turn the real
-    // one, sent again, into a `repeated` answer that writes nothing.
-    if (lines === 0) throw fail("InvalidImport", `Part ${part} holds no line: a part carries at least one line of the export`, { reason: "empty_part" });
+    for await (const batch of lineBatches(body, { maxBytes, maxLineBytes: IMPORT_LINE_MAX_BYTES })) replyValue(await stub.importLines(importId, opened.attempt, batch));
     const ended = replyValue(await stub.importPartEnd(importId, opened.attempt));
     return { ...ended, repeated: false };
   } catch (error) {

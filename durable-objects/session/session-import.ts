@@ -104,8 +104,12 @@ export class SessionImport {
       const state = this.current(importId);
       if (!state.open || state.open.attempt !== attempt) throw new RpcError({ code: "ImportPartOutOfOrder", message: "Another attempt of this part took over", details: { expected: state.partsDone + 1 } });
       const { open, ...rest } = state;
+      const lines = state.progress.lines - open.before.lines;
+      // An empty body is a broken upload, not a part: ended, the real part sent again would answer
+      // `repeated` and write nothing. Refused, the caller undoes the attempt and the part stays open.
+      if (lines === 0) throw new RpcError({ code: "InvalidImport", message: `Part ${open.part} holds no line: a part carries at least one line of the export`, details: { reason: "empty_part" } });
       writeImportState(this.host.ctx.storage, { ...rest, partsDone: open.part });
-      return { part: open.part, lines: state.progress.lines - open.before.lines };
+      return { part: open.part, lines };
     });
   }
 
