@@ -442,11 +442,12 @@ export class WatchHub {
 }
 
 /**
- * Sockets one turn of a flush sends to (a lane's audience above it goes out over several turns):
- * measured with 500 watchers of one lane (bench P7, P14), 50 halved the median delivery and took
- * the first watcher from ~45 ms to ~10 ms on SSE streams, with the last one no later.
+ * Sockets one turn of a flush sends to (a lane's audience above it goes out over several turns).
+ * Measured with 500 watchers of one lane (bench P7, P14, paired runs): 25 a turn took the first SSE
+ * stream from ~45 ms to under 10 ms and halved the median; 50 and 100 a turn did a little worse at
+ * p95, 10 a turn no better.
  */
-export const SEND_SLICE = 50;
+export const SEND_SLICE = 25;
 
 /** One flush's events for one audience: its sockets, the next one to send to, how to send. */
 interface Delivery {
