@@ -361,7 +361,8 @@ export class WatchHub {
         const ws = delivery.sockets[delivery.next++];
         if (ws) delivery.send(ws);
       }
-      this.sending.shift();
+      // A send that finished the queue itself (a snapshot sent from within it) has moved the head on.
+      if (this.sending[0] === delivery) this.sending.shift();
     }
   }
 
