@@ -10,8 +10,9 @@ import { pool, promptText } from "./turn-prompts.ts";
 // Throughput. Against the peer: SESSIONS sessions × TURNS turns with IN_FLIGHT turns in flight (a
 // pool of IN_FLIGHT clients, each taking a session and playing its turns in order), measured on
 // both servers in the order ours, peer, peer, ours (after one uncounted warm-up round on each),
-// so drift hits both alike; turns/s over the two rounds of each. Twice, like P1: with Node's built-in clients on both sides (fetch; Node's
-// WebSocket), and with the lean ones (node:http over kept-alive connections; the `ws` package).
+// so drift hits both alike; turns/s over the two rounds of each. Twice, like P1: with Node's
+// built-in clients on both sides (fetch; Node's WebSocket), and with the lean ones (node:http over
+// kept-alive connections; the `ws` package).
 // The clients run on the same two cores as the servers, so what a client costs per turn is taken
 // from both servers' throughput; each pair compares like with like. P8 (ours only, as QUALITY.md defines it): P8_SESSIONS sessions × TURNS turns
 // all driven at once over HTTP; every turn must complete and every session must hold all its

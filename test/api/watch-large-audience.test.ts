@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SEND_SLICE } from "../../durable-objects/session/watch/watch-hub.ts";
+import { SEND_SLICE } from "../../durable-objects/session/watch/send-queue.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { toWire } from "../../schema/wire.ts";
@@ -7,7 +7,7 @@ import { unwrap } from "../helpers/sessions.ts";
 import { eventsOf, isRunEndEvent, openEvents, snapshotOf } from "./sse-helpers.ts";
 import { connect, events, expectSnapshot, fold, isRunEnd, prompt, settled, strictlyIncreasing, watchSetup, type Client } from "./watch-helpers.ts";
 
-// A lane's audience larger than one send slice (durable-objects/session/watch/watch-hub.ts
+// A lane's audience larger than one send slice (durable-objects/session/watch/send-queue.ts
 // SEND_SLICE): a flush goes out over several turns, with the object's other work (here: more
 // sockets joining, the front worker relaying SSE streams) in between. Every watcher still gets
 // every event once, in seq order, folding to the fresh snapshot, whichever slice it was in.

@@ -9,6 +9,7 @@ import { EventWindow } from "./event-window.ts";
 import { batchOf, outgoing, sseOf, type JsonOutgoing, type Outgoing } from "./watch-frames.ts";
 import { WatchFlow, type WatchTarget } from "./watch-flow.ts";
 import { liveUpdateIntervalFor } from "./watch-pacing.ts";
+import { SEND_SLICE, SendQueue } from "./send-queue.ts";
 
 export type { WatchTarget } from "./watch-flow.ts";
 
@@ -54,9 +55,8 @@ export class WatchHub {
    */
   private outbox: { seq: number; event: HarnessEvent }[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Flushed events still going out to a large audience, SEND_SLICE sockets a turn, in flush order. */
-  private readonly sending: Delivery[] = [];
-  private sliceTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Flushed events still going out to a large audience, a slice of sockets a turn (send-queue.ts). */
+  private readonly sending = new SendQueue<WebSocket>();
   /** Recent lane events, for relay sockets that resume a stream (event-window.ts). */
   private readonly window = new EventWindow();
 
@@ -110,7 +110,7 @@ export class WatchHub {
    */
   reply(ws: WebSocket, reply: object): void {
     // Events flushed before the reply reach the socket before it, as when every flush went out at once.
-    this.finishSending();
+    this.sending.finish();
     this.send(ws, outgoing(reply));
   }
 
@@ -324,13 +324,10 @@ export class WatchHub {
    * event, or one `batch` frame holding them all for a socket that asked for batches. Each event is
    * serialized once, and each stream's batch once, whatever the number of sockets.
    *
-   * The feed's own flush (its zero-delay timer) sends to at most `slice` sockets a turn and lets the
-   * object's other work run between slices: a flush to 500 sockets would otherwise hold the object
-   * (and, in one local process, the front worker relaying SSE streams) for its whole length before
-   * the first socket's bytes leave. Every other caller needs everything numbered so far sent before
+   * The feed's own flush (its zero-delay timer) sends to at most `slice` sockets a turn, the rest in
+   * later turns (send-queue.ts). Every other caller needs everything numbered so far sent before
    * what it sends next (a snapshot, a resumed stream, a replaced feed), so by default a flush
-   * finishes what earlier slices left too. A socket's frames keep their order either way: the
-   * deliveries go out in flush order.
+   * finishes what earlier slices left too.
    */
   private flush(slice = Number.POSITIVE_INFINITY): void {
     if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
@@ -339,31 +336,7 @@ export class WatchHub {
     this.outbox = [];
     const watchers = this.watchers;
     if (watchers && pending.length > 0) this.queueDeliveries(watchers, pending);
-    this.sendSlice(slice);
-  }
-
-  /** Everything flushed goes out now. */
-  private finishSending(): void {
-    if (this.sending.length > 0) this.sendSlice(Number.POSITIVE_INFINITY);
-  }
-
-  /** Sends up to `budget` queued deliveries; what is left goes on in the next turn. */
-  private sendSlice(budget: number): void {
-    if (this.sliceTimer !== undefined) clearTimeout(this.sliceTimer);
-    this.sliceTimer = undefined;
-    let left = budget;
-    for (let delivery = this.sending[0]; delivery; delivery = this.sending[0]) {
-      while (delivery.next < delivery.sockets.length) {
-        if (left-- <= 0) {
-          this.sliceTimer = setTimeout(() => this.sendSlice(SEND_SLICE), 0);
-          return;
-        }
-        const ws = delivery.sockets[delivery.next++];
-        if (ws) delivery.send(ws);
-      }
-      // A send that finished the queue itself (a snapshot sent from within it) has moved the head on.
-      if (this.sending[0] === delivery) this.sending.shift();
-    }
+    this.sending.run(slice);
   }
 
   private queueDeliveries(watchers: NonNullable<WatchHub["watchers"]>, pending: { seq: number; event: HarnessEvent }[]): void {
@@ -390,7 +363,7 @@ export class WatchHub {
         else for (const frame of frames) if (!this.send(ws, frame)) break;
       };
       // The audience as it is now: a socket that joins later starts from its snapshot, after these.
-      this.sending.push({ sockets: [...sockets], next: 0, send });
+      this.sending.push(sockets, send);
     };
     deliver(watchers.session, pending.filter(({ event }) => inSessionStream(event)));
     for (const [lane, sockets] of watchers.lanes) deliver(sockets, pending.filter(({ event }) => inLaneStream(event, lane)));
@@ -440,21 +413,6 @@ export class WatchHub {
     flow.sent(message.bytes);
     return true;
   }
-}
-
-/**
- * Sockets one turn of a flush sends to (a lane's audience above it goes out over several turns).
- * Measured with 500 watchers of one lane (bench P7, P14, paired runs): 25 a turn took the first SSE
- * stream from ~45 ms to under 10 ms and halved the median; 50 and 100 a turn did a little worse at
- * p95, 10 a turn no better.
- */
-export const SEND_SLICE = 25;
-
-/** One flush's events for one audience: its sockets, the next one to send to, how to send. */
-interface Delivery {
-  sockets: WebSocket[];
-  next: number;
-  send: (ws: WebSocket) => void;
 }
 
 function isOpen(ws: WebSocket): boolean {
