@@ -4,7 +4,9 @@ import { Api, appendSteps, words } from "../../test/e2e/client-helpers.ts";
 import { bytes, ms, summarize, type BenchLine } from "../report.ts";
 import { LaneWatcher } from "./lane-watcher.ts";
 import { LaneSseWatcher } from "./lane-sse-watcher.ts";
+import { measureFloor, type FloorTopology } from "./sse-floor.ts";
 import { pool } from "./turn-prompts.ts";
+import { SEND_SLICE } from "../../durable-objects/session/watch/send-queue.ts";
 
 // P7: WATCHERS (and, for comparison, SMALL_AUDIENCE) WebSocket watchers on one lane, each audience
 // on a fresh session, while it streams ANSWERS scripted answers (each
@@ -14,6 +16,10 @@ import { pool } from "./turn-prompts.ts";
 // makes the latency read slightly high). Bytes: everything a watcher received after its first
 // snapshot, per answer. The watchers run in the bench's own Node process, on the same two cores as
 // the server: receiving 500 streams there is part of what is measured.
+//
+// P14 reads the same audience as Server-Sent Events, and then its floor: the same delivery by a
+// worker with no product code (bench/sse-floor/), in P14's topology and the two others an
+// object's audience could use, timed alike in the same run (sse-floor.ts).
 
 const WATCHERS = 500;
 const SMALL_AUDIENCE = 100;
@@ -103,7 +109,18 @@ async function measure(watchers: number, judged: boolean, transport: Transport =
     const framesPerAnswer = summarize(sockets.map((watcher, index) => (watcher.frames - (startFrames[index] ?? 0)) / ANSWERS));
     const { id, what, noun } = transport;
     return [
-      { id, what, case: `${watchers} ${noun}: latency, commit → ${noun} (every one, every entry)`, median: ms(all.median), p95: ms(all.p95), target: judged ? `p95 ≤ ${TARGET_MS} ms` : "—", met: judged ? all.p95 <= TARGET_MS : undefined, samples: all.samples },
+      {
+        id,
+        what,
+        case: `${watchers} ${noun}: latency, commit → ${noun} (every one, every entry)`,
+        median: ms(all.median),
+        p95: ms(all.p95),
+        target: judged ? `p95 ≤ ${TARGET_MS} ms` : "—",
+        met: judged ? all.p95 <= TARGET_MS : undefined,
+        samples: all.samples,
+        // P14's p95, for its ratio to the floor's (below).
+        ...(judged && id === "P14" && { key: P14_P95, value: all.p95 }),
+      },
       { id, what, case: `${watchers} ${noun}: latency, commit → first (per entry)`, median: ms(first.median), p95: ms(first.p95), target: "—", met: undefined, samples: first.samples },
       { id, what, case: `${watchers} ${noun}: latency, commit → last (per entry)`, median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
       { id, what, case: `${watchers} ${noun}: bytes per ${noun.slice(0, -1)} per answer (${ANSWER_WORDS} words)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
@@ -114,10 +131,40 @@ async function measure(watchers: number, judged: boolean, transport: Transport =
   }
 }
 
-it(`P7: ${WATCHERS} watchers of one lane during streamed answers (and ${SMALL_AUDIENCE} for comparison); P14: ${WATCHERS} SSE streams`, async ({ task }) => {
+/** Keys of the two p95s the floor's ratio line compares (report.ts `ratioOf`). */
+const P14_P95 = "P14 p95";
+const FLOOR_P95 = "P14 floor p95";
+const FLOOR_ROW = "floor: an object's event to 500 clients, no product code (bench/sse-floor)";
+/** Events timed per topology of the floor (after one uncounted), as many as P14's entries. */
+const FLOOR_EVENTS = 2 * ANSWERS;
+const FLOOR_TOPOLOGIES: { topology: FloorTopology; what: string }[] = [
+  { topology: "relay-sse", what: `${WATCHERS} SSE streams held by the front worker, a socket each to the object (P14's way)` },
+  { topology: "object-sse", what: `${WATCHERS} SSE streams held by the object (ruled out by the API)` },
+  { topology: "sockets", what: `${WATCHERS} hibernatable sockets of the object (P7's way)` },
+];
+
+/**
+ * P14's floor (bench/sse-floor/): the same delivery with no product code, in each topology, on
+ * the same machine in the same run: how soon an event can reach 500 clients here at all.
+ */
+async function floor(): Promise<BenchLine[]> {
+  const lines: BenchLine[] = [];
+  for (const { topology, what } of FLOOR_TOPOLOGIES) {
+    const { all, last } = await measureFloor(servers.sseFloor.baseUrl, topology, { clients: WATCHERS, events: FLOOR_EVENTS, warmUp: 1, slice: SEND_SLICE });
+    const keyed = topology === "relay-sse" && { key: FLOOR_P95, value: all.p95 };
+    lines.push({ id: "P14", what: FLOOR_ROW, case: `${what}: latency (every one, every event)`, median: ms(all.median), p95: ms(all.p95), target: "reported", met: undefined, samples: all.samples, ...keyed });
+    lines.push({ id: "P14", what: FLOOR_ROW, case: `${what}: latency to the last (per event)`, median: ms(last.median), p95: ms(last.p95), target: "reported", met: undefined, samples: last.samples });
+  }
+  // What the product adds to the platform's own cost of P14's way, in this run (1.00×: nothing).
+  const ratioCase = "P14's p95 ÷ the floor's p95 in P14's way, same run";
+  lines.push({ id: "P14", what: FLOOR_ROW, case: ratioCase, median: "", p95: "—", target: "reported", met: undefined, samples: 1, ratioOf: { of: P14_P95, to: FLOOR_P95 } });
+  return lines;
+}
+
+it(`P7: ${WATCHERS} watchers of one lane during streamed answers (and ${SMALL_AUDIENCE} for comparison); P14: ${WATCHERS} SSE streams, and its floor`, async ({ task }) => {
   const small = await measure(SMALL_AUDIENCE, false);
   const large = await measure(WATCHERS, true);
   // P14: the same audience reading the lane as Server-Sent Events (the front worker relays them).
   const streams = await measure(WATCHERS, true, STREAMS);
-  task.meta.benchLines = [...large, ...small, ...streams];
+  task.meta.benchLines = [...large, ...small, ...streams, ...(await floor())];
 });

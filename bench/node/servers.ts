@@ -4,23 +4,23 @@ import { join } from "node:path";
 import { freePort, startDevServer, type DevServer } from "../../test/e2e/dev-server.ts";
 import { runtimeUrl } from "./runtime-url.ts";
 
-// The two servers of the server rows (P1, P3 retained, throughput, P7–P9, memory), started once per
-// bench run by bench/node/server-setup.ts: ours as a user runs it (`npm start`, with the flags
-// below), and the Agents SDK peer with `wrangler dev --config bench/peer/wrangler.toml`. Both bind
-// loopback only, persist to fresh temporary directories, and run with wrangler's local
-// observability (request tracing) off, because it adds a per-request cost to whichever server it
-// is on. Both log at `warn` for the same reason (`npm start -- --log-level warn`, a flag any user
-// may pass): at the default `info`, wrangler's dev proxy reports every HTTP request to the wrangler
-// process for its `[wrangler:info] POST … 200 OK` line, about 1 ms of CPU a request on this
-// machine's two cores, which our HTTP turns would pay, the peer's socket frames never do, and no
-// deployment pays.
+// The servers of the server rows (P1, P3 retained, throughput, P7–P9, P14, memory), started once
+// per bench run by bench/node/server-setup.ts: ours as a user runs it (`npm start`, with the flags
+// below), the Agents SDK peer with `wrangler dev --config bench/peer/wrangler.toml`, and P14's
+// floor (bench/sse-floor/). All bind loopback only, persist to fresh temporary directories, and run
+// with wrangler's local observability (request tracing) off, because it adds a per-request cost to
+// whichever server it is on. All log at `warn` for the same reason (`npm start -- --log-level warn`,
+// a flag any user may pass): at the default `info`, wrangler's dev proxy reports every HTTP request
+// to the wrangler process for its `[wrangler:info] POST … 200 OK` line, about 1 ms of CPU a request
+// on this machine's two cores, which our HTTP turns would pay, the peer's socket frames never do,
+// and no deployment pays.
 
 const READY_TIMEOUT_MS = 120_000;
 
-/** wrangler dev's local tracing/observability, off for both servers (X_LOCAL_OBSERVABILITY). */
+/** wrangler dev's local tracing/observability, off for every server (X_LOCAL_OBSERVABILITY). */
 export const SERVER_ENV = { X_LOCAL_OBSERVABILITY: "false", X_LOCAL_EXPLORER: "false", WRANGLER_SEND_METRICS: "false" };
 
-/** wrangler dev's log level, `warn` for both servers (no line, and no report, per HTTP request). */
+/** wrangler dev's log level, `warn` for every server (no line, and no report, per HTTP request). */
 export const SERVER_ARGS = ["--log-level", "warn"];
 
 export interface RunningServer {
@@ -43,15 +43,25 @@ export async function startOurs(): Promise<RunningServer> {
   return { baseUrl: server.baseUrl, runtimeUrl: runtime, persistDir: server.persistDir, pgid, stop: server.stop };
 }
 
-export async function startPeer(persistDir: string): Promise<RunningServer> {
+export function startPeer(persistDir: string): Promise<RunningServer> {
+  return startWorker("the peer", "bench/peer/wrangler.toml", persistDir);
+}
+
+/** The floor of P14 (bench/sse-floor/): one object's event to 500 clients with no product code. */
+export function startSseFloor(persistDir: string): Promise<RunningServer> {
+  return startWorker("the SSE floor", "bench/sse-floor/wrangler.toml", persistDir);
+}
+
+/** `wrangler dev --config <config>` on a free loopback port, ready once the worker answers anything. */
+async function startWorker(name: string, config: string, persistDir: string): Promise<RunningServer> {
   const port = await freePort();
-  const args = ["wrangler", "dev", "--config", "bench/peer/wrangler.toml", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistDir, "--show-interactive-dev-session=false", ...SERVER_ARGS];
+  const args = ["wrangler", "dev", "--config", config, "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistDir, "--show-interactive-dev-session=false", ...SERVER_ARGS];
   const child = spawn("npx", args, { stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, ...SERVER_ENV, CI: "true" } });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const pgid = child.pid;
-  if (pgid === undefined) throw new Error("could not spawn the peer");
+  if (pgid === undefined) throw new Error(`could not spawn ${name}`);
   const baseUrl = `http://127.0.0.1:${port}`;
   const stop = async () => {
     try {
@@ -75,7 +85,7 @@ export async function startPeer(persistDir: string): Promise<RunningServer> {
   };
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the peer exited early:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`${name} exited early:\n${output}`);
     try {
       // Any answer from the worker means it is up (the route is unknown on purpose).
       await fetch(`${baseUrl}/ready`);
@@ -85,7 +95,7 @@ export async function startPeer(persistDir: string): Promise<RunningServer> {
     }
   }
   await stop();
-  throw new Error(`the peer did not answer in time:\n${output}`);
+  throw new Error(`${name} did not answer in time:\n${output}`);
 }
 
 /** The process group of `npm start`: startDevServer spawns it detached (its own group), with our persist directory. */
