@@ -132,6 +132,9 @@ export class WatchHub {
     } else for (const { seq, event } of missed) if (!this.send(ws, outgoing({ type: "event", seq, event }))) return true;
     flow.markReady();
     this.add(ws, target);
+    // As on a live stream (queueDeliveries): a passing-through relay resumed across a navigation
+    // cannot ask for the snapshot its rebase needs, so it is sent one after the events.
+    if (flow.sse && missed.some(({ event }) => event.type === "navigation_end")) this.resnapshot(ws, harness);
     return true;
   }
 
