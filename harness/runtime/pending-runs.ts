@@ -1,5 +1,5 @@
 import type { Entry } from "../../schema/entries.ts";
-import type { OperationResultRecord } from "../../schema/lane.ts";
+import type { HarnessEvent, OperationResultRecord } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import type { DeferredMode } from "../../schema/settings.ts";
 import type { UsageRow } from "../../schema/usage.ts";
@@ -9,6 +9,7 @@ import type { SessionMutator } from "../session/mutation.ts";
 import type { Write } from "../session/storage.ts";
 import { deleteValue, setValue } from "../session/writes.ts";
 import { planRunAcceptance, type OperationAdmission } from "./acceptance.ts";
+import { terminalEvent } from "./drive/terminal.ts";
 import type { HarnessCore } from "./core.ts";
 import { err, ok, type Result } from "./errors.ts";
 import type { Committed, LanePlan, Planner } from "./lane-command.ts";
@@ -22,7 +23,9 @@ import { resultWrite } from "./operation-codec.ts";
 // pending run starts exactly once, in order, with no moment in which the lane is idle while runs
 // wait (a crash lands before that commit or after it). Unlike a queued `nextRun` item (input taken
 // by whatever run starts next), a pending run is its own operation; cancelling it before it starts
-// records it `aborted` with `cancelled_before_start`.
+// records it `aborted` with `cancelled_before_start`. A pending run that ends without starting
+// (cancelled, or refused at its turn) still ends with its `run_end`, though it had no `run_start`:
+// a stream following it (a streamed prompt, an AI SDK answer) learns there that it is over.
 
 /** At most this many pending runs per lane (spec: 409 QueueFull beyond). */
 export const MAX_PENDING_RUNS = 20;
@@ -97,6 +100,7 @@ export function planCancelPendingRun(core: HarnessCore, lane: string, operationI
     return {
       writes: [deleteValue(pendingRun(operationId)), resultWrite(record)],
       next: { ...state, pending: state.pending.filter((id) => id !== operationId) },
+      events: () => [terminalEvent(lane, record)],
       afterCommit: () => core.wake.settled(lane, operationId),
       value: ok(record),
     };
@@ -112,10 +116,11 @@ export function planCancelPendingRun(core: HarnessCore, lane: string, operationI
 export function startNextPending(core: HarnessCore, lane: string, m: SessionMutator, idle: LaneProjection): LanePlan<void> | undefined {
   let state = idle;
   const writes: Write[] = [];
-  const failed: string[] = [];
+  const failed: OperationResultRecord[] = [];
   const settleFailed = (): void => {
-    for (const operationId of failed) core.wake.settled(lane, operationId);
+    for (const record of failed) core.wake.settled(lane, record.operationId);
   };
+  const failedEnds = (): HarnessEvent[] => failed.map((record) => terminalEvent(lane, record));
   for (const operationId of idle.pending) {
     state = { ...state, pending: state.pending.slice(1) };
     const stored = m.getValue(pendingRun<StoredPendingRun>(operationId))?.value;
@@ -127,7 +132,7 @@ export function startNextPending(core: HarnessCore, lane: string, m: SessionMuta
       return {
         writes: own,
         next: plan.next,
-        events: (done) => plan.events?.(done && restrictedTo(done, own)) ?? [],
+        events: (done) => [...failedEnds(), ...(plan.events?.(done && restrictedTo(done, own)) ?? [])],
         afterCommit: () => {
           settleFailed();
           plan.afterCommit?.();
@@ -137,10 +142,11 @@ export function startNextPending(core: HarnessCore, lane: string, m: SessionMuta
     }
     const code = plan.value.ok ? "Refused" : plan.value.error.code;
     const error = { code, message: `The pending run could not start: ${code}` };
-    writes.push(resultWrite({ operationId, kind: "run", status: "failed", error, fromTipId: state.tipId, tipId: state.tipId, startedAt: stored.acceptedAt, endedAt: Math.max(core.clock(), stored.acceptedAt) }));
-    failed.push(operationId);
+    const record: OperationResultRecord = { operationId, kind: "run", status: "failed", error, fromTipId: state.tipId, tipId: state.tipId, startedAt: stored.acceptedAt, endedAt: Math.max(core.clock(), stored.acceptedAt) };
+    writes.push(resultWrite(record));
+    failed.push(record);
   }
-  return writes.length > 0 ? { writes, next: state, afterCommit: settleFailed, value: undefined } : undefined;
+  return writes.length > 0 ? { writes, next: state, events: failedEnds, afterCommit: settleFailed, value: undefined } : undefined;
 }
 
 /** A commit's placed entries and usage rows narrowed to those `writes` made (one commit, two plans). */

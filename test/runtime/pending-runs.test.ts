@@ -4,8 +4,10 @@ import { MAX_PENDING_RUNS } from "../../harness/runtime/pending-runs.ts";
 import type { BusyPromptAnswer } from "../../harness/runtime/busy-prompts.ts";
 import { readLaneState, type ReadLaneState } from "../../harness/runtime/lane-state-form.ts";
 import { laneState } from "../../harness/session/builtin-addresses.ts";
+import { resultWrite } from "../../harness/runtime/operation-codec.ts";
+import type { OperationResultRecord } from "../../schema/lane.ts";
 import { ECHO } from "./helpers.ts";
-import { briefs, settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
+import { briefs, ofType, settledRecord, unwrap, withDriveRig } from "./drive-helpers.ts";
 import { checkInvariants } from "./invariants.ts";
 
 // Prompts while busy (spec "Prompt while busy"): pending runs are whole operations that start, in
@@ -93,7 +95,9 @@ describe("pending runs (ifBusy: enqueue)", () => {
         const line = lane.pendingRuns();
         settledRecord(await lane.drive({ operationId: first.operationId }));
         const thirdRecord = settledRecord(await lane.drive({ operationId: third.operationId }));
-        return { cancelled, again, line, record: lane.getResult(second.operationId), thirdRecord, third, transcript: briefs(lane), violations: checkInvariants(rig.session) };
+        const runEvents = rig.events.flatMap((event) => (event.type === "run_start" || event.type === "run_end" ? [{ type: event.type, runId: event.runId }] : []));
+        const cancelEnd = ofType(rig.events, "run_end").find((event) => event.runId === second.operationId);
+        return { cancelled, again, line, record: lane.getResult(second.operationId), thirdRecord, first, second, third, runEvents, cancelEnd, transcript: briefs(lane), violations: checkInvariants(rig.session) };
       },
       { model: ECHO },
     );
@@ -101,9 +105,46 @@ describe("pending runs (ifBusy: enqueue)", () => {
     expect(result.again.ok).toBe(false);
     expect(result.line).toEqual([expect.objectContaining({ operationId: result.third.operationId, position: 1 })]);
     expect(result.record).toMatchObject({ status: "aborted", error: { code: "cancelled_before_start" }, kind: "run" });
+    // It never started, yet ends like every run, with its record's run_end (what streams following it wait for).
+    const [firstId, secondId, thirdId] = [result.first.operationId, result.second.operationId, result.third.operationId];
+    expect(result.runEvents).toEqual([
+      { type: "run_start", runId: firstId },
+      { type: "run_end", runId: secondId },
+      { type: "run_end", runId: firstId },
+      { type: "run_start", runId: thirdId },
+      { type: "run_end", runId: thirdId },
+    ]);
+    expect(result.cancelEnd).toMatchObject({ status: "aborted", error: { code: "cancelled_before_start" }, fromTipId: null, tipId: null });
     expect(result.thirdRecord.status).toBe("completed");
     expect(result.transcript).toEqual(["user: first", "assistant(stop): first", "user: third", "assistant(stop): third"]);
     expect(result.violations).toEqual([]);
+  });
+
+  it("a pending run that can no longer start at its turn is recorded failed, ends with its run_end, and the next one starts", async () => {
+    const result = await withDriveRig(
+      async (rig) => {
+        const lane = await rig.harness.lane("main");
+        const first = admission(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "first" }, "enqueue")));
+        const second = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "second" }, "enqueue")));
+        const third = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "third" }, "enqueue")));
+        // Its id has a record by the time its turn comes (acceptance refuses a settled id): it cannot start.
+        const foreign: OperationResultRecord = { operationId: second.operationId, kind: "run", status: "completed", fromTipId: null, tipId: null, startedAt: 1, endedAt: 1 };
+        await rig.session.mutate((m) => m.commit([resultWrite(foreign)]));
+        settledRecord(await lane.drive({ operationId: first.operationId }));
+        const startedNext = lane.state.operation?.meta.operationId;
+        settledRecord(await lane.drive({ operationId: third.operationId }));
+        const ends = ofType(rig.events, "run_end").map((event) => ({ runId: event.runId, status: event.status, code: event.error?.code }));
+        return { first, second, third, startedNext, ends, transcript: briefs(lane) };
+      },
+      { model: ECHO },
+    );
+    expect(result.startedNext).toBe(result.third.operationId);
+    expect(result.ends).toEqual([
+      { runId: result.first.operationId, status: "completed", code: undefined },
+      { runId: result.second.operationId, status: "failed", code: "InvalidOperationId" },
+      { runId: result.third.operationId, status: "completed", code: undefined },
+    ]);
+    expect(result.transcript).toEqual(["user: first", "assistant(stop): first", "user: third", "assistant(stop): third"]);
   });
 
   it(`refuses the ${MAX_PENDING_RUNS + 1}st pending run with QueueFull and writes nothing; an id already waiting is refused`, async () => {

@@ -101,7 +101,9 @@ export class AnswerStream {
         (event.executor === "client" ? this.clientTools : this.serverTools).add(event.toolCallId);
         break;
       case "tool_end":
-        if (event.runId !== this.operationId) break;
+        // A stream that joined the run later (a message handed to it, `ifBusy: "steer"`) never
+        // showed this call: the AI SDK's reader refuses the output of a call it does not know.
+        if (event.runId !== this.operationId || !this.announced.has(event.toolCallId)) break;
         this.serverTools.delete(event.toolCallId);
         this.clientTools.delete(event.toolCallId);
         chunks.push(outputChunk(event.toolCallId, event.result, event.isError));

@@ -203,9 +203,13 @@ function lastUserEntry(snapshot: LaneSnapshot) {
 async function followRun(c: AppContext, stub: SessionStub, { sessionId, lane }: Pick<AdmittingScope, "sessionId" | "lane">, answer: AnswerStream): Promise<Response> {
   const relay = await relaySocket(c, sessionId, lane);
   return relayAnswer(c, relay, answer, true, async () => {
-    // The run ended before the socket's snapshot: its answer from its record.
     const outcome = replyValue(await stub.promptOutcome(lane, answer.operationId, 0));
-    return outcome.state === "settled" ? settledAnswer(stub, lane, outcome.result) : sse(answer.close("The run is not live")) + DONE;
+    // The run ended before the socket's snapshot: its answer from its record.
+    if (outcome.state === "settled") return settledAnswer(stub, lane, outcome.result);
+    // Not started at the snapshot (a pending run waiting its turn) or started since: its events,
+    // all after the snapshot, come on the relay and end the answer.
+    if (outcome.state === "pending") return undefined;
+    return sse(answer.close("The run is not live")) + DONE;
   });
 }
 
@@ -215,7 +219,7 @@ async function relaySocket(c: AppContext, sessionId: string, lane: string): Prom
 }
 
 /** The relay socket as the UI-message stream of one run's answer, ended after its last chunk. */
-function relayAnswer(c: AppContext, relay: WebSocket, answer: AnswerStream, replay: boolean, ended?: () => Promise<string>): Response {
+function relayAnswer(c: AppContext, relay: WebSocket, answer: AnswerStream, replay: boolean, ended?: () => Promise<string | undefined>): Response {
   let settle!: (text: string) => void;
   const finish = new Promise<string>((resolve) => (settle = resolve));
   let snapshotSeen = false;
@@ -224,8 +228,11 @@ function relayAnswer(c: AppContext, relay: WebSocket, answer: AnswerStream, repl
       if (!replay || snapshotSeen) return "";
       snapshotSeen = true;
       const text = sse(answer.replay(snapshotOf(frame)));
-      if (!answer.following && ended) void ended().then(settle, () => settle(sse(answer.close("The run's answer could not be read")) + DONE));
-      else if (answer.done) settle(DONE);
+      // Not following the run at the snapshot: `ended` answers whether it is over (undefined: still to come).
+      if (!answer.following && ended) {
+        const failed = () => settle(sse(answer.close("The run's answer could not be read")) + DONE);
+        void ended().then((last) => last !== undefined && settle(last), failed);
+      } else if (answer.done) settle(DONE);
       return text;
     }
     if (!frame.event) return "";

@@ -71,9 +71,20 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
   replayInstead(c, 202, { operationId });
   let ended!: () => void;
   const runEnded = new Promise<void>((resolve) => (ended = resolve));
+  // Between its run_start and its run_end the lane's entries are this run's; before it starts (a
+  // pending run waits behind another) they are another run's, and entries carry no run id.
+  let running = false;
   const events = (event: { type?: unknown; runId?: unknown }): boolean => {
-    if (event.type === "run_end" && event.runId === operationId) ended();
-    return event.runId === undefined || event.runId === operationId;
+    if (event.runId === operationId) {
+      if (event.type === "run_start") running = true;
+      if (event.type === "run_end") {
+        running = false;
+        ended();
+      }
+      return true;
+    }
+    if (event.runId !== undefined) return false;
+    return event.type !== "entry_added" || running;
   };
   const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, runEnded) });
   return streamResponse(c, body);
