@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EVENT_WINDOW_CHARS, EVENT_WINDOW_EVENTS, EVENT_WINDOW_LANES, EventWindow } from "../../durable-objects/session/watch/event-window.ts";
+import { EVENT_WINDOW_CHARS, EVENT_WINDOW_EVENTS, EVENT_WINDOW_LANES, EVENT_WINDOW_TOTAL_CHARS, EventWindow } from "../../durable-objects/session/watch/event-window.ts";
 import type { HarnessEvent } from "../../schema/lane.ts";
 
 // The retention window behind SSE resumption (durable-objects/session/watch/event-window.ts): it
@@ -47,5 +47,22 @@ describe("EventWindow", () => {
     expect(window.after("main", window.epoch, 1)).toBeUndefined();
     for (let i = 0; i <= EVENT_WINDOW_LANES; i++) window.retain(9 + i, custom(`lane${i}`));
     expect(window.after("main", window.epoch, 8)).toBeUndefined();
+  });
+
+  it("bounds the session's windows together: past the total, the oldest events go, whichever lane holds them", () => {
+    const window = new EventWindow();
+    window.restart(0);
+    // Each lane stays within its own budget; together they would hold twice the total.
+    const share = "x".repeat(EVENT_WINDOW_CHARS / 2);
+    const lanes = (2 * EVENT_WINDOW_TOTAL_CHARS) / (EVENT_WINDOW_CHARS / 2);
+    expect(lanes).toBeLessThanOrEqual(EVENT_WINDOW_LANES);
+    for (let seq = 1; seq <= lanes; seq++) window.retain(seq, custom(`lane${seq}`, share));
+    const kept = Array.from({ length: lanes }, (_, index) => window.after(`lane${index + 1}`, window.epoch, index) !== undefined);
+    // The newest lanes' events are kept; the oldest ones' windows no longer vouch for them.
+    expect(kept.at(-1)).toBe(true);
+    expect(kept[0]).toBe(false);
+    expect(kept.filter(Boolean).length).toBeLessThan(lanes / 2 + 1);
+    expect(kept.indexOf(true)).toBeGreaterThan(0);
+    expect(kept.slice(kept.indexOf(true)).every(Boolean)).toBe(true);
   });
 });

@@ -33,7 +33,7 @@ import {
   SuspendedRunSchema,
 } from "../../schema/lane-answers.ts";
 import { LaneConfigurationSchema, LaneExecutionInfoSchema, LaneInfoSchema, OperationResultRecordSchema } from "../../schema/lane.ts";
-import { EVENT_WINDOW_CHARS, EVENT_WINDOW_EVENTS } from "../../durable-objects/session/watch/event-window.ts";
+import { EVENT_WINDOW_CHARS, EVENT_WINDOW_EVENTS, EVENT_WINDOW_TOTAL_CHARS } from "../../durable-objects/session/watch/event-window.ts";
 import { LaneEventsQuerySchema, SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
 import { SNAPSHOT_TRANSCRIPT_MAX_BYTES, SNAPSHOT_TRANSCRIPT_MAX_ENTRIES } from "../../schema/transcript-bounds.ts";
 import {
@@ -255,6 +255,8 @@ export const laneCatalog: readonly CatalogRoute[] = [
       String(EVENT_WINDOW_EVENTS) +
       " of the lane while the session object runs, fewer when they exceed " +
       mib(EVENT_WINDOW_CHARS) +
+      ", or when the session's windows together exceed " +
+      mib(EVENT_WINDOW_TOTAL_CHARS) +
       "); an id outside the window, from before the object restarted, or garbled starts with a snapshot instead. The stream ends after an `event: error` (data `{ code, reason }`, the watch socket's close code) when the session is deleted, the key revoked, or the reader falls more than " +
       mib(WATCH_UNACKED_WINDOW_BYTES) +
       " behind. A browser token with the `watch` scope may be sent as `?access_token=` (EventSource). See docs/api-watch.md.",

@@ -7,6 +7,12 @@ export const EVENT_WINDOW_EVENTS = 1_000;
 export const EVENT_WINDOW_CHARS = 2 * 1024 * 1024;
 /** Lanes whose windows are kept; the least recently written one is forgotten beyond it. */
 export const EVENT_WINDOW_LANES = 32;
+/**
+ * …and all of a session's windows together hold at most this much (the oldest events go first,
+ * whichever lane they belong to): the lane budget times the lane count would be a large share of
+ * an isolate's 128 MB.
+ */
+export const EVENT_WINDOW_TOTAL_CHARS = 8 * 1024 * 1024;
 
 interface Retained {
   seq: number;
@@ -35,12 +41,15 @@ interface LaneWindow {
  */
 export class EventWindow {
   private lanes = new Map<string, LaneWindow>();
+  /** What every window holds together (an event in several lanes' streams counts in each). */
+  private chars = 0;
   private seq = 0;
   epoch = newEpoch();
 
   /** A new run of the counter from `seq`: nothing before it is known. */
   restart(seq: number): void {
     this.lanes = new Map();
+    this.chars = 0;
     this.seq = seq;
     this.epoch = newEpoch();
   }
@@ -59,7 +68,13 @@ export class EventWindow {
       measured ??= JSON.stringify(event).length;
       window.events.push({ seq, event, chars: measured });
       window.chars += measured;
-      evict(window);
+      this.chars += measured;
+      while (window.events.length > EVENT_WINDOW_EVENTS || window.chars > EVENT_WINDOW_CHARS) this.dropOldest(window);
+    }
+    while (this.chars > EVENT_WINDOW_TOTAL_CHARS) {
+      const oldest = this.windowWithOldestEvent();
+      if (!oldest) break;
+      this.dropOldest(oldest);
     }
     // After the loop: re-inserting while iterating would visit the lane again, forever.
     if (own !== undefined) this.touch(own);
@@ -88,19 +103,29 @@ export class EventWindow {
 
   private forgetOldestLanes(): void {
     while (this.lanes.size > EVENT_WINDOW_LANES) {
-      const oldest = this.lanes.keys().next().value;
-      if (oldest === undefined) return;
-      this.lanes.delete(oldest);
+      const oldest = this.lanes.keys().next();
+      if (oldest.done) return;
+      this.chars -= this.lanes.get(oldest.value)?.chars ?? 0;
+      this.lanes.delete(oldest.value);
     }
   }
-}
 
-function evict(window: LaneWindow): void {
-  while (window.events.length > EVENT_WINDOW_EVENTS || (window.chars > EVENT_WINDOW_CHARS && window.events.length > 0)) {
+  /** Evicting an event raises its window's floor past it: the window no longer vouches for it. */
+  private dropOldest(window: LaneWindow): void {
     const dropped = window.events.shift();
     if (!dropped) return;
     window.floor = dropped.seq;
     window.chars -= dropped.chars;
+    this.chars -= dropped.chars;
+  }
+
+  private windowWithOldestEvent(): LaneWindow | undefined {
+    let oldest: LaneWindow | undefined;
+    for (const window of this.lanes.values()) {
+      const first = window.events[0];
+      if (first && (!oldest || first.seq < (oldest.events[0]?.seq ?? Number.POSITIVE_INFINITY))) oldest = window;
+    }
+    return oldest;
   }
 }
 
