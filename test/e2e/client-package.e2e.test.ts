@@ -71,4 +71,14 @@ describe("the client package", () => {
     const { stdout } = await run(process.execPath, ["from-sources.mts"], { cwd: dir, env: { ...process.env, BASE: server.baseUrl, KEY: key }, timeout: 90_000 });
     expect(stdout.trim().split("\n")).toEqual(["assistant: Hello!", "transcript entries: 2", "not found: 404"]);
   }, 120_000);
+
+  it("runs the README's browser-token example as written (from the repository's sources): the page watches and prompts with the token only", async () => {
+    const example = fencedBlocks("client/README.md", "ts").find((block) => block.includes("createBrowserToken"));
+    const fromSources = (example ?? "").replace('from "@durable-agent-sessions/client"', `from ${JSON.stringify(join(repo, "client/index.ts"))}`);
+    expect(fromSources).toContain("client/index.ts");
+    writeFileSync(join(dir, "browser-token.mts"), fromSources);
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "sdktoken");
+    const { stdout } = await run(process.execPath, ["browser-token.mts"], { cwd: dir, env: { ...process.env, BASE: server.baseUrl, KEY: key }, timeout: 90_000 });
+    expect(stdout.trim().split("\n")).toEqual(["watching, entries: 0", "settled"]);
+  }, 120_000);
 });
