@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { PendingAdmission, PromptAdmission } from "../../harness/runtime/pending-runs.ts";
 import { MAX_PENDING_RUNS } from "../../harness/runtime/pending-runs.ts";
 import type { BusyPromptAnswer } from "../../harness/runtime/busy-prompts.ts";
+import type { AgentLane } from "../../harness/runtime/lane.ts";
 import { readLaneState, type ReadLaneState } from "../../harness/runtime/lane-state-form.ts";
 import { laneState } from "../../harness/session/builtin-addresses.ts";
 import { resultWrite } from "../../harness/runtime/operation-codec.ts";
@@ -24,6 +25,14 @@ function pending(answer: BusyPromptAnswer): PendingAdmission {
   const admitted = admission(answer);
   if (!("state" in admitted)) throw new Error(`expected a pending run, got ${JSON.stringify(admitted)}`);
   return admitted;
+}
+
+/** A run started on an idle lane ("first"), and two pending behind it ("second", "third"). */
+async function runningAndTwoPending(lane: AgentLane): Promise<{ first: PromptAdmission; second: PendingAdmission; third: PendingAdmission }> {
+  const first = admission(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "first" }, "enqueue")));
+  const second = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "second" }, "enqueue")));
+  const third = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "third" }, "enqueue")));
+  return { first, second, third };
 }
 
 describe("pending runs (ifBusy: enqueue)", () => {
@@ -87,9 +96,7 @@ describe("pending runs (ifBusy: enqueue)", () => {
     const result = await withDriveRig(
       async (rig) => {
         const lane = await rig.harness.lane("main");
-        const first = admission(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "first" }, "enqueue")));
-        const second = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "second" }, "enqueue")));
-        const third = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "third" }, "enqueue")));
+        const { first, second, third } = await runningAndTwoPending(lane);
         const cancelled = unwrap(await lane.requestAbort(second.operationId));
         const again = await lane.requestAbort(second.operationId);
         const line = lane.pendingRuns();
@@ -124,9 +131,7 @@ describe("pending runs (ifBusy: enqueue)", () => {
     const result = await withDriveRig(
       async (rig) => {
         const lane = await rig.harness.lane("main");
-        const first = admission(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "first" }, "enqueue")));
-        const second = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "second" }, "enqueue")));
-        const third = pending(unwrap(await lane.acceptWhileBusy({ kind: "prompt", prompt: "third" }, "enqueue")));
+        const { first, second, third } = await runningAndTwoPending(lane);
         // Its id has a record by the time its turn comes (acceptance refuses a settled id): it cannot start.
         const foreign: OperationResultRecord = { operationId: second.operationId, kind: "run", status: "completed", fromTipId: null, tipId: null, startedAt: 1, endedAt: 1 };
         await rig.session.mutate((m) => m.commit([resultWrite(foreign)]));
