@@ -37,7 +37,7 @@ describe("schedules: firing", () => {
     const at = Date.now() - 1_000;
     const schedule = await createSchedule(setup, { at, prompt: "one-off ping" });
     const [run] = await until("the run", () => runsOf(setup, schedule.id), (runs) => runs.length > 0);
-    expect(run).toMatchObject({ dueAt: at, operationId: scheduledOperationId(schedule.id, at) });
+    expect(run).toMatchObject({ dueAt: at, operationId: scheduledOperationId(schedule, at) });
     expect(await until("the settlement", () => settledStatus(setup, run?.operationId ?? ""), (status) => status !== undefined)).toBe("completed");
     await alarm(setup);
     expect(await runsOf(setup, schedule.id)).toHaveLength(1);
@@ -78,7 +78,7 @@ describe("schedules: firing", () => {
     await dueNow(setup, schedule.id, dueAt);
     await Promise.all([alarm(setup), sessionObject(setup).sweepSchedules(), sessionObject(setup).sweepSchedules()]);
     const runs = await runsOf(setup, schedule.id);
-    expect(runs).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule.id, dueAt) })]);
+    expect(runs).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule, dueAt) })]);
     const operationId = runs[0]?.operationId ?? "";
     expect(await until("the settlement", () => settledStatus(setup, operationId), (status) => status !== undefined)).toBe("completed");
     // As if the object died after the run's acceptance and before its record: the same due time
@@ -201,7 +201,7 @@ describe("schedules: firing", () => {
       storage.storage.sql.exec("UPDATE schedules SET retry_at = ? WHERE id = ?", Date.now() - 1, schedule.id);
     });
     await alarm(setup);
-    expect(await runsOf(setup, schedule.id)).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule.id, dueAt) })]);
+    expect(await runsOf(setup, schedule.id)).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule, dueAt) })]);
   });
 
   it("a session deleted while its schedule is due starts nothing, and leaves the index", async () => {
@@ -235,7 +235,7 @@ describe("schedules: firing", () => {
     });
     await tick();
     const runs: ScheduleRun[] = await runsOf(setup, schedule.id);
-    expect(runs).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule.id, dueAt) })]);
+    expect(runs).toEqual([expect.objectContaining({ dueAt, operationId: scheduledOperationId(schedule, dueAt) })]);
     const armed = await runInDurableObject(sessionObject(setup), (_instance: SessionObject, state) => state.storage.getAlarm());
     expect(armed).not.toBeNull();
     const [row] = await indexedSchedules(setup);

@@ -54,12 +54,15 @@ describe("schedule times", () => {
   });
 
   it("derives one UUIDv7 per schedule and due time, timed at the due time", () => {
-    const id = scheduledOperationId("sch_a", 1_767_225_600_000);
+    const a = { id: "sch_a", createdAt: 1_767_000_000_000 };
+    const id = scheduledOperationId(a, 1_767_225_600_000);
     expect(isUuidV7(id)).toBe(true);
     expect(uuidv7Timestamp(id)).toBe(1_767_225_600_000);
-    expect(scheduledOperationId("sch_a", 1_767_225_600_000)).toBe(id);
-    expect(scheduledOperationId("sch_b", 1_767_225_600_000)).not.toBe(id);
-    expect(scheduledOperationId("sch_a", 1_767_225_660_000)).not.toBe(id);
+    expect(scheduledOperationId({ ...a }, 1_767_225_600_000)).toBe(id);
+    expect(scheduledOperationId({ ...a, id: "sch_b" }, 1_767_225_600_000)).not.toBe(id);
+    expect(scheduledOperationId(a, 1_767_225_660_000)).not.toBe(id);
+    // The same id created again (after a deletion) is another schedule: its due times name other runs.
+    expect(scheduledOperationId({ ...a, createdAt: a.createdAt + 1 }, 1_767_225_600_000)).not.toBe(id);
   });
 
   it("accepts 5-field cron expressions only, and IANA zones", () => {

@@ -73,7 +73,7 @@ export class ScheduleFiring {
     const schedule = store.get(scheduleId);
     const now = this.clock();
     if (!schedule || schedule.paused || schedule.nextRunAt === undefined || schedule.nextRunAt > now) return;
-    const due: ScheduleDue = { scheduleId, lane: schedule.lane, dueAt: schedule.nextRunAt, operationId: scheduledOperationId(scheduleId, schedule.nextRunAt) };
+    const due: ScheduleDue = { scheduleId, lane: schedule.lane, dueAt: schedule.nextRunAt, operationId: scheduledOperationId(schedule, schedule.nextRunAt) };
     const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
     const sessionId = storage.metadata.id;
     const lane = harness.getLane(schedule.lane);

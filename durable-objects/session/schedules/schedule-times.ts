@@ -48,13 +48,14 @@ export function missedBetween(spec: TimingSpec, from: number, through: number, c
 
 /**
  * The operation id of the run a schedule's due time starts: a UUIDv7 whose time is the due time
- * and whose other bits are a hash of schedule and due time. The same due time always names the
- * same operation, which a lane accepts once (a settled or open operation id is refused), so a due
- * time fired twice (an alarm and the cron's sweep, a crash between the firing and its record)
- * never starts a second run.
+ * and whose other bits are a hash of the schedule (its id and its creation time) and the due time.
+ * The same due time always names the same operation, which a lane accepts once (a settled or open
+ * operation id is refused), so a due time fired twice (an alarm and the cron's sweep, a crash
+ * between the firing and its record) never starts a second run. The creation time tells apart a
+ * schedule deleted and created again under its id: its due times are new ones.
  */
-export function scheduledOperationId(scheduleId: string, dueAt: number): string {
-  const hash = createHash("sha256").update(`schedule\n${scheduleId}\n${dueAt}`).digest("hex");
+export function scheduledOperationId(schedule: { id: string; createdAt: number }, dueAt: number): string {
+  const hash = createHash("sha256").update(`schedule\n${schedule.id}\n${schedule.createdAt}\n${dueAt}`).digest("hex");
   const time = Math.max(0, Math.min(dueAt, 2 ** 48 - 1)).toString(16).padStart(12, "0");
   const variant = ((Number.parseInt(hash.charAt(3), 16) & 0x3) | 0x8).toString(16);
   return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${hash.slice(0, 3)}-${variant}${hash.slice(4, 7)}-${hash.slice(7, 19)}`;
