@@ -32,12 +32,16 @@ export class SessionDeletions {
    * Retention: sessions whose last activity is before `cutoff` (by the activity index), marked so
    * that activity before their turn takes them out again (tenant-listings.ts SessionIndex.touch);
    * answers how many were newly queued. The recorded activity may be up to ACTIVITY_STEP_MS behind
-   * the latest, so only sessions recorded that much before the cutoff are idle for certain.
+   * the latest, so only sessions recorded that much before the cutoff are idle for certain. A
+   * session with an open operation is not idle, however long ago its last one settled: an end user
+   * who came back after the period is answered, not deleted mid-run.
    */
   queueIdle(cutoff: number, now: number): number {
     return this.sql
       .exec(
-        "INSERT INTO session_deletions (session_id, queued_at, idle_before) SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? ON CONFLICT DO NOTHING RETURNING session_id",
+        `INSERT INTO session_deletions (session_id, queued_at, idle_before)
+         SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? AND session_id NOT IN (SELECT session_id FROM open_operations)
+         ON CONFLICT DO NOTHING RETURNING session_id`,
         now,
         cutoff,
         cutoff - ACTIVITY_STEP_MS,
@@ -49,8 +53,12 @@ export class SessionDeletions {
     this.sql.exec("INSERT INTO session_deletions (session_id, queued_at) VALUES (?, ?) ON CONFLICT DO NOTHING", sessionId, now);
   }
 
-  /** The next batch, oldest queued first. */
+  /**
+   * The next batch, oldest queued first. Retention's choices are looked at again at their turn: a
+   * session queued as idle that has an operation open since is not idle, and leaves the queue.
+   */
   next(limit: number): string[] {
+    this.sql.exec("DELETE FROM session_deletions WHERE idle_before IS NOT NULL AND session_id IN (SELECT session_id FROM open_operations)");
     return this.sql.exec<{ session_id: string }>("SELECT session_id FROM session_deletions ORDER BY queued_at, session_id LIMIT ?", limit).toArray().map((row) => row.session_id);
   }
 

@@ -6,6 +6,7 @@ import { adminToken, call, newTenant } from "./helpers.ts";
 import { tick } from "./deferred-helpers.ts";
 import { expectError } from "./session-helpers.ts";
 import { eventually } from "./webhooks-helpers.ts";
+import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
 
 // Issue 35 item 3 (API.md "Data lifecycle"): `sessionRetentionDays` deletes sessions idle longer
 // than that, by the minute cron, asking only the tenants whose hourly sweep is due.
@@ -129,5 +130,28 @@ describe("activity recorded at most once an hour (two rows written per settled t
     await tick();
     expect(await status(key, "edge")).toBe(200);
     expect(await status(key, "past")).toBe(404);
+  });
+  it("spares a session with a run open, whether the run began before the sweep or after it queued the session", async () => {
+    const setup = await laneSetup("retopen");
+    expect((await quotas(setup.tenantId, { sessionRetentionDays: 1 })).status).toBe(200);
+    await idleFor(setup.tenantId, setup.sid, 3);
+    // The end user comes back after days and prompts: a run is open on the session.
+    await useScript(setup, [slowStep(200)]);
+    expect((await call(`${setup.lanePath}/operations`, { body: { kind: "prompt", prompt: "are you there?" }, token: setup.key })).status).toBe(202);
+    await untilAt(setup, "assistant.effect_pending");
+    const tenant = env.TENANTS.getByName(setup.tenantId);
+    expect(await tenant.openOperationCount()).toBeGreaterThan(0);
+    expect(await tenant.sweepRetention(Date.now())).toEqual({ queued: 0 });
+    expect((await call(setup.sessionPath, { token: setup.key })).status).toBe(200);
+
+    // Queued as idle before the run was accepted: at its turn it is looked at again, and spared.
+    await runInDurableObject(tenant, (_instance: TenantObject, state) => {
+      state.storage.sql.exec("INSERT INTO session_deletions (session_id, queued_at, idle_before) VALUES (?, ?, ?)", setup.sid, Date.now(), Date.now());
+    });
+    // The sweep deletes a first batch at once (the alarm the rest): the queued session's turn.
+    await tenant.sweepRetention(Date.now());
+    expect((await call(setup.sessionPath, { token: setup.key })).status).toBe(200);
+    const left = await runInDurableObject(tenant, (_instance: TenantObject, state) => state.storage.sql.exec("SELECT count(*) AS n FROM session_deletions").one().n);
+    expect(left).toBe(0);
   });
 });

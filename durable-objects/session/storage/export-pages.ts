@@ -2,7 +2,7 @@ import type { Entry } from "../../../schema/entries.ts";
 import { forkDataPage, type ForkValue } from "./fork-source.ts";
 import { entryPage } from "./json-pages.ts";
 import { readPayloadText } from "./payload-codec.ts";
-import { idText } from "./stored-ids.ts";
+import { idText, storedId } from "./stored-ids.ts";
 import { RESULTS_NAMESPACE } from "./results-table.ts";
 import type { SqlHost } from "../../sql/sql-host.ts";
 
@@ -53,7 +53,7 @@ export function exportPage(host: SqlHost, highWater: number, cursor: ExportCurso
     case "items":
       return dataLines(host, highWater, cursor);
     case "labels":
-      return labelLines(host, cursor.after);
+      return labelLines(host, highWater, cursor.after);
     case "results":
       return resultLines(host, highWater, cursor.afterSeq, recordOf);
   }
@@ -84,7 +84,11 @@ function valueLine(type: "value" | "item", value: ForkValue): string {
   return `${JSON.stringify({ type, namespace: value.namespace, key: value.key }).slice(0, -1)},"value":${value.json}}`;
 }
 
-function labelLines(host: SqlHost, after: string): ExportPage {
+/**
+ * Labels of the exported entries only: an entry added during the download (past the mark) is not in
+ * the export, and a label naming it would make the export one its import refuses.
+ */
+function labelLines(host: SqlHost, highWater: number, after: string): ExportPage {
   const rows = host.sql
     .exec<{ key: string; seq: number; chunks: number; value: string | null }>(
       "SELECT key, seq, chunks, value FROM vals WHERE namespace = 'pi.entry.label' AND key > ? ORDER BY key LIMIT ?",
@@ -92,7 +96,9 @@ function labelLines(host: SqlHost, after: string): ExportPage {
       EXPORT_PAGE_ROWS,
     )
     .toArray();
+  const exported = (entryId: string) => host.sql.exec<{ seq: number }>("SELECT seq FROM entries WHERE id = ?", storedId(entryId)).toArray().some((entry) => entry.seq <= highWater);
   const lines = rows.flatMap((row) => {
+    if (!exported(row.key)) return [];
     const json = readPayloadText(host, row.seq, row.chunks, row.value);
     return json === null ? [] : [`${JSON.stringify({ type: "label", entryId: row.key }).slice(0, -1)},"label":${json}}`];
   });
