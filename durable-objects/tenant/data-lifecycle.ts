@@ -115,13 +115,16 @@ export class DataLifecycle implements AlarmDeletions {
 
   /**
    * The tombstone first (the id stays reserved even if what follows fails, and the alarm repeats
-   * it), then every row and the alarm; nothing answers for the tenant from then on (404).
+   * it), then every row and the alarm; nothing answers for the tenant from then on (404). A
+   * session registered while the tombstone was written (a request whose key was checked before)
+   * is in the queue again: the rows wait for the alarm's next batch rather than forget it.
    */
   async finish(): Promise<void> {
     const tenant = this.host.tenant();
     if (!tenant) return;
     await this.host.env.TENANTS.getByName("admin:directory").markTenant(tenant.id, "deleted");
     await this.host.ctx.blockConcurrencyWhile(async () => {
+      if (this.deletions().remaining() > 0) return this.host.ctx.storage.setAlarm(Date.now());
       await this.host.ctx.storage.deleteAlarm();
       await this.host.ctx.storage.deleteAll();
       this.host.schema.forget();

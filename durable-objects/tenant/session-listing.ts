@@ -17,15 +17,17 @@ type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations" | "deletion"
 export class SessionListing {
   constructor(private readonly host: ListingHost) {}
 
-  /** Idempotent (a retried creation refreshes the row); called before creation answers. */
   /**
-   * A session created while the tenant is being deleted (a request that presented its key just
-   * before) is queued for deletion with the others (data-lifecycle.ts).
+   * Idempotent (a retried creation refreshes the row); called before creation answers. A session
+   * created while the tenant is being deleted (a request that presented its key just before) is
+   * queued for deletion with the others (data-lifecycle.ts); once the tenant is gone (its storage
+   * deleted) nothing is registered, and the caller deletes the session it made.
    */
-  async registerSession(summary: SessionSummary): Promise<void> {
-    if (!this.host.schema.exists) return;
+  async registerSession(summary: SessionSummary): Promise<{ registered: boolean }> {
+    if (!this.host.schema.exists) return { registered: false };
     new SessionIndex(this.host.sql).register(summary);
     if (this.host.deletion()) new SessionDeletions(this.host.sql).queue(summary.id, Date.now());
+    return { registered: true };
   }
 
   async renameSession(sessionId: string, name: string | null): Promise<void> {

@@ -10,7 +10,7 @@ import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware
 import { commitImport, importPart, newImportId, sessionIdOfImport } from "../import-part.ts";
 import { jsonBody, pathParam, validate } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
-import { summaryOf } from "./sessions.ts";
+import { registerCreated } from "./session-registration.ts";
 
 // spec/API.md "Data lifecycle", docs/data.md: a session out as JSON Lines, and in again, in one
 // request or in parts. Routes mounted under /v1 (each authenticates itself: a router-wide
@@ -116,7 +116,7 @@ function importTarget(c: AppContext) {
 
 /** Indexed once it exists, like a created session; new http tool secrets in this answer only. */
 async function created(c: AppContext, tenantId: string, view: CreatedSession): Promise<Response> {
-  await tenantStub(c.env, tenantId).registerSession(summaryOf(view));
+  await registerCreated(c.env, tenantId, view);
   const { toolSecrets, ...session } = view;
   if (toolSecrets !== undefined) replayInstead(c, 201, session);
   return c.json(view, 201);

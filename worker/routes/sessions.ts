@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { CreateSessionSchema, type SessionSummary } from "../../schema/api.ts";
+import { CreateSessionSchema } from "../../schema/api.ts";
 import { metadataFilters, SessionListQuerySchema } from "../../schema/session-search.ts";
 import { PatchSessionSchema } from "../../schema/api-sessions.ts";
 import { ForkSessionSchema, forkOptionsOf } from "../../schema/api-fork.ts";
@@ -11,6 +11,7 @@ import { requireTenant } from "../middleware/auth.ts";
 import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
 import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
+import { registerCreated } from "./session-registration.ts";
 import { sessionTarget } from "./session-target.ts";
 
 /**
@@ -48,7 +49,7 @@ export const sessionRoutes = new Hono<AppEnv>()
     );
     // Indexed after the session exists, so a listing never shows a session that does not; a
     // failure here answers 5xx, and the retry (same key) re-indexes the session it gets back.
-    await tenantStub(c.env, tenantId).registerSession(summaryOf(view));
+    await registerCreated(c.env, tenantId, view);
     // http tool secrets are in this answer only: a replay (same Idempotency-Key) answers the
     // session without them, since a secret is shown once and stored nowhere in plain text.
     const { toolSecrets, ...session } = view;
@@ -124,7 +125,7 @@ export const sessionRoutes = new Hono<AppEnv>()
         ...(creationToken !== undefined && { creationToken }),
       }),
     );
-    await tenantStub(c.env, tenantId).registerSession(summaryOf(view));
+    await registerCreated(c.env, tenantId, view);
     return c.json(view, 201);
   })
   // The object's storage and its suspended runs' and schedules' shard rows first (session-removal.ts), then the
@@ -136,8 +137,3 @@ export const sessionRoutes = new Hono<AppEnv>()
     if (!deleted) throw fail("SessionNotFound", "Session not found");
     return c.body(null, 204);
   });
-
-/** What the tenant's index keeps of a session (listings and searches show it). */
-export function summaryOf(view: SessionSummary): SessionSummary {
-  return { id: view.id, name: view.name, createdAt: view.createdAt, metadata: view.metadata, ...(view.agent !== undefined && { agent: view.agent }) };
-}
