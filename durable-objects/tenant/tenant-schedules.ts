@@ -14,7 +14,7 @@ export interface ScheduleDue {
 }
 
 /** The slot of a scheduled run (bound to its operation id), or the quota that refused it (its `schedule.skipped` is enqueued already). */
-export type ScheduledReservation = { ok: true } | { ok: false; reason: "quota"; detail: string };
+export type ScheduledReservation = { ok: true } | { ok: false; reason: "quota" | "refused"; detail: string };
 
 /**
  * The tenant's side of schedules (spec/API.md "Schedules"): a due time's run counts against the
@@ -33,6 +33,8 @@ export class TenantSchedules {
 
   async reserveScheduledRun(sessionId: string, due: ScheduleDue, now = Date.now()): Promise<ScheduledReservation> {
     if (!this.host.schema.exists) return { ok: false, reason: "quota", detail: "tenant_gone" };
+    // A tenant being deleted starts nothing new (its keys are already refused); its sessions go soon.
+    if (this.host.deletion()) return { ok: false, reason: "refused", detail: "TenantDeleting" };
     const firedId = await scheduleEventId("schedule.fired", sessionId, due);
     const skippedId = await scheduleEventId("schedule.skipped", sessionId, due);
     const quotas = this.host.quotas();

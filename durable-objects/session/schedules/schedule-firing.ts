@@ -92,7 +92,7 @@ export class ScheduleFiring {
       return;
     }
     if (!reservation.ok) {
-      this.reached(current, due, this.clock(), { skipped: "quota", detail: reservation.detail });
+      this.reached(current, due, this.clock(), { skipped: reservation.reason, detail: reservation.detail });
       return;
     }
     // A start that fails unexpectedly still reaches its due time (recorded, the slot given back):
