@@ -98,13 +98,17 @@ export function hostRefusal(hostname: string): AddressRefusal | undefined {
 
 // ---- names -------------------------------------------------------------------------------------
 
-/** Special-use names (RFC 6761 `localhost`, RFC 6762 `.local`, RFC 8375 `home.arpa`, ICANN's `.internal`). */
-const INTERNAL_SUFFIXES = ["local", "internal", "home.arpa"];
+/** Special-use names (RFC 6761 `localhost`, RFC 6762 `.local`, RFC 8375 `home.arpa`, ICANN's `.internal`), and `.localdomain`. */
+const INTERNAL_SUFFIXES = ["local", "internal", "home.arpa", "localdomain"];
+
+/** Names many systems' hosts files give the loopback addresses besides `localhost` (Red Hat's family, for one). */
+const LOOPBACK_NAMES: ReadonlySet<string> = new Set(["localhost.localdomain", "localhost4.localdomain4", "localhost6.localdomain6"]);
 
 function nameRefusal(hostname: string): AddressRefusal | undefined {
   // `localhost.` is `localhost`: a fully qualified name ends in the root's empty label.
   const name = hostname.replace(/\.+$/, "");
   if (name === "localhost" || name.endsWith(".localhost")) return { rule: "loopback", range: name === "localhost" ? "localhost" : "*.localhost" };
+  if (LOOPBACK_NAMES.has(name)) return { rule: "loopback", range: name };
   for (const suffix of INTERNAL_SUFFIXES) {
     if (name === suffix || name.endsWith(`.${suffix}`)) return { rule: "internal_name", range: `*.${suffix}` };
   }

@@ -109,7 +109,10 @@ export function clip(text: string): string {
 
 /**
  * A fetch whose response bodies error once they pass `limit` bytes (the SDK reads JSON and event
- * streams whole, with no bound of its own). Redirects are not followed: the transport decides.
+ * streams whole, with no bound of its own). Redirects are never followed (docs/security.md
+ * "Redirects"): the fetch does not follow them, and a 3xx reaches the SDK without its `Location`,
+ * since the SDK itself would follow one within the same origin (the registered headers re-sent),
+ * so it is answered as the status it is.
  */
 function boundedFetch(inner: (input: string | URL, init?: RequestInit) => Promise<Response>, limit: number, onOverflow: () => void): { fetch: (input: string | URL, init?: RequestInit) => Promise<Response>; oversized: () => boolean } {
   let oversized = false;
@@ -117,6 +120,10 @@ function boundedFetch(inner: (input: string | URL, init?: RequestInit) => Promis
     oversized: () => oversized,
     fetch: async (input, init) => {
       const response = await inner(input, init);
+      if (response.status >= 300 && response.status < 400) {
+        await response.body?.cancel();
+        return new Response(null, { status: response.status, statusText: response.statusText });
+      }
       // A null-body status cannot be rebuilt with a body (and has none to bound).
       if (!response.body || [101, 204, 205, 304].includes(response.status)) return response;
       let size = 0;
