@@ -7,7 +7,9 @@ import type { Wire } from "../../schema/wire.ts";
 import { toolDefinition, toolDefinitionsPrefix } from "../../tools/definitions.ts";
 import { mcpServer, mcpServersPrefix } from "../../tools/mcp-definitions.ts";
 import type { AgentForSession } from "../../tools/tenant-copies.ts";
-import { asResult, parseWire, unwrapLane } from "../rpc/rpc-errors.ts";
+import { MAX_SESSION_MCP_SERVERS } from "../../schema/mcp.ts";
+import { MAX_SESSION_TOOLS } from "../../schema/tools.ts";
+import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import { agentResources, agentSettings, agentTools, agentWrites, bindingOf } from "./agent-configuration.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { assertValidSettings } from "./settings-check.ts";
@@ -46,7 +48,9 @@ export class SessionAgent {
           return held?.fromAgent && held.kind === "http" ? held : undefined;
         },
       });
-      const binding = bindingOf(bundle, tools);
+      // Recomputed on the line with the tools the session takes (as at creation, a tool the
+      // session defined itself under a name of the version's is not the version's to activate).
+      let binding = bindingOf(bundle, tools);
       const settings = agentSettings(bundle.agent);
       let brought: Record<string, unknown> = {};
       const writes = (m: SessionReader): Write[] => {
@@ -65,6 +69,8 @@ export class SessionAgent {
           secrets: tools.secrets,
         };
         brought = taken.tools;
+        binding = bindingOf(bundle, taken);
+        assertWithinBounds(m, taken.tools, taken.mcpServers);
         return [...leftBehind(m, taken.tools, taken.mcpServers), ...agentWrites(taken, binding)];
       };
       await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes }, (next) => {
@@ -80,15 +86,35 @@ export class SessionAgent {
       for (const { name } of harness.lanes()) {
         const lane = harness.getLane(name);
         if (!lane) continue;
-        const { model, thinkingLevel, activeTools } = binding.lane;
+        // What the version leaves out is what a session created from it starts with (mainLaneWrites).
+        const { model } = binding.lane;
+        const thinkingLevel = binding.lane.thinkingLevel ?? "off";
+        const activeTools = binding.lane.activeTools ?? [];
         if (model && JSON.stringify(model) !== JSON.stringify(lane.getModel())) unwrapLane(await lane.setModel(model));
-        if (thinkingLevel && thinkingLevel !== lane.getThinkingLevel()) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
-        if (activeTools && JSON.stringify(activeTools) !== JSON.stringify(lane.getActiveTools())) unwrapLane(await lane.setActiveTools(activeTools));
+        if (thinkingLevel !== lane.getThinkingLevel()) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
+        if (JSON.stringify(activeTools) !== JSON.stringify(lane.getActiveTools())) unwrapLane(await lane.setActiveTools(activeTools));
       }
       // Secrets of the http tools the session took anew (not of those it kept its own of).
       const toolSecrets = Object.fromEntries(Object.entries(tools.secrets).filter(([name]) => name in brought));
       return { agent: { id: binding.id, version: binding.version }, toolSecrets };
     });
+  }
+}
+
+/**
+ * A session's bounds hold after a move as after a creation: its own tools (and MCP servers) and
+ * those the version brings, together (422 LimitExceeded, nothing written).
+ */
+function assertWithinBounds(m: SessionReader, tools: Record<string, unknown>, servers: Record<string, unknown>): void {
+  const ownTools = m.scanValues(toolDefinitionsPrefix()).filter(({ address, value }) => !value.fromAgent && !value.tenantTool && !(address.key in tools)).length;
+  const toolCount = ownTools + Object.keys(tools).length;
+  if (toolCount > MAX_SESSION_TOOLS) {
+    throw new RpcError({ code: "LimitExceeded", message: `A session may define at most ${MAX_SESSION_TOOLS} tools; its own and the agent's are ${toolCount}`, details: { resource: "tools", limit: MAX_SESSION_TOOLS } });
+  }
+  const ownServers = m.scanValues(mcpServersPrefix()).filter(({ address, value }) => !value.tenantServer && !(address.key in servers)).length;
+  const serverCount = ownServers + Object.keys(servers).length;
+  if (serverCount > MAX_SESSION_MCP_SERVERS) {
+    throw new RpcError({ code: "LimitExceeded", message: `A session may hold at most ${MAX_SESSION_MCP_SERVERS} MCP servers; its own and the agent's are ${serverCount}`, details: { resource: "mcpServers", limit: MAX_SESSION_MCP_SERVERS } });
   }
 }
 

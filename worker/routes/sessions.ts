@@ -85,8 +85,10 @@ export const sessionRoutes = new Hono<AppEnv>()
   .patch("/:sid", async (c) => {
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
-    // Before anything is written: a refused default model leaves the session as it was.
+    // Before anything is written: a refused default model, or an unknown agent or version (404),
+    // leaves the session as it was. The version is read now (the tenant's read only), moved to below.
     if (body.settings?.defaultModel) await assertTenantCanUse(c.env, tenantId, body.settings.defaultModel);
+    const bundle = body.agent === undefined ? undefined : replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
     // First of the writes: a merge beyond the bound (422) leaves the session as it was.
     if (body.metadata !== undefined) {
       const { metadata, seq } = replyValue(await stub.updateMetadata(body.metadata));
@@ -98,8 +100,7 @@ export const sessionRoutes = new Hono<AppEnv>()
     }
     // The move before the settings: a settings patch beside `agent` applies over the version's.
     let toolSecrets: Record<string, string> = {};
-    if (body.agent !== undefined) {
-      const bundle = replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
+    if (bundle !== undefined) {
       const moved = replyValue(await stub.moveToAgent(toWire(bundle)));
       await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent);
       toolSecrets = moved.toolSecrets;

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import type { LaneExecutionInfo } from "../../schema/lane.ts";
+import type { CreatedSession } from "../../schema/session.ts";
+import { call, errorCode, newTenant } from "./helpers.ts";
+import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
+
+// Moving a session to another agent version (PATCH /v1/sessions/{sid} { agent }) leaves it as a
+// session created from that version would be (docs/agents.md), within the same bounds, and a
+// refused PATCH writes nothing.
+
+const SCRIPT = { provider: "scripted", modelId: "script" };
+
+async function json<T>(response: Response, status: number): Promise<T> {
+  const text = await response.text();
+  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
+  return JSON.parse(text);
+}
+
+const lane = async (key: string, sid: string, name = "main"): Promise<LaneExecutionInfo> => json<LaneExecutionInfo>(await call(`/v1/sessions/${sid}/lanes/${name}`, { token: key }), 200);
+
+describe("moving a session to an agent version", () => {
+  it("a PATCH refused 404 AgentNotFound leaves the session's name and metadata as they were", async () => {
+    const tenant = await newTenant("mv_patch404");
+    await json(await call("/v1/sessions", { token: tenant.key, body: { id: "s_mv1", name: "before", metadata: { plan: "pro" } } }), 201);
+    const refused = await call("/v1/sessions/s_mv1", { method: "PATCH", token: tenant.key, body: { name: "after", metadata: { plan: "enterprise" }, agent: "no_such_agent" } });
+    expect(refused.status).toBe(404);
+    expect(await errorCode(refused)).toBe("AgentNotFound");
+    const session = await json<CreatedSession>(await call("/v1/sessions/s_mv1", { token: tenant.key }), 200);
+    const listed = await json<{ items: { id: string; name: string | null; metadata: Record<string, string> }[] }>(await call("/v1/sessions", { token: tenant.key }), 200);
+    // Nothing written: the version is read before the first write.
+    expect({ name: session.name, metadata: session.metadata }).toEqual({ name: "before", metadata: { plan: "pro" } });
+    expect(listed.items[0]).toMatchObject({ name: "before", metadata: { plan: "pro" } });
+  });
+
+  it("a move keeps the 64-tool bound of a session", async () => {
+    const tenant = await newTenant("mv_tools");
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "extra", tools: { current_time: { kind: "builtin" } } } }), 201);
+    const tools = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`own_${i}`, { kind: "client", description: "mine", parameters: ARGS_SCHEMA }]));
+    await json(await call("/v1/sessions", { token: tenant.key, body: { id: "s_mv2", tools } }), 201);
+    const moved = await call("/v1/sessions/s_mv2", { method: "PATCH", token: tenant.key, body: { agent: "extra" } });
+    const listed = await json<{ items: { name: string }[] }>(await call("/v1/sessions/s_mv2/tools", { token: tenant.key }), 200);
+    expect({ status: moved.status, tools: listed.items.length }).toEqual({ status: 422, tools: 64 });
+  });
+
+  it("a moved lane runs with the version's thinking level, as a new session from that version does", async () => {
+    const tenant = await newTenant("mv_think");
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "think", model: SCRIPT, thinkingLevel: "high" } }), 201);
+    const first = await json<CreatedSession>(await call("/v1/sessions", { token: tenant.key, body: { agent: "think" } }), 201);
+    // Version 2 removes the thinking level (the merge patch's null).
+    await json(await call("/v1/agents/think", { method: "PATCH", token: tenant.key, body: { thinkingLevel: null } }), 200);
+    const moved = await json<CreatedSession>(await call(`/v1/sessions/${first.id}`, { method: "PATCH", token: tenant.key, body: { agent: "think@2" } }), 200);
+    expect(moved.agent).toEqual({ id: "think", version: 2 });
+    const fresh = await json<CreatedSession>(await call("/v1/sessions", { token: tenant.key, body: { agent: "think@2" } }), 201);
+    const freshLevel = (await lane(tenant.key, fresh.id)).configuration.thinkingLevel;
+    const movedLevel = (await lane(tenant.key, first.id)).configuration.thinkingLevel;
+    expect(freshLevel).toBe("off");
+    // Version 2 names none: "off", as for a session created from it (not version 1's "high").
+    expect(movedLevel).toBe(freshLevel);
+  });
+
+  it("a cursor holding a non-finite position is a 400, not a 500", async () => {
+    const tenant = await newTenant("mv_cursor");
+    const cursor = btoa('[1e999,"x"]').replace(/=+$/, "");
+    const sessions = await call(`/v1/sessions?cursor=${cursor}`, { token: tenant.key });
+    const agents = await call(`/v1/agents?cursor=${cursor}`, { token: tenant.key });
+    const desc = await call(`/v1/sessions?order=desc&cursor=${btoa('[-1e999,"x"]').replace(/=+$/, "")}`, { token: tenant.key });
+    expect([sessions.status, agents.status, desc.status].every((status) => status < 500)).toBe(true);
+  });
+
+  it("a version's default active tools are the same for a created session and a moved one", async () => {
+    const tenant = await newTenant("mv_active");
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "act", model: SCRIPT, tools: { lookup: { kind: "client", description: "agent's", parameters: ARGS_SCHEMA }, current_time: { kind: "builtin" } } } }), 201);
+    // The request defines its own `lookup` beside the agent (the request's wins by name).
+    const created = await json<CreatedSession>(await call("/v1/sessions", { token: tenant.key, body: { agent: "act@1", tools: { lookup: { kind: "client", description: "mine", parameters: ARGS_SCHEMA } } } }), 201);
+    const atCreation = (await lane(tenant.key, created.id)).configuration.activeToolNames;
+    // A move to the very same version.
+    await json(await call(`/v1/sessions/${created.id}`, { method: "PATCH", token: tenant.key, body: { agent: "act@1" } }), 200);
+    const afterMove = (await lane(tenant.key, created.id)).configuration.activeToolNames;
+    expect(afterMove).toEqual(atCreation);
+  });
+});
