@@ -8,6 +8,7 @@ import { toolDefinition, toolDefinitionsPrefix } from "../../tools/definitions.t
 import { mcpServer, mcpServersPrefix } from "../../tools/mcp-definitions.ts";
 import type { AgentForSession } from "../../tools/tenant-copies.ts";
 import { MAX_SESSION_MCP_SERVERS } from "../../schema/mcp.ts";
+import { applySettingsPatch, type HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { MAX_SESSION_TOOLS } from "../../schema/tools.ts";
 import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import { agentResources, agentSettings, agentTools, agentWrites, bindingOf } from "./agent-configuration.ts";
@@ -34,7 +35,8 @@ export interface AgentMove {
 export class SessionAgent {
   constructor(private readonly host: AgentHost) {}
 
-  async moveToAgent(input: Wire<AgentForSession>): Promise<Wire<RpcResult<AgentMove>>> {
+  /** `settingsPatch`: the PATCH's own settings, applied over the version's in the same commit (one refusal, nothing written). */
+  async moveToAgent(input: Wire<AgentForSession>, settingsPatch?: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<AgentMove>>> {
     return asResult(async () => {
       const bundle = parseWire(input);
       const harness = await this.host.harness();
@@ -51,7 +53,7 @@ export class SessionAgent {
       // Recomputed on the line with the tools the session takes (as at creation, a tool the
       // session defined itself under a name of the version's is not the version's to activate).
       let binding = bindingOf(bundle, tools);
-      const settings = agentSettings(bundle.agent);
+      const settings = applySettingsPatch(agentSettings(bundle.agent), settingsPatch === undefined ? {} : parseWire(settingsPatch));
       let brought: Record<string, unknown> = {};
       const writes = (m: SessionReader): Write[] => {
         // A tool or MCP server the session defined itself keeps its name: the agent's is not taken.

@@ -47,16 +47,23 @@ export class SessionData {
     return asResult(() =>
       this.host.session().mutate((m) => {
         const stored = m.getValue(sessionMetadata);
-        const next = mergeMetadata(stored?.value ?? {}, patch);
-        const limit = SESSION_METADATA_LIMITS.keys;
-        if (Object.keys(next).length > limit) {
-          throw new RpcError({ code: "LimitExceeded", message: `A session holds at most ${limit} metadata keys`, details: { resource: "metadata", limit } });
-        }
+        const next = mergedWithinBound(stored?.value ?? {}, patch);
         if (JSON.stringify(next) === JSON.stringify(stored?.value ?? {})) return { metadata: next, seq: stored?.seq ?? 0 };
         const { firstSeq } = m.commit([Object.keys(next).length === 0 ? deleteValue(sessionMetadata) : setValue(sessionMetadata, next)]);
         return { metadata: next, seq: firstSeq };
       }),
     );
+  }
+
+  /**
+   * Whether `updateMetadata(patch)` would be refused now (writes nothing): a PATCH that writes other
+   * things first asks, so that a refusal finds nothing of it written.
+   */
+  async checkMetadataPatch(patch: SessionMetadataPatch): Promise<Wire<RpcResult<{ ok: true }>>> {
+    return asResult(() => {
+      mergedWithinBound(this.host.session().getValue(sessionMetadata)?.value ?? {}, patch);
+      return { ok: true as const };
+    });
   }
 
   /** An entry's label (null when it has none); an unknown entry is UnknownEntry. */
@@ -155,4 +162,14 @@ function appNamespace(namespace: string): string {
     throw new RpcError({ code: "ReservedNamespace", message: `Namespace "${namespace}" is reserved for the runtime` });
   }
   return namespace;
+}
+
+/** The stored metadata with `patch` merged in, within its bound (422 LimitExceeded beyond). */
+function mergedWithinBound(stored: SessionMetadata, patch: SessionMetadataPatch): SessionMetadata {
+  const next = mergeMetadata(stored, patch);
+  const limit = SESSION_METADATA_LIMITS.keys;
+  if (Object.keys(next).length > limit) {
+    throw new RpcError({ code: "LimitExceeded", message: `A session holds at most ${limit} metadata keys`, details: { resource: "metadata", limit } });
+  }
+  return next;
 }

@@ -37,9 +37,12 @@ describe("moving a session to an agent version", () => {
     await json(await call("/v1/agents", { token: tenant.key, body: { id: "extra", tools: { current_time: { kind: "builtin" } } } }), 201);
     const tools = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`own_${i}`, { kind: "client", description: "mine", parameters: ARGS_SCHEMA }]));
     await json(await call("/v1/sessions", { token: tenant.key, body: { id: "s_mv2", tools } }), 201);
-    const moved = await call("/v1/sessions/s_mv2", { method: "PATCH", token: tenant.key, body: { agent: "extra" } });
+    const moved = await call("/v1/sessions/s_mv2", { method: "PATCH", token: tenant.key, body: { agent: "extra", name: "renamed", metadata: { plan: "pro" } } });
     const listed = await json<{ items: { name: string }[] }>(await call("/v1/sessions/s_mv2/tools", { token: tenant.key }), 200);
     expect({ status: moved.status, tools: listed.items.length }).toEqual({ status: 422, tools: 64 });
+    // Refused whole: neither the name nor the metadata of the same PATCH was written.
+    const session = await json<CreatedSession>(await call("/v1/sessions/s_mv2", { token: tenant.key }), 200);
+    expect({ name: session.name, metadata: session.metadata, agent: session.agent }).toEqual({ name: null, metadata: {}, agent: undefined });
   });
 
   it("a moved lane runs with the version's thinking level, as a new session from that version does", async () => {
@@ -77,5 +80,27 @@ describe("moving a session to an agent version", () => {
     await json(await call(`/v1/sessions/${created.id}`, { method: "PATCH", token: tenant.key, body: { agent: "act@1" } }), 200);
     const afterMove = (await lane(tenant.key, created.id)).configuration.activeToolNames;
     expect(afterMove).toEqual(atCreation);
+  });
+  it("a PATCH refused for its metadata (a 17th key) neither moves the session nor changes its settings or name", async () => {
+    const tenant = await newTenant("mv_metabound");
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "bound", model: SCRIPT, settings: { systemPrompt: "from the agent" } } }), 201);
+    const sixteen = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, "v"]));
+    await json(await call("/v1/sessions", { token: tenant.key, body: { id: "s_mv3", name: "before", metadata: sixteen, settings: { systemPrompt: "mine" } } }), 201);
+    for (const body of [{ name: "after", metadata: { extra: "x" }, agent: "bound" }, { name: "after", metadata: { extra: "x" }, settings: { systemPrompt: "changed" } }]) {
+      const refused = await call("/v1/sessions/s_mv3", { method: "PATCH", token: tenant.key, body });
+      expect(refused.status).toBe(422);
+      expect(await errorCode(refused)).toBe("LimitExceeded");
+    }
+    const session = await json<CreatedSession>(await call("/v1/sessions/s_mv3", { token: tenant.key }), 200);
+    expect({ name: session.name, agent: session.agent, metadata: session.metadata, systemPrompt: session.settings.systemPrompt }).toEqual({ name: "before", agent: undefined, metadata: sixteen, systemPrompt: "mine" });
+  });
+
+  it("a move with settings applies them over the version's in the same step", async () => {
+    const tenant = await newTenant("mv_settings");
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "withsettings", model: SCRIPT, settings: { systemPrompt: "from the agent", steeringMode: "one-at-a-time" } } }), 201);
+    await json(await call("/v1/sessions", { token: tenant.key, body: { id: "s_mv4" } }), 201);
+    await json(await call("/v1/sessions/s_mv4", { method: "PATCH", token: tenant.key, body: { agent: "withsettings", settings: { systemPrompt: "the session's own" } } }), 200);
+    const { settings } = await json<CreatedSession>(await call("/v1/sessions/s_mv4", { token: tenant.key }), 200);
+    expect(settings).toMatchObject({ systemPrompt: "the session's own", steeringMode: "one-at-a-time" });
   });
 });

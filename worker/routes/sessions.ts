@@ -79,17 +79,25 @@ export const sessionRoutes = new Hono<AppEnv>()
     const { stub } = sessionTarget(c);
     return c.json(replyValue(await stub.view()));
   })
-  // `{ name?, settings?, metadata? }`: the metadata patch (merged and bounded on the session's
-  // line), the name (null removes it), then the settings patch (settings_update events). A new
-  // name or metadata reaches the listing index before the answer.
+  // `{ name?, settings?, metadata?, agent? }`. Every refusal comes before the first write, so a
+  // refused PATCH leaves the session as it was: the default model and the agent version are asked
+  // of the tenant, the metadata's bound of the session; then the move with the settings over the
+  // version's (one commit, checked whole) or the settings alone (settings_update events), then the
+  // metadata (merged on the session's line) and the name. A new name or metadata reaches the
+  // listing index before the answer.
   .patch("/:sid", async (c) => {
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
-    // Before anything is written: a refused default model, or an unknown agent or version (404),
-    // leaves the session as it was. The version is read now (the tenant's read only), moved to below.
     if (body.settings?.defaultModel) await assertTenantCanUse(c.env, tenantId, body.settings.defaultModel);
     const bundle = body.agent === undefined ? undefined : replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
-    // First of the writes: a merge beyond the bound (422) leaves the session as it was.
+    // Written last, and checked first when something is written before it.
+    if (body.metadata !== undefined && (bundle !== undefined || body.settings !== undefined)) replyValue(await stub.checkMetadataPatch(body.metadata));
+    let toolSecrets: Record<string, string> = {};
+    if (bundle !== undefined) {
+      const moved = replyValue(await stub.moveToAgent(toWire(bundle), body.settings === undefined ? undefined : toWire(body.settings)));
+      await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent);
+      toolSecrets = moved.toolSecrets;
+    } else if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
     if (body.metadata !== undefined) {
       const { metadata, seq } = replyValue(await stub.updateMetadata(body.metadata));
       await tenantStub(c.env, tenantId).setSessionMetadata(sessionId, metadata, seq);
@@ -98,14 +106,6 @@ export const sessionRoutes = new Hono<AppEnv>()
       replyValue(await stub.setName(body.name));
       await tenantStub(c.env, tenantId).renameSession(sessionId, body.name);
     }
-    // The move before the settings: a settings patch beside `agent` applies over the version's.
-    let toolSecrets: Record<string, string> = {};
-    if (bundle !== undefined) {
-      const moved = replyValue(await stub.moveToAgent(toWire(bundle)));
-      await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent);
-      toolSecrets = moved.toolSecrets;
-    }
-    if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
     const view = replyValue(await stub.view());
     // Http tools the new version brought: their secrets are in this answer only.
     return c.json(Object.keys(toolSecrets).length > 0 ? { ...view, toolSecrets } : view);
