@@ -46,18 +46,25 @@ interface Pending {
 /** The commands in flight on a watch, their replies, and their resending on a new socket. */
 export class PendingCommands {
   private readonly pending = new Map<string, Pending>();
+  private readonly waits = new Set<ReturnType<typeof setTimeout>>();
+  private readonly resend: (frame: string) => void;
   private readonly newId: () => string;
 
-  constructor(newId: () => string = () => crypto.randomUUID()) {
+  /** `resend`: sends a frame on the socket now open, if one has its snapshot (else the next one sends it). */
+  constructor(resend: (frame: string) => void = () => undefined, newId: () => string = () => crypto.randomUUID()) {
+    this.resend = resend;
     this.newId = newId;
   }
 
   /**
    * Registers a command and returns its frame (to send now, or on the next socket) and its answer:
    * the body its REST twin answers, typed as that twin's (as the HTTP client types a JSON body).
+   * An id still waiting for its answer is refused at once (no frame): two commands under one id
+   * could not both be answered.
    */
-  add<T>(command: Record<string, unknown> & { id?: string | undefined }): { frame: string; answer: Promise<T> } {
+  add<T>(command: Record<string, unknown> & { id?: string | undefined }): { frame: string | undefined; answer: Promise<T> } {
     const id = command.id ?? this.newId();
+    if (this.pending.has(id)) return { frame: undefined, answer: Promise.reject(new TypeError(`A command with id ${id} is still waiting for its answer on this watch`)) };
     const frame = JSON.stringify({ ...command, id });
     const answer = new Promise<T>((resolve, reject) => this.pending.set(id, { frame, resolve: (body) => resolve(body as T), reject }));
     return { frame, answer };
@@ -77,11 +84,23 @@ export class PendingCommands {
       return false;
     }
     if (typeof parsed !== "object" || parsed === null || !("type" in parsed) || parsed.type !== "reply" || !("id" in parsed) || typeof parsed.id !== "string") return false;
-    const entry = this.pending.get(parsed.id);
+    const id = parsed.id;
+    const entry = this.pending.get(id);
     if (!entry) return true;
-    this.pending.delete(parsed.id);
     const status = "status" in parsed && typeof parsed.status === "number" ? parsed.status : 500;
     const body = "body" in parsed ? parsed.body : undefined;
+    // The first send is still being answered (its reply went to a socket since lost): not an
+    // answer. The same frame goes again once the server's wait has passed, and the command waits.
+    const inProgress = status === 409 ? retryAfterOfInProgress(body) : undefined;
+    if (inProgress !== undefined) {
+      const wait = setTimeout(() => {
+        this.waits.delete(wait);
+        if (this.pending.get(id) === entry) this.resend(entry.frame);
+      }, inProgress * 1000);
+      this.waits.add(wait);
+      return true;
+    }
+    this.pending.delete(id);
     if (status < 400) entry.resolve(body);
     else entry.reject(errorFromResponse(new Response(null, { status }), JSON.stringify(body ?? {})));
     return true;
@@ -89,7 +108,19 @@ export class PendingCommands {
 
   /** The watch ended: every command still unanswered fails with `error`. */
   failAll(error: Error): void {
+    for (const wait of this.waits) clearTimeout(wait);
+    this.waits.clear();
     for (const entry of this.pending.values()) entry.reject(error);
     this.pending.clear();
   }
+}
+
+/** The seconds to wait when `body` is a 409 `IdempotencyInProgress` (at least one), else undefined. */
+function retryAfterOfInProgress(body: unknown): number | undefined {
+  if (typeof body !== "object" || body === null || !("error" in body)) return undefined;
+  const error = body.error;
+  if (typeof error !== "object" || error === null || !("code" in error) || error.code !== "IdempotencyInProgress") return undefined;
+  const details = "details" in error && typeof error.details === "object" && error.details !== null ? error.details : {};
+  const seconds = "retryAfterSeconds" in details && typeof details.retryAfterSeconds === "number" ? details.retryAfterSeconds : 1;
+  return Math.min(60, Math.max(1, seconds));
 }

@@ -174,7 +174,9 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   const pingIntervalMs = options.pingIntervalMs ?? 30_000;
   const random = options.random ?? Math.random;
   const listeners = new Set<LaneWatchListener>();
-  const commands = new PendingCommands();
+  const commands = new PendingCommands((frame) => {
+    if (active?.hadSnapshot) send(active, frame);
+  });
 
   let replica: { seq: number; snapshot: LaneSnapshot } | undefined;
   let active: Connection | undefined;
@@ -415,7 +417,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   function command<T>(fields: Record<string, unknown> & { id?: string | undefined }): Promise<T> {
     if (ended) return Promise.reject(new WatchError("ended", "The watch is closed"));
     const { frame, answer } = commands.add<T>(fields);
-    if (active?.hadSnapshot) send(active, frame);
+    if (frame !== undefined && active?.hadSnapshot) send(active, frame);
     return answer;
   }
 
