@@ -34,6 +34,18 @@ export function alarm(setup: { tenantId: string; sid: string }): Promise<boolean
   return runDurableObjectAlarm(sessionObject(setup));
 }
 
+/**
+ * Runs the session's alarm until the schedule has `count` runs recorded. The runtime cancels an
+ * alarm handler whose alarm is set again while it starts (the session re-arms after its own
+ * background work, such as a forward of the new schedule), so one run of the alarm may fire nothing.
+ */
+export async function alarmUntilRuns(setup: { tenantId: string; sid: string; key: string; lanePath: string }, scheduleId: string, count: number): Promise<ScheduleRun[]> {
+  return until(`${count} runs of ${scheduleId}`, async () => {
+    await alarm(setup);
+    return runsOf(setup, scheduleId);
+  }, (runs) => runs.length >= count);
+}
+
 export async function runsOf(setup: { key: string; lanePath: string }, scheduleId: string): Promise<ScheduleRun[]> {
   const response = await call(`${setup.lanePath}/schedules/${scheduleId}/runs?limit=1000`, { token: setup.key });
   expect(response.status).toBe(200);

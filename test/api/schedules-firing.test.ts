@@ -8,7 +8,7 @@ import { scheduledOperationId } from "../../durable-objects/session/schedules/sc
 import type { ScheduleRun } from "../../schema/schedules.ts";
 import { adminToken, call } from "./helpers.ts";
 import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
-import { alarm, createSchedule, dueNow, indexedSchedules, runsOf, scheduleOf, sessionObject, shardOfSession, until } from "./schedule-helpers.ts";
+import { alarm, alarmUntilRuns, createSchedule, dueNow, indexedSchedules, runsOf, scheduleOf, sessionObject, shardOfSession, until } from "./schedule-helpers.ts";
 import { tick } from "./deferred-helpers.ts";
 import { breakTenant, deliveries, receiver, register } from "./webhooks-helpers.ts";
 
@@ -99,8 +99,7 @@ describe("schedules: firing", () => {
     const schedule = await createSchedule(setup, { cron: "0 * * * *", prompt: "coalesced ping" });
     const missedSince = Math.floor(Date.now() / HOUR) * HOUR - 5 * HOUR;
     await dueNow(setup, schedule.id, missedSince);
-    await alarm(setup);
-    const [run] = await runsOf(setup, schedule.id);
+    const [run] = await alarmUntilRuns(setup, schedule.id, 1);
     expect(run).toMatchObject({ dueAt: missedSince, coalesced: 5 });
     expect(run?.operationId).toBeDefined();
     await until("the settlement", () => settledStatus(setup, run?.operationId ?? ""), (status) => status !== undefined);
@@ -112,8 +111,8 @@ describe("schedules: firing", () => {
     await alarm(setup);
     expect(await runsOf(setup, schedule.id)).toHaveLength(1);
     await call(`${setup.lanePath}/schedules/${schedule.id}`, { method: "PATCH", body: { paused: false }, token: setup.key });
-    await alarm(setup);
-    const runs = await until("the resumed run", () => runsOf(setup, schedule.id), (items) => items.length === 2);
+    const runs = await alarmUntilRuns(setup, schedule.id, 2);
+    expect(runs).toHaveLength(2);
     expect(runs[0]).toMatchObject({ dueAt: pausedSince, coalesced: 3 });
     expect(await promptsPlaced(setup, "coalesced ping")).toBe(2);
   });
