@@ -1,5 +1,5 @@
 import { exports } from "cloudflare:workers";
-import type { WatchSocket } from "../../client/index.ts";
+import type { LaneSnapshot, WatchSocket } from "../../client/index.ts";
 
 // WebSocket implementations for watchLane tests, both with the browser surface the SDK expects
 // (constructor(url, protocols), readyState, send, close, open/message/close/error events).
@@ -140,3 +140,32 @@ export async function eventually(check: () => boolean, what: string, timeoutMs =
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+/** A lane snapshot of a new lane (no entries, idle), with `overrides`: what a scripted server sends first. */
+export function laneSnapshot(overrides: Partial<LaneSnapshot> = {}): LaneSnapshot {
+  return {
+    lane: "main",
+    tipId: null,
+    transcript: [],
+    configuration: { model: { provider: "scripted", modelId: "echo" }, thinkingLevel: "off", activeToolNames: [] },
+    stats: {
+      messageCount: 0,
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    },
+    operation: null,
+    queues: [],
+    faulted: false,
+    ...overrides,
+  };
+}
+
+/** watchLane's options for a scripted socket: the lane `main` of session `s1`, quick reconnects, no pings. */
+export const SCRIPTED_WATCH = {
+  baseUrl: "http://api.test/",
+  key: "sk_t_key",
+  sessionId: "s1",
+  lane: "main",
+  WebSocket: FakeSocket,
+  backoff: { initialMs: 10, maxMs: 40 },
+  pingIntervalMs: 0,
+};

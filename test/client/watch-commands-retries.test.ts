@@ -1,39 +1,14 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { watchLane, type LaneSnapshot } from "../../client/index.ts";
-import { eventually, FakeSocket } from "./sockets.ts";
+import { watchLane } from "../../client/index.ts";
+import { eventually, FakeSocket, laneSnapshot, SCRIPTED_WATCH } from "./sockets.ts";
 
 // Socket commands (docs/api-watch.md "Commands on the socket") across a reconnect and with a
 // repeated client id: a command resent while its first send is still being answered (409
 // IdempotencyInProgress) waits and is sent again, never reported failed; an id already waiting is
 // refused at once, so that every command's promise settles.
 
-function laneSnapshot(): LaneSnapshot {
-  return {
-    lane: "main",
-    tipId: null,
-    transcript: [],
-    configuration: { model: { provider: "scripted", modelId: "echo" }, thinkingLevel: "off", activeToolNames: [] },
-    stats: {
-      messageCount: 0,
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-    },
-    operation: null,
-    queues: [],
-    faulted: false,
-  };
-}
-
 function open() {
-  return watchLane({
-    fetch: async () => Response.json({ lane: "main" }),
-    baseUrl: "http://api.test/",
-    key: "sk_t_key",
-    sessionId: "s1",
-    lane: "main",
-    WebSocket: FakeSocket,
-    backoff: { initialMs: 10, maxMs: 40 },
-    pingIntervalMs: 0,
-  });
+  return watchLane({ ...SCRIPTED_WATCH, fetch: async () => Response.json({ lane: "main" }) });
 }
 
 const track = <T>(promise: Promise<T>) => {

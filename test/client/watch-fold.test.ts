@@ -11,29 +11,12 @@ import {
   type WatchLaneOptions,
 } from "../../client/index.ts";
 import { WATCH_ACK_EVERY_BYTES } from "../../schema/watch.ts";
-import { eventually, FakeSocket } from "./sockets.ts";
+import { eventually, FakeSocket, laneSnapshot, SCRIPTED_WATCH } from "./sockets.ts";
 
 // watchLane against a scripted socket: the exact message sequences (snapshot, events, gaps,
 // rebases, closes) are crafted here; the live counterpart is watch-live.test.ts.
 
 const RESNAPSHOT = JSON.stringify({ type: "resnapshot" });
-
-function laneSnapshot(overrides: Partial<LaneSnapshot> = {}): LaneSnapshot {
-  return {
-    lane: "main",
-    tipId: null,
-    transcript: [],
-    configuration: { model: { provider: "scripted", modelId: "echo" }, thinkingLevel: "off", activeToolNames: [] },
-    stats: {
-      messageCount: 0,
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-    },
-    operation: null,
-    queues: [],
-    faulted: false,
-    ...overrides,
-  };
-}
 
 const runStart = (runId: string, lane = "main"): HarnessEvent => ({ type: "run_start", lane, runId, startedAt: 1 });
 const thinking = (value: string): HarnessEvent => ({ type: "config_update", lane: "main", property: "thinkingLevel", value, previous: "off" });
@@ -60,14 +43,8 @@ function watch(extra: Partial<WatchLaneOptions> = {}) {
   const updates: LaneWatchUpdate[] = [];
   const errors: WatchError[] = [];
   const handle = watchLane({
+    ...SCRIPTED_WATCH,
     fetch: scriptedFetch,
-    baseUrl: "http://api.test/",
-    key: "sk_t_key",
-    sessionId: "s1",
-    lane: "main",
-    WebSocket: FakeSocket,
-    backoff: { initialMs: 10, maxMs: 40 },
-    pingIntervalMs: 0,
     onError: (error) => errors.push(error),
     ...extra,
   });
