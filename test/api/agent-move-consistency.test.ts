@@ -103,4 +103,16 @@ describe("moving a session to an agent version", () => {
     const { settings } = await json<CreatedSession>(await call("/v1/sessions/s_mv4", { token: tenant.key }), 200);
     expect(settings).toMatchObject({ systemPrompt: "the session's own", steeringMode: "one-at-a-time" });
   });
+  it("a move to a version whose model the tenant can no longer use is 422 UnknownModel, and the session stays where it was", async () => {
+    const tenant = await newTenant("mv_model");
+    expect((await call("/v1/providers/anthropic", { method: "PUT", token: tenant.key, body: { apiKey: "sk-ant-move-test-key-1234" } })).status).toBeLessThan(300);
+    await json(await call("/v1/agents", { token: tenant.key, body: { id: "claude", model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } } }), 201);
+    await json(await call("/v1/sessions", { token: tenant.key, body: { id: "s_mv5", name: "before" } }), 201);
+    expect((await call("/v1/providers/anthropic", { method: "DELETE", token: tenant.key })).status).toBe(204);
+    const refused = await call("/v1/sessions/s_mv5", { method: "PATCH", token: tenant.key, body: { agent: "claude", name: "after" } });
+    expect(refused.status).toBe(422);
+    expect(await errorCode(refused)).toBe("UnknownModel");
+    const session = await json<CreatedSession>(await call("/v1/sessions/s_mv5", { token: tenant.key }), 200);
+    expect({ name: session.name, agent: session.agent }).toEqual({ name: "before", agent: undefined });
+  });
 });

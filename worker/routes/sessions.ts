@@ -80,8 +80,8 @@ export const sessionRoutes = new Hono<AppEnv>()
     return c.json(replyValue(await stub.view()));
   })
   // `{ name?, settings?, metadata?, agent? }`. Every refusal comes before the first write, so a
-  // refused PATCH leaves the session as it was: the default model and the agent version are asked
-  // of the tenant, the metadata's bound of the session; then the move with the settings over the
+  // refused PATCH leaves the session as it was: the default model, the agent version and its model
+  // are asked of the tenant, the metadata's bound of the session; then the move with the settings over the
   // version's (one commit, checked whole) or the settings alone (settings_update events), then the
   // metadata (merged on the session's line) and the name. A new name or metadata reaches the
   // listing index before the answer.
@@ -90,6 +90,8 @@ export const sessionRoutes = new Hono<AppEnv>()
     const body = await jsonBody(c, PatchSessionSchema);
     if (body.settings?.defaultModel) await assertTenantCanUse(c.env, tenantId, body.settings.defaultModel);
     const bundle = body.agent === undefined ? undefined : replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
+    // The version's model was usable when the version was made; the tenant's keys may have changed since (as at creation: 422).
+    if (bundle?.agent.model) await assertTenantCanUse(c.env, tenantId, bundle.agent.model);
     // Written last, and checked first when something is written before it.
     if (body.metadata !== undefined && (bundle !== undefined || body.settings !== undefined)) replyValue(await stub.checkMetadataPatch(body.metadata));
     let toolSecrets: Record<string, string> = {};
