@@ -3,7 +3,7 @@ import type { EnqueueSchema, IfBusy } from "../schema/lane-api.ts";
 import type { DeferredMode } from "../schema/settings.ts";
 import type { ImageContent } from "../schema/messages.ts";
 import type { InferOutput } from "valibot";
-import { errorFromResponse } from "./http.ts";
+import { errorFromResponse, type ApiRequestError } from "./http.ts";
 import type { PromptInput } from "./types.ts";
 
 // Commands on an open lane watch (docs/api-watch.md "Commands on the socket"): a prompt, a queued
@@ -89,20 +89,24 @@ export class PendingCommands {
     if (!entry) return true;
     const status = "status" in parsed && typeof parsed.status === "number" ? parsed.status : 500;
     const body = "body" in parsed ? parsed.body : undefined;
+    if (status < 400) {
+      this.pending.delete(id);
+      entry.resolve(body);
+      return true;
+    }
+    const error = errorFromResponse(new Response(null, { status }), JSON.stringify(body ?? {}));
     // The first send is still being answered (its reply went to a socket since lost): not an
     // answer. The same frame goes again once the server's wait has passed, and the command waits.
-    const inProgress = status === 409 ? retryAfterOfInProgress(body) : undefined;
-    if (inProgress !== undefined) {
+    if (error.code === "IdempotencyInProgress") {
       const wait = setTimeout(() => {
         this.waits.delete(wait);
         if (this.pending.get(id) === entry) this.resend(entry.frame);
-      }, inProgress * 1000);
+      }, retryAfterSeconds(error) * 1000);
       this.waits.add(wait);
       return true;
     }
     this.pending.delete(id);
-    if (status < 400) entry.resolve(body);
-    else entry.reject(errorFromResponse(new Response(null, { status }), JSON.stringify(body ?? {})));
+    entry.reject(error);
     return true;
   }
 
@@ -115,12 +119,8 @@ export class PendingCommands {
   }
 }
 
-/** The seconds to wait when `body` is a 409 `IdempotencyInProgress` (at least one), else undefined. */
-function retryAfterOfInProgress(body: unknown): number | undefined {
-  if (typeof body !== "object" || body === null || !("error" in body)) return undefined;
-  const error = body.error;
-  if (typeof error !== "object" || error === null || !("code" in error) || error.code !== "IdempotencyInProgress") return undefined;
-  const details = "details" in error && typeof error.details === "object" && error.details !== null ? error.details : {};
-  const seconds = "retryAfterSeconds" in details && typeof details.retryAfterSeconds === "number" ? details.retryAfterSeconds : 1;
-  return Math.min(60, Math.max(1, seconds));
+/** The wait a 409 `IdempotencyInProgress` names (`details.retryAfterSeconds`), 1–60 s. */
+function retryAfterSeconds(error: ApiRequestError): number {
+  const seconds = error.details?.retryAfterSeconds;
+  return Math.min(60, Math.max(1, typeof seconds === "number" ? seconds : 1));
 }

@@ -4,7 +4,7 @@ import { tenantStub } from "../env.ts";
 import { fail } from "../http-error.ts";
 
 /** What the tenant's index keeps of a session (listings and searches show it). */
-export function summaryOf(view: SessionSummary): SessionSummary {
+function summaryOf(view: SessionSummary): SessionSummary {
   return { id: view.id, name: view.name, createdAt: view.createdAt, metadata: view.metadata, ...(view.agent !== undefined && { agent: view.agent }) };
 }
 

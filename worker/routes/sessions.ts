@@ -80,11 +80,11 @@ export const sessionRoutes = new Hono<AppEnv>()
     return c.json(replyValue(await stub.view()));
   })
   // `{ name?, settings?, metadata?, agent? }`. Every refusal comes before the first write, so a
-  // refused PATCH leaves the session as it was: the default model, the agent version and its model
-  // are asked of the tenant, the metadata's bound of the session; then the move with the settings over the
-  // version's (one commit, checked whole) or the settings alone (settings_update events), then the
-  // metadata (merged on the session's line) and the name. A new name or metadata reaches the
-  // listing index before the answer.
+  // refused PATCH leaves the session as it was: the default model, the agent version and its
+  // model are asked of the tenant, the metadata's bound of the session; then the move with the
+  // settings over the version's (one commit, checked whole) or the settings alone
+  // (settings_update events), then the metadata (merged on the session's line) and the name. A
+  // new name or metadata reaches the listing index before the answer.
   .patch("/:sid", async (c) => {
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
