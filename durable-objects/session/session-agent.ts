@@ -19,9 +19,13 @@ import type { SessionHost } from "./session-host.ts";
 /** What this module reaches of the host (session-host.ts). */
 type AgentHost = Pick<SessionHost, "harness" | "session" | "toolDefinitionContext">;
 
-/** What a move answers: the version now bound, and the secrets of http tools it brought anew. */
+/**
+ * What a move answers: the version now bound, the seq of the commit that bound it (the tenant's
+ * index keeps the newest of concurrent moves by it), and the secrets of http tools it brought anew.
+ */
 export interface AgentMove {
   agent: AgentVersionRef;
+  seq: number;
   toolSecrets: Record<string, string>;
 }
 
@@ -75,7 +79,7 @@ export class SessionAgent {
         assertWithinBounds(m, taken.tools, taken.mcpServers);
         return [...leftBehind(m, taken.tools, taken.mcpServers), ...agentWrites(taken, binding)];
       };
-      await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes }, (next) => {
+      const { seq } = await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes }, (next) => {
         assertValidSettings(next);
         const lanes = harness.lanes().flatMap(({ name }) => {
           const lane = harness.getLane(name);
@@ -98,7 +102,7 @@ export class SessionAgent {
       }
       // Secrets of the http tools the session took anew (not of those it kept its own of).
       const toolSecrets = Object.fromEntries(Object.entries(tools.secrets).filter(([name]) => name in brought));
-      return { agent: { id: binding.id, version: binding.version }, toolSecrets };
+      return { agent: { id: binding.id, version: binding.version }, seq, toolSecrets };
     });
   }
 }

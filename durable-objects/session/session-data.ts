@@ -29,11 +29,14 @@ export class SessionData {
     return asResult(() => this.host.session().getStats());
   }
 
-  /** Through the harness, so watchers get the `value_update` event. */
-  async setName(name: string | null): Promise<Wire<RpcResult<{ name: string | null }>>> {
+  /**
+   * Through the harness, so watchers get the `value_update` event. Answers the seq of the write,
+   * by which the tenant's index keeps the newest of concurrent renames.
+   */
+  async setName(name: string | null): Promise<Wire<RpcResult<{ name: string | null; seq: number }>>> {
     return asResult(async () => {
-      await (await this.host.harness()).setName(name ?? undefined);
-      return { name };
+      const { seq } = await (await this.host.harness()).setName(name ?? undefined);
+      return { name, seq };
     });
   }
 

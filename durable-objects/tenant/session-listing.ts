@@ -30,8 +30,9 @@ export class SessionListing {
     return { registered: true };
   }
 
-  async renameSession(sessionId: string, name: string | null): Promise<void> {
-    if (this.host.schema.exists) this.changed(sessionId).rename(sessionId, name);
+  /** After a PATCH of the session's name, before it answers; `seq` orders concurrent renames. */
+  async renameSession(sessionId: string, name: string | null, seq: number): Promise<void> {
+    if (this.host.schema.exists) this.changed(sessionId).rename(sessionId, name, seq);
   }
 
   /** After a PATCH of the session's metadata, before it answers; `seq` orders concurrent patches. */
@@ -39,9 +40,9 @@ export class SessionListing {
     if (this.host.schema.exists) this.changed(sessionId).setMetadata(sessionId, metadata, seq);
   }
 
-  /** After a PATCH that moved the session to another agent version, before it answers. */
-  async setSessionAgent(sessionId: string, agent: AgentVersionRef): Promise<void> {
-    if (this.host.schema.exists) this.changed(sessionId).setAgent(sessionId, agent);
+  /** After a PATCH that moved the session to another agent version, before it answers; `seq` orders concurrent moves. */
+  async setSessionAgent(sessionId: string, agent: AgentVersionRef, seq: number): Promise<void> {
+    if (this.host.schema.exists) this.changed(sessionId).setAgent(sessionId, agent, seq);
   }
 
   /** A PATCH is activity: retention counts a session's idleness from its last one. */

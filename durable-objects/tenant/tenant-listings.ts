@@ -26,8 +26,8 @@ export class SessionIndex {
   constructor(private readonly sql: SqlStorage) {}
 
   /**
-   * Idempotent: a repeat (a retried creation) refreshes the name and keeps the first creation time;
-   * it refreshes the metadata only while no PATCH has changed it since (a PATCH's seq is above 0).
+   * Idempotent: a repeat (a retried creation) keeps the first creation time, and refreshes the
+   * name and the metadata only while no PATCH has changed them since (a PATCH's seq is above 0).
    */
   register(summary: SessionSummary): void {
     const existing = this.row(summary.id);
@@ -45,16 +45,24 @@ export class SessionIndex {
       this.addPairs(summary.id, summary.createdAt, summary.metadata);
       return;
     }
-    this.sql.exec("UPDATE sessions SET name = ? WHERE session_id = ?", summary.name, summary.id);
+    if (existing.name_seq === 0) this.sql.exec("UPDATE sessions SET name = ? WHERE session_id = ?", summary.name, summary.id);
     if (existing.metadata_seq === 0) this.replaceMetadata(existing, summary.metadata, 0);
   }
 
   /**
-   * The agent version a session moved to. Two concurrent moves: the session's own order decides
-   * what it is bound to, and the index keeps the later call's (a later move or a read corrects it).
+   * The agent version a session moved to, with the seq of the session's commit that bound it: of
+   * two concurrent moves the session's order decides what it is bound to, and the index keeps the
+   * same one, whichever reached this object last.
    */
-  setAgent(sessionId: string, agent: AgentVersionRef | null): void {
-    this.sql.exec("UPDATE sessions SET agent_id = ?, agent_version = ? WHERE session_id = ?", agent?.id ?? null, agent?.version ?? null, sessionId);
+  setAgent(sessionId: string, agent: AgentVersionRef | null, seq: number): void {
+    this.sql.exec(
+      "UPDATE sessions SET agent_id = ?, agent_version = ?, agent_seq = ? WHERE session_id = ? AND agent_seq <= ?",
+      agent?.id ?? null,
+      agent?.version ?? null,
+      seq,
+      sessionId,
+      seq,
+    );
   }
 
   /**
@@ -69,9 +77,12 @@ export class SessionIndex {
     this.sql.exec("DELETE FROM session_deletions WHERE session_id = ? AND idle_before IS NOT NULL", sessionId);
   }
 
-  /** Only an indexed session is renamed: a rename never lists a session that is not indexed. */
-  rename(sessionId: string, name: string | null): void {
-    this.sql.exec("UPDATE sessions SET name = ? WHERE session_id = ?", name, sessionId);
+  /**
+   * Only an indexed session is renamed: a rename never lists a session that is not indexed. An
+   * older rename (the seq of its write below the one indexed) changes nothing, as for metadata.
+   */
+  rename(sessionId: string, name: string | null, seq: number): void {
+    this.sql.exec("UPDATE sessions SET name = ?, name_seq = ? WHERE session_id = ? AND name_seq <= ?", name, seq, sessionId, seq);
   }
 
   /**
@@ -92,7 +103,7 @@ export class SessionIndex {
   }
 
   private row(sessionId: string): IndexedSession | undefined {
-    return this.sql.exec<IndexedSession>("SELECT session_id, created_at, metadata, metadata_seq FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
+    return this.sql.exec<IndexedSession>("SELECT session_id, created_at, metadata, metadata_seq, name_seq FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
   }
 
   private replaceMetadata(existing: IndexedSession, metadata: SessionMetadata, seq: number): void {
@@ -121,7 +132,7 @@ export class SessionIndex {
   }
 }
 
-type IndexedSession = { session_id: string; created_at: number; metadata: string | null; metadata_seq: number };
+type IndexedSession = { session_id: string; created_at: number; metadata: string | null; metadata_seq: number; name_seq: number };
 
 /** Null for an empty map: most sessions carry none, and their rows stay as small as before. */
 function metadataText(metadata: SessionMetadata): string | null {

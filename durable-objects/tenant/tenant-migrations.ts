@@ -357,4 +357,15 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
     name: "effect_receipts",
     statements: EFFECT_RECEIPT_STATEMENTS,
   },
+  {
+    version: 21,
+    name: "session_index_order",
+    statements: [
+      // The seq of the session's write each indexed name and agent version reflects, as
+      // `metadata_seq` does for the metadata: of two concurrent PATCHes the index keeps the newer
+      // (0: as registered at creation, before any PATCH).
+      "ALTER TABLE sessions ADD COLUMN name_seq INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE sessions ADD COLUMN agent_seq INTEGER NOT NULL DEFAULT 0",
+    ],
+  },
 ];

@@ -139,10 +139,10 @@ export class TenantObject extends DurableObject<Env> {
 
   // The session index and its search (session-listing.ts, session-search.ts).
   async registerSession(summary: SessionSummary) { return this.sessions.registerSession(summary); }
-  async renameSession(sessionId: string, name: string | null) { return this.sessions.renameSession(sessionId, name); }
+  async renameSession(sessionId: string, name: string | null, seq: number) { return this.sessions.renameSession(sessionId, name, seq); }
   async unregisterSession(sessionId: string) { return this.sessions.unregisterSession(sessionId); }
   async setSessionMetadata(sessionId: string, metadata: SessionMetadata, seq: number) { return this.sessions.setSessionMetadata(sessionId, metadata, seq); }
-  async setSessionAgent(sessionId: string, agent: AgentVersionRef) { return this.sessions.setSessionAgent(sessionId, agent); }
+  async setSessionAgent(sessionId: string, agent: AgentVersionRef, seq: number) { return this.sessions.setSessionAgent(sessionId, agent, seq); }
   async searchSessions(search: SessionSearch) { return this.sessions.searchSessions(search); }
 
   // The admin's directory of tenants, on "admin:directory" only (admin-directory.ts).

@@ -292,17 +292,18 @@ export class AgentHarness {
    * Replaces the session's settings and resources and writes what `writes` computes on the line
    * with them, in one commit: how a session moves to another agent version (its tool definitions
    * and binding among the writes), all or nothing. Events as `updateSettings` and `setResources`
-   * emit them. `accept` checks the new settings on the line (a throw writes nothing).
+   * emit them. `accept` checks the new settings on the line (a throw writes nothing). Answers the
+   * commit's seq (what the tenant's index orders concurrent moves by).
    */
   async replaceConfiguration(
     next: { settings: HarnessSettings; resources: HarnessResources; writes: (m: SessionReader) => Write[] },
     accept?: (settings: HarnessSettings) => void,
-  ): Promise<void> {
+  ): Promise<{ seq: number }> {
     this.assertOpen();
-    const { delivered } = await this.mutate((m) => {
+    const { delivered, seq } = await this.mutate((m) => {
       accept?.(next.settings);
       const previous = this.currentSettings;
-      this.commit(m, [setValue(settingsAddress, next.settings), setValue(resourcesAddress, next.resources), ...next.writes(m)]);
+      const { firstSeq } = this.commit(m, [setValue(settingsAddress, next.settings), setValue(resourcesAddress, next.resources), ...next.writes(m)]);
       this.currentSettings = next.settings;
       this.currentResources = next.resources;
       const changed = (Object.keys(next.settings) as (keyof HarnessSettings)[]).filter((key) => JSON.stringify(previous[key]) !== JSON.stringify(next.settings[key]));
@@ -310,9 +311,10 @@ export class AgentHarness {
         ...changed.map((property): HarnessEvent => ({ type: "settings_update", property, value: json(next.settings[property]), previous: json(previous[property]) })),
         { type: "settings_update", property: "resources", value: null, previous: null },
       ];
-      return { delivered: this.events.emitBatch(events) };
+      return { delivered: this.events.emitBatch(events), seq: firstSeq };
     });
     await delivered;
+    return { seq };
   }
 
   // Session metadata wrappers (value_update events).
@@ -321,14 +323,18 @@ export class AgentHarness {
     return this.options.session.getName();
   }
 
-  /** Latest-wins session name (`undefined` deletes it); the event is bound in the committing mutation (§5.2). */
-  async setName(name: string | undefined): Promise<void> {
+  /**
+   * Latest-wins session name (`undefined` deletes it); the event is bound in the committing
+   * mutation (§5.2). Answers the commit's seq, by which a copy kept elsewhere orders concurrent renames.
+   */
+  async setName(name: string | undefined): Promise<{ seq: number }> {
     this.assertOpen();
-    const { delivered } = await this.mutate((m) => {
-      this.commit(m, [name === undefined ? deleteValue(sessionName) : setValue(sessionName, name)]);
-      return { delivered: this.events.emitBatch([{ type: "value_update", value: "session_name", name: name ?? null }]) };
+    const { delivered, seq } = await this.mutate((m) => {
+      const { firstSeq } = this.commit(m, [name === undefined ? deleteValue(sessionName) : setValue(sessionName, name)]);
+      return { delivered: this.events.emitBatch([{ type: "value_update", value: "session_name", name: name ?? null }]), seq: firstSeq };
     });
     await delivered;
+    return { seq };
   }
 
   /** Latest-wins label of an existing entry (`undefined` deletes it); never moves a tip. */

@@ -97,7 +97,7 @@ export const sessionRoutes = new Hono<AppEnv>()
     let toolSecrets: Record<string, string> = {};
     if (bundle !== undefined) {
       const moved = replyValue(await stub.moveToAgent(toWire(bundle), body.settings === undefined ? undefined : toWire(body.settings)));
-      await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent);
+      await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent, moved.seq);
       toolSecrets = moved.toolSecrets;
     } else if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
     if (body.metadata !== undefined) {
@@ -105,8 +105,8 @@ export const sessionRoutes = new Hono<AppEnv>()
       await tenantStub(c.env, tenantId).setSessionMetadata(sessionId, metadata, seq);
     }
     if (body.name !== undefined) {
-      replyValue(await stub.setName(body.name));
-      await tenantStub(c.env, tenantId).renameSession(sessionId, body.name);
+      const { seq } = replyValue(await stub.setName(body.name));
+      await tenantStub(c.env, tenantId).renameSession(sessionId, body.name, seq);
     }
     const view = replyValue(await stub.view());
     // Http tools the new version brought: their secrets are in this answer only.
