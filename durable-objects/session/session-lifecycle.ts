@@ -178,12 +178,15 @@ export class SessionLifecycle {
    * sealed, the line drained; a live pass can commit nothing more), watchers are disconnected, what
    * the tenant was not told yet is forwarded, then the alarm and all storage are deleted. The schema is not re-created: the object holds nothing
    * again, and later calls answer SessionNotFound like any object that never held a session.
+   * `createdAt`: the deleted session's, by which the tenant's index tells it from a session
+   * created again under its id in the meantime (tenant-listings.ts).
    */
-  async deleteSession(): Promise<Wire<RpcResult<{ deleted: boolean }>>> {
+  async deleteSession(): Promise<Wire<RpcResult<{ deleted: boolean; createdAt?: number }>>> {
     return asResult(() =>
       this.host.ctx.blockConcurrencyWhile(async () => {
         const opened = this.host.release();
-        if (!opened && !this.host.existingStorage()) return { deleted: false };
+        const createdAt = (opened?.storage ?? this.host.existingStorage())?.metadata.createdAt;
+        if (createdAt === undefined) return { deleted: false };
         if (opened) {
           await within(CLOSE_BOUND_MS, opened.runtime.harness().then((harness) => harness.close(), () => opened.session.close()));
           // Whatever is still running can commit nothing from here on.
@@ -202,7 +205,7 @@ export class SessionLifecycle {
         await this.host.dueWork.disarm();
         await this.host.ctx.storage.deleteAll();
         this.host.schema.forget();
-        return { deleted: true };
+        return { deleted: true, createdAt };
       }),
     );
   }

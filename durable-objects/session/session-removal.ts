@@ -8,9 +8,10 @@ import { shardOf } from "./due-work/deferred-registrations.ts";
  * deletions (tenant/session-deletions.ts). The tenant's index row is its caller's to remove, last:
  * every step is idempotent, so a retry after a failure part-way (the storage gone, a shard not
  * reached) repeats what is left and deletes nothing twice that matters. `deleted`: whether the
- * object still held a session.
+ * object still held a session; `createdAt`: that session's creation time, which the caller passes
+ * on to the index so that a session created again under the id meanwhile keeps its row.
  */
-export async function removeSessionObjects(env: Env, tenantId: string, sessionId: string): Promise<{ deleted: boolean }> {
+export async function removeSessionObjects(env: Env, tenantId: string, sessionId: string): Promise<{ deleted: boolean; createdAt?: number }> {
   const name = `${tenantId}:${sessionId}`;
   const reply = fromWire(await env.SESSIONS.getByName(name).deleteSession());
   if (!reply.ok) throw new RpcError(reply.error);

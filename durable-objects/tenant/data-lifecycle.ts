@@ -98,9 +98,10 @@ export class DataLifecycle implements AlarmDeletions {
       const deleting = this.host.deletion() !== undefined;
       this.host.ctx.storage.transactionSync(() => {
         batch.forEach((sessionId, index) => {
-          if (outcomes[index]?.status !== "fulfilled") return deletions.postpone(sessionId);
+          const outcome = outcomes[index];
+          if (outcome?.status !== "fulfilled") return deletions.postpone(sessionId);
           deleted++;
-          deletions.finished(sessionId);
+          deletions.finished(sessionId, outcome.value.createdAt);
           if (deleting) this.host.sql.exec("UPDATE tenant SET deletion_done = deletion_done + 1 WHERE singleton = 1");
         });
       });

@@ -62,8 +62,14 @@ export class SessionDeletions {
     return this.sql.exec<{ session_id: string }>("SELECT session_id FROM session_deletions ORDER BY queued_at, session_id LIMIT ?", limit).toArray().map((row) => row.session_id);
   }
 
-  /** The session's object and shard rows are gone: its index row, usage mark and queue row go now. */
-  finished(sessionId: string): void {
+  /**
+   * The session's object and shard rows are gone: its index row, usage mark and queue row go now.
+   * `createdAt`, the deleted session's (when the object still held one): a row of another creation
+   * time is a session created again under the id since its object was deleted, whose registration
+   * took the old one's row and place (SessionIndex.register); it stays.
+   */
+  finished(sessionId: string, createdAt?: number): void {
+    if (createdAt !== undefined && !new SessionIndex(this.sql).holds(sessionId, createdAt)) return;
     new SessionIndex(this.sql).unregister(sessionId);
     new SessionUsageMarks(this.sql).forget(sessionId);
     this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId);

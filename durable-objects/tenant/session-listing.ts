@@ -55,9 +55,11 @@ export class SessionListing {
   /**
    * The session's usage mark goes with it (a session created again under its id starts a new
    * ledger), and its place in the deletion queue, if it had one (session-deletions.ts).
+   * `createdAt`: the deleted session's, so that a session created again under the id meanwhile
+   * keeps its row.
    */
-  async unregisterSession(sessionId: string): Promise<void> {
-    if (this.host.schema.exists) new SessionDeletions(this.host.sql).finished(sessionId);
+  async unregisterSession(sessionId: string, createdAt?: number): Promise<void> {
+    if (this.host.schema.exists) new SessionDeletions(this.host.sql).finished(sessionId, createdAt);
   }
 
   /** A page of the sessions matching every filter (session-search.ts); the cursor is opaque to clients. */

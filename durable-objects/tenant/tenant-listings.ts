@@ -1,6 +1,7 @@
 import type { SessionSummary, TenantSummary } from "../../schema/api.ts";
 import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { SessionMetadata } from "../../schema/session-metadata.ts";
+import { SessionUsageMarks } from "./session-usage-marks.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
 export type { SessionSummary, TenantSummary };
@@ -30,7 +31,16 @@ export class SessionIndex {
    * name and the metadata only while no PATCH has changed them since (a PATCH's seq is above 0).
    */
   register(summary: SessionSummary): void {
-    const existing = this.row(summary.id);
+    let existing = this.row(summary.id);
+    // Another creation time: the session was deleted (its object is new) and its row not yet
+    // removed, a background deletion's last step still to come. The new session takes the row
+    // fresh and leaves the deletion queue; that step then finds a row not its own and keeps it.
+    if (existing && existing.created_at !== summary.createdAt) {
+      this.unregister(summary.id);
+      new SessionUsageMarks(this.sql).forget(summary.id);
+      this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", summary.id);
+      existing = undefined;
+    }
     if (!existing) {
       this.sql.exec(
         "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq, agent_id, agent_version, last_active_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
@@ -93,6 +103,11 @@ export class SessionIndex {
   setMetadata(sessionId: string, metadata: SessionMetadata, seq: number): void {
     const existing = this.row(sessionId);
     if (existing && seq >= existing.metadata_seq) this.replaceMetadata(existing, metadata, seq);
+  }
+
+  /** Whether the session's row is the one of the session created at `createdAt`. */
+  holds(sessionId: string, createdAt: number): boolean {
+    return this.row(sessionId)?.created_at === createdAt;
   }
 
   unregister(sessionId: string): void {

@@ -135,8 +135,8 @@ export const sessionRoutes = new Hono<AppEnv>()
   // index row; a repeat (or a retry after a partial failure) still removes what is left and answers 404.
   .delete("/:sid", async (c) => {
     const { tenantId, sessionId } = sessionTarget(c);
-    const { deleted } = await removeSessionObjects(c.env, tenantId, sessionId);
-    await tenantStub(c.env, tenantId).unregisterSession(sessionId);
+    const { deleted, createdAt } = await removeSessionObjects(c.env, tenantId, sessionId);
+    await tenantStub(c.env, tenantId).unregisterSession(sessionId, createdAt);
     if (!deleted) throw fail("SessionNotFound", "Session not found");
     return c.body(null, 204);
   });
