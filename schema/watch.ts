@@ -87,7 +87,10 @@ export type WatchReply = { type: "reply"; id: string; status: number; body: unkn
 export const WATCH_UNACKED_WINDOW_BYTES = 16 * 1024 * 1024;
 /** A client acknowledges once this many bytes arrived since its last acknowledgement (the SDK does). */
 export const WATCH_ACK_EVERY_BYTES = 1024 * 1024;
-/** Client messages per socket: a burst of this many, refilled at `WATCH_MESSAGES_PER_SECOND`; more closes 1008. */
+/**
+ * Client messages per socket: a burst of this many, refilled at `WATCH_MESSAGES_PER_SECOND`; more
+ * closes 1008. An acknowledgement that moves the window on is not counted (session/watch/watch-flow.ts).
+ */
 export const WATCH_MESSAGE_BURST = 100;
 export const WATCH_MESSAGES_PER_SECOND = 10;
 /** A socket is closed (1001) once this old at its next message, so clients reconnect at least daily. */

@@ -132,10 +132,14 @@ export class SessionWatch {
 
   /**
    * Client messages: `{"type":"resnapshot"}` and `{"type":"ack","bytes":n}` ("ping" is answered by
-   * the runtime). Every message counts against the socket's rate before anything else is done.
+   * the runtime). Every message but an acknowledgement that moves the window on (watch-flow.ts)
+   * counts against the socket's rate before anything else is done: only a text short enough for an
+   * acknowledgement is read for that first, so a malformed, oversized or binary message still counts.
    */
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    if (!this.hub.admit(ws)) return;
+    const ack = acknowledgedBytes(message);
+    if (!this.hub.admit(ws, ack)) return;
+    if (ack !== undefined) return this.hub.acknowledge(ws, ack);
     if (typeof message !== "string") return this.refuse(ws, WATCH_CLOSE.binary, "Binary messages are not supported");
     if (message === "ping") return ws.send("pong");
     if (message.length > MAX_WATCH_COMMAND_CHARS) return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
@@ -195,6 +199,18 @@ export class SessionWatch {
   async webSocketError(ws: WebSocket): Promise<void> {
     this.hub.forget(ws);
   }
+}
+
+/** The bytes a message acknowledges when it is a well-formed `{"type":"ack","bytes":n}`, else undefined. */
+function acknowledgedBytes(message: string | ArrayBuffer): number | undefined {
+  if (typeof message !== "string" || message.length > MAX_WATCH_CLIENT_MESSAGE_CHARS) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  return v.is(WatchClientMessageSchema, parsed) && parsed.type === "ack" ? parsed.bytes : undefined;
 }
 
 /** The id of a frame that is a command (`prompt`, `queue` or `abort` with a string `id`), else undefined. */

@@ -1,4 +1,11 @@
-import { WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_MESSAGES_PER_SECOND, WATCH_UNACKED_WINDOW_BYTES } from "../../../schema/watch.ts";
+import { WATCH_ACK_EVERY_BYTES, WATCH_MAX_SOCKET_AGE_MS, WATCH_MESSAGE_BURST, WATCH_MESSAGES_PER_SECOND, WATCH_UNACKED_WINDOW_BYTES } from "../../../schema/watch.ts";
+
+/**
+ * An acknowledgement that moves the window on by at least this much (or up to everything sent) is
+ * not counted against the message rate: the protocol asks for one every WATCH_ACK_EVERY_BYTES, so
+ * a reader faster than the rate times that step would otherwise be closed for doing as told.
+ */
+const FREE_ACK_STEP_BYTES = WATCH_ACK_EVERY_BYTES / 2;
 
 /** What a watch socket follows: one lane's stream, or the session-wide stream. */
 export type WatchTarget = { kind: "lane"; lane: string } | { kind: "session" };
@@ -155,14 +162,27 @@ export class WatchFlow {
     return "ok";
   }
 
-  /** Takes one client message from the bucket; false when the socket exceeds its message rate. */
-  admitMessage(now: number): boolean {
+  /**
+   * Takes one client message from the bucket; false when the socket exceeds its message rate.
+   * `ack`: the message is the acknowledgement of that many bytes. One that advances the
+   * acknowledged count by FREE_ACK_STEP_BYTES, or to everything sent, takes nothing: such
+   * acknowledgements are bounded by the bytes the server sent, not by the client (each moves the
+   * count on, which never passes `sent`). A repeated, smaller or tiny one counts like any message.
+   */
+  admitMessage(now: number, ack?: number): boolean {
+    if (ack !== undefined && this.advancesWindow(ack)) return true;
     const refill = ((now - this.refilledAt) / 1000) * WATCH_MESSAGES_PER_SECOND;
     this.tokens = Math.min(WATCH_MESSAGE_BURST, this.tokens + refill);
     this.refilledAt = now;
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     return true;
+  }
+
+  /** Whether acknowledging `bytes` moves the window on by a step, or to everything sent (and not beyond it). */
+  private advancesWindow(bytes: number): boolean {
+    const { sent, acked } = this.state;
+    return bytes > acked && bytes <= sent && (bytes - acked >= FREE_ACK_STEP_BYTES || bytes === sent);
   }
 
   /** An in-memory write kept with the socket (no storage): cheap enough for every send. */

@@ -149,15 +149,16 @@ export class WatchHub {
 
   /**
    * A client message is about to be handled: false (and the socket closed) when the socket exceeds
-   * its message rate (1008) or its state is unknown (1011).
+   * its message rate (1008) or its state is unknown (1011). `ack`: the message is a well-formed
+   * acknowledgement of that many bytes; one that moves the window on is not counted (WatchFlow).
    */
-  admit(ws: WebSocket): boolean {
+  admit(ws: WebSocket, ack?: number): boolean {
     // A socket this object closed (dropped, or closing): what it still sends is not served.
     if (!isOpen(ws)) return false;
     const flow = this.flow(ws);
     if (!flow) this.drop(ws, WATCH_CLOSE.internal, "Unknown watch state");
     else if (flow.tokenExpired(this.now())) this.drop(ws, WATCH_CLOSE.policy, "The browser token expired; reconnect with a fresh token");
-    else if (flow.admitMessage(this.now())) return true;
+    else if (flow.admitMessage(this.now(), ack)) return true;
     else this.drop(ws, WATCH_CLOSE.policy, "Too many messages: rate limited");
     return false;
   }
