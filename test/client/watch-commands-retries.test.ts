@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { watchLane } from "../../client/index.ts";
+import { ApiRequestError, watchLane } from "../../client/index.ts";
 import { eventually, FakeSocket, laneSnapshot, SCRIPTED_WATCH } from "./sockets.ts";
 
 // Socket commands (docs/api-watch.md "Commands on the socket") across a reconnect and with a
@@ -49,6 +49,25 @@ describe("watchLane's commands", () => {
     second.deliver({ type: "reply", id: "p1", status: 202, body: { operationId: "op-1", kind: "run", startedAt: 1 } });
     await eventually(() => prompt.settled !== undefined, "the answer");
     expect(prompt).toMatchObject({ settled: "resolved", value: { operationId: "op-1" } });
+    handle.close();
+  });
+
+  it("a command answered 429 RateLimited rejects with retryAfter from the reply's details.retryAfterSeconds", async () => {
+    const handle = open();
+    const socket = FakeSocket.latest().open().deliver({ type: "snapshot", seq: 1, snapshot: laneSnapshot() });
+    const limited = track(handle.prompt("hello", { id: "q1" }));
+    const malformed = track(handle.steer("again", { id: "q2" }));
+    const quota = (retryAfterSeconds: unknown) => ({ error: { code: "RateLimited", message: "The tenant's request quota is used up", details: { quota: "requestsPerMinute", retryAfterSeconds } } });
+    socket.deliver({ type: "reply", id: "q1", status: 429, body: quota(7) });
+    socket.deliver({ type: "reply", id: "q2", status: 429, body: quota("soon") });
+    await eventually(() => limited.settled !== undefined && malformed.settled !== undefined, "both answers");
+    expect(limited.settled).toBe("rejected");
+    expect(limited.value).toBeInstanceOf(ApiRequestError);
+    expect(limited.value).toMatchObject({ status: 429, code: "RateLimited", retryAfter: 7, details: { retryAfterSeconds: 7 } });
+    // A wait that is no positive number of seconds gives none.
+    expect(malformed.settled).toBe("rejected");
+    expect(malformed.value).toMatchObject({ status: 429, code: "RateLimited" });
+    expect((malformed.value as ApiRequestError).retryAfter).toBeUndefined();
     handle.close();
   });
 
