@@ -13,7 +13,7 @@
 // hex form. What it cannot see is where a public name resolves (docs/security.md).
 
 /** The rule that refused an address (`details.rule` of a refusal, next to `reason: "unsafe_address"`). */
-export type AddressRule = "loopback" | "unspecified" | "private" | "link_local" | "cgnat" | "benchmark" | "multicast" | "reserved" | "internal_name";
+export type AddressRule = "loopback" | "unspecified" | "private" | "link_local" | "cgnat" | "benchmark" | "multicast" | "reserved" | "cloud_internal" | "internal_name";
 
 /** Why a URL may not be requested; `rule` is set when the address (not the URL's shape) is what is refused. */
 export interface EgressProblem {
@@ -36,6 +36,7 @@ const RULE_WORDS: Record<AddressRule, string> = {
   benchmark: "a benchmarking address",
   multicast: "a multicast address",
   reserved: "a reserved address",
+  cloud_internal: "a cloud platform's internal address",
   internal_name: "an internal name",
 };
 
@@ -125,6 +126,9 @@ const IPV4_RANGES: readonly (readonly [string, number, AddressRule])[] = [
   ["0.0.0.0", 8, "unspecified"],
   ["10.0.0.0", 8, "private"],
   ["100.64.0.0", 10, "cgnat"],
+  // Azure's platform endpoint (the "WireServer": instance metadata, DNS, agent configuration) is a
+  // public address every Azure machine reaches without a route; self-hosted there it is internal.
+  ["168.63.129.16", 32, "cloud_internal"],
   ["127.0.0.0", 8, "loopback"],
   ["169.254.0.0", 16, "link_local"],
   ["172.16.0.0", 12, "private"],

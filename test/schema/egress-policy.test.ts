@@ -28,6 +28,9 @@ describe("the egress policy refuses internal addresses", () => {
     expect(ruleOf("https://167772161/")).toBe("private");
     expect(ruleOf("https://0xa9fea9fe/")).toBe("link_local");
     expect(ruleOf("https://025177524776/")).toBe("link_local");
+    // Azure's platform endpoint, in its spellings; its neighbours are public.
+    for (const url of ["https://168.63.129.16/machine?comp=goalstate", "https://2822734096/", "https://[::ffff:168.63.129.16]/"]) expect({ url, rule: ruleOf(url) }).toEqual({ url, rule: "cloud_internal" });
+    expect(ruleOf("https://168.63.129.17/")).toBeUndefined();
     expect(ruleOf("https://3232235777/")).toBe("private");
   });
 
