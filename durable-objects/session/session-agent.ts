@@ -2,6 +2,7 @@ import type { SessionReader } from "../../harness/session/mutation.ts";
 import type { Write } from "../../harness/session/storage.ts";
 import { deleteValue } from "../../harness/session/writes.ts";
 import type { AgentVersionRef } from "../../schema/agent-binding.ts";
+import type { LaneConfiguration } from "../../schema/lane.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { toolDefinition, toolDefinitionsPrefix } from "../../tools/definitions.ts";
@@ -10,7 +11,7 @@ import type { AgentForSession } from "../../tools/tenant-copies.ts";
 import { MAX_SESSION_MCP_SERVERS } from "../../schema/mcp.ts";
 import { applySettingsPatch, type HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { MAX_SESSION_TOOLS } from "../../schema/tools.ts";
-import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
+import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { agentResources, agentSettings, agentTools, agentWrites, bindingOf } from "./agent-configuration.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { assertValidSettings } from "./settings-check.ts";
@@ -31,10 +32,10 @@ export interface AgentMove {
 
 /**
  * A session's move to another agent version (spec/API.md "Agents", `PATCH /v1/sessions/{sid}
- * { agent }`): the whole session takes the version's settings, resources, tools and MCP servers
- * in one commit, then every lane takes its lane configuration; each lane's next operation
- * captures all of it, and an operation already running keeps the version it was accepted under
- * (its record says so).
+ * { agent }`): the whole session takes the version's settings, resources, tools and MCP servers,
+ * and every lane its lane configuration, in one commit; each lane's next operation captures all
+ * of it, and an operation already running keeps the version it was accepted under (its record
+ * says so).
  */
 export class SessionAgent {
   constructor(private readonly host: AgentHost) {}
@@ -79,7 +80,16 @@ export class SessionAgent {
         assertWithinBounds(m, taken.tools, taken.mcpServers);
         return [...leftBehind(m, taken.tools, taken.mcpServers), ...agentWrites(taken, binding)];
       };
-      const { seq } = await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes }, (next) => {
+      // Every lane takes the version's lane configuration in the same commit (config_update events,
+      // as a PATCH of its configuration would emit): what the version leaves out is what a session
+      // created from it starts with (mainLaneWrites), and a lane keeps its model when the version
+      // names none. A repeat of the move sets what is already set.
+      const laneConfiguration = (_lane: string, current: LaneConfiguration): LaneConfiguration => ({
+        model: binding.lane.model ?? current.model,
+        thinkingLevel: binding.lane.thinkingLevel ?? "off",
+        activeToolNames: [...(binding.lane.activeTools ?? [])],
+      });
+      const { seq } = await harness.replaceConfiguration({ settings, resources: agentResources(bundle.agent), writes, lanes: laneConfiguration }, (next) => {
         assertValidSettings(next);
         const lanes = harness.lanes().flatMap(({ name }) => {
           const lane = harness.getLane(name);
@@ -87,19 +97,6 @@ export class SessionAgent {
         });
         assertCanDefer(next.streamOptions.deferred, lanes);
       });
-      // Each lane then takes the version's lane configuration (config_update events), as a PATCH
-      // of its configuration would; a repeat of the move sets what is already set.
-      for (const { name } of harness.lanes()) {
-        const lane = harness.getLane(name);
-        if (!lane) continue;
-        // What the version leaves out is what a session created from it starts with (mainLaneWrites).
-        const { model } = binding.lane;
-        const thinkingLevel = binding.lane.thinkingLevel ?? "off";
-        const activeTools = binding.lane.activeTools ?? [];
-        if (model && JSON.stringify(model) !== JSON.stringify(lane.getModel())) unwrapLane(await lane.setModel(model));
-        if (thinkingLevel !== lane.getThinkingLevel()) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
-        if (JSON.stringify(activeTools) !== JSON.stringify(lane.getActiveTools())) unwrapLane(await lane.setActiveTools(activeTools));
-      }
       // Secrets of the http tools the session took anew (not of those it kept its own of).
       const toolSecrets = Object.fromEntries(Object.entries(tools.secrets).filter(([name]) => name in brought));
       return { agent: { id: binding.id, version: binding.version }, seq, toolSecrets };

@@ -21,6 +21,7 @@ import { noWakeScheduler, type HarnessCore, type LiveUpdatePacing, type WakeSche
 import { DrivePassFailed } from "./driver.ts";
 import { err, InvalidLane, ok, type Result } from "./errors.ts";
 import { AgentLane } from "./lane.ts";
+import { reconfiguration } from "./lane-config.ts";
 import { CaptureStore } from "./captures.ts";
 import { withStats } from "./lane-command.ts";
 import { committed, type LaneProjection } from "./lane-state.ts";
@@ -292,24 +293,46 @@ export class AgentHarness {
    * Replaces the session's settings and resources and writes what `writes` computes on the line
    * with them, in one commit: how a session moves to another agent version (its tool definitions
    * and binding among the writes), all or nothing. Events as `updateSettings` and `setResources`
-   * emit them. `accept` checks the new settings on the line (a throw writes nothing). Answers the
-   * commit's seq (what the tenant's index orders concurrent moves by).
+   * emit them. `lanes`, computed after `writes`, gives each lane's whole configuration, written in
+   * the same commit (`config_update` events as the setters emit), so that a crash never leaves the
+   * session on one configuration and its lanes on another. `accept` checks the new settings on the
+   * line (a throw writes nothing). Answers the commit's seq (what the tenant's index orders
+   * concurrent moves by).
    */
   async replaceConfiguration(
-    next: { settings: HarnessSettings; resources: HarnessResources; writes: (m: SessionReader) => Write[] },
+    next: {
+      settings: HarnessSettings;
+      resources: HarnessResources;
+      writes: (m: SessionReader) => Write[];
+      lanes?: (lane: string, current: LaneConfiguration) => LaneConfiguration;
+    },
     accept?: (settings: HarnessSettings) => void,
   ): Promise<{ seq: number }> {
     this.assertOpen();
     const { delivered, seq } = await this.mutate((m) => {
       accept?.(next.settings);
       const previous = this.currentSettings;
-      const { firstSeq } = this.commit(m, [setValue(settingsAddress, next.settings), setValue(resourcesAddress, next.resources), ...next.writes(m)]);
+      const writes = next.writes(m);
+      const laneChanges = [...this.lanesByName.values()].flatMap((lane) => {
+        const current = lane.state.configuration;
+        const configuration = next.lanes?.(lane.name, current) ?? current;
+        const change = reconfiguration(lane.name, current, configuration);
+        return change.writes.length > 0 ? [{ lane, configuration, ...change }] : [];
+      });
+      const { firstSeq } = this.commit(m, [
+        setValue(settingsAddress, next.settings),
+        setValue(resourcesAddress, next.resources),
+        ...writes,
+        ...laneChanges.flatMap((change) => change.writes),
+      ]);
       this.currentSettings = next.settings;
       this.currentResources = next.resources;
+      for (const { lane, configuration } of laneChanges) lane.publish({ ...lane.state, configuration });
       const changed = (Object.keys(next.settings) as (keyof HarnessSettings)[]).filter((key) => JSON.stringify(previous[key]) !== JSON.stringify(next.settings[key]));
       const events: HarnessEvent[] = [
         ...changed.map((property): HarnessEvent => ({ type: "settings_update", property, value: json(next.settings[property]), previous: json(previous[property]) })),
         { type: "settings_update", property: "resources", value: null, previous: null },
+        ...laneChanges.flatMap((change) => change.events),
       ];
       return { delivered: this.events.emitBatch(events), seq: firstSeq };
     });

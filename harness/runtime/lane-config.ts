@@ -1,8 +1,9 @@
 import type { JsonValue } from "../../schema/json.ts";
-import type { LaneConfiguration } from "../../schema/lane.ts";
+import type { HarnessEvent, LaneConfiguration } from "../../schema/lane.ts";
 import type { Usage } from "../../schema/usage.ts";
 import { laneConfig } from "../session/builtin-addresses.ts";
 import { insertUsage, setValue } from "../session/writes.ts";
+import type { Write } from "../session/storage.ts";
 import type { Planner } from "./lane-command.ts";
 
 export type ConfigProperty = "model" | "thinkingLevel" | "activeTools";
@@ -41,6 +42,23 @@ export function planConfigure(lane: string, change: ConfigChange): Planner<LaneC
       events: () => [{ type: "config_update", lane, property: change.property, value: pick(next, change.property), previous: pick(state.configuration, change.property) }],
       value: next,
     };
+  };
+}
+
+const CONFIG_PROPERTIES: readonly ConfigProperty[] = ["model", "thinkingLevel", "activeTools"];
+
+/**
+ * A lane taking a whole configuration inside a commit its caller makes (a session's move to an
+ * agent version, harness.ts replaceConfiguration): its laneConfig write when anything differs, and
+ * a `config_update` per property that changed, as the setters above emit them. Computed on the
+ * line from the lane's projection, like a setter's.
+ */
+export function reconfiguration(lane: string, current: LaneConfiguration, next: LaneConfiguration): { writes: Write[]; events: HarnessEvent[] } {
+  const changed = CONFIG_PROPERTIES.filter((property) => JSON.stringify(pick(current, property)) !== JSON.stringify(pick(next, property)));
+  if (changed.length === 0) return { writes: [], events: [] };
+  return {
+    writes: [setValue(laneConfig<LaneConfiguration>(lane), next)],
+    events: changed.map((property) => ({ type: "config_update", lane, property, value: pick(next, property), previous: pick(current, property) })),
   };
 }
 
