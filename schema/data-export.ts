@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { IdSchema, NewSessionIdSchema } from "./api.ts";
-import { BranchNameSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
+import { BranchNameSchema, EntryIdSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
 import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
@@ -21,6 +21,12 @@ export const EXPORT_VERSION = 1;
 export const IMPORT_BODY_MAX_BYTES = 90 * 1024 * 1024;
 /** One line at most: an entry's payload is bounded at 16 MiB; a line carries it with its framing. */
 export const IMPORT_LINE_MAX_BYTES = 17 * 1024 * 1024;
+/**
+ * The highest entry seq an import takes: a session's seqs count its writes, so a real export's are
+ * far below it, and the writes after an import need room above its last seq (seqs stay exact
+ * integers, below 2^53).
+ */
+export const IMPORT_SEQ_MAX = 2 ** 48;
 /** An import staged in parts and never committed is deleted this long after it began. */
 export const IMPORT_ABANDON_MS = 24 * 60 * 60 * 1000;
 
@@ -44,7 +50,7 @@ export const SessionLineSchema = v.strictObject({
   tools: ToolDefinitionsByNameSchema,
   /** Branch name → tip entry id (null: an empty branch); a session's bounds as for creation. */
   branches: v.pipe(
-    v.record(BranchNameSchema, v.nullable(v.string())),
+    v.record(BranchNameSchema, v.nullable(EntryIdSchema)),
     v.check((branches) => Object.keys(branches).length <= SESSION_LIMITS.branches, `A session holds at most ${SESSION_LIMITS.branches} branches`),
   ),
   /** A lane runs on the branch of its name. */
@@ -55,12 +61,16 @@ export type SessionLine = v.InferOutput<typeof SessionLineSchema>;
 /**
  * An entry as `GET …/entries` answers it. Checked against the entry schema but kept as sent: a
  * message carries members the schema does not name (a provider's), and an import keeps them all.
+ * Its id and parent are ids as every route takes them (an entry no route could name is refused).
  */
-export const ExportedEntrySchema = v.custom<Entry>((input) => v.is(EntrySchema, input), "not an entry as GET …/entries answers it");
+export const ExportedEntrySchema = v.custom<Entry>(
+  (input) => v.is(EntrySchema, input) && v.is(EntryIdSchema, input.id) && (input.parentId === null || v.is(EntryIdSchema, input.parentId)),
+  "not an entry as GET …/entries answers it",
+);
 export const EntryLineSchema = v.strictObject({ type: v.literal("entry"), entry: ExportedEntrySchema });
 export const ValueLineSchema = v.strictObject({ type: v.literal("value"), namespace: NamespaceSchema, key: KeySchema, value: JsonValueSchema });
 export const ItemLineSchema = v.strictObject({ type: v.literal("item"), namespace: NamespaceSchema, key: KeySchema, value: JsonValueSchema });
-export const LabelLineSchema = v.strictObject({ type: v.literal("label"), entryId: v.string(), label: LabelSchema.entries.label });
+export const LabelLineSchema = v.strictObject({ type: v.literal("label"), entryId: EntryIdSchema, label: LabelSchema.entries.label });
 /** A settled operation's record (`GET …/operations/{id}`): exported as history, never imported. */
 export const ResultLineSchema = v.strictObject({ type: v.literal("result"), record: OperationResultRecordSchema });
 export const EndLineSchema = v.strictObject({

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { isReservedNamespace } from "../../../harness/session/addresses.ts";
-import { ExportLineSchema, SessionLineSchema, type EndLine, type ExportLine, type SessionLine } from "../../../schema/data-export.ts";
+import { ExportLineSchema, IMPORT_SEQ_MAX, SessionLineSchema, type EndLine, type ExportLine, type SessionLine } from "../../../schema/data-export.ts";
 import type { Entry, NewEntry } from "../../../schema/entries.ts";
 import { describeIssue } from "../../../schema/validation-messages.ts";
 import { zeroUsage } from "../../../harness/session/usage.ts";
@@ -150,6 +150,11 @@ export function stageLine(host: SqlHost, progress: Progress, line: ExportLine, l
 
 function stageEntry(host: SqlHost, progress: Progress, entry: Entry, lineNumber: number): void {
   if (!Number.isSafeInteger(entry.seq) || entry.seq <= progress.maxSeq) throw invalid(lineNumber, "seq_order", `entry ${entry.id} has seq ${entry.seq}: entries come first, in increasing seq`);
+  if (entry.seq > IMPORT_SEQ_MAX) throw invalid(lineNumber, "seq_order", `entry ${entry.id} has seq ${entry.seq}, above ${IMPORT_SEQ_MAX}: no session has written that many rows`);
+  // As an append refuses it (reference §1.2): an answer still streaming is never an entry.
+  if (entry.type === "message" && entry.message.role === "assistant" && entry.message.stopReason === "pending") {
+    throw invalid(lineNumber, "pending_assistant", `entry ${entry.id} is an assistant message still streaming (stopReason "pending"), which is never stored`);
+  }
   const row = host.sql
     .exec<{ taken: number | null; parent: number | null }>(
       "SELECT (SELECT 1 FROM entries WHERE id = ?1) AS taken, (SELECT seq FROM entries WHERE id = ?2) AS parent",
