@@ -33,29 +33,32 @@ export interface BranchPreparation {
 
 /**
  * The abandoned branch as the summarizer reads it, from its entries newest first (the tip down to,
- * not including, the common ancestor): newest messages first until `tokenBudget` is spent; a
- * compaction on the way contributes its summary and ends the walk (it covers everything older).
+ * not including, the common ancestor), each read as the model's context reads it
+ * (execution/context.ts): newest messages first until `tokenBudget` is spent. A compaction on the
+ * way contributes what the model saw of everything before it, its retained tail and then its
+ * summary, and ends the walk (§6.3: summary, retained tail, later entries).
  */
 export function prepareBranch(newestFirst: Iterable<Entry>, tokenBudget: number, projectors: EntryProjectors = {}): BranchPreparation {
-  const kept: AgentMessage[][] = [];
+  const newestMessagesFirst: AgentMessage[] = [];
   let tokens = 0;
   let truncated = false;
   let previousDetails: Extract<Entry, { type: "compaction" }>["details"];
-  for (const entry of newestFirst) {
-    const messages = entry.type === "compaction" ? [{ role: "compactionSummary" as const, summary: entry.summary, tokensBefore: entry.tokensBefore, timestamp: entry.timestamp }] : projectEntries([entry], projectors);
-    const size = messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0);
-    if (tokens + size > tokenBudget) {
-      truncated = true;
-      break;
+  walk: for (const entry of newestFirst) {
+    for (const message of projectEntries([entry], projectors).reverse()) {
+      const size = estimateMessageTokens(message);
+      if (tokens + size > tokenBudget) {
+        truncated = true;
+        break walk;
+      }
+      tokens += size;
+      newestMessagesFirst.push(message);
     }
-    tokens += size;
-    kept.push(messages);
     if (entry.type === "compaction") {
       previousDetails = entry.details;
       break;
     }
   }
-  const messages = kept.reverse().flat();
+  const messages = newestMessagesFirst.reverse();
   return { messages, fileOps: fileOpsOf(previousDetails, messages), tokensBefore: tokens, truncated };
 }
 
