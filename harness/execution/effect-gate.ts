@@ -41,6 +41,12 @@ export interface Gate {
 export interface GateControl {
   /** Closes admission synchronously (before the abort marker is queued). The first call wins. */
   beginAbort(cancellation: Promise<void>): void;
+  /**
+   * The abort begun with `cancellation` committed no marker (its command was refused, or its
+   * commit was): admission opens again, so the pass goes on as if no abort had been asked. Only
+   * the abort that closed admission reopens it; a closed gate stays closed.
+   */
+  reopen(cancellation: Promise<void>): void;
   /** Aborts the signal of every admitted effect (after the abort marker committed). Idempotent. */
   signalAbort(): void;
   /** Harness close or fault: every later `admit` throws `error`. The first call wins. */
@@ -75,6 +81,9 @@ export function createEffectGate(): { gate: Gate; control: GateControl } {
       // surface as an unhandled rejection (the failure reaches the requester through its own call).
       cancellation.catch(() => undefined);
       state = { at: "aborting", cancellation };
+    },
+    reopen(cancellation: Promise<void>): void {
+      if (state.at === "aborting" && state.cancellation === cancellation) state = { at: "open" };
     },
     signalAbort(): void {
       if (!controller.signal.aborted) controller.abort(abortError());

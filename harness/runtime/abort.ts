@@ -1,5 +1,6 @@
 import type { AbortRequestResult } from "../../schema/lane-answers.ts";
 import { pendingEntry } from "../session/builtin-addresses.ts";
+import { PayloadTooLarge } from "../session/errors.ts";
 import { deleteValue } from "../session/writes.ts";
 import { queueUpdate } from "./acceptance.ts";
 import type { HarnessCore } from "./core.ts";
@@ -103,6 +104,15 @@ export async function requestAbortWith<T>(
     failed = reject;
   });
   if (lane.state.operation?.meta.operationId === operationId) lane.liveGate(operationId)?.beginAbort(cancellation);
+  // No marker committed and none stored (the command refused, e.g. an interrupt whose run cannot
+  // be placed, or its commit refused): a pass refused admission meanwhile must go on, not wait on
+  // a marker that will never come (reference §4.3: only the marker's commit ends a pass).
+  const reopenUnmarked = (): boolean => {
+    const current = lane.state.operation;
+    if (current?.meta.operationId !== operationId || current.state.control.status === "cancel_requested") return false;
+    lane.liveGate(operationId)?.reopen(cancellation);
+    return true;
+  };
   try {
     const result = await runLaneCommand(core, lane, planner(() => {
       marked();
@@ -110,10 +120,16 @@ export async function requestAbortWith<T>(
       live?.beginAbort(cancellation);
       live?.signalAbort();
     }));
-    if (!result.ok || !newlyMarked(result.value)) marked();
+    if (!result.ok || !newlyMarked(result.value)) {
+      reopenUnmarked();
+      marked();
+    }
     return result;
   } catch (error) {
-    failed(error);
+    // A refused payload wrote nothing: the pass goes on. Any other failure faulted the harness,
+    // which closed the gate, and the pass ends with it.
+    if (error instanceof PayloadTooLarge && reopenUnmarked()) marked();
+    else failed(error);
     throw error;
   }
 }

@@ -87,14 +87,14 @@ export function formatTemplate(content: string, args: readonly string[]): string
 
 /**
  * What every acceptance refuses before anything else (reference §3.1), on the line: a busy lane,
- * and an operation id that is not a fresh UUIDv7 (settled, or still open on any lane).
+ * and an operation id that is not a fresh UUIDv7 (settled, or still open or pending on any lane).
  */
 export function admissionRefusal(core: Pick<HarnessCore, "operationOpen">, m: Pick<SessionReader, "getValue">, state: LaneProjection, lane: string, operationId: string): LaneError | undefined {
   if (state.operation) {
     const { meta } = state.operation;
     return { code: "LaneBusy", lane, operationId: meta.operationId, operationKind: meta.intent.kind };
   }
-  if (!isUuidV7(operationId) || core.operationOpen(operationId) || m.getValue(operationResult(operationId))) {
+  if (!isUuidV7(operationId) || core.operationOpen(operationId, lane) || state.pending.includes(operationId) || m.getValue(operationResult(operationId))) {
     return { code: "InvalidOperationId", operationId };
   }
   return undefined;

@@ -74,12 +74,20 @@ function started(plan: LanePlan<Result<PromptAdmission>>): LanePlan<Result<BusyP
 /**
  * Interrupt: the cancellation marker of the current operation and the run first in line, in one
  * commit (a crash leaves both or neither); the aborted operation's settlement starts the run.
- * An idle lane starts it at once.
+ * An idle lane starts it at once. Idle or busy is decided on the line: an operation accepted
+ * ahead of the interrupt there is the one it interrupts.
  */
 async function interrupt(core: HarnessCore, lane: AbortTarget, prompt: BusyPrompt): Promise<Result<BusyPromptAnswer>> {
   for (;;) {
     const current = lane.state.operation?.meta.operationId;
-    if (current === undefined) return runLaneCommand(core, lane, planBusyPrompt(core, lane.name, { ...prompt, ifBusy: "enqueue" }));
+    if (current === undefined) {
+      const accepted = await runLaneCommand<Result<BusyPromptAnswer | typeof MOVED>>(core, lane, (m, state) =>
+        state.operation ? { writes: [], value: ok(MOVED) } : planBusyPrompt(core, lane.name, prompt)(m, state),
+      );
+      if (!accepted.ok) return accepted;
+      if (accepted.value !== MOVED) return ok(accepted.value);
+      continue;
+    }
     const answer = await requestAbortWith<BusyPromptAnswer | typeof MOVED>(
       core,
       lane,

@@ -65,10 +65,13 @@ export interface HarnessCore {
   /** Content-addressed captures of what operations keep (settings, configurations). */
   readonly captures: CaptureStore;
   /**
-   * Whether `operationId` is open on any lane of this harness (its lane state holds it, so no
-   * value of its own answers that: every lane is restored on attachment, acceptance.ts).
+   * Whether `operationId` is open in this harness: current on any lane, or pending on a lane other
+   * than `lane` (its lane state holds it, so no value of its own answers that: every lane is
+   * restored on attachment, acceptance.ts). A pending run's id is taken session-wide like a running
+   * one's; `lane`'s own pending line is read from the planner's state, which a pending run's start
+   * has already moved past (pending-runs.ts startNextPending).
    */
-  operationOpen(operationId: string): boolean;
+  operationOpen(operationId: string, lane: string): boolean;
   /** `${sessionId}:${lane}` is the provider cache identity of a lane (reference §7.1, M10). */
   readonly sessionId: string;
   settings(): HarnessSettings;

@@ -89,7 +89,8 @@ export class AgentHarness {
       wake: options.wake ?? noWakeScheduler,
       projectors: options.projectors ?? {},
       captures: new CaptureStore(),
-      operationOpen: (operationId) => [...this.lanesByName.values()].some((lane) => lane.state.operation?.meta.operationId === operationId),
+      operationOpen: (operationId, lane) =>
+        [...this.lanesByName.values()].some(({ name, state }) => state.operation?.meta.operationId === operationId || (name !== lane && state.pending.includes(operationId))),
       sessionId: options.session.metadata.id,
       settings: () => this.currentSettings,
       resources: () => this.currentResources,

@@ -63,7 +63,7 @@ export function planPendingRun(
 ): Planner<Result<PromptAdmission>> {
   return (m, state) => {
     if (!state.operation) return planRunAcceptance(core, lane, operationId, messages, deferred)(m, state);
-    if (!isUuidV7(operationId) || core.operationOpen(operationId) || state.pending.includes(operationId) || m.getValue(operationResult(operationId))) {
+    if (!isUuidV7(operationId) || core.operationOpen(operationId, lane) || state.pending.includes(operationId) || m.getValue(operationResult(operationId))) {
       return { writes: [], value: err({ code: "InvalidOperationId", operationId }) };
     }
     if (messages.length === 0) return { writes: [], value: err({ code: "InvalidMessage", lane, reason: "empty" }) };
