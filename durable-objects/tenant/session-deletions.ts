@@ -63,13 +63,15 @@ export class SessionDeletions {
   }
 
   /**
-   * The session's object and shard rows are gone: its index row, usage mark and queue row go now.
-   * `createdAt`, the deleted session's (when the object still held one): a row of another creation
-   * time is a session created again under the id since its object was deleted, whose registration
-   * took the old one's row and place (SessionIndex.register); it stays.
+   * The session's object and shard rows are gone: its index row, usage mark and queue row go now,
+   * and the slots of its operations still open (a deleted session never settles them, so nothing
+   * else would release them). `createdAt`, the deleted session's (when the object still held one):
+   * a row of another creation time is a session created again under the id since its object was
+   * deleted, whose registration took the old one's row and place (SessionIndex.register); it stays.
    */
   finished(sessionId: string, createdAt?: number): void {
     if (createdAt !== undefined && !new SessionIndex(this.sql).holds(sessionId, createdAt)) return;
+    this.sql.exec("DELETE FROM open_operations WHERE session_id = ?", sessionId);
     new SessionIndex(this.sql).unregister(sessionId);
     new SessionUsageMarks(this.sql).forget(sessionId);
     this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId);

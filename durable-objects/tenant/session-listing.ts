@@ -25,7 +25,12 @@ export class SessionListing {
    */
   async registerSession(summary: SessionSummary): Promise<{ registered: boolean }> {
     if (!this.host.schema.exists) return { registered: false };
-    new SessionIndex(this.host.sql).register(summary);
+    const index = new SessionIndex(this.host.sql);
+    // A session created again under a deleted one's id before that deletion's last step: what
+    // the tenant kept of the deleted one goes now (its row, queue place, usage mark and slots),
+    // and that step then finds a row not its own and keeps it (SessionDeletions.finished).
+    if (index.heldByPredecessor(summary)) new SessionDeletions(this.host.sql).finished(summary.id);
+    index.register(summary);
     if (this.host.deletion()) new SessionDeletions(this.host.sql).queue(summary.id, Date.now());
     return { registered: true };
   }

@@ -1,7 +1,6 @@
 import type { SessionSummary, TenantSummary } from "../../schema/api.ts";
 import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { SessionMetadata } from "../../schema/session-metadata.ts";
-import { SessionUsageMarks } from "./session-usage-marks.ts";
 import { decodeTimeCursor, timePage, type Page } from "./time-cursor.ts";
 
 export type { SessionSummary, TenantSummary };
@@ -31,16 +30,7 @@ export class SessionIndex {
    * name and the metadata only while no PATCH has changed them since (a PATCH's seq is above 0).
    */
   register(summary: SessionSummary): void {
-    let existing = this.row(summary.id);
-    // Another creation time: the session was deleted (its object is new) and its row not yet
-    // removed, a background deletion's last step still to come. The new session takes the row
-    // fresh and leaves the deletion queue; that step then finds a row not its own and keeps it.
-    if (existing && existing.created_at !== summary.createdAt) {
-      this.unregister(summary.id);
-      new SessionUsageMarks(this.sql).forget(summary.id);
-      this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", summary.id);
-      existing = undefined;
-    }
+    const existing = this.row(summary.id);
     if (!existing) {
       this.sql.exec(
         "INSERT INTO sessions (session_id, created_at, name, metadata, metadata_seq, agent_id, agent_version, last_active_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
@@ -103,6 +93,15 @@ export class SessionIndex {
   setMetadata(sessionId: string, metadata: SessionMetadata, seq: number): void {
     const existing = this.row(sessionId);
     if (existing && seq >= existing.metadata_seq) this.replaceMetadata(existing, metadata, seq);
+  }
+
+  /**
+   * Whether the id's row is another session's, created at another time: that session was deleted
+   * (the new one's object is new) and its row not yet removed, its deletion's last step still to come.
+   */
+  heldByPredecessor(summary: SessionSummary): boolean {
+    const existing = this.row(summary.id);
+    return existing !== undefined && existing.created_at !== summary.createdAt;
   }
 
   /** Whether the session's row is the one of the session created at `createdAt`. */
