@@ -46,7 +46,8 @@ async function askSession(env: Env, run: LeasedRun, metrics: SweepMetrics): Prom
   try {
     const outcome = await env.SESSIONS.getByName(run.session).sweepDeferred(run.lane, run.operationId);
     metrics[outcome]++;
-    return outcome === "gone" ? { operationId: run.operationId, outcome } : { operationId: run.operationId, leasedUntil: run.leasedUntil, outcome };
+    const { session, operationId } = run;
+    return outcome === "gone" ? { session, operationId, outcome } : { session, operationId, leasedUntil: run.leasedUntil, outcome };
   } catch {
     metrics.failed++;
     return undefined;

@@ -43,4 +43,24 @@ export const DEFERRED_INDEX_MIGRATIONS: Migration[] = [
     // A deleted session's rows are dropped by its name (deferred-index.ts removeSession).
     statements: ["CREATE INDEX suspended_runs_by_session ON suspended_runs (session)"],
   },
+  {
+    version: 4,
+    name: "suspended_runs_by_session_and_operation",
+    // An operation id is unique within its session only (a client may choose it): two sessions of
+    // one shard may suspend runs under the same id. Keyed by both; the session's own rows are a
+    // prefix of the key, so the index by session goes with the old table.
+    statements: [
+      `CREATE TABLE suspended_runs_keyed (
+        session TEXT NOT NULL,
+        operation_id TEXT NOT NULL,
+        lane TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        PRIMARY KEY (session, operation_id)
+      ) WITHOUT ROWID`,
+      "INSERT INTO suspended_runs_keyed (session, operation_id, lane, due_at) SELECT session, operation_id, lane, due_at FROM suspended_runs",
+      "DROP TABLE suspended_runs",
+      "ALTER TABLE suspended_runs_keyed RENAME TO suspended_runs",
+      "CREATE INDEX suspended_runs_due ON suspended_runs (due_at)",
+    ],
+  },
 ];

@@ -17,10 +17,10 @@ export interface LeasedRun extends DeferredRegistration {
   leasedUntil: number;
 }
 
-/** What the sweep learned by asking a run's session. */
+/** What the sweep learned by asking a run's session (a run is named by its session and operation id). */
 export type SweepReport =
-  | { operationId: string; leasedUntil: number; outcome: "resumed" | "expired" }
-  | { operationId: string; outcome: "gone" };
+  | { session: string; operationId: string; leasedUntil: number; outcome: "resumed" | "expired" }
+  | { session: string; operationId: string; outcome: "gone" };
 
 /** A swept run is looked at again after this long unless it registers again sooner (it suspends again). */
 export const RECHECK_MS = 15 * 60_000;
@@ -50,7 +50,7 @@ export class DeferredIndex extends DurableObject<Env> {
     for (const run of runs) {
       this.ctx.storage.sql.exec(
         `INSERT INTO suspended_runs (operation_id, session, lane, due_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (operation_id) DO UPDATE SET session = excluded.session, lane = excluded.lane, due_at = excluded.due_at`,
+         ON CONFLICT (session, operation_id) DO UPDATE SET lane = excluded.lane, due_at = excluded.due_at`,
         run.operationId,
         run.session,
         run.lane,
@@ -59,10 +59,13 @@ export class DeferredIndex extends DurableObject<Env> {
     }
   }
 
-  /** Runs that settled or were aborted (ARCHITECTURE D8: they leave with their settlement); idempotent. */
-  async unregister(operationIds: string[]): Promise<void> {
+  /**
+   * Runs of `session` that settled or were aborted (ARCHITECTURE D8: they leave with their
+   * settlement); idempotent. By session and id: another session's run under the same id stays.
+   */
+  async unregister(session: string, operationIds: string[]): Promise<void> {
     if (!this.schema.exists) return;
-    for (const operationId of operationIds) this.ctx.storage.sql.exec("DELETE FROM suspended_runs WHERE operation_id = ?", operationId);
+    for (const operationId of operationIds) this.ctx.storage.sql.exec("DELETE FROM suspended_runs WHERE session = ? AND operation_id = ?", session, operationId);
   }
 
   /**
@@ -82,10 +85,10 @@ export class DeferredIndex extends DurableObject<Env> {
   async takeDue(now: number, limit: number, leaseMs: number): Promise<{ runs: LeasedRun[]; suspended: number; due: number }> {
     if (!this.schema.exists) return { runs: [], suspended: 0, due: 0 };
     const sql = this.ctx.storage.sql;
-    const rows = sql.exec<Row>("SELECT operation_id, session, lane, due_at FROM suspended_runs WHERE due_at <= ? ORDER BY due_at, operation_id LIMIT ?", now, limit).toArray();
+    const rows = sql.exec<Row>("SELECT operation_id, session, lane, due_at FROM suspended_runs WHERE due_at <= ? ORDER BY due_at, session, operation_id LIMIT ?", now, limit).toArray();
     const counts = sql.exec<{ suspended: number; due: number }>("SELECT COUNT(*) AS suspended, COALESCE(SUM(due_at <= ?), 0) AS due FROM suspended_runs", now).one();
     const leasedUntil = now + leaseMs;
-    for (const row of rows) sql.exec("UPDATE suspended_runs SET due_at = ? WHERE operation_id = ?", leasedUntil, row.operation_id);
+    for (const row of rows) sql.exec("UPDATE suspended_runs SET due_at = ? WHERE session = ? AND operation_id = ?", leasedUntil, row.session, row.operation_id);
     return {
       runs: rows.map((row) => ({ operationId: row.operation_id, session: row.session, lane: row.lane, dueAt: row.due_at, leasedUntil })),
       suspended: counts.suspended,
@@ -102,8 +105,8 @@ export class DeferredIndex extends DurableObject<Env> {
     if (!this.schema.exists) return;
     const sql = this.ctx.storage.sql;
     for (const report of reports) {
-      if (report.outcome === "gone") sql.exec("DELETE FROM suspended_runs WHERE operation_id = ?", report.operationId);
-      else sql.exec("UPDATE suspended_runs SET due_at = ? WHERE operation_id = ? AND due_at = ?", now + RECHECK_MS, report.operationId, report.leasedUntil);
+      if (report.outcome === "gone") sql.exec("DELETE FROM suspended_runs WHERE session = ? AND operation_id = ?", report.session, report.operationId);
+      else sql.exec("UPDATE suspended_runs SET due_at = ? WHERE session = ? AND operation_id = ? AND due_at = ?", now + RECHECK_MS, report.session, report.operationId, report.leasedUntil);
     }
   }
 

@@ -54,5 +54,5 @@ export async function blockSessionRows(shard: DurableObjectStub<DeferredIndex>, 
       );
     }
   });
-  if (!blocked) await shard.unregister([`block_${session}`]);
+  if (!blocked) await shard.unregister(session, [`block_${session}`]);
 }

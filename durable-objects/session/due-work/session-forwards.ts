@@ -83,7 +83,7 @@ export function deferredRegistrar(host: ForwardsHost): DeferredRegistrar {
       await Promise.all([
         runs.length > 0 && index.register(runs),
         runs.length > 0 && host.env.TENANTS.getByName(storage.tenantId).operationsSuspended(storage.metadata.id, suspended),
-        removed.length > 0 && index.unregister(removed),
+        removed.length > 0 && index.unregister(`${storage.tenantId}:${storage.metadata.id}`, removed),
       ]);
     },
     rearm: () => {
