@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
+import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
 import { deliveredPrompt, failedForward, deliveries, eventually, outboxRows, receivedAtLeast, settledPrompt } from "./webhooks-helpers.ts";
@@ -50,9 +51,10 @@ describe("settlement outbox", () => {
   it("a repeated forward of the same settlement enqueues nothing twice", async () => {
     const { setup, hook, endpoint, operationId, delivery: first } = await deliveredPrompt("obrepeat");
 
-    // The forward a crash would repeat: the same operation, told again.
+    // The forward a crash would repeat: the same operation and record, told again.
     const tenant = env.TENANTS.getByName(setup.tenantId);
-    const forwarded = { operationId, lane: "main", settledAt: Date.now(), result: { kind: "run", status: "completed", endedAt: Date.now() } };
+    const record = await (await call(`${setup.lanePath}/operations/${operationId}`, { token: setup.key })).json<{ result: { endedAt: number } }>();
+    const forwarded = { operationId, lane: "main", settledAt: Date.now(), result: { kind: "run", status: "completed", endedAt: record.result.endedAt } };
     await tenant.operationsSettled(setup.sid, [forwarded]);
     await tenant.operationsSettled(setup.sid, [forwarded]);
     await runDurableObjectAlarm(tenant);

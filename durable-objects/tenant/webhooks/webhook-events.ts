@@ -12,15 +12,17 @@ export interface EnqueuedEvent {
 }
 
 /**
- * The event of one settled operation, with an id derived from session and operation: the same on
- * every forward of that settlement, so a repeated forward enqueues nothing twice and receivers can
- * dedupe by it. Undefined for an operation that left no result record (nothing to tell).
+ * The event of one settled operation, with an id derived from session, operation and the record's
+ * end: the same on every forward of that settlement (the record never changes), so a repeated
+ * forward enqueues nothing twice and receivers can dedupe by it. The end tells apart the
+ * operations of a session deleted and created again under its id, which may reuse an operation
+ * id (it is unique within a session only). Undefined for an operation that left no result record.
  */
 export async function settledEvent(sessionId: string, operation: SettledOperation): Promise<EnqueuedEvent | undefined> {
   const result = operation.result;
   if (!result) return undefined;
   const type: WebhookEventType = "operation.settled";
-  const id = `evt_${(await sha256Hex(`${type}\n${sessionId}\n${operation.operationId}`)).slice(0, 32)}`;
+  const id = `evt_${(await sha256Hex(`${type}\n${sessionId}\n${operation.operationId}\n${result.endedAt}`)).slice(0, 32)}`;
   const data: OperationSettledData = {
     sessionId,
     lane: operation.lane,
