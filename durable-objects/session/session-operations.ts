@@ -135,6 +135,19 @@ export class SessionOperations {
   }
 
   /**
+   * `acceptAndAwait` on a slot this session reserved itself, not one held ahead (a structural
+   * convenience's continuation run: session-structural.ts). It counts as an open operation at the
+   * tenant from the start: released with the settlement, bound by this session when the run
+   * outlives the answer, freed when the accept is refused.
+   */
+  async acceptAndAwaitOnReservation(name: string, request: Wire<OperationRequest>, waitMs: number, reservation: HandedReservation): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>>> {
+    let opened = false;
+    const answer = await asResult(() => this.promptAndAwait(name, request, waitMs, undefined, { boundBy: "self", reservation }, () => (opened = true)));
+    if (!opened) this.host.heldSlots.release(reservation.reservationId);
+    return answer;
+  }
+
+  /**
    * Accepts a prompt (once per claimed key), starts its pass and waits within `waitMs`; a settled
    * run answers its record with the messages it appended. The slot it was accepted on is handed to
    * the settlement; one still open when answered (or, bound by this session, after
@@ -148,7 +161,7 @@ export class SessionOperations {
     request: Wire<OperationRequest>,
     waitMs: number,
     receipt: ReceiptScope | undefined,
-    slot: { boundBy: "worker"; reservation: HandedReservation } | { boundBy: "session"; taken: TakenSlot } | undefined,
+    slot: { boundBy: "worker" | "self"; reservation: HandedReservation } | { boundBy: "session"; taken: TakenSlot } | undefined,
     opened: () => void = () => undefined,
   ): Promise<ConvenienceOutcome<PromptAnswer>> {
     const lane = await this.host.lane(name);
@@ -165,6 +178,8 @@ export class SessionOperations {
       if (outcome.state === "pending" && waitMs > firstWait) outcome = await this.outcomeWithin(lane, operationId, waitMs - firstWait);
     } else if (outcome.state !== "settled" && reservation !== undefined) {
       this.host.reservationBound(operationId);
+      // The worker binds its own reservation; one this session reserved, the session binds.
+      if (slot?.boundBy === "self") this.host.heldSlots.bind(reservation, operationId);
     }
     if (outcome.state !== "settled") return outcome;
     return { state: "settled", result: this.withMessages(lane, outcome.result) };

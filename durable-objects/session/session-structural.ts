@@ -4,8 +4,8 @@ import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
 import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { parseWire, unwrapLane, asResult } from "../rpc/rpc-errors.ts";
-import type { Wire } from "../../schema/wire.ts";
-import { appendedMessages, placedBy } from "./appended-messages.ts";
+import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
+import type { HandedReservation } from "./due-work/settlement-outbox.ts";
 import type { ConvenienceOutcome } from "./session-operations.ts";
 
 import type { SessionHost } from "./session-host.ts";
@@ -23,7 +23,7 @@ export interface CompactOutcome {
 }
 
 /** What this module reaches of the host (session-host.ts). */
-type StructuralHost = Pick<SessionHost, "ctx" | "lane" | "open" | "openStorage">;
+type StructuralHost = Pick<SessionHost, "ctx" | "env" | "heldSlots" | "keepReservation" | "lane" | "open" | "reservationBound" | "takeOverReservation">;
 
 /**
  * Structural conveniences (reference §3.9): an operation A, then — when A was not aborted and the
@@ -37,40 +37,71 @@ export class SessionStructural {
     private readonly operations: SessionOperations,
   ) {}
 
-  async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<NavigateOutcome>>> {
+  /** `reservation`: the slot the worker reserved for the navigation (taken over as a prompt's is). */
+  async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation): Promise<Wire<RpcResult<NavigateOutcome>>> {
     return asResult(async () => {
-      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs, receipt);
+      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs, receipt, reservation);
       return { navigation: record, ...(run && { run }) };
     });
   }
 
-  async compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<CompactOutcome>>> {
+  /** `reservation`: the slot the worker reserved for the compaction (taken over as a prompt's is). */
+  async compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation): Promise<Wire<RpcResult<CompactOutcome>>> {
     return asResult(async () => {
-      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs, receipt);
+      const { record, run } = await this.structuralThenContinue(name, parseWire(request), waitMs, receipt, reservation);
       return { compaction: record, ...(run && { run }) };
     });
   }
 
+  /**
+   * The structural operation on the worker's slot: the session releases it with the settlement, or
+   * (answered before it settled) the worker binds it. Its continuation run is an operation of its
+   * own and holds a slot as every run does (docs/api-tenants.md): the structural operation's,
+   * taken off its settlement's release when that is still to be sent, else the lane's held slot,
+   * else one reserved now. With the quota used up there is none: no continuation, and the input
+   * stays queued for the lane's next prompt.
+   */
   private async structuralThenContinue(
     name: string,
     request: NavigationRequest | CompactionRequest,
     waitMs: number,
     receipt: ReceiptScope | undefined,
+    reservation: HandedReservation | undefined,
   ): Promise<{ record: ConvenienceOutcome<OperationResultRecord>; run?: ConvenienceOutcome<PromptAnswer> }> {
     const lane = await this.host.lane(name);
     const started = Date.now();
     // Accepted once per claimed key (rpc/idempotency.ts); a repeat after a crash waits on that operation.
     const admission = await once(this.host.ctx.storage.sql, receipt, async () => unwrapLane(await lane.accept(request)));
-    this.host.open().runtime.startPass(lane, admission.operationId);
-    const record = await this.operations.outcomeWithin(lane, admission.operationId, waitMs);
-    if (record.state !== "settled" || record.result.status === "aborted") return { record };
-    // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1);
-    // otherwise (or when another caller took the lane first) there is no continuation.
-    const continuation = await lane.accept({ kind: "prompt", prompt: "" });
-    if (!continuation.ok) return { record };
-    this.host.open().runtime.startPass(lane, continuation.value.operationId);
-    const run = await this.operations.outcomeWithin(lane, continuation.value.operationId, Math.max(0, waitMs - (Date.now() - started)));
-    if (run.state !== "settled") return { record, run };
-    return { record, run: { state: "settled", result: { ...run.result, ...appendedMessages(this.host.openStorage(), run.result, placedBy(lane, run.result)) } } };
+    const { operationId } = admission;
+    if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
+    this.host.open().runtime.startPass(lane, operationId);
+    const record = await this.operations.outcomeWithin(lane, operationId, waitMs);
+    if (record.state !== "settled") {
+      if (reservation !== undefined) this.host.reservationBound(operationId);
+      return { record };
+    }
+    if (record.result.status === "aborted") return { record };
+    // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1).
+    if (!lane.inspectExecution().queues.some((item) => item.kind !== "write")) return { record };
+    const continuation = toWire({ kind: "prompt" as const, prompt: "" });
+    const remaining = (): number => Math.max(0, waitMs - (Date.now() - started));
+    const handedOn = reservation !== undefined && this.host.keepReservation(operationId) ? reservation : undefined;
+    let answer = handedOn && (await this.operations.acceptAndAwaitOnReservation(name, continuation, remaining(), handedOn));
+    answer ??= (await this.operations.acceptAndAwaitOnHeldSlot(name, continuation, remaining())) ?? undefined;
+    if (answer === undefined) {
+      const reserved = await this.reservedSlot(name);
+      if (reserved === undefined) return { record };
+      answer = await this.operations.acceptAndAwaitOnReservation(name, continuation, remaining(), reserved);
+    }
+    // Refused (another caller took the lane first): no continuation, and its slot was given back.
+    const run = fromWire(answer);
+    return run.ok ? { record, run: run.value } : { record };
+  }
+
+  /** A slot reserved at the tenant for this session's lane (none when the quota is used up). */
+  private async reservedSlot(lane: string): Promise<HandedReservation | undefined> {
+    const { storage } = this.host.open();
+    const reservation = await this.host.env.TENANTS.getByName(storage.tenantId).reserveOperation(storage.metadata.id, lane);
+    return reservation.ok ? { reservationId: reservation.reservationId, webhooks: reservation.webhooks } : undefined;
   }
 }

@@ -181,8 +181,9 @@ async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: Admitti
     c,
     scope,
     async () => undefined,
-    () => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: asked.parentId }), NAVIGATION_WAIT_MS),
+    (_body, reservation) => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: asked.parentId }), NAVIGATION_WAIT_MS, undefined, { reservationId: reservation.reservationId, webhooks: reservation.webhooks }),
     (value) => ("operationId" in value.navigation ? value.navigation.operationId : value.navigation.result.operationId),
+    (value) => value.navigation.state === "settled",
   );
   if (navigated.navigation.state !== "settled") throw fail("Overloaded", "The lane did not move back in time; retry");
   if (navigated.navigation.result.status !== "completed") throw fail("LaneBusy", "The lane could not move back to regenerate the answer");

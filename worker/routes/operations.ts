@@ -85,11 +85,14 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, NavigateConvenienceSchema),
-      ({ wait, ...fields }) => {
+      ({ wait, ...fields }, reservation) => {
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        return stub.navigateAndAwait(scope.lane, toWire(navigationRequest({ kind: "navigation", ...fields })), waitFor, idempotencyScope(c));
+        const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
+        return stub.navigateAndAwait(scope.lane, toWire(navigationRequest({ kind: "navigation", ...fields })), waitFor, idempotencyScope(c), handed);
       },
       (value) => operationIdOf(value.navigation),
+      // Settled, the session released the slot (or handed it on to the continuation run).
+      (value) => value.navigation.state === "settled",
     );
     if (outcome.navigation.state !== "settled") return convenience(c, outcome.navigation);
     return c.json({ navigation: outcome.navigation.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
@@ -101,11 +104,14 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, CompactConvenienceSchema),
-      ({ wait, customInstructions, operationId }) => {
+      ({ wait, customInstructions, operationId }, reservation) => {
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        return stub.compactAndAwait(scope.lane, toWire(compactionRequest({ kind: "compaction", customInstructions, operationId })), waitFor, idempotencyScope(c));
+        const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
+        return stub.compactAndAwait(scope.lane, toWire(compactionRequest({ kind: "compaction", customInstructions, operationId })), waitFor, idempotencyScope(c), handed);
       },
       (value) => operationIdOf(value.compaction),
+      // Settled, the session released the slot (or handed it on to the continuation run).
+      (value) => value.compaction.state === "settled",
     );
     if (outcome.compaction.state !== "settled") return convenience(c, outcome.compaction);
     return c.json({ compaction: outcome.compaction.result, ...(outcome.run && { run: convenienceBody(outcome.run) }) }, 200);
