@@ -7,7 +7,7 @@ import { EVENT_ID_RETENTION_MS } from "../../durable-objects/tenant/webhooks/web
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { objectOf } from "./session-helpers.ts";
 import { call } from "./helpers.ts";
-import { deliveredPrompt, deliveries, failedForward, outboxRows, settleMany } from "./webhooks-helpers.ts";
+import { deliveredPrompt, deliveries, failedForward, outboxRows, repeatedForward, settleMany } from "./webhooks-helpers.ts";
 
 // Issue 30 item 6b: a settlement is forwarded to the tenant at least once, and a forward repeated
 // after the tenant pruned its delivery log must not enqueue the webhook again. The session gives
@@ -57,7 +57,7 @@ describe("issue 30 item 6b: repeated settlement forwards and the tenant's event 
     await runInDurableObject(tenant, (_instance: TenantObject, state) => {
       state.storage.sql.exec("DELETE FROM webhook_deliveries");
     });
-    const forwarded = { operationId, lane: "main", settledAt: Date.now(), result: { kind: "run", status: "completed", endedAt: Date.now() } };
+    const forwarded = await repeatedForward(setup.lanePath, setup.key, operationId);
     await tenant.operationsSettled(setup.sid, [forwarded]);
     await runDurableObjectAlarm(tenant);
 

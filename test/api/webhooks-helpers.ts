@@ -145,6 +145,15 @@ export async function settleMany(tenantId: string, sid: string, count: number, p
   await env.TENANTS.getByName(tenantId).operationsSettled(sid, operations);
 }
 
+/**
+ * The settlement forward a session makes (and repeats after a crash) for a settled run of the
+ * lane: its record as stored, so that a repeat tells the tenant exactly what the first did.
+ */
+export async function repeatedForward(lanePath: string, key: string, operationId: string) {
+  const view = await (await call(`${lanePath}/operations/${operationId}`, { token: key })).json<{ result: { endedAt: number } }>();
+  return { operationId, lane: "main", settledAt: Date.now(), result: { kind: "run", status: "completed", endedAt: view.result.endedAt } };
+}
+
 /** A lane, a webhook endpoint for `operation.settled` on it, and one prompt settled there whose delivery was logged delivered. */
 export async function deliveredPrompt(prefix: string) {
   const setup = await laneSetup(prefix);

@@ -3,10 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
-import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
-import { deliveredPrompt, failedForward, deliveries, eventually, outboxRows, receivedAtLeast, settledPrompt } from "./webhooks-helpers.ts";
+import { deliveredPrompt, failedForward, deliveries, eventually, outboxRows, receivedAtLeast, repeatedForward, settledPrompt } from "./webhooks-helpers.ts";
 
 // The session's settlement outbox: a settled operation's row is written in the settling commit and
 // forwarded after it to the TenantObject, which frees the open-operation slot and enqueues the
@@ -53,8 +52,7 @@ describe("settlement outbox", () => {
 
     // The forward a crash would repeat: the same operation and record, told again.
     const tenant = env.TENANTS.getByName(setup.tenantId);
-    const record = await (await call(`${setup.lanePath}/operations/${operationId}`, { token: setup.key })).json<{ result: { endedAt: number } }>();
-    const forwarded = { operationId, lane: "main", settledAt: Date.now(), result: { kind: "run", status: "completed", endedAt: record.result.endedAt } };
+    const forwarded = await repeatedForward(setup.lanePath, setup.key, operationId);
     await tenant.operationsSettled(setup.sid, [forwarded]);
     await tenant.operationsSettled(setup.sid, [forwarded]);
     await runDurableObjectAlarm(tenant);
