@@ -71,9 +71,14 @@ export class TenantSchedules {
 
 type ScheduleExtra = { operationId: string } | { reason: string; detail?: string };
 
-/** One event per schedule, due time and type: a repeated call (a retried firing) enqueues nothing twice. */
+/**
+ * One event per schedule, due time and type: a repeated call (a retried firing) enqueues nothing
+ * twice. The due time's run id is part of it: it derives from the schedule's creation too
+ * (session/schedules/schedule-times.ts), so a schedule (or a session) deleted and created again
+ * under its id, firing at a due time the old one fired at, tells its own event.
+ */
 async function scheduleEventId(type: Extract<WebhookEventType, `schedule.${string}`>, sessionId: string, due: ScheduleDue): Promise<string> {
-  return `evt_${(await sha256Hex(`${type}\n${sessionId}\n${due.scheduleId}\n${due.dueAt}`)).slice(0, 32)}`;
+  return `evt_${(await sha256Hex(`${type}\n${sessionId}\n${due.scheduleId}\n${due.dueAt}\n${due.operationId}`)).slice(0, 32)}`;
 }
 
 function scheduleEvent(id: string, sessionId: string, due: ScheduleDue, now: number, extra: ScheduleExtra): EnqueuedEvent {
