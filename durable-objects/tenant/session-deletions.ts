@@ -67,10 +67,11 @@ export class SessionDeletions {
    * and the slots of its operations still open (a deleted session never settles them, so nothing
    * else would release them). `createdAt`, the deleted session's (when the object still held one):
    * a row of another creation time is a session created again under the id since its object was
-   * deleted, whose registration took the old one's row and place (SessionIndex.register); it stays.
+   * deleted, whose registration took the old one's row and place (session-listing.ts
+   * registerSession); it stays, with all it holds.
    */
   finished(sessionId: string, createdAt?: number): void {
-    if (createdAt !== undefined && !new SessionIndex(this.sql).holds(sessionId, createdAt)) return;
+    if (createdAt !== undefined && new SessionIndex(this.sql).heldByAnother(sessionId, createdAt)) return;
     this.sql.exec("DELETE FROM open_operations WHERE session_id = ?", sessionId);
     new SessionIndex(this.sql).unregister(sessionId);
     new SessionUsageMarks(this.sql).forget(sessionId);

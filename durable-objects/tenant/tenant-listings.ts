@@ -100,13 +100,13 @@ export class SessionIndex {
    * (the new one's object is new) and its row not yet removed, its deletion's last step still to come.
    */
   heldByPredecessor(summary: SessionSummary): boolean {
-    const existing = this.row(summary.id);
-    return existing !== undefined && existing.created_at !== summary.createdAt;
+    return this.heldByAnother(summary.id, summary.createdAt);
   }
 
-  /** Whether the session's row is the one of the session created at `createdAt`. */
-  holds(sessionId: string, createdAt: number): boolean {
-    return this.row(sessionId)?.created_at === createdAt;
+  /** Whether the id has a row, and it is the one of a session created at another time than `createdAt`. */
+  heldByAnother(sessionId: string, createdAt: number): boolean {
+    const existing = this.row(sessionId);
+    return existing !== undefined && existing.created_at !== createdAt;
   }
 
   unregister(sessionId: string): void {

@@ -1,5 +1,7 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { fromWire } from "../../schema/wire.ts";
 import { call } from "./helpers.ts";
 import { suspendedRun } from "./deferred-helpers.ts";
@@ -45,5 +47,17 @@ describe("a session created again before its predecessor's deletion finished", (
     expect((await call("/v1/sessions", { body: { id: run.sid }, token: run.key })).status).toBe(201);
     expect(await env.TENANTS.getByName(run.tenantId).openOperationCount()).toBe(0);
     expect(await listedIds(run.key, "idle")).toContain(run.sid);
+  });
+});
+
+describe("a session the tenant never indexed (its registration failed)", () => {
+  it("has the slots of its open operations freed by its deletion all the same", { timeout: 60_000 }, async () => {
+    const run = await suspendedRun("delslot_unindexed");
+    await expect.poll(() => env.TENANTS.getByName(run.tenantId).openOperationCount()).toBe(1);
+    await runInDurableObject(env.TENANTS.getByName(run.tenantId), (_instance: TenantObject, state) => {
+      state.storage.sql.exec("DELETE FROM sessions WHERE session_id = ?", run.sid);
+    });
+    expect((await call(run.sessionPath, { method: "DELETE", token: run.key })).status).toBe(204);
+    expect(await env.TENANTS.getByName(run.tenantId).openOperationCount()).toBe(0);
   });
 });
