@@ -10,20 +10,15 @@ import { WATCH_ACK_EVERY_BYTES, WATCH_MESSAGE_BURST } from "../../schema/watch.t
 const NOW = 1_700_000_000_000;
 const STEP = WATCH_ACK_EVERY_BYTES;
 
-/** The attachment surface WatchFlow uses, in memory. */
-function fakeSocket(): WebSocket {
-  let attachment: unknown = null;
-  const socket = {
-    serializeAttachment: (value: unknown) => {
-      attachment = structuredClone(value);
-    },
-    deserializeAttachment: () => attachment,
-  };
-  return socket as unknown as WebSocket;
+/** A real socket of the runtime: WatchFlow keeps its state in the socket's attachment. */
+function runtimeSocket(): WebSocket {
+  const [, server] = Object.values(new WebSocketPair());
+  if (!server) throw new Error("no socket");
+  return server;
 }
 
 function openFlow(sent: number): WatchFlow {
-  const flow = WatchFlow.open(fakeSocket(), { kind: "lane", lane: "main" }, "key", NOW);
+  const flow = WatchFlow.open(runtimeSocket(), { kind: "lane", lane: "main" }, "key", NOW);
   flow.sent(sent);
   return flow;
 }
