@@ -205,7 +205,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The API's error body, or (a proxy's page, an empty body) a code inferred from the status. */
+/**
+ * The API's error body, or (a proxy's page, an empty body) a code inferred from the status.
+ * `retryAfter`: the `Retry-After` header, else the wait the body names (`details.retryAfterSeconds`,
+ * all a socket command's reply frame carries).
+ */
 export function errorFromResponse(response: Response, text: string): ApiRequestError {
   let parsed: unknown;
   try {
@@ -216,7 +220,9 @@ export function errorFromResponse(response: Response, text: string): ApiRequestE
   const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : undefined;
   const fallback = STATUS_FALLBACK[response.status] ?? "Internal";
   const rawCode = typeof error?.code === "string" ? error.code : fallback;
-  const retryAfter = Number(response.headers.get("retry-after") ?? Number.NaN);
+  const header = Number(response.headers.get("retry-after") ?? Number.NaN);
+  const named = isRecord(error?.details) ? error.details.retryAfterSeconds : undefined;
+  const retryAfter = Number.isFinite(header) ? header : typeof named === "number" && Number.isFinite(named) && named > 0 ? named : Number.NaN;
   return new ApiRequestError({
     status: response.status,
     code: isErrorCode(rawCode) ? rawCode : fallback,

@@ -3,7 +3,7 @@ import type { EnqueueSchema, IfBusy } from "../schema/lane-api.ts";
 import type { DeferredMode } from "../schema/settings.ts";
 import type { ImageContent } from "../schema/messages.ts";
 import type { InferOutput } from "valibot";
-import { ApiRequestError, errorFromResponse } from "./http.ts";
+import { errorFromResponse, type ApiRequestError } from "./http.ts";
 import type { PromptInput } from "./types.ts";
 
 // Commands on an open lane watch (docs/api-watch.md "Commands on the socket"): a prompt, a queued
@@ -94,7 +94,8 @@ export class PendingCommands {
       entry.resolve(body);
       return true;
     }
-    const error = replyError(status, body);
+    // As its REST twin's error; a 429's wait comes from the body (a frame has no Retry-After).
+    const error = errorFromResponse(new Response(null, { status }), JSON.stringify(body ?? {}));
     // The first send is still being answered (its reply went to a socket since lost): not an
     // answer. The same frame goes again once the server's wait has passed, and the command waits.
     if (error.code === "IdempotencyInProgress") {
@@ -119,28 +120,7 @@ export class PendingCommands {
   }
 }
 
-/**
- * A refused command's error, as its REST twin's would be. A reply frame has no `Retry-After`
- * header, so `retryAfter` comes from the body's `details.retryAfterSeconds` (429 `RateLimited`
- * names its wait there), when that is a positive number of seconds.
- */
-function replyError(status: number, body: unknown): ApiRequestError {
-  const error = errorFromResponse(new Response(null, { status }), JSON.stringify(body ?? {}));
-  const seconds = error.details?.retryAfterSeconds;
-  if (error.retryAfter !== undefined || typeof seconds !== "number" || !Number.isFinite(seconds) || seconds <= 0) return error;
-  return new ApiRequestError({
-    status: error.status,
-    code: error.code,
-    rawCode: error.rawCode,
-    message: error.message,
-    ...(error.details !== undefined && { details: error.details }),
-    ...(error.requestId !== undefined && { requestId: error.requestId }),
-    retryAfter: seconds,
-  });
-}
-
 /** The wait a 409 `IdempotencyInProgress` names (`details.retryAfterSeconds`), 1–60 s. */
 function retryAfterSeconds(error: ApiRequestError): number {
-  const seconds = error.details?.retryAfterSeconds;
-  return Math.min(60, Math.max(1, typeof seconds === "number" ? seconds : 1));
+  return Math.min(60, Math.max(1, error.retryAfter ?? 1));
 }
