@@ -1,4 +1,4 @@
-import type { CompactionRequest, NavigationRequest } from "../../harness/runtime/acceptance.ts";
+import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
 import type { OperationResultRecord } from "../../schema/lane.ts";
@@ -85,23 +85,21 @@ export class SessionStructural {
     if (!lane.inspectExecution().queues.some((item) => item.kind !== "write")) return { record };
     const continuation = toWire({ kind: "prompt" as const, prompt: "" });
     const remaining = (): number => Math.max(0, waitMs - (Date.now() - started));
-    const handedOn = reservation !== undefined && this.host.keepReservation(operationId) ? reservation : undefined;
-    let answer = handedOn && (await this.operations.acceptAndAwaitOnReservation(name, continuation, remaining(), handedOn));
-    answer ??= (await this.operations.acceptAndAwaitOnHeldSlot(name, continuation, remaining())) ?? undefined;
-    if (answer === undefined) {
-      const reserved = await this.reservedSlot(name);
-      if (reserved === undefined) return { record };
-      answer = await this.operations.acceptAndAwaitOnReservation(name, continuation, remaining(), reserved);
-    }
+    const answer =
+      reservation !== undefined && this.host.keepReservation(operationId)
+        ? await this.operations.acceptAndAwaitOnReservation(name, continuation, remaining(), reservation)
+        : ((await this.operations.acceptAndAwaitOnHeldSlot(name, continuation, remaining())) ?? (await this.onReservedSlot(name, continuation, remaining)));
+    if (answer === undefined) return { record };
     // Refused (another caller took the lane first): no continuation, and its slot was given back.
     const run = fromWire(answer);
     return run.ok ? { record, run: run.value } : { record };
   }
 
-  /** A slot reserved at the tenant for this session's lane (none when the quota is used up). */
-  private async reservedSlot(lane: string): Promise<HandedReservation | undefined> {
+  /** The continuation on a slot reserved at the tenant now; undefined when the quota is used up. */
+  private async onReservedSlot(name: string, request: Wire<OperationRequest>, remaining: () => number): Promise<Wire<RpcResult<ConvenienceOutcome<PromptAnswer>>> | undefined> {
     const { storage } = this.host.open();
-    const reservation = await this.host.env.TENANTS.getByName(storage.tenantId).reserveOperation(storage.metadata.id, lane);
-    return reservation.ok ? { reservationId: reservation.reservationId, webhooks: reservation.webhooks } : undefined;
+    const reserved = await this.host.env.TENANTS.getByName(storage.tenantId).reserveOperation(storage.metadata.id, name);
+    if (!reserved.ok) return undefined;
+    return this.operations.acceptAndAwaitOnReservation(name, request, remaining(), { reservationId: reserved.reservationId, webhooks: reserved.webhooks });
   }
 }

@@ -181,7 +181,7 @@ async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: Admitti
     c,
     scope,
     async () => undefined,
-    (_body, reservation) => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: asked.parentId }), NAVIGATION_WAIT_MS, undefined, { reservationId: reservation.reservationId, webhooks: reservation.webhooks }),
+    (_body, reservation) => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: asked.parentId }), NAVIGATION_WAIT_MS, undefined, reservation),
     (value) => ("operationId" in value.navigation ? value.navigation.operationId : value.navigation.result.operationId),
     (value) => value.navigation.state === "settled",
   );

@@ -1,3 +1,4 @@
+import type { HandedReservation } from "../../durable-objects/session/due-work/settlement-outbox.ts";
 import type { OpenOperation, Reservation } from "../../durable-objects/tenant/tenant-operations.ts";
 import { IdSchema } from "../../schema/api.ts";
 import type { RpcResult } from "../../schema/errors.ts";
@@ -11,7 +12,7 @@ import { pathParam } from "../validate.ts";
 type TenantStub = ReturnType<typeof tenantStub>;
 
 /** A slot the tenant granted, and whether the tenant has webhook endpoints (tenant-operations.ts). */
-export type GrantedReservation = Extract<Reservation, { ok: true }>;
+type GrantedReservation = Extract<Reservation, { ok: true }>;
 
 /** What a refused reservation tells the client to wait before retrying. */
 const RETRY_AFTER_SECONDS = 5;
@@ -52,18 +53,18 @@ export async function withOpenOperation<B, T>(
   c: AppContext,
   scope: AdmittingScope,
   readBody: () => Promise<B>,
-  accept: (body: B, reservation: GrantedReservation) => Promise<Wire<RpcResult<T>>>,
+  /** `reservation`: the slot, for an accept that takes it over (the session then releases it). */
+  accept: (body: B, reservation: HandedReservation) => Promise<Wire<RpcResult<T>>>,
   /** The operation the accept opened; undefined when it opened none (a prompt handed to a running one). */
   operationIdOf: (value: T) => string | undefined,
   handedOver: (value: T) => boolean = () => false,
 ): Promise<T> {
   // One stub for every tenant call of this request: each getByName derives the object's id again.
   const tenant = tenantStub(c.env, scope.tenantId);
-  const reservation = await reserve(c, tenant, scope, readBody);
-  const { reservationId } = reservation;
+  const { reservationId, webhooks } = await reserve(c, tenant, scope, readBody);
   let value: T;
   try {
-    value = replyValue(await accept(await readBody(), reservation));
+    value = replyValue(await accept(await readBody(), { reservationId, webhooks }));
   } catch (error) {
     // A failed release leaves an unbound reservation, which expires on its own.
     await tenant.releaseOperation(reservationId).catch(() => undefined);

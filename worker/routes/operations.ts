@@ -67,8 +67,7 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       readBody,
-      (body, reservation): Promise<Wire<RpcResult<BusyPromptOutcome>>> => {
-        const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
+      (body, handed): Promise<Wire<RpcResult<BusyPromptOutcome>>> => {
         if (body.ifBusy !== undefined && body.ifBusy !== "reject") return stub.promptWhileBusy(scope.lane, promptOf(body), body.ifBusy, waitOf(body), handed, idempotencyScope(c));
         return stub.acceptAndAwait(scope.lane, promptOf(body), waitOf(body), handed, idempotencyScope(c));
       },
@@ -85,9 +84,8 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, NavigateConvenienceSchema),
-      ({ wait, ...fields }, reservation) => {
+      ({ wait, ...fields }, handed) => {
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
         return stub.navigateAndAwait(scope.lane, toWire(navigationRequest({ kind: "navigation", ...fields })), waitFor, idempotencyScope(c), handed);
       },
       (value) => operationIdOf(value.navigation),
@@ -104,9 +102,8 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       c,
       scope,
       () => jsonBody(c, CompactConvenienceSchema),
-      ({ wait, customInstructions, operationId }, reservation) => {
+      ({ wait, customInstructions, operationId }, handed) => {
         const waitFor = wait === undefined ? CONVENIENCE_WAIT_MS : Math.round(wait * 1000);
-        const handed = { reservationId: reservation.reservationId, webhooks: reservation.webhooks };
         return stub.compactAndAwait(scope.lane, toWire(compactionRequest({ kind: "compaction", customInstructions, operationId })), waitFor, idempotencyScope(c), handed);
       },
       (value) => operationIdOf(value.compaction),
