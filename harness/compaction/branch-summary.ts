@@ -1,6 +1,8 @@
 import type { Entry } from "../../schema/entries.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import { projectEntries, type EntryProjectors } from "../execution/context.ts";
+import type { JsonValue } from "../../schema/json.ts";
+import { clipMessage } from "./clip-message.ts";
 import { fileOpsOf, type FileOps } from "./preparation.ts";
 import { conversationBlock, SUMMARIZATION_SYSTEM_PROMPT, type SummaryRequest } from "./summarizer.ts";
 import { estimateMessageTokens } from "./tokens.ts";
@@ -36,30 +38,43 @@ export interface BranchPreparation {
  * not including, the common ancestor), each read as the model's context reads it
  * (execution/context.ts): newest messages first until `tokenBudget` is spent. A compaction on the
  * way contributes what the model saw of everything before it, its retained tail and then its
- * summary, and ends the walk (§6.3: summary, retained tail, later entries).
+ * summary, and ends the walk (§6.3: summary, retained tail, later entries). A newest message larger
+ * than the whole budget is read from its beginning, cut to the budget (clip-message.ts).
+ *
+ * The file lists go on past the budget: every branch summary and compaction on the branch
+ * carries its `readFiles`/`modifiedFiles` forward, as a compaction carries its predecessor's, so
+ * files touched before an earlier navigation are not forgotten by this one.
  */
 export function prepareBranch(newestFirst: Iterable<Entry>, tokenBudget: number, projectors: EntryProjectors = {}): BranchPreparation {
   const newestMessagesFirst: AgentMessage[] = [];
+  /** The messages read, whole (a cut message's tool calls still name their files). */
+  const read: AgentMessage[] = [];
+  const carried: JsonValue[] = [];
   let tokens = 0;
   let truncated = false;
-  let previousDetails: Extract<Entry, { type: "compaction" }>["details"];
-  walk: for (const entry of newestFirst) {
-    for (const message of projectEntries([entry], projectors).reverse()) {
+  for (const entry of newestFirst) {
+    if ((entry.type === "branch_summary" || entry.type === "compaction") && entry.details !== undefined) carried.push(entry.details);
+    for (const message of truncated ? [] : projectEntries([entry], projectors).reverse()) {
       const size = estimateMessageTokens(message);
-      if (tokens + size > tokenBudget) {
-        truncated = true;
-        break walk;
+      if (tokens + size <= tokenBudget) {
+        tokens += size;
+        newestMessagesFirst.push(message);
+        read.push(message);
+        continue;
       }
-      tokens += size;
-      newestMessagesFirst.push(message);
-    }
-    if (entry.type === "compaction") {
-      previousDetails = entry.details;
+      truncated = true;
+      const clipped = newestMessagesFirst.length === 0 ? clipMessage(message, tokenBudget) : undefined;
+      if (clipped) {
+        tokens += estimateMessageTokens(clipped);
+        newestMessagesFirst.push(clipped);
+        read.push(message);
+      }
       break;
     }
+    if (entry.type === "compaction") break;
   }
   const messages = newestMessagesFirst.reverse();
-  return { messages, fileOps: fileOpsOf(previousDetails, messages), tokensBefore: tokens, truncated };
+  return { messages, fileOps: fileOpsOf(carried, read), tokensBefore: tokens, truncated };
 }
 
 const BRANCH_PROMPT = `The messages above are a branch of a conversation that is being left for another point of the conversation. Summarize what was tried and learned on this branch, so that the work can continue from the other point without losing it.

@@ -152,7 +152,7 @@ export function preparationAt(context: PathContext, cut: CompactionCut, settings
     isSplitTurn: cut.turnStartIndex !== undefined,
     tokensBefore: contextTokens(context),
     ...(previousSummary !== undefined && { previousSummary }),
-    fileOps: fileOpsOf(context.previousDetails, [...messagesToSummarize, ...turnPrefixMessages]),
+    fileOps: fileOpsOf([context.previousDetails], [...messagesToSummarize, ...turnPrefixMessages]),
     settings,
   };
 }
@@ -162,13 +162,14 @@ const WRITE_TOOLS = new Set(["write", "write_file"]);
 const EDIT_TOOLS = new Set(["edit", "edit_file"]);
 
 /**
- * Carried forward from the previous compaction's `details.readFiles/modifiedFiles`, then extracted
- * from the summarized tool calls that name a `path` (or `file_path`).
+ * Carried forward from earlier summaries' `details.readFiles/modifiedFiles` (the previous
+ * compaction's; a branch summary's too), then extracted from the summarized tool calls that name a
+ * `path` (or `file_path`).
  */
-export function fileOpsOf(previousDetails: JsonValue | undefined, messages: readonly AgentMessage[]): FileOps {
-  const read = new Set<string>(stringsAt(previousDetails, "readFiles"));
+export function fileOpsOf(carried: readonly (JsonValue | undefined)[], messages: readonly AgentMessage[]): FileOps {
+  const read = new Set<string>(carried.flatMap((details) => stringsAt(details, "readFiles")));
   const written = new Set<string>();
-  const edited = new Set<string>(stringsAt(previousDetails, "modifiedFiles"));
+  const edited = new Set<string>(carried.flatMap((details) => stringsAt(details, "modifiedFiles")));
   for (const message of messages) {
     if (message.role !== "assistant") continue;
     for (const block of message.content) {
