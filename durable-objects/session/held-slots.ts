@@ -79,7 +79,7 @@ export class HeldSlots {
 
   /** A slot taken for nothing: freed at the tenant. */
   release(reservationId: string): void {
-    this.tell((tenant) => tenant.releaseOperation(reservationId));
+    this.tell((tenant) => tenant.releaseReservation(reservationId));
   }
 
   /** Off the caller's path, and never failing it: a slot the tenant does not hear of expires there. */

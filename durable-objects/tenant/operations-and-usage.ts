@@ -57,7 +57,7 @@ export class OperationsAndUsage {
     const enqueued = this.host.ctx.storage.transactionSync(() => {
       const ledger = this.host.operations();
       // An operation whose slot its session kept for the lane's next prompt holds nothing to free.
-      for (const operation of operations) if (!operation.slotKept) ledger.releaseSettled(operation.operationId, operation.reservationId, now);
+      for (const operation of operations) if (!operation.slotKept) ledger.releaseSettled(sessionId, operation.operationId, operation.reservationId, now);
       if (usage) new SessionUsageMarks(this.host.sql).apply(sessionId, usage);
       // A settled operation is the session's activity that retention measures (data-lifecycle.ts).
       if (operations.length > 0) new SessionIndex(this.host.sql).touch(sessionId, now);
@@ -99,9 +99,14 @@ export class OperationsAndUsage {
     return this.host.schema.exists ? this.host.operations().openCount() : 0;
   }
 
-  /** Frees a slot by operation id (the operation settled) or reservation id (the accept failed). */
-  async releaseOperation(id: string): Promise<void> {
-    if (this.host.schema.exists) this.host.operations().release(id, Date.now());
+  /** Frees a reservation not bound yet (the accept failed, or a held slot went unused). */
+  async releaseReservation(reservationId: string): Promise<void> {
+    if (this.host.schema.exists) this.host.operations().releaseReservation(reservationId);
+  }
+
+  /** Frees the slot of a session's operation (it settled, or it was found stale). */
+  async releaseOperation(sessionId: string, operationId: string): Promise<void> {
+    if (this.host.schema.exists) this.host.operations().release(sessionId, operationId, Date.now());
   }
 
   async usageTotals(): Promise<Usage> {

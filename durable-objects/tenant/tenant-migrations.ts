@@ -368,4 +368,32 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE sessions ADD COLUMN agent_seq INTEGER NOT NULL DEFAULT 0",
     ],
   },
+  {
+    version: 22,
+    name: "open_operations_per_session",
+    statements: [
+      // An operation id only has to be new within its session: two sessions may run operations
+      // under one id, and each holds its own slot. The ledger and its release tombstones are keyed
+      // by (session, operation id). Old tombstones name no session and live minutes: they go.
+      `CREATE TABLE open_operations_by_session (
+        session_id TEXT NOT NULL,
+        operation_id TEXT NOT NULL,
+        lane TEXT NOT NULL,
+        reserved_at INTEGER NOT NULL,
+        bound INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (session_id, operation_id)
+      ) WITHOUT ROWID`,
+      "INSERT INTO open_operations_by_session (session_id, operation_id, lane, reserved_at, bound) SELECT session_id, operation_id, lane, reserved_at, bound FROM open_operations",
+      "DROP TABLE open_operations",
+      "ALTER TABLE open_operations_by_session RENAME TO open_operations",
+      "DROP TABLE released_operations",
+      `CREATE TABLE released_operations (
+        session_id TEXT NOT NULL,
+        operation_id TEXT NOT NULL,
+        released_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, operation_id)
+      ) WITHOUT ROWID`,
+      "CREATE INDEX released_operations_by_time ON released_operations (released_at)",
+    ],
+  },
 ];

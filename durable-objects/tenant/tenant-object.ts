@@ -103,7 +103,8 @@ export class TenantObject extends DurableObject<Env> {
   // Open operations, usage, and the sessions' reports after their commits (operations-and-usage.ts).
   async reserveOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveOperation(sessionId, lane, now); }
   async bindOperation(reservationId: string, operationId: string) { return this.operations.bindOperation(reservationId, operationId); }
-  async releaseOperation(id: string) { return this.operations.releaseOperation(id); }
+  async releaseReservation(reservationId: string) { return this.operations.releaseReservation(reservationId); }
+  async releaseOperation(sessionId: string, operationId: string) { return this.operations.releaseOperation(sessionId, operationId); }
   async openOperationCount() { return this.operations.openOperationCount(); }
   async usageTotals() { return this.operations.usageTotals(); }
   async operationsSettled(sessionId: string, operations: SettledOperation[], usage?: ForwardedUsage, slotsFor?: readonly string[]) { return this.operations.operationsSettled(sessionId, operations, usage, slotsFor); }

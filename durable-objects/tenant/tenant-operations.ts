@@ -123,33 +123,44 @@ export class TenantOperations {
     return new Set([...rows.map((row) => row.session_id), ...this.pending.sessionIds()]);
   }
 
-  /** Re-keys a reservation by its operation id; an operation already released frees the slot instead. */
+  /**
+   * Re-keys a reservation by its session and operation id (an operation id is only new within its
+   * session); an operation already released frees the slot instead.
+   */
   bind(reservationId: string, operationId: string, now: number): void {
     this.pruneReleased(now);
-    const released = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM released_operations WHERE operation_id = ?", operationId).one().n > 0;
     const pending = this.pending.take(reservationId);
-    if (released) {
-      this.sql.exec("DELETE FROM released_operations WHERE operation_id = ?", operationId);
-      return;
-    }
     // A reservation forgotten by a restart (or expired) has nothing left to bind.
     if (!pending) return;
+    const released = this.sql
+      .exec("DELETE FROM released_operations WHERE session_id = ? AND operation_id = ? RETURNING operation_id", pending.sessionId, operationId)
+      .toArray().length;
+    if (released > 0) return;
     this.sql.exec(
-      "INSERT INTO open_operations (operation_id, session_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 1) ON CONFLICT (operation_id) DO NOTHING",
-      operationId,
+      "INSERT INTO open_operations (session_id, operation_id, lane, reserved_at, bound) VALUES (?, ?, ?, ?, 1) ON CONFLICT (session_id, operation_id) DO NOTHING",
       pending.sessionId,
+      operationId,
       pending.lane,
       pending.reservedAt,
     );
   }
 
-  /** Frees the slot of an operation id or a reservation id; idempotent. */
-  release(id: string, now: number): void {
-    if (this.pending.take(id)) return;
+  /** Frees a reservation not bound yet; idempotent. */
+  releaseReservation(reservationId: string): void {
+    this.pending.take(reservationId);
+  }
+
+  /** Frees the slot of a session's operation; idempotent. A release before its bind leaves a tombstone the bind honours. */
+  release(sessionId: string, operationId: string, now: number): void {
     this.pruneReleased(now);
-    const removed = this.sql.exec("DELETE FROM open_operations WHERE operation_id = ? RETURNING operation_id", id).toArray().length;
-    if (removed === 0 && !id.startsWith("rsv_")) {
-      this.sql.exec("INSERT INTO released_operations (operation_id, released_at) VALUES (?, ?) ON CONFLICT (operation_id) DO NOTHING", id, now);
+    const removed = this.sql.exec("DELETE FROM open_operations WHERE session_id = ? AND operation_id = ? RETURNING operation_id", sessionId, operationId).toArray().length;
+    if (removed === 0) {
+      this.sql.exec(
+        "INSERT INTO released_operations (session_id, operation_id, released_at) VALUES (?, ?, ?) ON CONFLICT (session_id, operation_id) DO NOTHING",
+        sessionId,
+        operationId,
+        now,
+      );
     }
   }
 
@@ -158,10 +169,10 @@ export class TenantOperations {
    * and nobody bound it (freed without a tombstone, since no bind can follow a settled hand-over),
    * otherwise by its operation id (`release`).
    */
-  releaseSettled(operationId: string, reservationId: string | undefined, now: number): void {
+  releaseSettled(sessionId: string, operationId: string, reservationId: string | undefined, now: number): void {
     // A pending reservation is freed by `forgetPending` once the caller's transaction committed.
     if (reservationId !== undefined && this.pending.has(reservationId)) return;
-    this.release(operationId, now);
+    this.release(sessionId, operationId, now);
   }
 
   /** After the transaction that released them committed: their pending reservations are freed. */

@@ -58,7 +58,7 @@ export class TenantSchedules {
     if (!this.host.schema.exists) return;
     const skipped = scheduleEvent(await scheduleEventId("schedule.skipped", sessionId, due), sessionId, due, now, { reason, ...(detail !== undefined && { detail }) });
     const enqueued = this.host.ctx.storage.transactionSync(() => {
-      if (reserved) this.host.operations().release(due.operationId, now);
+      if (reserved) this.host.operations().release(sessionId, due.operationId, now);
       return this.enqueue(skipped, now);
     });
     if (enqueued > 0) await this.host.armNoLaterThan(now);

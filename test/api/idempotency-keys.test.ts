@@ -57,7 +57,7 @@ describe("only successes are remembered", () => {
     const refused = await call(`/v1/sessions/${sid}/lanes/main/prompt`, request);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toEqual(expect.any(String));
-    await tenant.releaseOperation(operationId);
+    await tenant.releaseOperation(sid, operationId);
     const retried = await call(`/v1/sessions/${sid}/lanes/main/prompt`, request);
     expect(retried.status).toBe(200);
     expect(retried.headers.get("idempotency-replayed")).toBeNull();

@@ -153,7 +153,7 @@ describe("reservations of accepts in flight", () => {
     expect(await rows()).toEqual([{ operation_id: operationId, bound: 1 }]);
     await evictDurableObject(tenant);
     expect(await tenant.openOperationCount()).toBe(1);
-    await tenant.releaseOperation(operationId);
+    await tenant.releaseOperation(target.sid, operationId);
     expect(await tenant.openOperationCount()).toBe(0);
 
     // A prompt that settles within its request: its slot is freed by the settlement forward, never written.

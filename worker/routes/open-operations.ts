@@ -67,12 +67,12 @@ export async function withOpenOperation<B, T>(
     value = replyValue(await accept(await readBody(), { reservationId, webhooks }));
   } catch (error) {
     // A failed release leaves an unbound reservation, which expires on its own.
-    await tenant.releaseOperation(reservationId).catch(() => undefined);
+    await tenant.releaseReservation(reservationId).catch(() => undefined);
     throw error;
   }
   // The operation is accepted whatever happens here: a failed bind leaves an expiring reservation.
   const operationId = operationIdOf(value);
-  if (operationId === undefined) await tenant.releaseOperation(reservationId).catch(() => undefined);
+  if (operationId === undefined) await tenant.releaseReservation(reservationId).catch(() => undefined);
   else if (!handedOver(value)) await tenant.bindOperation(reservationId, operationId).catch(() => undefined);
   return value;
 }
@@ -95,7 +95,7 @@ async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingSco
   if (first.ok) return first;
   await readBody();
   const stale = await staleOperations(c.env, scope.tenantId, first.openOperations);
-  await Promise.all(stale.map((operationId) => tenant.releaseOperation(operationId)));
+  await Promise.all(stale.map(({ sessionId, operationId }) => tenant.releaseOperation(sessionId, operationId)));
   // Retried once even when nothing was stale: a release may have landed meanwhile.
   const second = await tenant.reserveOperation(scope.sessionId, scope.lane);
   if (second.ok) return second;
@@ -123,18 +123,18 @@ async function firstReservation(c: AppContext, tenant: TenantStub, scope: Admitt
  * session or lane gone): their release was lost. Read-only: asks with no wait and drives nothing.
  * An answer that is not conclusive (the session shutting down, a failed call) keeps the slot.
  */
-async function staleOperations(env: Env, tenantId: string, open: readonly OpenOperation[]): Promise<string[]> {
+async function staleOperations(env: Env, tenantId: string, open: readonly OpenOperation[]): Promise<OpenOperation[]> {
   const verdicts = await Promise.all(
-    open.map(async ({ sessionId, lane, operationId }) => {
+    open.map(async (operation) => {
       try {
-        const result = fromWire(await sessionStub(env, tenantId, sessionId).operation(lane, operationId, 0));
-        if (result.ok) return result.value.state === "settled" ? operationId : undefined;
+        const result = fromWire(await sessionStub(env, tenantId, operation.sessionId).operation(operation.lane, operation.operationId, 0));
+        if (result.ok) return result.value.state === "settled" ? operation : undefined;
         const gone = ["OperationMismatch", "SessionNotFound", "UnknownLane"].includes(result.error.code);
-        return gone ? operationId : undefined;
+        return gone ? operation : undefined;
       } catch {
         return undefined;
       }
     }),
   );
-  return verdicts.filter((id): id is string => id !== undefined);
+  return verdicts.filter((operation): operation is OpenOperation => operation !== undefined);
 }

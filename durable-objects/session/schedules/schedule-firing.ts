@@ -103,7 +103,7 @@ export class ScheduleFiring {
     });
     this.reached(current, due, this.clock(), outcome);
     if ("skipped" in outcome) await tenant.scheduleSkipped(sessionId, due, outcome.skipped, outcome.detail, true).catch(() => undefined);
-    else if (outcome.operationId !== due.operationId) await tenant.releaseOperation(due.operationId).catch(() => undefined);
+    else if (outcome.operationId !== due.operationId) await tenant.releaseOperation(sessionId, due.operationId).catch(() => undefined);
   }
 
   /**

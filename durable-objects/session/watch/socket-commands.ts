@@ -111,13 +111,13 @@ export class SocketCommands {
     try {
       answer = fromWire(busyStrategy ? await this.targets.acceptWhileBusy(lane, toWire(request), ifBusy, receipt) : await this.targets.acceptOperation(lane, toWire(request), receipt));
     } catch (error) {
-      await tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
+      await tenant.releaseReservation(reservation.reservationId).catch(() => undefined);
       throw error;
     }
     // Off the reply's path: the slot is the tenant's bookkeeping, and a bind that arrives after the
     // operation's release is remembered by the tenant (tenant-operations.ts); a lost one leaves a
     // reservation that expires by itself.
-    if (!answer.ok || "queued" in answer.value) void tenant.releaseOperation(reservation.reservationId).catch(() => undefined);
+    if (!answer.ok || "queued" in answer.value) void tenant.releaseReservation(reservation.reservationId).catch(() => undefined);
     else void tenant.bindOperation(reservation.reservationId, answer.value.operationId).catch(() => undefined);
     this.host.heldSlots.want(lane);
     return answer.ok ? { type: "reply", id: command.id, status: 202, body: answer.value } : errorReply(command.id, answer.error);
