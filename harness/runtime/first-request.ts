@@ -3,6 +3,7 @@ import type { HarnessEvent } from "../../schema/lane.ts";
 import type { AgentMessage } from "../../schema/messages.ts";
 import { pathTokens } from "../compaction/preparation.ts";
 import { estimateMessageTokens, shouldCompact } from "../compaction/tokens.ts";
+import { requestMaxTokens } from "../execution/sampling.ts";
 import type { HarnessCore } from "./core.ts";
 import { generationContext, scopeOf } from "./drive/scope.ts";
 import type { LaneProjection } from "./lane-state.ts";
@@ -72,7 +73,8 @@ export function firstRequestIntent(
       attempt: 1,
       responseEntryId,
       usageId,
-      intendedOutputLimit: model.maxTokens,
+      // As generation.ts: the limit asked for (no hook runs before this intent, so the settings').
+      intendedOutputLimit: requestMaxTokens(model, generation.streamOptions.maxTokens) ?? model.maxTokens,
       contextWindow: model.contextWindow,
     },
     turnStart: { type: "turn_start", lane: lane.name, runId: operationId, turnId: generation.stepId },

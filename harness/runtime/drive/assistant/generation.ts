@@ -37,7 +37,9 @@ export async function generate(pass: Pass, state: StateAt<"assistant.ready">): P
       attempt: state.nextAttempt,
       responseEntryId,
       usageId,
-      intendedOutputLimit: model.maxTokens,
+      // The limit this request asks for (the session's maxTokens, a hook's): a length stop below
+      // it is an overflow (§6.1), one at it the answer the caller asked to cut.
+      intendedOutputLimit: options.maxTokens ?? model.maxTokens,
       contextWindow: model.contextWindow,
     },
     events: () =>
