@@ -152,6 +152,11 @@ export class SessionLifecycle {
     return asResult(() => this.host.describe());
   }
 
+  /** When the session was created: which session holds this id now (a browser token names it). */
+  async createdAt(): Promise<Wire<RpcResult<number>>> {
+    return asResult(() => this.host.summary().createdAt);
+  }
+
   /** The public Session view; opens the harness (lanes and settings live there). */
   async view(): Promise<Wire<RpcResult<SessionView>>> {
     return asResult(() => this.sessionView());

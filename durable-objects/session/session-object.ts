@@ -107,6 +107,7 @@ export class SessionObject extends DurableObject<Env> {
   // Lifecycle (session-lifecycle.ts).
   create(init: SessionInit) { return this.lifecycle.create(init); }
   info() { return this.lifecycle.info(); }
+  createdAt() { return this.lifecycle.createdAt(); }
   view() { return this.lifecycle.view(); }
   deleteSession() { return this.lifecycle.deleteSession(); }
 

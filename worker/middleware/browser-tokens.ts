@@ -19,6 +19,11 @@ export const BrowserTokenClaimsSchema = v.strictObject({
   t: IdSchema,
   /** Session. */
   s: IdSchema,
+  /**
+   * The session's creation time: a session deleted and created again under its id is another
+   * (token-auth.ts). Absent only from tokens minted before it was carried (they expire within 1 h).
+   */
+  c: v.optional(v.pipe(v.number(), v.integer())),
   /** The minting key's SHA-256 hash (hex). */
   k: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/)),
   /** Scopes. */

@@ -1,9 +1,12 @@
 import { secretsKeyProblem } from "../../secrets/secret-box.ts";
-import type { AppContext, PresentedKey } from "../env.ts";
-import { fail } from "../http-error.ts";
+import { fromWire } from "../../schema/wire.ts";
+import { sessionStub, type AppContext, type PresentedKey } from "../env.ts";
+import { fail, type HttpFailure } from "../http-error.ts";
 import { limitUnproven } from "./auth-limits.ts";
 import { readBrowserToken } from "./browser-tokens.ts";
 import { tokenScopeRefusal } from "./token-scopes.ts";
+import type { BrowserTokenClaims } from "./browser-tokens.ts";
+import { sessionIncarnations } from "./session-incarnations.ts";
 import { verifiedKeys } from "./verified-keys.ts";
 
 /**
@@ -26,9 +29,28 @@ export async function presentBrowserToken(c: AppContext, token: string): Promise
     throw fail("Unauthenticated", "The browser token is not valid (malformed, not issued here, or expired)");
   }
   const { claims } = read;
-  const refusal = await tokenScopeRefusal(c, claims);
+  const refusal = (await tokenScopeRefusal(c, claims)) ?? (await sessionRefusal(c, claims));
   if (refusal) throw refusal;
   if (verifiedKeys.get(claims.k, Date.now()) === undefined) await limitUnproven(c, claims.k, { tenantId: claims.t });
   c.set("browserToken", claims);
   return { tenantId: claims.t, hash: claims.k };
+}
+
+/**
+ * 403 TokenScope when the token's session was deleted and another created under its id since the
+ * token was minted: the creation times differ. The object is asked at most once per KEY_TRUST_MS
+ * in a warm isolate (session-incarnations.ts). A session that is gone now is left to the route,
+ * which answers 404 as it does for a key.
+ */
+async function sessionRefusal(c: AppContext, claims: BrowserTokenClaims): Promise<HttpFailure | undefined> {
+  if (claims.c === undefined) return undefined;
+  const now = Date.now();
+  let createdAt = sessionIncarnations.get(claims.t, claims.s, now);
+  if (createdAt === undefined) {
+    const answer = fromWire(await sessionStub(c.env, claims.t, claims.s).createdAt());
+    if (!answer.ok) return undefined;
+    createdAt = answer.value;
+    sessionIncarnations.remember(claims.t, claims.s, createdAt, now);
+  }
+  return createdAt === claims.c ? undefined : fail("TokenScope", "This browser token is for a session deleted since; mint one for the session now under this id");
 }

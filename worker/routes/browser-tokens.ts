@@ -22,9 +22,9 @@ export const browserTokenRoutes = new Hono<AppEnv>().post("/", requireTenant, se
   const unconfigured = secretsKeyProblem(c.env.SECRETS_KEY);
   if (unconfigured) throw fail("NotConfigured", unconfigured, { secret: "SECRETS_KEY" });
   // The session must exist (404 SessionNotFound, another tenant's included): a token for nothing is refused.
-  replyValue(await stub.info());
+  const { createdAt } = replyValue(await stub.info());
   const expiresAt = Date.now() + ttlSeconds * 1000;
-  const claims = { t: tenantId, s: sessionId, k: c.get("presentedKey").hash, p: [...new Set(scopes)], ...(lanes && { l: [...new Set(lanes)] }), e: expiresAt };
+  const claims = { t: tenantId, s: sessionId, c: createdAt, k: c.get("presentedKey").hash, p: [...new Set(scopes)], ...(lanes && { l: [...new Set(lanes)] }), e: expiresAt };
   const token = await signBrowserToken(c.env, claims);
   // A secret is shown once: a repeat with the same Idempotency-Key answers 409 instead (mint another).
   const notReplayed: ApiError = {

@@ -2,6 +2,7 @@ import type { SessionSummary } from "../../schema/api.ts";
 import { removeSessionObjects } from "../../durable-objects/session/session-removal.ts";
 import { tenantStub } from "../env.ts";
 import { fail } from "../http-error.ts";
+import { sessionIncarnations } from "../middleware/session-incarnations.ts";
 
 /** What the tenant's index keeps of a session (listings and searches show it). */
 function summaryOf(view: SessionSummary): SessionSummary {
@@ -16,6 +17,8 @@ function summaryOf(view: SessionSummary): SessionSummary {
  */
 export async function registerCreated(env: Env, tenantId: string, view: SessionSummary): Promise<void> {
   const { registered } = await tenantStub(env, tenantId).registerSession(summaryOf(view));
+  // Browser tokens of a session deleted before under this id are refused here at once.
+  sessionIncarnations.remember(tenantId, view.id, view.createdAt, Date.now());
   if (registered) return;
   await removeSessionObjects(env, tenantId, view.id);
   throw fail("Unauthenticated", "A valid API key is required");

@@ -9,6 +9,7 @@ import { sessionStub, tenantStub, type AppEnv } from "../env.ts";
 import { fail, invalidInput, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
+import { sessionIncarnations } from "../middleware/session-incarnations.ts";
 import { assertTenantCanUse } from "../model-check.ts";
 import { jsonBody, validate } from "../validate.ts";
 import { registerCreated } from "./session-registration.ts";
@@ -136,6 +137,7 @@ export const sessionRoutes = new Hono<AppEnv>()
   .delete("/:sid", async (c) => {
     const { tenantId, sessionId } = sessionTarget(c);
     const { deleted, createdAt } = await removeSessionObjects(c.env, tenantId, sessionId);
+    sessionIncarnations.forget(tenantId, sessionId);
     await tenantStub(c.env, tenantId).unregisterSession(sessionId, createdAt);
     if (!deleted) throw fail("SessionNotFound", "Session not found");
     return c.body(null, 204);
