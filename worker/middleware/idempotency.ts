@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import { replayWithinBound, type IdempotencyClaim, type IdempotencyReplay } from "../../durable-objects/rpc/idempotency.ts";
 import { ApiErrorSchema, ERROR_STATUS } from "../../schema/errors.ts";
+import { isRecord } from "../../schema/json.ts";
 import type { AppContext, AppEnv } from "../env.ts";
 import { errorResponse, fail, invalidInput } from "../http-error.ts";
 import { CATALOG } from "../openapi/catalog.ts";
@@ -84,7 +85,7 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
     if (header === undefined) return next();
     if (!IDEMPOTENCY_KEY.test(header)) throw invalidInput("Idempotency-Key", "must be 1–255 printable ASCII characters");
     const body = await validateAsRoute(c, catalogRoute(c));
-    const scope = { key: `${c.req.method} ${new URL(c.req.url).pathname}\n${header}`, requestHash: await sha256Hex(JSON.stringify(body ?? null)) };
+    const scope = { key: `${c.req.method} ${normalizedPath(new URL(c.req.url).pathname)}\n${header}`, requestHash: await sha256Hex(canonicalJson(body ?? null)) };
     const store = owner(c);
     const claim = await store.idempotencyClaim(scope.key, scope.requestHash);
     switch (claim.state) {
@@ -164,4 +165,33 @@ async function validateAsRoute(c: Context, route: CatalogRoute): Promise<unknown
   // known before it (the query, e.g. an import's `?id=`, and the declared length), not its content.
   if (route.lines) return { query: query ?? null, length: c.req.header("content-length") ?? null };
   return undefined;
+}
+
+/**
+ * A path as the router reads it: each segment percent-decoded (as path parameters are), then
+ * encoded one way, so `…/lists/ns/%6B` and `…/lists/ns/k`, which reach the same list, name one
+ * request. A segment that does not decode is kept as sent (the route refuses it anyway).
+ */
+export function normalizedPath(pathname: string): string {
+  return pathname
+    .split("/")
+    .map((segment) => {
+      try {
+        return encodeURIComponent(decodeURIComponent(segment));
+      } catch {
+        return segment;
+      }
+    })
+    .join("/");
+}
+
+/**
+ * JSON text of a parsed body with every object's members in one order: the same JSON value sent
+ * with its members in another order (a client serializing a map) is the same request (RFC 8259
+ * §4: members are unordered).
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, member: unknown) =>
+    isRecord(member) ? Object.fromEntries(Object.entries(member).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : member,
+  );
 }
