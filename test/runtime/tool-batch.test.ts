@@ -6,6 +6,7 @@ import { checkInvariants } from "./invariants.ts";
 import { shapeOf, transcriptOf, until } from "./crash-rig.ts";
 import { foldEvents, openWatched } from "./watch-fold.ts";
 import { executionsOf, gate, testTools, text, type TestToolSpec } from "./tool-helpers.ts";
+import { PAYLOAD_LIMIT_BYTES } from "../../harness/session/storage.ts";
 
 // The tools leaf with executing tools (reference §4.8, ARCHITECTURE D11): modes, placement order,
 // terminate, added tools, hooks, and abort while a tool runs.
@@ -90,6 +91,19 @@ describe("tool batches", () => {
       expect(driven).toMatchObject({ ok: true, value: { kind: "settled", outcome: { status: "completed" } } });
       const shape = shapeOf(transcriptOf(rig.harness.getLane("main")!));
       expect(shape.at(-1)).toEqual({ role: "toolResult", text: "final", isError: false });
+    });
+  });
+
+  it("a result larger than an entry may hold settles as an error result instead of failing its commit for ever", async () => {
+    const huge = "x".repeat(PAYLOAD_LIMIT_BYTES + 1);
+    await runWith({ dump: { run: async () => ({ ...text(huge), terminate: true }) } }, [calls("dump"), { text: "after" }], async (rig, run) => {
+      const driven = await (await run()).settled;
+      expect(driven).toMatchObject({ ok: true, value: { kind: "settled", outcome: { status: "completed" } } });
+      const results = shapeOf(transcriptOf(rig.harness.getLane("main")!)).filter((message) => message.role === "toolResult");
+      expect(results).toHaveLength(1);
+      expect(results[0]).toMatchObject({ isError: true });
+      expect(JSON.stringify(results[0])).toContain("can be kept");
+      expect(checkInvariants(rig.session)).toEqual([]);
     });
   });
 

@@ -1,5 +1,7 @@
 import type { ExecutableTool } from "../../harness/execution/tools.ts";
+import { ADDRESS_PART_MAX } from "../../schema/api-sessions.ts";
 import type { JsonObject, JsonValue } from "../../schema/json.ts";
+import { utf8Length } from "../../schema/utf8.ts";
 
 /** The session's application values as the value tools see them (never the runtime's `pi.*` ones). */
 export interface ApplicationValues {
@@ -10,10 +12,17 @@ export interface ApplicationValues {
 }
 
 export const MAX_LISTED_VALUES = 100;
+/**
+ * A listing's values stop here (JSON text): a value may be as large as a PUT takes (1 MiB), and a
+ * hundred of them would be a result larger than an entry may be. The first value is always listed.
+ */
+export const MAX_LISTED_BYTES = 1024 * 1024;
 
+/** The addresses `…/values/{namespace}/{key}` takes (schema/api-sessions.ts), so what a tool writes the API reads and an export carries. */
+const NO_NUL = "^[^\\u0000]*$";
 const address = {
-  namespace: { type: "string", minLength: 1, maxLength: 128, description: "An application namespace (not pi or pi.*)" },
-  key: { type: "string", maxLength: 512 },
+  namespace: { type: "string", minLength: 1, maxLength: ADDRESS_PART_MAX, pattern: NO_NUL, description: "An application namespace (not pi or pi.*)" },
+  key: { type: "string", maxLength: ADDRESS_PART_MAX, pattern: NO_NUL },
 };
 
 function text(value: JsonValue): { type: "text"; text: string } {
@@ -74,7 +83,7 @@ export function valuesListTool(description: string | undefined, values: Applicat
       description: description ?? `Lists up to ${MAX_LISTED_VALUES} application values of one namespace of this session, by key prefix.`,
       parameters: {
         type: "object",
-        properties: { namespace: address.namespace, prefix: { type: "string", maxLength: 512 }, limit: { type: "integer", minimum: 1, maximum: MAX_LISTED_VALUES } },
+        properties: { namespace: address.namespace, prefix: address.key, limit: { type: "integer", minimum: 1, maximum: MAX_LISTED_VALUES } },
         required: ["namespace"],
         additionalProperties: false,
       },
@@ -84,8 +93,22 @@ export function valuesListTool(description: string | undefined, values: Applicat
       const namespace = String(args.namespace);
       const prefix = typeof args.prefix === "string" ? args.prefix : "";
       const limit = typeof args.limit === "number" ? args.limit : MAX_LISTED_VALUES;
-      const items = values.list(namespace, prefix, limit);
-      return { content: [text(items.map((item) => ({ key: item.key, value: item.value })))], details: { namespace, count: items.length } };
+      const listed: { key: string; value: JsonValue }[] = [];
+      let bytes = 0;
+      const found = values.list(namespace, prefix, limit);
+      for (const item of found) {
+        const size = utf8Length(JSON.stringify(item));
+        if (listed.length > 0 && bytes + size > MAX_LISTED_BYTES) break;
+        bytes += size;
+        listed.push({ key: item.key, value: item.value });
+      }
+      const left = found.length - listed.length;
+      const content = [text(listed)];
+      if (left > 0) {
+        const next = found[listed.length]?.key ?? "";
+        content.push({ type: "text", text: `${left} more value(s) from key ${JSON.stringify(next)} on were left out: together they are larger than one answer may be. Read them with values_get, or list a narrower prefix.` });
+      }
+      return { content, details: { namespace, count: listed.length, ...(left > 0 && { truncated: true }) } };
     },
   };
 }

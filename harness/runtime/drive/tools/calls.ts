@@ -1,5 +1,6 @@
 import type { HarnessEvent, ToolResultView } from "../../../../schema/lane.ts";
 import type { JsonObject } from "../../../../schema/json.ts";
+import { utf8Length } from "../../../../schema/utf8.ts";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../../schema/messages.ts";
 import type { ToolOutput, ToolProgress } from "../../../execution/tools.ts";
 import { operationToolMemoPrefix, pendingEntry, pendingToolOutput } from "../../../session/builtin-addresses.ts";
@@ -15,6 +16,15 @@ import { settleOperation, type TransitionPlan } from "../transition.ts";
 
 // What every part of the tools leaf shares (reference §4.8): the call a batch entry stands for,
 // the canonical result message, and the staging commit that makes a call `outcome_ready`.
+
+/**
+ * The most a tool's result may be, as JSON text. A result becomes one entry, and an entry larger
+ * than the store takes (PAYLOAD_LIMIT_BYTES) would fail the staging commit on every retry, leaving
+ * the operation open for ever; a result this large would not fit a model's context either. Every
+ * tool kind bounds its own results well under this (http and MCP at 256 KiB); this is the
+ * engine's guarantee for any tool, a hook's replacement included.
+ */
+export const MAX_TOOL_RESULT_BYTES_STORED = 4 * 1024 * 1024;
 
 export const INTERRUPTED_TOOL_MESSAGE =
   "Execution was interrupted. Any text above is the latest durable progress snapshot; newer live output may be " +
@@ -55,6 +65,13 @@ export function resultMessage(pass: Pass, call: ToolCall, output: ToolOutput): T
     isError: output.isError === true,
     timestamp: pass.core.clock(),
   };
+}
+
+/** The output, or an error result saying it was too large to keep (MAX_TOOL_RESULT_BYTES_STORED). */
+function withinStoredBound(output: ToolOutput): ToolOutput {
+  const bytes = utf8Length(JSON.stringify(resultView(output)));
+  if (bytes <= MAX_TOOL_RESULT_BYTES_STORED) return output;
+  return errorOutput(`The tool's result was ${bytes} bytes of JSON; at most ${MAX_TOOL_RESULT_BYTES_STORED} can be kept. Ask the tool for less.`);
 }
 
 export function resultView(output: ToolOutput | ToolProgress): ToolResultView {
@@ -106,8 +123,9 @@ export async function stageOutcome(pass: Pass, batchId: string, sourceIndex: num
     const current = batch?.calls[index];
     if (!batch || !current || (current.status !== "planned" && current.status !== "effect_pending")) return { kind: "return" };
     const cancelled = operation.state.control.status === "cancel_requested";
-    const message = resultMessage(pass, call, outcome.output);
-    const terminate = !cancelled && outcome.output.terminate === true;
+    const output = withinStoredBound(outcome.output);
+    const message = resultMessage(pass, call, output);
+    const terminate = !cancelled && output.terminate === true;
     const invocationId = current.resultEntryId;
     const memos = m.scanValues(operationToolMemoPrefix(pass.operationId, invocationId)).map((stored) => deleteValue(stored.address));
     const writes: Write[] = [
@@ -120,7 +138,7 @@ export async function stageOutcome(pass: Pass, batchId: string, sourceIndex: num
     const base = eventBase(pass, batch, call);
     const events = (_done: Committed | undefined): HarnessEvent[] => [
       ...(outcome.start ? [{ type: "tool_start" as const, ...base, args: outcome.start.args }] : []),
-      { type: "tool_end", ...base, result: resultView(outcome.output), isError: message.isError, terminate, ...(outcome.recovery && { recovery: true as const }) },
+      { type: "tool_end", ...base, result: resultView(output), isError: message.isError, terminate, ...(outcome.recovery && { recovery: true as const }) },
     ];
     staged = true;
     return { kind: "commit", writes, state: { ...scopeOf(operation.state), at: "tools", batch: { ...batch, calls } }, events };
