@@ -93,6 +93,9 @@ export const sessionRoutes = new Hono<AppEnv>()
     const bundle = body.agent === undefined ? undefined : replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
     // The version's model was usable when the version was made; the tenant's keys may have changed since (as at creation: 422).
     if (bundle?.agent.model) await assertTenantCanUse(c.env, tenantId, bundle.agent.model);
+    // So is its default model, unless this PATCH's settings name their own.
+    const versionDefault = bundle?.agent.settings?.defaultModel;
+    if (versionDefault && body.settings?.defaultModel === undefined) await assertTenantCanUse(c.env, tenantId, versionDefault);
     // Written last, and checked first when something is written before it.
     if (body.metadata !== undefined && (bundle !== undefined || body.settings !== undefined)) replyValue(await stub.checkMetadataPatch(body.metadata));
     let toolSecrets: Record<string, string> = {};
