@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { IdSchema, ResourceNameSchema } from "./api.ts";
+import { isKeyedObject } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { HarnessResourcesSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
@@ -65,8 +66,8 @@ export type PinnedAgentTool = v.InferOutput<typeof PinnedAgentToolSchema>;
 
 /** The leading guard of an agent's `tools` (valibot's record would take an array too); the OpenAPI document describes the whole by it. */
 export const AgentToolsObjectSchema = v.custom<Record<string, unknown>>(
-  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
-  "tools must be an object of definitions by tool name",
+  isKeyedObject,
+  "tools must be an object of definitions by tool name (not __proto__, constructor or prototype)",
 );
 const AgentToolsSchema = v.pipe(
   AgentToolsObjectSchema,
@@ -139,13 +140,13 @@ export type CreateAgent = v.InferOutput<typeof CreateAgentSchema>;
 const member = <S extends v.GenericSchema>(schema: S) => v.optional(v.nullable(schema));
 
 /** A skill's or prompt template's patch (both have the same members). */
-const resourcePatch = v.record(
-  ResourceNameSchema,
-  v.nullable(v.strictObject({ description: member(SkillSchema.entries.description.wrapped), content: v.optional(SkillSchema.entries.content) })),
-);
+export const ResourcePatchSchema = v.strictObject({ description: member(SkillSchema.entries.description.wrapped), content: v.optional(SkillSchema.entries.content) });
+/** The leading guard of a resource patch map (json.ts isKeyedObject); the OpenAPI document describes the map by it. */
+export const ResourcePatchesObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "resource patches must be an object by name (not __proto__, constructor or prototype)");
+const resourcePatch = v.pipe(ResourcePatchesObjectSchema, v.record(ResourceNameSchema, v.nullable(ResourcePatchSchema)));
 
 /** A tool's patch: any of its members (whichever kind it is); the merged definition is checked whole. */
-const ToolPatchSchema = v.strictObject({
+export const ToolPatchSchema = v.strictObject({
   kind: v.optional(v.picklist(["builtin", "http", "client", "tenant"])),
   tool: member(ToolNameSchema),
   description: member(v.string()),
@@ -154,6 +155,8 @@ const ToolPatchSchema = v.strictObject({
   timeoutMs: member(v.number()),
   replay: member(ToolReplaySchema),
 });
+/** The leading guard of an agent patch's `tools` (json.ts isKeyedObject); the OpenAPI document describes the map by it. */
+export const ToolPatchesObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "tools must be an object of patches by tool name (not __proto__, constructor or prototype)");
 
 /**
  * The body of `PATCH /v1/agents/{id}`: a JSON Merge Patch (RFC 7396) over the latest version. A
@@ -168,7 +171,7 @@ export const PatchAgentSchema = v.strictObject({
   thinkingLevel: member(ThinkingLevelSchema),
   settings: member(HarnessSettingsPatchSchema),
   resources: member(v.strictObject({ skills: member(resourcePatch), promptTemplates: member(resourcePatch) })),
-  tools: member(v.record(ToolNameSchema, v.nullable(ToolPatchSchema))),
+  tools: member(v.pipe(ToolPatchesObjectSchema, v.record(ToolNameSchema, v.nullable(ToolPatchSchema)))),
   /** Replaces the list (an array in a merge patch is replaced whole). */
   mcpServers: member(McpServerNamesSchema),
   activeTools: member(ActiveToolsSchema),

@@ -33,6 +33,17 @@ export function isJsonObject(value: JsonValue | undefined): value is JsonObject 
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Names valibot's record skips without a word (its prototype-pollution guard): a client's map refuses them instead of losing them. */
+export const RECORD_SKIPPED_KEYS: readonly string[] = ["__proto__", "constructor", "prototype"];
+
+/**
+ * The leading guard of a map a client sends, before valibot's record reads it: a JSON object (the
+ * record would take an array too, its indexes being valid names) with no key the record would skip.
+ */
+export function isKeyedObject(input: unknown): boolean {
+  return isRecord(input) && !RECORD_SKIPPED_KEYS.some((key) => Object.hasOwn(input, key));
+}
+
 /** Narrows any value to a plain record: an object that is not an array (parsed JSON, stored values). */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

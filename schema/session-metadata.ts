@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { isKeyedObject } from "./json.ts";
 
 // Session metadata (spec/API.md "Session metadata and search"): who and what a session belongs to,
 // as a few short strings the tenant's index can find sessions by.
@@ -22,15 +23,11 @@ const atMostKeys = (limit: number) => (record: object): boolean => Object.keys(r
 export type SessionMetadata = Record<string, string>;
 export type SessionMetadataPatch = Record<string, string | null>;
 
-/** Names valibot's record drops without a word (prototype pollution guards): refused instead. */
-const DROPPED_KEYS = ["__proto__", "constructor", "prototype"];
-
 /**
  * The leading guard of the metadata schemas: a JSON object (valibot's record would take an array
  * too) without a key the record would silently drop. The OpenAPI document describes the whole by it.
  */
-const isMetadataObject = (input: unknown): boolean =>
-  typeof input === "object" && input !== null && !Array.isArray(input) && !DROPPED_KEYS.some((key) => Object.hasOwn(input, key));
+const isMetadataObject = isKeyedObject;
 
 export const MetadataObjectSchema = v.custom<Record<string, string>>(
   isMetadataObject,

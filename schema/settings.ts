@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { isKeyedObject } from "./json.ts";
 import { ModelIdentitySchema, QueueModeSchema } from "./lane.ts";
 
 // Durable harness settings (ARCHITECTURE D6): session data at `pi.settings`, captured into each
@@ -100,9 +101,12 @@ export const PromptTemplateSchema = v.strictObject({
   description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
   content: v.pipe(v.string(), v.maxLength(200_000)),
 });
+/** The leading guards of the skills and of the prompt templates by name (json.ts isKeyedObject); the OpenAPI document describes each map by its guard. */
+export const SkillsObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "skills must be an object by name (not __proto__, constructor or prototype)");
+export const PromptTemplatesObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "promptTemplates must be an object by name (not __proto__, constructor or prototype)");
 export const HarnessResourcesSchema = v.strictObject({
-  skills: v.record(resourceName, SkillSchema),
-  promptTemplates: v.record(resourceName, PromptTemplateSchema),
+  skills: v.pipe(SkillsObjectSchema, v.record(resourceName, SkillSchema)),
+  promptTemplates: v.pipe(PromptTemplatesObjectSchema, v.record(resourceName, PromptTemplateSchema)),
 });
 export type Skill = v.InferOutput<typeof SkillSchema>;
 export type PromptTemplate = v.InferOutput<typeof PromptTemplateSchema>;

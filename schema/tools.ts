@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { JsonObjectSchema, JsonValueSchema, type JsonObject } from "./json.ts";
+import { isKeyedObject, JsonObjectSchema, JsonValueSchema, RECORD_SKIPPED_KEYS, type JsonObject } from "./json.ts";
 import { ImageContentSchema, TextContentSchema } from "./messages.ts";
 import { utf8Length } from "./utf8.ts";
 
@@ -8,7 +8,12 @@ import { utf8Length } from "./utf8.ts";
 // webhook) and `client` (the tenant's client answers the call over REST).
 
 /** Provider tool-name rules (the strictest of the major APIs): letters, digits, `_` and `-`. */
-export const ToolNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "A tool name is 1–64 letters, digits, _ or -"));
+export const ToolNameSchema = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9_-]{1,64}$/, "A tool name is 1–64 letters, digits, _ or -"),
+  // A map of tools by name could not hold these (json.ts RECORD_SKIPPED_KEYS).
+  v.check((name) => !RECORD_SKIPPED_KEYS.includes(name), "A tool name is not __proto__, constructor or prototype"),
+);
 
 /** Tools one session may define. */
 export const MAX_SESSION_TOOLS = 64;
@@ -62,8 +67,8 @@ export type ToolDefinitionInput = v.InferOutput<typeof ToolDefinitionInputSchema
  * input is checked first. (The OpenAPI document describes the whole by the leading guard.)
  */
 export const ToolDefinitionsObjectSchema = v.custom<Record<string, ToolDefinitionInput>>(
-  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
-  "tools must be an object of definitions by tool name",
+  isKeyedObject,
+  "tools must be an object of definitions by tool name (not __proto__, constructor or prototype)",
 );
 export const ToolDefinitionsByNameSchema = v.pipe(
   ToolDefinitionsObjectSchema,

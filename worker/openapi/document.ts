@@ -1,7 +1,9 @@
 import { MAX_SESSION_TOOLS, ToolDefinitionInputSchema, ToolDefinitionsObjectSchema, ToolNameSchema } from "../../schema/tools.ts";
-import { AgentToolSchema, AgentToolsObjectSchema } from "../../schema/agents.ts";
+import { AgentToolSchema, AgentToolsObjectSchema, ResourcePatchesObjectSchema, ResourcePatchSchema, ToolPatchesObjectSchema, ToolPatchSchema } from "../../schema/agents.ts";
+import { ResourceNameSchema } from "../../schema/api.ts";
+import { PromptTemplateSchema, PromptTemplatesObjectSchema, SkillSchema, SkillsObjectSchema } from "../../schema/settings.ts";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
-import type * as v from "valibot";
+import * as v from "valibot";
 import { ERROR_STATUS, type ErrorCode } from "../../schema/errors.ts";
 import { IDEMPOTENCY_REPLAY_MAX_BYTES } from "../../durable-objects/rpc/idempotency.ts";
 import { IDEMPOTENCY_KEY } from "../middleware/idempotency.ts";
@@ -66,7 +68,11 @@ const BASE_CONFIG = {
   overrideSchema: ({ valibotSchema }) =>
     EXPLICIT.get(valibotSchema) ??
     (valibotSchema === ToolDefinitionsObjectSchema ? toolsByName(ToolDefinitionInputSchema, "Tool definitions by name") : undefined) ??
-    (valibotSchema === AgentToolsObjectSchema ? toolsByName(AgentToolSchema, 'Tool definitions, or tenant tools as { kind: "tenant", tool }, by name') : undefined),
+    (valibotSchema === AgentToolsObjectSchema ? toolsByName(AgentToolSchema, 'Tool definitions, or tenant tools as { kind: "tenant", tool }, by name') : undefined) ??
+    (valibotSchema === ToolPatchesObjectSchema ? byName(ToolNameSchema, v.nullable(ToolPatchSchema), "Tool patches by name (null removes the tool)") : undefined) ??
+    (valibotSchema === SkillsObjectSchema ? byName(ResourceNameSchema, SkillSchema, "Skills by name") : undefined) ??
+    (valibotSchema === PromptTemplatesObjectSchema ? byName(ResourceNameSchema, PromptTemplateSchema, "Prompt templates by name") : undefined) ??
+    (valibotSchema === ResourcePatchesObjectSchema ? byName(ResourceNameSchema, v.nullable(ResourcePatchSchema), "Patches by name (null removes one)") : undefined),
   overrideAction: ({ valibotAction, jsonSchema }) => {
     // JSON numbers are finite anyway; a `check` predicate is documented by its message.
     if (valibotAction.type === "finite") return jsonSchema;
@@ -77,6 +83,17 @@ const BASE_CONFIG = {
   },
 } satisfies Omit<ConversionConfig, "definitions">;
 const CONFIG: ConversionConfig = { ...BASE_CONFIG, definitions: COMPONENTS };
+
+/** The JSON Schema of a map by name, given to its leading `v.custom` guard (json.ts isKeyedObject), which has none. */
+function byName(name: v.GenericSchema, item: v.GenericSchema, what: string): JsonSchema {
+  // Converted without the component definitions: these maps sit inside components themselves.
+  const inline = (schema: v.GenericSchema): JsonSchema => {
+    const json = toJsonSchema(schema, BASE_CONFIG);
+    delete json.$schema;
+    return json;
+  };
+  return { type: "object", propertyNames: inline(name), additionalProperties: inline(item), description: `${what} (not __proto__, constructor or prototype).` };
+}
 
 /** The JSON Schema of a tools-by-name record (a session's, an agent's), given to its leading `v.custom` guard (an object, not an array), which has none. */
 function toolsByName(tool: v.GenericSchema, what: string): JsonSchema {
