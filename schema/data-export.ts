@@ -3,7 +3,7 @@ import { IdSchema, NewSessionIdSchema } from "./api.ts";
 import { BranchNameSchema, EntryIdSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
 import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
-import { JsonValueSchema } from "./json.ts";
+import { isRecord, JsonValueSchema } from "./json.ts";
 import { LaneConfigurationSchema, OperationResultRecordSchema } from "./lane.ts";
 import { LaneNameSchema } from "./lane-api.ts";
 import { SessionMetadataSchema } from "./session-metadata.ts";
@@ -13,6 +13,21 @@ import { ToolDefinitionsByNameSchema } from "./tools.ts";
 // The session export format (docs/data.md): JSON Lines, one object per line, each with a `type`.
 // A `session` header, then `entry` lines in seq order, then `value`, `item`, `label` and `result`
 // lines, then one `end` line whose counts let an importer tell a whole stream from a cut one.
+
+/**
+ * Branch name → tip entry id (null: an empty branch); a session's bounds as for creation. Read as
+ * name-tip pairs, not by valibot's record, which would skip a branch named `constructor` or
+ * `prototype` (a lane's name may be either): every branch comes back. (The OpenAPI document
+ * describes the whole by its leading guard.)
+ */
+export const ExportedBranchesObjectSchema = v.custom<Record<string, unknown>>(isRecord, "branches must be an object of tips by branch name");
+export const ExportedBranchesSchema = v.pipe(
+  ExportedBranchesObjectSchema,
+  v.transform((branches) => Object.entries(branches)),
+  v.array(v.tuple([BranchNameSchema, v.nullable(EntryIdSchema)])),
+  v.check((branches) => branches.length <= SESSION_LIMITS.branches, `A session holds at most ${SESSION_LIMITS.branches} branches`),
+  v.transform((branches): Record<string, string | null> => Object.fromEntries(branches)),
+);
 
 export const EXPORT_FORMAT = "pi-session";
 export const EXPORT_VERSION = 1;
@@ -49,10 +64,7 @@ export const SessionLineSchema = v.strictObject({
   /** As `PUT …/tools/{name}` takes them: no secret, sealed or plain. */
   tools: ToolDefinitionsByNameSchema,
   /** Branch name → tip entry id (null: an empty branch); a session's bounds as for creation. */
-  branches: v.pipe(
-    v.record(BranchNameSchema, v.nullable(EntryIdSchema)),
-    v.check((branches) => Object.keys(branches).length <= SESSION_LIMITS.branches, `A session holds at most ${SESSION_LIMITS.branches} branches`),
-  ),
+  branches: ExportedBranchesSchema,
   /** A lane runs on the branch of its name. */
   lanes: v.pipe(v.array(ExportLaneSchema), v.maxLength(SESSION_LIMITS.lanes, `A session holds at most ${SESSION_LIMITS.lanes} lanes`)),
 });

@@ -209,7 +209,7 @@ export class SessionImport {
       }
     }
     for (const lane of header.lanes) {
-      if (!(lane.name in header.branches)) throw new RpcError({ code: "InvalidImport", message: `Lane "${lane.name}" has no branch of its name`, details: { reason: "lane_without_branch", lane: lane.name } });
+      if (!Object.hasOwn(header.branches, lane.name)) throw new RpcError({ code: "InvalidImport", message: `Lane "${lane.name}" has no branch of its name`, details: { reason: "lane_without_branch", lane: lane.name } });
     }
   }
 

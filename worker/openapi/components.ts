@@ -3,7 +3,8 @@ import type { JsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { KeyInfoSchema, LimitQuerySchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TenantQuotasSchema } from "../../schema/api.ts";
 import { BranchOrderQuerySchema, FromSeqQuerySchema } from "../../schema/api-sessions.ts";
-import { ExportedEntrySchema } from "../../schema/data-export.ts";
+import { ExportedBranchesObjectSchema, ExportedEntrySchema } from "../../schema/data-export.ts";
+import { SESSION_LIMITS } from "../../schema/api-sessions.ts";
 import { EntrySchema } from "../../schema/entries.ts";
 import { ApiErrorSchema } from "../../schema/errors.ts";
 import { JsonObjectSchema, JsonValueSchema } from "../../schema/json.ts";
@@ -86,6 +87,15 @@ export const EXPLICIT = new Map<unknown, JsonSchema>([
   [BranchOrderQuerySchema, { enum: ["asc", "desc"], description: "`asc` oldest first, `desc` newest first (the default)." }],
   [JsonObjectSchema, openObject("A JSON object.")],
   [ExportedEntrySchema, { $ref: "#/components/schemas/Entry" }],
+  [
+    ExportedBranchesObjectSchema,
+    {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]{1,128}$" },
+      additionalProperties: { type: ["string", "null"] },
+      description: `Branch name → tip entry id (null: an empty branch), at most ${SESSION_LIMITS.branches} branches.`,
+    },
+  ],
   [
     ToolParametersSchema,
     {
