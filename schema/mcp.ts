@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { isKeyedObject } from "./json.ts";
 import { MAX_TOOL_URL_CHARS, ToolDefinitionViewSchema, ToolReplaySchema } from "./tools.ts";
 import { utf8Length } from "./utf8.ts";
 
@@ -42,8 +43,8 @@ const HeaderValueSchema = v.pipe(
 
 /** The leading guard of McpHeadersSchema (valibot's record would take an array too); the OpenAPI document describes the whole by it. */
 export const HeadersObjectSchema = v.custom<Record<string, string>>(
-  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
-  "headers must be an object of header values by name",
+  isKeyedObject,
+  "headers must be an object of header values by name (not __proto__, constructor or prototype)",
 );
 
 export const McpHeadersSchema = v.pipe(
@@ -65,8 +66,8 @@ const RemoteToolNameSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(128)
 
 /** The leading guard of the per-tool replay map (as for the headers). */
 export const ReplayMapObjectSchema = v.custom<Record<string, "never" | "safe">>(
-  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
-  "replay must be \"never\", \"safe\" or an object of those by tool name",
+  isKeyedObject,
+  "replay must be \"never\", \"safe\" or an object of those by tool name (not __proto__, constructor or prototype)",
 );
 
 /** One policy for every tool of the server, or one per tool by its name on the server (the others "never"). */

@@ -26,6 +26,10 @@ describe("names a map cannot hold", () => {
     expect((await call("/v1/sessions", { token: key, body: { id: "s_ok" } })).status).toBe(201);
     expect(await refused(await call("/v1/sessions/s_ok/tools/prototype", { method: "PUT", token: key, body: CLIENT_TOOL }))).toBe("ValidationFailed");
     expect((await call("/v1/sessions/s_ok/tools/other", { method: "PUT", token: key, body: CLIENT_TOOL })).status).toBe(201);
+    // An MCP server's replay policy and headers by name too (checked before the server is called).
+    const server = { url: "https://mcp.example.com/mcp" };
+    expect(await refused(await call("/v1/sessions/s_ok/mcp-servers/m1", { method: "PUT", token: key, body: { ...server, replay: { constructor: "safe" } } }))).toBe("ValidationFailed");
+    expect(await refused(await call("/v1/sessions/s_ok/mcp-servers/m1", { method: "PUT", token: key, body: { ...server, headers: { prototype: "x" } } }))).toBe("ValidationFailed");
   });
 
   it("an agent's tools and resources, and an agent patch naming them, are refused; nothing is written", async () => {
