@@ -37,9 +37,9 @@ export class DataLifecycle implements AlarmDeletions {
     return asResult(async () => {
       this.host.requireActiveTenant();
       const now = Date.now();
-      const matched = this.deletions().queueMatching(pairs, now);
-      if (matched > 0) await this.host.armNoLaterThan(now);
-      return { matched };
+      const { listed, queued } = this.deletions().queueMatching(pairs, now);
+      if (queued > 0) await this.host.armNoLaterThan(now);
+      return { matched: listed };
     });
   }
 

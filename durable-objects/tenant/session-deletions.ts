@@ -12,15 +12,27 @@ import { SessionUsageMarks } from "./session-usage-marks.ts";
 export class SessionDeletions {
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Queues the indexed sessions holding every pair; answers how many hold them (queued before included). */
-  queueMatching(pairs: readonly [string, string][], now: number): number {
+  /**
+   * Queues the indexed sessions holding every pair. `listed`: how many of them were still listed
+   * (not queued before), so a repeat answers 0; `queued`: how many are queued now. One queued by
+   * retention is now queued as asked for: activity no longer takes it out of the queue.
+   */
+  queueMatching(pairs: readonly [string, string][], now: number): { listed: number; queued: number } {
     const matching = pairs.map(() => "SELECT session_id FROM session_metadata WHERE key = ? AND value = ?").join(" INTERSECT ");
     const values = pairs.flat();
-    const matched = this.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM (${matching})`, ...values).one().n;
-    if (matched > 0) {
-      this.sql.exec(`INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM (${matching}) WHERE true ON CONFLICT DO NOTHING`, now, ...values);
-    }
-    return matched;
+    const counts = this.sql
+      .exec<{ queued: number; listed: number }>(
+        `SELECT count(*) AS queued, coalesce(sum(m.session_id NOT IN (SELECT session_id FROM session_deletions)), 0) AS listed FROM (${matching}) AS m`,
+        ...values,
+      )
+      .one();
+    if (counts.queued === 0) return counts;
+    this.sql.exec(
+      `INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM (${matching}) WHERE true ON CONFLICT (session_id) DO UPDATE SET idle_before = NULL`,
+      now,
+      ...values,
+    );
+    return counts;
   }
 
   /** The tenant's deletion: every indexed session. */

@@ -100,6 +100,19 @@ describe("issue 35: a session queued by retention that is active again before it
     await eventually(async () => ((await status(key, "asked")) === 404 ? true : undefined), "the asked deletion");
     expect(await listed()).toEqual(["revived"]);
   });
+
+  it("a session retention queued and then deleted by metadata is deleted, whatever activity follows", async () => {
+    const { tenantId, key } = await newTenant("ret_both");
+    expect((await call("/v1/sessions", { body: { id: "both", metadata: { user: "gone" } }, token: key })).status).toBe(201);
+    await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: TenantObject, state) => {
+      state.storage.sql.exec("INSERT INTO session_deletions (session_id, queued_at, idle_before) VALUES ('both', ?, ?)", Date.now(), Date.now() - 30 * DAY_MS);
+    });
+    // Already hidden (queued), so the deletion matches nothing still listed; it is now asked for all the same.
+    expect(await (await call("/v1/sessions?metadata.user=gone", { method: "DELETE", token: key })).json()).toEqual({ matched: 0 });
+    await call("/v1/sessions/both", { method: "PATCH", body: { name: "still going" }, token: key });
+    await runDurableObjectAlarm(env.TENANTS.getByName(tenantId));
+    await eventually(async () => ((await status(key, "both")) === 404 ? true : undefined), "the asked deletion");
+  });
 });
 
 describe("activity recorded at most once an hour (two rows written per settled turn otherwise)", { timeout: 30_000 }, () => {
