@@ -18,3 +18,19 @@ export function withDiscovery(server: StoredMcpServer, outcome: DiscoveryOutcome
     .map((tool) => ({ ...tool, withdrawn: true }));
   return { ...rest, tools: [...outcome.discovery.tools, ...withdrawn], skippedTools: outcome.discovery.skippedTools, refreshedAt: now };
 }
+
+/**
+ * The cached tools a new registration of a server starts from (before its discovery, kept should
+ * that fail): the previous registration's under the same prefix, but only those the new `allow`
+ * admits. One it no longer admits stays, withdrawn, only while a lane has it active (as above);
+ * otherwise narrowing `allow` while the server is down would leave every old tool callable.
+ */
+export function carriedTools(previous: StoredMcpServer | undefined, next: StoredMcpServer, activeNames: ReadonlySet<string>): CachedMcpTool[] {
+  if (!previous || previous.prefix !== next.prefix) return [];
+  const { allow } = next;
+  if (allow === undefined) return previous.tools;
+  return previous.tools.flatMap((tool) => {
+    if (allow.includes(tool.name)) return [tool];
+    return activeNames.has(next.prefix + tool.name) ? [{ ...tool, withdrawn: true }] : [];
+  });
+}

@@ -98,9 +98,14 @@ function describeFailure(serverName: string, timeoutMs: number, error: unknown, 
   if (seen.timedOut) return noAnswerWithin(`The MCP server ${serverName}`, timeoutMs);
   // Refused, reset, DNS, TLS: one sentence, never the runtime's text (tools/outbound-failure.ts).
   if (error instanceof ConnectionFailed) return unreachable(`The MCP server ${serverName}`);
-  if (error instanceof StreamableHTTPError) return clip(`The MCP server ${serverName} answered ${error.code !== undefined ? `HTTP ${error.code}` : "in a way that is not MCP"}`);
+  // The SDK's code is the HTTP status, or -1 for an answer of another content type (a web page).
+  if (error instanceof StreamableHTTPError) return clip(`The MCP server ${serverName} answered ${isHttpStatus(error.code) ? `HTTP ${error.code}` : "in a way that is not MCP"}`);
   if (error instanceof McpError) return clip(`The MCP server ${serverName} answered with an error: ${error.message}`);
   return clip(`The MCP server ${serverName} failed: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+function isHttpStatus(code: number | undefined): code is number {
+  return code !== undefined && code >= 100 && code <= 599;
 }
 
 export function clip(text: string): string {

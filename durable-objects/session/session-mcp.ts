@@ -4,7 +4,7 @@ import type { RpcResult } from "../../schema/errors.ts";
 import { MAX_SESSION_MCP_SERVERS, type McpServerInput, type McpServerReply, type McpServerView } from "../../schema/mcp.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
-import { withDiscovery, type DiscoveryOutcome } from "../../tools/mcp-cache.ts";
+import { carriedTools, withDiscovery, type DiscoveryOutcome } from "../../tools/mcp-cache.ts";
 import type { McpSettings } from "../../tools/mcp-connection.ts";
 import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpCredentialContext, mcpServer, mcpServerCandidate, mcpServersPrefix, mcpServerView, mcpToolIndex, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
@@ -52,10 +52,11 @@ export class SessionMcp {
       this.checkServerBound(name);
       this.checkPrefixChange(harness, name, prefix);
       const replaced = session.getValue(mcpServer(name))?.value;
-      // Under the same names the cached tools carry over: kept should this discovery have failed,
-      // and those it no longer lists stay withdrawn while a lane has them active.
-      const kept = replaced && replaced.prefix === prefix ? replaced.tools : [];
-      const stored = withDiscovery({ ...candidate, tools: kept }, outcome, activeToolNames(harness), Date.now());
+      // Under the same names the cached tools carry over (those the new `allow` admits): kept
+      // should this discovery have failed, and those it no longer lists stay withdrawn while a lane
+      // has them active.
+      const active = activeToolNames(harness);
+      const stored = withDiscovery({ ...candidate, tools: carriedTools(replaced, candidate, active) }, outcome, active, Date.now());
       await session.setValue(mcpServer(name), stored);
       return { ...mcpServerView(name, stored, mcpToolIndex(session)), created: !replaced };
     });

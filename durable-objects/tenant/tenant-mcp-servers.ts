@@ -4,7 +4,7 @@ import type { McpServerInput } from "../../schema/mcp.ts";
 import type { TenantMcpServerReply, TenantMcpServerView } from "../../schema/tenant-tools.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
-import { withDiscovery, type DiscoveryOutcome } from "../../tools/mcp-cache.ts";
+import { carriedTools, withDiscovery, type DiscoveryOutcome } from "../../tools/mcp-cache.ts";
 import { McpExchangeError } from "../../tools/mcp-connection.ts";
 import { mcpServerCandidate, mcpServerView, type McpToolBinding, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { discoverMcpTools } from "../../tools/mcp-discovery.ts";
@@ -56,11 +56,10 @@ export class TenantMcpServers {
       // Refused before contacting the server (and again in the writing turn).
       if (!store.latest(name)) store.assertRoom(!store.existed(name));
       const candidate = await mcpServerCandidate(name, definition, (headers) => this.sealHeaders(tenant.id, name, headers));
-      const { prefix } = candidate;
       const outcome = await this.discover(tenant.id, name, candidate);
-      // From here on one synchronous turn. Under the same prefix the cached tools carry over, kept
-      // should this discovery have failed.
-      const { stored, created } = store.put(name, (latest) => withDiscovery({ ...candidate, tools: latest?.prefix === prefix ? latest.tools : [] }, outcome, NO_ACTIVE_TOOLS, Date.now()), Date.now());
+      // From here on one synchronous turn. Under the same prefix the cached tools the new `allow`
+      // admits carry over, kept should this discovery have failed.
+      const { stored, created } = store.put(name, (latest) => withDiscovery({ ...candidate, tools: carriedTools(latest, candidate, NO_ACTIVE_TOOLS) }, outcome, NO_ACTIVE_TOOLS, Date.now()), Date.now());
       return { ...tenantMcpServerView(stored), created };
     });
   }
