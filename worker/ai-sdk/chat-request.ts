@@ -1,8 +1,9 @@
+import * as v from "valibot";
 import type { AiSdkChatRequest, UiMessageInput } from "../../schema/ai-sdk.ts";
 import type { IfBusy } from "../../schema/lane-api.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { ImageContent } from "../../schema/messages.ts";
-import type { ClientToolResult } from "../../schema/tools.ts";
+import { ClientToolResultSchema, type ClientToolResult } from "../../schema/tools.ts";
 import { fail, invalidInput } from "../http-error.ts";
 
 // What one `POST …/ai-sdk` asks for (docs/ai-sdk.md). The lane keeps the history, so only the
@@ -50,14 +51,26 @@ function promptOf(message: UiMessageInput, ifBusy: IfBusy | undefined): ChatActi
 function toolResultsOf(message: UiMessageInput): ChatAction {
   const results: { toolCallId: string; result: ClientToolResult }[] = [];
   let steps = 0;
-  for (const part of message.parts) {
+  message.parts.forEach((part, index) => {
     if (part.type === "step-start") steps += 1;
     const isTool = part.type.startsWith("tool-") || part.type === "dynamic-tool";
-    if (!isTool || typeof part.toolCallId !== "string") continue;
-    if (part.state === "output-available") results.push({ toolCallId: part.toolCallId, result: resultOf(jsonOf(part.output), false) });
-    else if (part.state === "output-error") results.push({ toolCallId: part.toolCallId, result: resultOf(typeof part.errorText === "string" ? part.errorText : "The tool failed", true) });
-  }
+    if (!isTool || typeof part.toolCallId !== "string") return;
+    if (part.state === "output-available") results.push({ toolCallId: part.toolCallId, result: bounded(resultOf(jsonOf(part.output), false), index, "output") });
+    else if (part.state === "output-error") {
+      results.push({ toolCallId: part.toolCallId, result: bounded(resultOf(typeof part.errorText === "string" ? part.errorText : "The tool failed", true), index, "errorText") });
+    }
+  });
   return { kind: "tool-results", messageId: message.id, steps, results };
+}
+
+/**
+ * A result within the bounds `POST …/tool-results/{toolCallId}` enforces (its size, its details'
+ * depth), checked for every part before any is placed: 400 otherwise, nothing written.
+ */
+function bounded(result: ClientToolResult, index: number, member: "output" | "errorText"): ClientToolResult {
+  const checked = v.safeParse(ClientToolResultSchema, result);
+  if (checked.success) return checked.output;
+  throw invalidInput(`messages[-1].parts[${index}].${member}`, checked.issues[0]?.message ?? "is not a tool result this service can keep");
 }
 
 /** A page's output as a tool result: its text (JSON when not a string), the value itself as `details`. */
