@@ -2,7 +2,7 @@ import type { ProviderHeaders } from "@earendil-works/pi-ai";
 import type { DeferredHandle } from "@earendil-works/pi-ai";
 import { isRecord } from "../../schema/json.ts";
 import { captureRequest } from "./captured-request.ts";
-import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport, transportOf } from "./deferred-stream.ts";
+import { failedStream, jsonAnswer, pendingStream, pollAnswer, pollRead, replayTransport, transportOf } from "./deferred-stream.ts";
 import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
 // Anthropic Message Batches (half the price, answered within 24 hours): the request pi-ai would
@@ -58,11 +58,12 @@ export const anthropicBatch: DeferredApi = {
     if (batch === undefined || batch.processing_status !== "ended") return pendingStream(model, handle);
     // The batch names where its results are; a tenant's own base URL (a proxy) is kept for them.
     const resultsUrl = typeof batch.results_url === "string" && batch.results_url.startsWith(`${model.baseUrl}/`) ? batch.results_url : `${batchUrl}/results`;
-    const results = await transport(resultsUrl, init);
-    if (results.status === 429 || results.status >= 500) return pendingStream(model, handle);
-    if (!results.ok) throw new Error(`Reading the results of message batch ${handle.id} failed (HTTP ${results.status})`);
+    // A dropped connection (or a rate limit, a server error) leaves the run suspended: asked again at the next poll.
+    const results = await pollRead(transport, resultsUrl, init);
+    if (results === undefined) return pendingStream(model, handle);
+    if (!results.response.ok) throw new Error(`Reading the results of message batch ${handle.id} failed (HTTP ${results.response.status})`);
     // Read as bytes: the results are served as JSONL, whatever content type the host gives them.
-    const result = resultOf(new TextDecoder().decode(await results.arrayBuffer()));
+    const result = resultOf(new TextDecoder().decode(results.bytes));
     if (result === undefined) return failedStream(model, `Message batch ${handle.id} ended without a result for its request`);
     switch (result.type) {
       case "succeeded":

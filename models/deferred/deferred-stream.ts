@@ -73,6 +73,16 @@ export function replayTransport(events: readonly { event: string; data: unknown 
  * the service itself refused to send or to follow (ARCHITECTURE D17): polling again cannot help.
  */
 export async function pollAnswer(fetchFunction: FetchFunction, url: string, init: RequestInit, what: string): Promise<Record<string, unknown> | undefined> {
+  const read = await pollRead(fetchFunction, url, init);
+  return read === undefined ? undefined : answerOf(read.response, new TextDecoder().decode(read.bytes), what);
+}
+
+/**
+ * A poll's response and its whole body, or `undefined` ("not known yet", as in `pollAnswer`) when
+ * the request or the reading of its body fails on the way (a dropped connection), or the provider
+ * answers a rate limit or a server error. The caller judges any other status.
+ */
+export async function pollRead(fetchFunction: FetchFunction, url: string, init: RequestInit): Promise<{ response: Response; bytes: ArrayBuffer } | undefined> {
   let response: Response;
   try {
     response = await fetchFunction(url, init);
@@ -84,12 +94,20 @@ export async function pollAnswer(fetchFunction: FetchFunction, url: string, init
     await response.body?.cancel();
     return undefined;
   }
-  return jsonAnswer(response, what);
+  try {
+    return { response, bytes: await response.arrayBuffer() };
+  } catch (error) {
+    if (init.signal?.aborted) throw error;
+    return undefined;
+  }
 }
 
 /** The provider's JSON answer, or an Error naming its status and message. */
 export async function jsonAnswer(response: Response, what: string): Promise<Record<string, unknown>> {
-  const text = await response.text();
+  return answerOf(response, await response.text(), what);
+}
+
+function answerOf(response: Response, text: string, what: string): Record<string, unknown> {
   let body: unknown;
   try {
     body = text.length > 0 ? JSON.parse(text) : {};
