@@ -102,7 +102,9 @@ export class SessionSchedules {
       const sessionId = await this.laneOf(lane);
       const current = this.scheduleOn(lane, id);
       const now = Date.now();
-      const retimed = patch.cron !== undefined || patch.at !== undefined || patch.everySeconds !== undefined || (patch.timezone !== undefined && patch.timezone !== current.timezone);
+      // A one-off's `at` is an instant: a new time zone alone leaves it (and a one-off that ran, done).
+      const rezoned = patch.timezone !== undefined && patch.timezone !== current.timezone && !("at" in current.timing);
+      const retimed = patch.cron !== undefined || patch.at !== undefined || patch.everySeconds !== undefined || rezoned;
       const spec = retimed ? { timing: patch.cron !== undefined || patch.at !== undefined || patch.everySeconds !== undefined ? timingOf(patch) : current.timing, timezone: patch.timezone ?? current.timezone, anchor: now } : current;
       const next: StoredSchedule = {
         ...current,

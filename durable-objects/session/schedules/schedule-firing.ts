@@ -103,7 +103,11 @@ export class ScheduleFiring {
     });
     this.reached(current, due, this.clock(), outcome);
     if ("skipped" in outcome) await tenant.scheduleSkipped(sessionId, due, outcome.skipped, outcome.detail, true).catch(() => undefined);
-    else if (outcome.operationId !== due.operationId) await tenant.releaseOperation(sessionId, due.operationId).catch(() => undefined);
+    // The run took another id (steer/followUp handed the prompt over), or it settled before this
+    // repeated firing, whose reservation then bound a slot no settlement will free.
+    else if (outcome.operationId !== due.operationId || harness.getLane(current.lane)?.getResult(due.operationId) !== undefined) {
+      await tenant.releaseOperation(sessionId, due.operationId).catch(() => undefined);
+    }
   }
 
   /**
