@@ -1,5 +1,5 @@
 import { Validator, type Schema } from "@cfworker/json-schema";
-import type { JsonObject, JsonValue } from "../../schema/json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../../schema/json.ts";
 
 // Tool arguments against the tool's JSON Schema (reference §4.8 "prepare"), with a maintained
 // validator that needs no code generation, so it runs in workerd (@cfworker/json-schema).
@@ -48,12 +48,82 @@ export function schemaProblem(candidate: JsonObject): string | undefined {
   if (!checked.valid) return `parameters is not a valid JSON Schema (${describe(checked.errors)})`;
   if (!isSchema(candidate)) return "parameters is not a valid JSON Schema";
   try {
-    // Compiling and running it once surfaces unresolvable references and bad patterns now.
+    // Compiling and running it once surfaces unresolvable references and bad patterns at the top;
+    // the walk finds those under properties, items and combinators, which `{}` never reaches.
     new Validator(candidate, "2020-12", true).validate({});
+    return nestedProblem(candidate, candidate, "");
   } catch (error) {
     return `parameters is not a usable JSON Schema: ${error instanceof Error ? error.message : String(error)}`;
   }
+}
+
+/** Subschemas by keyword: one schema, a list of them, or a map of them (the META_SCHEMA's keywords). */
+const ONE = ["additionalProperties", "items", "not"];
+const LIST = ["prefixItems", "anyOf", "oneOf", "allOf"];
+const MAP = ["properties", "patternProperties", "$defs", "definitions"];
+
+/**
+ * The first pattern that is not a regular expression (as the validator compiles it: Unicode mode)
+ * or local reference (`#`, `#/…`) that resolves nowhere, anywhere in the schema; undefined when none.
+ */
+function nestedProblem(root: JsonValue, schema: JsonValue | undefined, at: string): string | undefined {
+  if (!isJsonObject(schema)) return undefined;
+  if (typeof schema.pattern === "string" && !compiles(schema.pattern)) return `the pattern at ${at || "/"} is not a regular expression`;
+  const ref = schema.$ref;
+  // Only local pointers are resolved here; an anchor or another document is left to the validator.
+  if (typeof ref === "string" && (ref === "#" || ref.startsWith("#/")) && pointed(root, ref.slice(1)) === undefined) {
+    return `the reference ${ref} at ${at || "/"} resolves to nothing`;
+  }
+  for (const keyword of ONE) {
+    const problem = nestedProblem(root, schema[keyword], `${at}/${keyword}`);
+    if (problem) return problem;
+  }
+  for (const keyword of LIST) {
+    const list = schema[keyword];
+    if (!Array.isArray(list)) continue;
+    for (const [index, item] of list.entries()) {
+      const problem = nestedProblem(root, item, `${at}/${keyword}/${index}`);
+      if (problem) return problem;
+    }
+  }
+  for (const keyword of MAP) {
+    const map = schema[keyword];
+    if (!isJsonObject(map)) continue;
+    for (const [name, item] of Object.entries(map)) {
+      if (keyword === "patternProperties" && !compiles(name)) return `the pattern ${JSON.stringify(name)} at ${at}/patternProperties is not a regular expression`;
+      const problem = nestedProblem(root, item, `${at}/${keyword}/${name}`);
+      if (problem) return problem;
+    }
+  }
   return undefined;
+}
+
+function compiles(pattern: string): boolean {
+  try {
+    new RegExp(pattern, "u");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The value a JSON Pointer (RFC 6901, as a URI fragment) names in `root`, or undefined. */
+function pointed(root: JsonValue, pointer: string): JsonValue | undefined {
+  let value: JsonValue | undefined = root;
+  if (pointer === "") return value;
+  for (const raw of pointer.slice(1).split("/")) {
+    let token: string;
+    try {
+      token = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    } catch {
+      return undefined;
+    }
+    if (Array.isArray(value)) value = value[Number(token)];
+    else if (isJsonObject(value)) value = Object.hasOwn(value, token) ? value[token] : undefined;
+    else return undefined;
+    if (value === undefined) return undefined;
+  }
+  return value;
 }
 
 /** Why `args` do not satisfy `parameters` (the first few problems), or undefined when they do. */
