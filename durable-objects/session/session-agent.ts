@@ -4,6 +4,7 @@ import { deleteValue } from "../../harness/session/writes.ts";
 import type { AgentVersionRef } from "../../schema/agent-binding.ts";
 import type { LaneConfiguration } from "../../schema/lane.ts";
 import type { RpcResult } from "../../schema/errors.ts";
+import type { SessionMetadata, SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { toolDefinition, toolDefinitionsPrefix } from "../../tools/definitions.ts";
 import { mcpServer, mcpServersPrefix } from "../../tools/mcp-definitions.ts";
@@ -14,6 +15,7 @@ import { MAX_SESSION_TOOLS } from "../../schema/tools.ts";
 import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { agentResources, agentSettings, agentTools, agentWrites, bindingOf } from "./agent-configuration.ts";
 import { assertCanDefer } from "./deferred-check.ts";
+import { metadataPatchWrite } from "./metadata-patch.ts";
 import { assertValidSettings } from "./settings-check.ts";
 import type { SessionHost } from "./session-host.ts";
 
@@ -28,6 +30,8 @@ export interface AgentMove {
   agent: AgentVersionRef;
   seq: number;
   toolSecrets: Record<string, string>;
+  /** The metadata as merged, when the move carried a metadata patch (written in the same commit). */
+  metadata?: SessionMetadata;
 }
 
 /**
@@ -41,7 +45,7 @@ export class SessionAgent {
   constructor(private readonly host: AgentHost) {}
 
   /** `settingsPatch`: the PATCH's own settings, applied over the version's in the same commit (one refusal, nothing written). */
-  async moveToAgent(input: Wire<AgentForSession>, settingsPatch?: Wire<HarnessSettingsPatch>): Promise<Wire<RpcResult<AgentMove>>> {
+  async moveToAgent(input: Wire<AgentForSession>, settingsPatch?: Wire<HarnessSettingsPatch>, metadataPatch?: SessionMetadataPatch): Promise<Wire<RpcResult<AgentMove>>> {
     return asResult(async () => {
       const bundle = parseWire(input);
       const harness = await this.host.harness();
@@ -60,6 +64,7 @@ export class SessionAgent {
       let binding = bindingOf(bundle, tools);
       const settings = applySettingsPatch(agentSettings(bundle.agent), settingsPatch === undefined ? {} : parseWire(settingsPatch));
       let brought: Record<string, unknown> = {};
+      let metadata: SessionMetadata | undefined;
       const writes = (m: SessionReader): Write[] => {
         // A tool or MCP server the session defined itself keeps its name: the agent's is not taken.
         const own = (name: string): boolean => {
@@ -78,7 +83,10 @@ export class SessionAgent {
         brought = taken.tools;
         binding = bindingOf(bundle, taken);
         assertWithinBounds(m, taken.tools, taken.mcpServers);
-        return [...leftBehind(m, taken.tools, taken.mcpServers), ...agentWrites(taken, binding)];
+        // The PATCH's metadata, bounded on the line: a refusal writes nothing of the move either.
+        const patched = metadataPatch === undefined ? undefined : metadataPatchWrite(m, metadataPatch);
+        metadata = patched?.metadata;
+        return [...leftBehind(m, taken.tools, taken.mcpServers), ...agentWrites(taken, binding), ...(patched?.writes ?? [])];
       };
       // Every lane takes the version's lane configuration in the same commit (config_update events,
       // as a PATCH of its configuration would emit): what the version leaves out is what a session
@@ -99,7 +107,7 @@ export class SessionAgent {
       });
       // Secrets of the http tools the session took anew (not of those it kept its own of).
       const toolSecrets = Object.fromEntries(Object.entries(tools.secrets).filter(([name]) => name in brought));
-      return { agent: { id: binding.id, version: binding.version }, seq, toolSecrets };
+      return { agent: { id: binding.id, version: binding.version }, seq, toolSecrets, ...(metadata !== undefined && { metadata }) };
     });
   }
 }

@@ -1,7 +1,6 @@
 import { isReservedNamespace, list, value } from "../../harness/session/addresses.ts";
 import { sessionMetadata } from "../../harness/session/builtin-addresses.ts";
-import { deleteValue, setValue } from "../../harness/session/writes.ts";
-import { mergeMetadata, SESSION_METADATA_LIMITS, type SessionMetadata, type SessionMetadataPatch } from "../../schema/session-metadata.ts";
+import type { SessionMetadata, SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import { scriptElementProblem } from "../../models/scripted/script-source.ts";
 import type { ListElement, ListReadOptions, UsageScan } from "../../harness/session/storage.ts";
 import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
@@ -12,6 +11,7 @@ import type { Wire } from "../../schema/wire.ts";
 import { once, type ReceiptScope } from "../rpc/idempotency.ts";
 import { asJson, asResult, invalidInput, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { listPage, usagePage, valueAnswer, type ListPageOptions, type Page, type UsagePage } from "./storage/json-pages.ts";
+import { metadataPatchWrite } from "./metadata-patch.ts";
 import type { SessionHost } from "./session-host.ts";
 
 /** What this module reaches of the host (session-host.ts). */
@@ -49,24 +49,12 @@ export class SessionData {
   async updateMetadata(patch: SessionMetadataPatch): Promise<Wire<RpcResult<{ metadata: SessionMetadata; seq: number }>>> {
     return asResult(() =>
       this.host.session().mutate((m) => {
-        const stored = m.getValue(sessionMetadata);
-        const next = mergedWithinBound(stored?.value ?? {}, patch);
-        if (JSON.stringify(next) === JSON.stringify(stored?.value ?? {})) return { metadata: next, seq: stored?.seq ?? 0 };
-        const { firstSeq } = m.commit([Object.keys(next).length === 0 ? deleteValue(sessionMetadata) : setValue(sessionMetadata, next)]);
-        return { metadata: next, seq: firstSeq };
+        const { metadata, writes } = metadataPatchWrite(m, patch);
+        if (writes.length === 0) return { metadata, seq: m.getValue(sessionMetadata)?.seq ?? 0 };
+        const { firstSeq } = m.commit(writes);
+        return { metadata, seq: firstSeq };
       }),
     );
-  }
-
-  /**
-   * Whether `updateMetadata(patch)` would be refused now (writes nothing): a PATCH that writes other
-   * things first asks, so that a refusal finds nothing of it written.
-   */
-  async checkMetadataPatch(patch: SessionMetadataPatch): Promise<Wire<RpcResult<{ ok: true }>>> {
-    return asResult(() => {
-      mergedWithinBound(this.host.session().getValue(sessionMetadata)?.value ?? {}, patch);
-      return { ok: true as const };
-    });
   }
 
   /** An entry's label (null when it has none); an unknown entry is UnknownEntry. */
@@ -165,14 +153,4 @@ function appNamespace(namespace: string): string {
     throw new RpcError({ code: "ReservedNamespace", message: `Namespace "${namespace}" is reserved for the runtime` });
   }
   return namespace;
-}
-
-/** The stored metadata with `patch` merged in, within its bound (422 LimitExceeded beyond). */
-function mergedWithinBound(stored: SessionMetadata, patch: SessionMetadataPatch): SessionMetadata {
-  const next = mergeMetadata(stored, patch);
-  const limit = SESSION_METADATA_LIMITS.keys;
-  if (Object.keys(next).length > limit) {
-    throw new RpcError({ code: "LimitExceeded", message: `A session holds at most ${limit} metadata keys`, details: { resource: "metadata", limit } });
-  }
-  return next;
 }

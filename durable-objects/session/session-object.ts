@@ -144,7 +144,6 @@ export class SessionObject extends DurableObject<Env> {
   stats() { return this.data.stats(); }
   setName(name: string | null) { return this.data.setName(name); }
   updateMetadata(patch: SessionMetadataPatch) { return this.data.updateMetadata(patch); }
-  checkMetadataPatch(patch: SessionMetadataPatch) { return this.data.checkMetadataPatch(patch); }
   getLabel(entryId: string) { return this.data.getLabel(entryId); }
   setLabel(entryId: string, label: string | null) { return this.data.setLabel(entryId, label); }
   getValue(namespace: string, key: string) { return this.data.getValue(namespace, key); }
@@ -159,7 +158,8 @@ export class SessionObject extends DurableObject<Env> {
   // Settings and resources (session-settings.ts).
   settings() { return this.sessionSettings.settings(); }
   updateSettings(patch: Wire<HarnessSettingsPatch>) { return this.sessionSettings.updateSettings(patch); }
-  moveToAgent(bundle: Wire<AgentForSession>, settings?: Wire<HarnessSettingsPatch>) { return this.agent.moveToAgent(bundle, settings); }
+  updateSettingsAndMetadata(patch: Wire<HarnessSettingsPatch>, metadata: SessionMetadataPatch) { return this.sessionSettings.updateSettingsAndMetadata(patch, metadata); }
+  moveToAgent(bundle: Wire<AgentForSession>, settings?: Wire<HarnessSettingsPatch>, metadata?: SessionMetadataPatch) { return this.agent.moveToAgent(bundle, settings, metadata); }
   setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return this.sessionSettings.setResource(kind, name, body); }
 
   // Lanes (session-lanes.ts).

@@ -250,18 +250,30 @@ export class AgentHarness {
    * `accept` sees the merged settings before they are written and may refuse them by throwing.
    */
   async updateSettings(patch: HarnessSettingsPatch, accept?: (next: HarnessSettings) => void): Promise<HarnessSettings> {
+    return (await this.updateSettingsWith(patch, { ...(accept && { accept }) })).settings;
+  }
+
+  /**
+   * `updateSettings`, with the host's own `writes` (read and decided on the line, a throw refusing
+   * everything) in the same commit. `seq`: the commit's first seq, undefined when nothing changed.
+   */
+  async updateSettingsWith(
+    patch: HarnessSettingsPatch,
+    options: { accept?: (next: HarnessSettings) => void; writes?: (m: SessionReader) => Write[] },
+  ): Promise<{ settings: HarnessSettings; seq: number | undefined }> {
     this.assertOpen();
-    const { next, delivered } = await this.mutate((m) => {
+    const { next, delivered, seq } = await this.mutate((m) => {
       const previous = this.currentSettings;
       const next = applySettingsPatch(previous, patch);
       // The host's checks of the merged settings run here, on the line, against what is written;
       // a throw refuses the change and writes nothing.
-      accept?.(next);
+      options.accept?.(next);
+      const own = options.writes?.(m) ?? [];
       const changed = (Object.keys(patch) as (keyof HarnessSettings)[]).filter(
         (key) => JSON.stringify(previous[key]) !== JSON.stringify(next[key]),
       );
-      if (changed.length === 0) return { next, delivered: Promise.resolve() };
-      this.commit(m, [setValue(settingsAddress, next)]);
+      if (changed.length === 0 && own.length === 0) return { next, delivered: Promise.resolve(), seq: undefined };
+      const { firstSeq } = this.commit(m, [...(changed.length > 0 ? [setValue(settingsAddress, next)] : []), ...own]);
       this.currentSettings = next;
       const events: HarnessEvent[] = changed.map((property) => ({
         type: "settings_update",
@@ -269,10 +281,10 @@ export class AgentHarness {
         value: json(next[property]),
         previous: json(previous[property]),
       }));
-      return { next, delivered: this.events.emitBatch(events) };
+      return { next, delivered: this.events.emitBatch(events), seq: firstSeq };
     });
     await delivered;
-    return next;
+    return { settings: next, seq };
   }
 
   resources(): HarnessResources {

@@ -82,10 +82,11 @@ export const sessionRoutes = new Hono<AppEnv>()
   })
   // `{ name?, settings?, metadata?, agent? }`. Every refusal comes before the first write, so a
   // refused PATCH leaves the session as it was: the default model, the agent version and its
-  // model are asked of the tenant, the metadata's bound of the session; then the move with the
-  // settings over the version's (one commit, checked whole) or the settings alone
-  // (settings_update events), then the metadata (merged on the session's line) and the name. A
-  // new name or metadata reaches the listing index before the answer.
+  // models are asked of the tenant; then the move with the settings over the version's, or the
+  // settings alone (settings_update events), with the metadata merged on the session's line, in
+  // one commit checked whole (a concurrent PATCH cannot make the metadata's bound refuse it after
+  // the settings were written); then the name. A new name or metadata reaches the listing index
+  // before the answer.
   .patch("/:sid", async (c) => {
     const { tenantId, sessionId, stub } = sessionTarget(c);
     const body = await jsonBody(c, PatchSessionSchema);
@@ -96,18 +97,19 @@ export const sessionRoutes = new Hono<AppEnv>()
     // So is its default model, unless this PATCH's settings name their own.
     const versionDefault = bundle?.agent.settings?.defaultModel;
     if (versionDefault && body.settings?.defaultModel === undefined) await assertTenantCanUse(c.env, tenantId, versionDefault);
-    // Written last, and checked first when something is written before it.
-    if (body.metadata !== undefined && (bundle !== undefined || body.settings !== undefined)) replyValue(await stub.checkMetadataPatch(body.metadata));
     let toolSecrets: Record<string, string> = {};
+    // The metadata as merged and the seq of its write, for the index (none when it was not patched).
+    let indexed: { metadata: Record<string, string>; seq: number } | undefined;
     if (bundle !== undefined) {
-      const moved = replyValue(await stub.moveToAgent(toWire(bundle), body.settings === undefined ? undefined : toWire(body.settings)));
+      const moved = replyValue(await stub.moveToAgent(toWire(bundle), body.settings === undefined ? undefined : toWire(body.settings), body.metadata));
       await tenantStub(c.env, tenantId).setSessionAgent(sessionId, moved.agent, moved.seq);
       toolSecrets = moved.toolSecrets;
+      if (moved.metadata !== undefined) indexed = { metadata: moved.metadata, seq: moved.seq };
+    } else if (body.settings !== undefined && body.metadata !== undefined) {
+      indexed = replyValue(await stub.updateSettingsAndMetadata(toWire(body.settings), body.metadata));
     } else if (body.settings !== undefined) replyValue(await stub.updateSettings(toWire(body.settings)));
-    if (body.metadata !== undefined) {
-      const { metadata, seq } = replyValue(await stub.updateMetadata(body.metadata));
-      await tenantStub(c.env, tenantId).setSessionMetadata(sessionId, metadata, seq);
-    }
+    else if (body.metadata !== undefined) indexed = replyValue(await stub.updateMetadata(body.metadata));
+    if (indexed !== undefined) await tenantStub(c.env, tenantId).setSessionMetadata(sessionId, indexed.metadata, indexed.seq);
     if (body.name !== undefined) {
       const { seq } = replyValue(await stub.setName(body.name));
       await tenantStub(c.env, tenantId).renameSession(sessionId, body.name, seq);
