@@ -155,7 +155,7 @@ async function* classified(stream: AssistantMessageEventStream, provider: string
       continue;
     }
     const failure: ProviderFailure =
-      seen.status === 401 || seen.status === 403
+      seen.status === 401 || seen.status === 403 || refusedKey(seen.status, event.error.errorMessage)
         ? { kind: "auth", provider, status: seen.status }
         : { kind: "http", status: seen.status, ...(seen.retryAfterMs !== undefined && { retryAfterMs: seen.retryAfterMs }) };
     // Some providers echo part of the key in their 401 text: the message is replaced, not kept.
@@ -163,6 +163,14 @@ async function* classified(stream: AssistantMessageEventStream, provider: string
     const error = bounded({ ...event.error, ...(errorMessage !== undefined && { errorMessage }), diagnostics: [...(event.error.diagnostics ?? []), providerFailureDiagnostic(failure, Date.now())] });
     yield { ...event, error };
   }
+}
+
+/**
+ * A refused key that a provider answers with another status than 401/403: Google answers an
+ * invalid API key 400 INVALID_ARGUMENT with the reason API_KEY_INVALID.
+ */
+function refusedKey(status: number, errorMessage: string | undefined): boolean {
+  return status === 400 && errorMessage !== undefined && /API_KEY_INVALID|API key not valid/.test(errorMessage);
 }
 
 /** `message` with its error text bounded (the provider's wording is not ours to bound), as the engine keeps it. */

@@ -70,6 +70,28 @@ describe.each(FAMILIES)("$family", { timeout: 30_000 }, ({ model: target, stream
   });
 });
 
+describe("Google's answer to a key it does not accept", { timeout: 30_000 }, () => {
+  it("is an auth failure, though Google answers 400 (API_KEY_INVALID), and names no key", async () => {
+    const body = {
+      error: {
+        code: 400,
+        message: "API key not valid. Please pass a valid API key.",
+        status: "INVALID_ARGUMENT",
+        details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID", domain: "googleapis.com" }],
+      },
+    };
+    const played = await play(model("google", "gemini-2.5-flash"), [{ status: 400, headers: {}, chunks: [JSON.stringify(body)] }]);
+    expect(played.message.stopReason).toBe("error");
+    expect(providerFailureOf(played.message)).toMatchObject({ kind: "auth", provider: "google", status: 400 });
+    expect(played.message.errorMessage).toContain("google");
+  });
+
+  it("another 400 stays a request failure", async () => {
+    const played = await play(model("google", "gemini-2.5-flash"), [errorAnswer(400, "Invalid JSON payload received.")]);
+    expect(providerFailureOf(played.message)).toMatchObject({ kind: "http", status: 400 });
+  });
+});
+
 describe("Workers AI through the AI binding", { timeout: 30_000 }, () => {
   it("sends the OpenAI-compatible request through the binding's fetch to the gateway route, with no provider key", async () => {
     const wire = wireFetch([{ chunks: completionText(["from", "the", "edge"]) }]);
