@@ -110,10 +110,7 @@ function applicationValues(session: Session): ApplicationValues {
     set: async (namespace, key, next) => {
       await session.setValue(value<JsonValue>(checked(namespace), key), next);
     },
-    list: (namespace, prefix, limit) =>
-      session
-        .scanValues(value<JsonValue>(checked(namespace), prefix))
-        .slice(0, limit)
-        .map((stored) => ({ key: stored.address.key, value: stored.value })),
+    // Only the values listed are read: a namespace of any size costs a listing its limit at most.
+    list: (namespace, prefix, limit) => session.scanValues(value<JsonValue>(checked(namespace), prefix), limit).map((stored) => ({ key: stored.address.key, value: stored.value })),
   };
 }

@@ -34,8 +34,8 @@ export class ForwardingStorage implements Storage {
   getValue<T>(address: Value<T>): StoredValue<T> | undefined {
     return this.inner.getValue(address);
   }
-  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
-    return this.inner.scanValues(prefix);
+  scanValues<T>(prefix: Value<T>, limit?: number): StoredValue<T>[] {
+    return this.inner.scanValues(prefix, limit);
   }
   readList<T>(address: ValueList<T>, options?: ListReadOptions): ListElement<T>[] {
     return this.inner.readList(address, options);

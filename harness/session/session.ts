@@ -72,8 +72,8 @@ export class Session implements SessionReader {
   getValue<T>(address: Value<T>): StoredValue<T> | undefined {
     return this.storage.getValue(address);
   }
-  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
-    return this.storage.scanValues(prefix);
+  scanValues<T>(prefix: Value<T>, limit?: number): StoredValue<T>[] {
+    return this.storage.scanValues(prefix, limit);
   }
   readList<T>(address: ValueList<T>, options?: ListReadOptions): ListElement<T>[] {
     return this.storage.readList(address, options);

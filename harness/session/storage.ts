@@ -86,8 +86,8 @@ export interface Storage {
   commit(writes: readonly Write[]): CommitResult;
   getEntries(ids: readonly string[]): Map<string, Entry>;
   getValue<T>(address: Value<T>): StoredValue<T> | undefined;
-  /** Namespace-scoped, key-ascending; the address key is a prefix. */
-  scanValues<T>(prefix: Value<T>): StoredValue<T>[];
+  /** Namespace-scoped, key-ascending; the address key is a prefix. At most `limit` values are read when given. */
+  scanValues<T>(prefix: Value<T>, limit?: number): StoredValue<T>[];
   readList<T>(address: ValueList<T>, options?: ListReadOptions): ListElement<T>[];
   scanBranch(scan: StorageBranchScan): Entry[];
   scanBranchStructure(scan: StorageBranchScan): EntryStructure[];

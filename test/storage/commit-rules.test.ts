@@ -149,6 +149,18 @@ describe("commit rules (reference §1.5)", () => {
     });
   });
 
+  it("a value scan reads the prefix's keys in order, and no more than its limit", async () => {
+    await withStorage((storage) => {
+      storage.commit(["b", "a", "c", "ab"].map((key) => setValue(value<string>("app.scan", key), key)));
+      storage.commit([setValue(value<string>("app.scan2", "a"), "other namespace")]);
+      const keys = (prefix: string, limit?: number) => storage.scanValues(value<string>("app.scan", prefix), limit).map((stored) => stored.address.key);
+      expect(keys("")).toEqual(["a", "ab", "b", "c"]);
+      expect(keys("", 2)).toEqual(["a", "ab"]);
+      expect(keys("a", 1)).toEqual(["a"]);
+      expect(keys("a")).toEqual(["a", "ab"]);
+    });
+  });
+
   it("rule 5: a value set replaces, delete removes, deleting an absent value is a no-op, set after delete recreates", async () => {
     await withStorage((storage) => {
       const first = storage.commit([setValue(counterValue, 1)]);

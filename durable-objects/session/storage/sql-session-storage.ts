@@ -203,9 +203,9 @@ export class SqlSessionStorage implements Storage {
     return { address, seq: row.seq, value: readPayload<T>(this.host, row.seq, row.chunks, row.value) as T };
   }
 
-  scanValues<T>(prefix: Value<T>): StoredValue<T>[] {
+  scanValues<T>(prefix: Value<T>, limit = Number.POSITIVE_INFINITY): StoredValue<T>[] {
     this.assertOpen();
-    const rows = prefix.namespace === RESULTS_NAMESPACE ? scanResultRows(this.host, prefix.key) : this.scanValueRows(prefix.namespace, prefix.key);
+    const rows = prefix.namespace === RESULTS_NAMESPACE ? scanResultRows(this.host, prefix.key).slice(0, limit) : this.scanValueRows(prefix.namespace, prefix.key, limit);
     return rows.map((row) => ({
       address: { kind: "value", namespace: prefix.namespace, key: row.key },
       seq: row.seq,
@@ -213,13 +213,13 @@ export class SqlSessionStorage implements Storage {
     }));
   }
 
-  private scanValueRows(namespace: string, prefix: string): StoredRow[] {
+  private scanValueRows(namespace: string, prefix: string, limit: number): StoredRow[] {
     // Keys sharing a prefix are contiguous in SQLite's binary (UTF-8) order: start at the prefix and
-    // stop at the first key that does not share it.
+    // stop at the first key that does not share it (or at the limit: the rest is never read).
     const rows: StoredRow[] = [];
     const cursor = this.host.sql.exec<StoredRow>("SELECT key, seq, chunks, value FROM vals WHERE namespace = ? AND key >= ? ORDER BY key", namespace, prefix);
     for (const row of cursor) {
-      if (!row.key.startsWith(prefix)) break;
+      if (!row.key.startsWith(prefix) || rows.length >= limit) break;
       rows.push(row);
     }
     return rows;
