@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { LaneExecutionInfo } from "../../schema/lane.ts";
 import type { CreatedSession } from "../../schema/session.ts";
-import { call, errorCode, newTenant } from "./helpers.ts";
+import { call, errorCode, newTenant, json } from "./helpers.ts";
 import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 
 // Moving a session to another agent version (PATCH /v1/sessions/{sid} { agent }) leaves it as a
@@ -9,12 +9,6 @@ import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 // refused PATCH writes nothing.
 
 const SCRIPT = { provider: "scripted", modelId: "script" };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const lane = async (key: string, sid: string, name = "main"): Promise<LaneExecutionInfo> => json<LaneExecutionInfo>(await call(`/v1/sessions/${sid}/lanes/${name}`, { token: key }), 200);
 

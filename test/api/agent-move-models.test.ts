@@ -1,17 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { CreatedSession } from "../../schema/session.ts";
-import { call, newTenant } from "./helpers.ts";
+import { call, newTenant, json } from "./helpers.ts";
 
 // Moving a session to an agent version checks the version's models as creating a session from it
 // does (docs/agents.md): a model the tenant can no longer use is 422 before anything is written.
 
 const ANTHROPIC = { provider: "anthropic", modelId: "claude-sonnet-4-5" };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 describe("agent moves and the tenant's models", () => {
   it("a move to a version whose default model the tenant can no longer use is 422 UnknownModel, as a creation from it is", async () => {

@@ -5,7 +5,7 @@ import type { SessionObject } from "../../durable-objects/session/session-object
 import { appendScriptSteps } from "../../models/scripted/script-source.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import type { CreatedSession } from "../../schema/session.ts";
-import { call, newTenant } from "./helpers.ts";
+import { call, newTenant, json } from "./helpers.ts";
 import { ARGS_SCHEMA, settle, webhook } from "./tool-api-helpers.ts";
 
 // docs/agents.md: after `PATCH /v1/sessions/{sid} { agent: "<id>@2" }` each lane's next operation
@@ -15,12 +15,6 @@ import { ARGS_SCHEMA, settle, webhook } from "./tool-api-helpers.ts";
 // URL), while its context names the version the run was accepted under.
 
 const SCRIPT = { provider: "scripted", modelId: "script" };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 describe("a run that spans a move to another agent version", () => {
   it("the running operation's later http call uses the new version's definition; its context names the version it was accepted under", async () => {

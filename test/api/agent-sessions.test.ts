@@ -7,7 +7,7 @@ import type { ScriptStep } from "../../models/scripted/steps.ts";
 import type { LaneExecutionInfo, LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { CreatedSession } from "../../schema/session.ts";
 import type { ToolDefinitionView } from "../../schema/tools.ts";
-import { call, errorCode, newTenant } from "./helpers.ts";
+import { call, errorCode, newTenant, json } from "./helpers.ts";
 import { TOOL_CALL_CONTEXT_META_KEY } from "../../schema/tools.ts";
 import { mcpScope } from "./mcp-helpers.ts";
 import { ARGS_SCHEMA, settle, webhook } from "./tool-api-helpers.ts";
@@ -19,12 +19,6 @@ import { ARGS_SCHEMA, settle, webhook } from "./tool-api-helpers.ts";
 // tenant's index finds sessions by agent; a fork keeps the binding.
 
 const SCRIPT = { provider: "scripted", modelId: "script" };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 type Tenant = Awaited<ReturnType<typeof newTenant>>;
 

@@ -1,18 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import type { CreatedSession } from "../../schema/session.ts";
-import { call, newTenant } from "./helpers.ts";
+import { call, newTenant, json } from "./helpers.ts";
 import { connect, events, expectSnapshot, fold, isRunEnd } from "./watch-helpers.ts";
 
 // A watcher of a session bound to an agent version folds the same record as the server keeps: the
 // terminal event names the agent version the operation ran under (docs/api-watch.md), so the
 // fold's lastResult equals GET …/snapshot's (the Inspector shows it from its fold).
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 describe("watching a session bound to an agent version", () => {
   it("run_end names the agent version, and the fold equals the snapshot", async () => {

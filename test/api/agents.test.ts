@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Agent } from "../../schema/agents.ts";
-import { call, errorCode, newTenant } from "./helpers.ts";
+import { call, errorCode, newTenant, json } from "./helpers.ts";
 import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 
 // Agents (docs/agents.md) through the real Hono app: versions, JSON Merge Patch, deletion, paging,
@@ -9,12 +9,6 @@ import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 
 const ECHO = { provider: "scripted", modelId: "echo" };
 const HTTP_TOOL = { kind: "http", description: "Looks up an order", parameters: ARGS_SCHEMA, url: "https://tools.example.com/lookup" };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const create = async (key: string, body: unknown): Promise<Agent> => json<Agent>(await call("/v1/agents", { body, token: key }), 201);
 const patch = async (key: string, id: string, body: unknown): Promise<Agent> => json<Agent>(await call(`/v1/agents/${id}`, { method: "PATCH", body, token: key }), 200);

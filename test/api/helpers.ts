@@ -45,3 +45,9 @@ export async function untilRefused(send: () => Promise<Response>, bound: number)
   throw new Error(`no 429 within ${bound} requests`);
 }
 
+/** The answer's JSON body, after checking its status (the body is in the error when it differs). */
+export async function json<T>(response: Response, status: number): Promise<T> {
+  const text = await response.text();
+  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
+  return JSON.parse(text);
+}

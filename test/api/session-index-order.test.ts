@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { CreatedSession } from "../../schema/session.ts";
-import { call, newTenant } from "./helpers.ts";
+import { call, newTenant, json } from "./helpers.ts";
 
 // The tenant's index keeps a copy of each session's name and agent version for listings and
 // search. A PATCH writes the session first, then the index; two concurrent PATCHes can reach the
@@ -9,12 +9,6 @@ import { call, newTenant } from "./helpers.ts";
 // listing never shows the older name or version once the newer one is indexed.
 
 type Listed = { items: { id: string; name: string | null; agent?: { id: string; version: number } }[] };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const listed = async (key: string, query = ""): Promise<Listed["items"]> => (await json<Listed>(await call(`/v1/sessions${query}`, { token: key }), 200)).items;
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import type { CreatedSession } from "../../schema/session.ts";
 import { fromWire } from "../../schema/wire.ts";
-import { call, newTenant } from "./helpers.ts";
+import { call, newTenant, json } from "./helpers.ts";
 import { objectOf } from "./session-helpers.ts";
 
 // A deletion removes the session's object first and its row in the tenant's index last (so a
@@ -12,12 +12,6 @@ import { objectOf } from "./session-helpers.ts";
 // between is a new session: it keeps its own row, and the deletion's last step does not take it.
 
 type Listed = { items: { id: string; name: string | null; createdAt: number }[] };
-
-async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const listed = async (key: string): Promise<Listed["items"]> => (await json<Listed>(await call("/v1/sessions", { token: key }), 200)).items;
 

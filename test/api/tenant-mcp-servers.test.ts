@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { TenantMcpServerView } from "../../schema/tenant-tools.ts";
-import { call, errorCode, newTenant } from "./helpers.ts";
+import { call, errorCode, newTenant, json } from "./helpers.ts";
 import { mcpScope } from "./mcp-helpers.ts";
-import { copiedHeaders, copiesFor, createAgent, json, patchAgent } from "./tenant-tool-helpers.ts";
+import { copiedHeaders, copiesFor, createAgent, patchAgent } from "./tenant-tool-helpers.ts";
 
 // Tenant MCP servers (docs/tools.md "Tenant tools") through the real Hono app, against the local MCP
 // test server: registration with discovery, revisions, refresh, agents that name them (their

@@ -7,7 +7,7 @@ import { toolSecretContext } from "../../tools/definitions.ts";
 import { mcpCredentialContext } from "../../tools/mcp-definitions.ts";
 import type { TenantCopies } from "../../tools/tenant-copies.ts";
 import { tenantStub } from "../../worker/env.ts";
-import { call } from "./helpers.ts";
+import { call, json } from "./helpers.ts";
 import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 
 // Tenant tools, MCP servers and the agents that name them, over REST, and the copies the tenant
@@ -15,12 +15,6 @@ import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 
 export const HTTP_TOOL = { kind: "http", description: "Looks up an order", parameters: ARGS_SCHEMA, url: "https://tools.example.com/lookup" };
 export const CLIENT_TOOL = { kind: "client", description: "Asks the user", parameters: ARGS_SCHEMA };
-
-export async function json<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  if (response.status !== status) throw new Error(`expected ${status}, got ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 export const putTool = (key: string, name: string, body: unknown): Promise<Response> => call(`/v1/tools/${name}`, { method: "PUT", body, token: key });
 export const createAgent = async (key: string, body: unknown): Promise<Agent> => json<Agent>(await call("/v1/agents", { body, token: key }), 201);

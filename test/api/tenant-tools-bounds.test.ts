@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { MAX_TENANT_MCP_SERVERS, MAX_TENANT_TOOL_REVISIONS, MAX_TENANT_TOOLS } from "../../schema/tenant-tools.ts";
-import { call, newTenant } from "./helpers.ts";
+import { call, newTenant, json } from "./helpers.ts";
 import { mcpScope } from "./mcp-helpers.ts";
-import { CLIENT_TOOL, json, putTool } from "./tenant-tool-helpers.ts";
+import { CLIENT_TOOL, putTool } from "./tenant-tool-helpers.ts";
 
 // The bounds of tenant tools and MCP servers: live names per tenant (a deletion makes room) and
 // revisions per name, each refused with 422 LimitExceeded and nothing written.

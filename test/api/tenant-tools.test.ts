@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { TenantToolView } from "../../schema/tenant-tools.ts";
-import { call, errorCode, newTenant } from "./helpers.ts";
-import { CLIENT_TOOL, copiedSecret, copiesFor, createAgent, HTTP_TOOL, json, patchAgent, putTool } from "./tenant-tool-helpers.ts";
+import { call, errorCode, newTenant, json } from "./helpers.ts";
+import { CLIENT_TOOL, copiedSecret, copiesFor, createAgent, HTTP_TOOL, patchAgent, putTool } from "./tenant-tool-helpers.ts";
 
 // Tenant tools (docs/tools.md "Tenant tools") through the real Hono app: revisions, the secret shown
 // once and kept, deletion refused while an agent's latest version names the tool, the copies a
