@@ -140,11 +140,11 @@ export class AgentSessionsClient {
     return this.operations.resumeCurrent(...args);
   }
 
-  /** `watchLane` with this client's base URL and key. */
+  /** `watchLane` with this client's base URL, key and fetch (its REST reads: `olderEntries()`, a refusal's classification). */
   watchLane(sessionId: string, lane: string, options: Omit<WatchLaneOptions, "baseUrl" | "key" | "sessionId" | "lane"> = {}): LaneWatch {
     const key = this.http.key;
     if (key === undefined) throw new TypeError("watchLane needs a client created with a key");
-    return watchLane({ ...options, baseUrl: this.http.baseUrl, key, sessionId, lane });
+    return watchLane({ ...options, fetch: options.fetch ?? this.http.fetch, baseUrl: this.http.baseUrl, key, sessionId, lane });
   }
 }
 

@@ -131,6 +131,11 @@ export class HttpClient {
     this.fetcher = (input, init) => fetcher(input, init);
   }
 
+  /** The fetch this client sends with (watchLane reads with it too). */
+  get fetch(): FetchLike {
+    return this.fetcher;
+  }
+
   /** The tenant key this client authenticates with (watchLane uses it). */
   get key(): string | undefined {
     return this.options.key;
