@@ -138,9 +138,11 @@ export class SessionSchedules {
     return asResult(async () => {
       await this.laneOf(lane);
       this.scheduleOn(lane, id);
-      const items = this.host.dueWork.schedules.runs(id, limit, beforeDueAt);
+      // One row more than the page says whether another page exists (null on the last, as every listing).
+      const read = this.host.dueWork.schedules.runs(id, limit + 1, beforeDueAt);
+      const items = read.slice(0, limit);
       const last = items.at(-1);
-      return { items, nextCursor: items.length === limit && last ? String(last.dueAt) : null };
+      return { items, nextCursor: read.length > limit && last ? String(last.dueAt) : null };
     });
   }
 
