@@ -25,6 +25,15 @@ export interface TenantProviderGrant {
   deploymentKeys: boolean;
 }
 
+/** A `{NAME}` placeholder pi-ai would fill from the provider's environment. */
+const PLACEHOLDER = /\{[A-Za-z_]+\}/;
+
+/**
+ * The provider environment of a tenant's own request: its values win over the deployment's
+ * (pi-ai merges per field) and name nothing, since a tenant's URL holds no placeholder to fill.
+ */
+const TENANT_ENV = { CLOUDFLARE_ACCOUNT_ID: "{CLOUDFLARE_ACCOUNT_ID}", CLOUDFLARE_GATEWAY_ID: "{CLOUDFLARE_GATEWAY_ID}" };
+
 /** A tenant key wins over the deployment's; the deployment's only when the tenant may use it. */
 export function providerAccess(provider: string, grant: TenantProviderGrant, deployment: ModelsDeployment): ProviderAccess {
   if (grant.key) return { source: "tenant", ...grant.key };
@@ -111,7 +120,16 @@ async function hostedRequest(options: TenantModelsOptions, model: Model<Api>, st
   const binding = access.source === "deployment" ? workersAiBindingRequest(model, options.deployment) : undefined;
   const transport = observe(binding?.fetch ?? options.fetch ?? ((input, init) => fetch(input, init)));
   if (access.source === "tenant") {
-    return { model: access.baseUrl ? { ...model, baseUrl: access.baseUrl } : model, options: { ...base, apiKey: access.apiKey, fetch: transport }, seen };
+    const target = access.baseUrl ? { ...model, baseUrl: access.baseUrl } : model;
+    // pi-ai fills a URL's {…} placeholders (a Cloudflare account and gateway) from the provider's
+    // environment, which is the deployment's: a tenant's own key never takes them from there. Its
+    // request goes where its baseUrl says, with the account in it, or nowhere.
+    if (PLACEHOLDER.test(target.baseUrl)) {
+      return {
+        failure: `A tenant's own key for provider ${model.provider} needs a baseUrl with the account (and gateway) in it, such as https://gateway.ai.cloudflare.com/v1/<account>/<gateway>/compat; set it with PUT /v1/providers/${model.provider}`,
+      };
+    }
+    return { model: target, options: { ...base, apiKey: access.apiKey, env: TENANT_ENV, fetch: transport }, seen };
   }
   if (binding) return { model: binding.model, options: { ...base, ...binding.options, fetch: transport }, seen };
   return { model, options: { ...base, fetch: transport }, seen };

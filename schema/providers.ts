@@ -9,7 +9,14 @@ export const ProviderIdSchema = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0
 /** The body of `PUT /v1/providers/{provider}`: the key is stored sealed and never shown again. */
 export const PutProviderSchema = v.strictObject({
   apiKey: v.pipe(v.string(), v.minLength(1), v.maxLength(4096), v.regex(/^\S+$/, "An API key has no whitespace")),
-  baseUrl: v.optional(v.pipe(v.string(), v.maxLength(2048))),
+  baseUrl: v.optional(
+    v.pipe(
+      v.string(),
+      v.maxLength(2048),
+      // Requests go to it as written: the deployment's {…} values (a Cloudflare account, a gateway) never fill it.
+      v.check((url) => !/[{}]/.test(url), "baseUrl is used as written: put the account (and gateway) in it, not a {…} placeholder"),
+    ),
+  ),
 });
 export type PutProvider = v.InferOutput<typeof PutProviderSchema>;
 
