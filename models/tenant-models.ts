@@ -185,10 +185,14 @@ async function* classified(stream: AssistantMessageEventStream, provider: string
 
 /**
  * A refused key that a provider answers with another status than 401/403: Google answers an
- * invalid API key 400 INVALID_ARGUMENT with the reason API_KEY_INVALID.
+ * invalid API key 400 INVALID_ARGUMENT (reason API_KEY_INVALID), and some hosts answer 400
+ * "Incorrect API key provided: xai-…abcd". Taken as an auth refusal, its text (which may echo part
+ * of the key) is replaced like a 401's.
  */
+const REFUSED_KEY = /API_KEY_INVALID|\b(?:incorrect|invalid)\s+api[\s_-]?key|\bapi[\s_-]?key\s+(?:is\s+)?(?:not\s+valid|invalid|incorrect)/i;
+
 function refusedKey(status: number, errorMessage: string | undefined): boolean {
-  return status === 400 && errorMessage !== undefined && /API_KEY_INVALID|API key not valid/.test(errorMessage);
+  return status === 400 && errorMessage !== undefined && REFUSED_KEY.test(errorMessage);
 }
 
 /** `message` with its error text bounded (the provider's wording is not ours to bound), as the engine keeps it. */

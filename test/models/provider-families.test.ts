@@ -86,6 +86,12 @@ describe("Google's answer to a key it does not accept", { timeout: 30_000 }, () 
     expect(played.message.errorMessage).toContain("google");
   });
 
+  it("a 400 saying the key is incorrect (as some hosts answer) is an auth failure whose text echoes nothing of the key", async () => {
+    const played = await play(model("google", "gemini-2.5-flash"), [errorAnswer(400, `Incorrect API key provided: xai-****${TENANT_KEY.slice(-4)}`)]);
+    expect(providerFailureOf(played.message)).toMatchObject({ kind: "auth", status: 400 });
+    expect(played.message.errorMessage).not.toContain(TENANT_KEY.slice(-4));
+  });
+
   it("another 400 stays a request failure", async () => {
     const played = await play(model("google", "gemini-2.5-flash"), [errorAnswer(400, "Invalid JSON payload received.")]);
     expect(providerFailureOf(played.message)).toMatchObject({ kind: "http", status: 400 });
