@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { IdSchema, ResourceNameSchema } from "./api.ts";
-import { isKeyedObject } from "./json.ts";
+import { isKeyedObject, namesEachOnce } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { HarnessResourcesSchema, SkillSchema } from "./settings.ts";
 import { HarnessSettingsPatchSchema } from "./settings-patch.ts";
@@ -102,6 +102,8 @@ const definitionEntries = {
 
 const inputEntries = {
   ...definitionEntries,
+  // A set, as a lane's (lane-api.ts): a version given with a repeated name is refused.
+  activeTools: v.optional(v.pipe(ActiveToolsSchema, v.check((names: string[]) => namesEachOnce(names), "activeTools names each tool once"))),
   /** Tool definitions by name, as `POST /v1/sessions` takes them (an http tool holds no secret here), or tenant tools as `{ kind: "tenant", tool }`. */
   tools: v.optional(AgentToolsSchema),
   /** Names of tenant MCP servers. */
@@ -174,7 +176,7 @@ export const PatchAgentSchema = v.strictObject({
   tools: member(v.pipe(ToolPatchesObjectSchema, v.record(ToolNameSchema, v.nullable(ToolPatchSchema)))),
   /** Replaces the list (an array in a merge patch is replaced whole). */
   mcpServers: member(McpServerNamesSchema),
-  activeTools: member(ActiveToolsSchema),
+  activeTools: member(v.pipe(ActiveToolsSchema, v.check((names: string[]) => namesEachOnce(names), "activeTools names each tool once"))),
   metadata: member(SessionMetadataPatchSchema),
 });
 export type PatchAgent = v.InferOutput<typeof PatchAgentSchema>;

@@ -48,3 +48,8 @@ export function isKeyedObject(input: unknown): boolean {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** Whether a list names each item once: a list used as a set (active tools) refuses repeats rather than keeping them. */
+export function namesEachOnce(items: readonly string[]): boolean {
+  return new Set(items).size === items.length;
+}

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { IdSchema } from "./api.ts";
-import { JsonValueSchema } from "./json.ts";
+import { JsonValueSchema, namesEachOnce } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { DeferredModeSchema } from "./settings.ts";
 import { AgentMessageInputSchema, ImageContentSchema } from "./messages.ts";
@@ -41,7 +41,8 @@ export const WaitQuerySchema = v.object({ wait: WaitSecondsQuerySchema });
 const laneConfigEntries = {
   model: v.optional(ModelIdentitySchema),
   thinkingLevel: v.optional(ThinkingLevelSchema),
-  activeTools: v.optional(v.pipe(v.array(shortText), v.maxLength(256))),
+  // A set: each request declares one tool per name, and providers refuse a name declared twice.
+  activeTools: v.optional(v.pipe(v.array(shortText), v.maxLength(256), v.check((names: string[]) => namesEachOnce(names), "activeTools names each tool once"))),
 };
 
 export const LaneConfigPatchSchema = v.strictObject(laneConfigEntries);

@@ -361,7 +361,8 @@ export class AgentLane implements LaneHandle {
     return this.projection.configuration.activeToolNames;
   }
   setActiveTools(activeToolNames: string[]): Promise<Result<LaneConfiguration>> {
-    return this.configure({ property: "activeTools", value: [...activeToolNames] });
+    // A set: each request declares one tool per name (a repeat would be declared twice).
+    return this.configure({ property: "activeTools", value: [...new Set(activeToolNames)] });
   }
 
   private configure(change: ConfigChange): Promise<Result<LaneConfiguration>> {

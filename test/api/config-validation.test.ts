@@ -30,9 +30,10 @@ describe("PATCH …/lanes/{lane}/config", () => {
     expect((await execution({ key, lanePath })).configuration).toEqual(before.configuration);
   });
 
-  it("refuses active tools the session does not define with 422 UnknownTool naming each once", async () => {
+  it("refuses active tools the session does not define with 422 UnknownTool naming each (a repeated name is 400 before)", async () => {
     const { key, lanePath } = await laneSetup("cfg_tools");
-    const refused = await call(`${lanePath}/config`, { method: "PATCH", body: { model: SCRIPT, activeTools: ["search", "read", "search"] }, token: key });
+    expect((await call(`${lanePath}/config`, { method: "PATCH", body: { model: SCRIPT, activeTools: ["search", "read", "search"] }, token: key })).status).toBe(400);
+    const refused = await call(`${lanePath}/config`, { method: "PATCH", body: { model: SCRIPT, activeTools: ["search", "read"] }, token: key });
     expect(refused.status).toBe(422);
     const body = await refused.json<ErrorBody>();
     expect(body.error.code).toBe("UnknownTool");
