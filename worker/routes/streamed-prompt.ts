@@ -71,11 +71,13 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
   replayInstead(c, 202, { operationId });
   let ended!: () => void;
   const runEnded = new Promise<void>((resolve) => (ended = resolve));
-  // Between its run_start and its run_end the lane's entries are this run's; before it starts (a
-  // pending run waits behind another) they are another run's, and entries carry no run id.
+  // An event names its run by `runId` (an abort by `operationId`): another run's is not relayed.
+  // Between its run_start and its run_end the lane's entries and their usage are this run's; before
+  // it starts (a pending run waits behind another) they are another run's, and carry no run id.
   let running = false;
-  const events = (event: { type?: unknown; runId?: unknown }): boolean => {
-    if (event.runId === operationId) {
+  const events = (event: { type?: unknown; runId?: unknown; operationId?: unknown }): boolean => {
+    const named = event.runId ?? event.operationId;
+    if (named === operationId) {
       if (event.type === "run_start") running = true;
       if (event.type === "run_end") {
         running = false;
@@ -83,8 +85,8 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
       }
       return true;
     }
-    if (event.runId !== undefined) return false;
-    return event.type !== "entry_added" || running;
+    if (named !== undefined) return false;
+    return (event.type !== "entry_added" && event.type !== "usage") || running;
   };
   const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, runEnded) });
   return streamResponse(c, body);
