@@ -93,6 +93,12 @@ export class EventWindow {
     return window.events.filter(({ seq }) => seq > after).map(({ seq, event }) => ({ seq, event }));
   }
 
+  /** The lane's event numbered `epoch.seq`, while the window holds it. */
+  eventAt(lane: string, epoch: string, seq: number): HarnessEvent | undefined {
+    if (epoch !== this.epoch) return undefined;
+    return this.lanes.get(lane)?.events.find((candidate) => candidate.seq === seq)?.event;
+  }
+
   /** Map order is the lanes' recency: the first lane is the one written longest ago. */
   private touch(lane: string): void {
     const window = this.lanes.get(lane);

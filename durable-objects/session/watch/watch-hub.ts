@@ -133,8 +133,11 @@ export class WatchHub {
     flow.markReady();
     this.add(ws, target);
     // As on a live stream (queueDeliveries): a passing-through relay resumed across a navigation
-    // cannot ask for the snapshot its rebase needs, so it is sent one after the events.
-    if (flow.sse && missed.some(({ event }) => event.type === "navigation_end")) this.resnapshot(ws, harness);
+    // cannot ask for the snapshot its rebase needs, so it is sent one after the events. So it is
+    // when it resumes from the navigation_end itself: the snapshot after it bears the same id, so
+    // whether the client got it is not known (a second one does no harm).
+    const rebased = missed.some(({ event }) => event.type === "navigation_end") || (from !== undefined && target.kind === "lane" && this.window.eventAt(target.lane, from.epoch, from.seq)?.type === "navigation_end");
+    if (flow.sse && rebased) this.resnapshot(ws, harness);
     return true;
   }
 
