@@ -28,6 +28,11 @@ type WatchHost = Pick<SessionHost, "ctx" | "env" | "harness" | "heldSlots" | "op
 export class SessionWatch {
   private readonly hub: WatchHub;
   private readonly commands: SocketCommands;
+  /**
+   * Each socket's commands run one after another, in the order sent: a prompt waiting on its
+   * slot is not overtaken by the abort sent after it (the stop button pressed right after send).
+   */
+  private readonly commandChains = new WeakMap<WebSocket, Promise<void>>();
 
   constructor(
     private readonly host: WatchHost,
@@ -165,11 +170,18 @@ export class SessionWatch {
     this.hub.resnapshot(ws, harness);
   }
 
+  /** A command frame, run after the socket's earlier commands (`commandChains`). */
+  private command(ws: WebSocket, id: string, parsed: unknown): Promise<void> {
+    const next = (this.commandChains.get(ws) ?? Promise.resolve()).then(() => this.runCommand(ws, id, parsed));
+    this.commandChains.set(ws, next);
+    return next;
+  }
+
   /**
    * A command frame (`prompt`, `queue`, `abort` with an `id`): on a lane socket that may send
    * commands, run (watch/socket-commands.ts); otherwise, or malformed, a `reply` with the refusal.
    */
-  private async command(ws: WebSocket, id: string, parsed: unknown): Promise<void> {
+  private async runCommand(ws: WebSocket, id: string, parsed: unknown): Promise<void> {
     const commander = this.hub.commander(ws);
     if (!commander) return this.refuse(ws, WATCH_CLOSE.internal, "Unknown watch state");
     const refuse = (error: ApiError): void => this.hub.reply(ws, errorReply(id, error));
