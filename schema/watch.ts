@@ -70,8 +70,8 @@ export const WatchCommandSchema = v.variant("type", [
 ]);
 export type WatchCommand = v.InferOutput<typeof WatchCommandSchema>;
 
-/** The longest command (in characters): a prompt with its images goes over REST beyond it. */
-export const MAX_WATCH_COMMAND_CHARS = 256 * 1024;
+/** The largest command frame, in bytes of UTF-8: a prompt with its images goes over REST beyond it. */
+export const MAX_WATCH_COMMAND_BYTES = 256 * 1024;
 
 /** Server → client: the answer to a command, with the status and body its REST twin answers. */
 export type WatchReply = { type: "reply"; id: string; status: number; body: unknown };

@@ -1,9 +1,10 @@
 import * as v from "valibot";
+import { utf8Length } from "../../schema/utf8.ts";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import { IdSchema } from "../../schema/api.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_CHARS, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
+import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_BYTES, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
 import { parseStreamId } from "../../schema/watch-resume.ts";
 import { errorReply, SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
 import type { Wire } from "../../schema/wire.ts";
@@ -147,7 +148,10 @@ export class SessionWatch {
     if (ack !== undefined) return this.hub.acknowledge(ws, ack);
     if (typeof message !== "string") return this.refuse(ws, WATCH_CLOSE.binary, "Binary messages are not supported");
     if (message === "ping") return ws.send("pong");
-    if (message.length > MAX_WATCH_COMMAND_CHARS) return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
+    // Characters first (a UTF-16 unit is at least one byte); the bytes only where they may exceed.
+    if (message.length > MAX_WATCH_COMMAND_BYTES || (message.length * 3 > MAX_WATCH_COMMAND_BYTES && utf8Length(message) > MAX_WATCH_COMMAND_BYTES)) {
+      return this.refuse(ws, WATCH_CLOSE.policy, "Message too large");
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(message);

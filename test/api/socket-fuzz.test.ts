@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { beforeAll, describe, expect, it } from "vitest";
-import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_CHARS, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
+import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_BYTES, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
 import type { OpenApiDocument } from "../../worker/openapi/document.ts";
 import { mint } from "./browser-token-helpers.ts";
 import { Rng, bodyMutations, junk, nested } from "./fuzz-generators.ts";
@@ -53,7 +53,7 @@ function commandId(value: unknown): string | undefined {
 
 /** What the server must answer `text` with on a socket of `target`; undefined for a valid command (never sent: it would write). */
 function expectedOf(text: string, target: Target): Outcome | undefined {
-  if (text.length > MAX_WATCH_COMMAND_CHARS) return { close: WATCH_CLOSE.policy };
+  if (new TextEncoder().encode(text).byteLength > MAX_WATCH_COMMAND_BYTES) return { close: WATCH_CLOSE.policy };
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -76,7 +76,7 @@ function candidates(rng: Rng): string[] {
     out.push(JSON.stringify(example));
     for (const mutation of bodyMutations(example)) out.push(JSON.stringify(mutation.body) ?? "null");
     for (let i = 0; i < 30; i++) out.push(JSON.stringify({ ...example, [rng.pick(Object.keys(example))]: junk(rng) }));
-    out.push(JSON.stringify({ ...example, prompt: "x".repeat(MAX_WATCH_COMMAND_CHARS) }));
+    out.push(JSON.stringify({ ...example, prompt: "x".repeat(MAX_WATCH_COMMAND_BYTES) }));
     out.push(JSON.stringify({ ...example, images: [{ type: "image", data: "x".repeat(200_000), mimeType: "image/png" }] }));
     out.push(JSON.stringify({ ...example, message: nested(300, "object") }));
   }
