@@ -52,13 +52,18 @@ export class SessionLanes {
         // A new lane is created on its model in one commit: the one named, else the defaults'.
         const model = patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault });
         assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model }]);
-        const create = () => harness.lane(name, { ...(createAt !== undefined && { createAt }), model });
+        // The whole requested configuration goes into the creation commit: no operation is accepted
+        // on a lane half configured, and a crash leaves the lane whole or not at all (a retried PUT
+        // finds an existing lane and applies nothing).
+        const create = () =>
+          harness.lane(name, {
+            ...(createAt !== undefined && { createAt }),
+            model,
+            ...(patch.thinkingLevel !== undefined && { thinkingLevel: patch.thinkingLevel }),
+            ...(patch.activeTools !== undefined && { activeToolNames: patch.activeTools }),
+          });
         // A new lane takes a lane slot, and a branch slot unless its branch exists (creation-slots.ts).
-        const made = await this.slots.within({ lane: true, branch: !hasBranch(this.host.ctx.storage, name) }, create);
-        // The rest of the requested configuration follows in its own commits (config_update events
-        // after lane_created), before any concurrent request for this lane is answered.
-        await this.applyConfiguration(made, { ...patch, model: undefined });
-        return made;
+        return this.slots.within({ lane: true, branch: !hasBranch(this.host.ctx.storage, name) }, create);
       });
       return { ...lane.info(), created };
     });
@@ -148,10 +153,9 @@ export class SessionLanes {
     return { ...(model && { model }), ...(thinkingLevel && { thinkingLevel }), ...(activeTools && { activeTools }) };
   }
 
+  /** The patch in one commit: no operation is accepted between two of its properties. */
   private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch): Promise<void> {
-    if (model) unwrapLane(await lane.setModel(model));
-    if (thinkingLevel) unwrapLane(await lane.setThinkingLevel(thinkingLevel));
-    if (activeTools) unwrapLane(await lane.setActiveTools(activeTools));
+    unwrapLane(await lane.reconfigure({ ...(model && { model }), ...(thinkingLevel && { thinkingLevel }), ...(activeTools && { activeToolNames: activeTools }) }));
   }
 
   /** Per check: the tenant's credentials and default change without this object knowing. */

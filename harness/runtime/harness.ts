@@ -128,7 +128,11 @@ export class AgentHarness {
    * Atomic get-or-create (the four-case table of §2.4), as one session mutation. `model` is the
    * model of a lane this call creates (over the seed's); a lane that exists keeps its own.
    */
-  async lane(name: string, options: { createAt?: string | null; model?: ModelIdentity } = {}): Promise<AgentLane> {
+  /**
+   * The lane `name`, created when it does not exist: at `createAt`, on its model and, when given,
+   * its thinking level and active tools (else the seed's), all in its one creation commit.
+   */
+  async lane(name: string, options: { createAt?: string | null; model?: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: readonly string[] } = {}): Promise<AgentLane> {
     if (name.length === 0 || name.includes("\u0000")) throw new InvalidLane(`Invalid lane name ${JSON.stringify(name)}`);
     this.assertOpen();
     const existing = this.lanesByName.get(name);
@@ -159,8 +163,8 @@ export class AgentHarness {
       if (!model) throw new InvalidLane(`Lane "${name}" needs a model to be created`);
       const configuration: LaneConfiguration = {
         model,
-        thinkingLevel: seed?.thinkingLevel ?? "off",
-        activeToolNames: [...(seed?.activeToolNames ?? [])],
+        thinkingLevel: options.thinkingLevel ?? seed?.thinkingLevel ?? "off",
+        activeToolNames: [...new Set(options.activeToolNames ?? seed?.activeToolNames ?? [])],
       };
       const idle: DurableLaneState = { lastOperationId: null, inbox: [] };
       try {

@@ -48,6 +48,23 @@ export function planConfigure(lane: string, change: ConfigChange): Planner<LaneC
 const CONFIG_PROPERTIES: readonly ConfigProperty[] = ["model", "thinkingLevel", "activeTools"];
 
 /**
+ * Several properties set at once (a PATCH of a lane's configuration): one laneConfig write and a
+ * `config_update` per property that changed, so no operation is accepted between two of them and a
+ * crash leaves all or none.
+ */
+export function planReconfigure(lane: string, patch: Partial<LaneConfiguration>): Planner<LaneConfiguration> {
+  return (_m, state) => {
+    const next: LaneConfiguration = {
+      model: patch.model ?? state.configuration.model,
+      thinkingLevel: patch.thinkingLevel ?? state.configuration.thinkingLevel,
+      activeToolNames: patch.activeToolNames === undefined ? state.configuration.activeToolNames : [...new Set(patch.activeToolNames)],
+    };
+    const { writes, events } = reconfiguration(lane, state.configuration, next);
+    return { writes, next: { ...state, configuration: next }, events: () => events, value: next };
+  };
+}
+
+/**
  * A lane taking a whole configuration inside a commit its caller makes (a session's move to an
  * agent version, harness.ts replaceConfiguration): its laneConfig write when anything differs, and
  * a `config_update` per property that changed, as the setters above emit them. Computed on the

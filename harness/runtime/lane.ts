@@ -32,7 +32,7 @@ import type { LaneHandle } from "./drive/pass.ts";
 import { acceptAndDrive, abortCurrent, resumeCurrent, type AbortResult, type SuspendedRun, navigateAndContinue, type StructuralOutcome, compactAndContinue, type CompactionOutcome } from "./conveniences.ts";
 import { Drive, observe, runPass } from "./driver.ts";
 import { err, ok, type LaneError, type Result } from "./errors.ts";
-import { planConfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
+import { planConfigure, planReconfigure, planRecordUsage, type ConfigChange } from "./lane-config.ts";
 import { runLaneCommand, type Planner } from "./lane-command.ts";
 import { queueView, type LaneProjection } from "./lane-state.ts";
 import { normalizeQueued, type PromptInput } from "./messages.ts";
@@ -363,6 +363,11 @@ export class AgentLane implements LaneHandle {
   setActiveTools(activeToolNames: string[]): Promise<Result<LaneConfiguration>> {
     // A set: each request declares one tool per name (a repeat would be declared twice).
     return this.configure({ property: "activeTools", value: [...new Set(activeToolNames)] });
+  }
+
+  /** Several properties at once, in one commit (lane-config.ts planReconfigure). */
+  reconfigure(patch: Partial<LaneConfiguration>): Promise<Result<LaneConfiguration>> {
+    return this.command(planReconfigure(this.name, patch), (value) => ok(value));
   }
 
   private configure(change: ConfigChange): Promise<Result<LaneConfiguration>> {

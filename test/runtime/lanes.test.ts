@@ -47,6 +47,23 @@ describe("harness.lane(): the four acquisition cases (§2.4)", () => {
     expect(result.model).toEqual(ECHO);
   });
 
+  it("a lane created with its thinking level and active tools takes them in its one creation commit; a reconfiguration is one commit too", async () => {
+    const result = await withRig(async ({ session, harness, events }) => {
+      const commits = commitCounter(session);
+      await harness.lane("main", { model: SCRIPT, thinkingLevel: "high", activeToolNames: ["current_time", "current_time"] });
+      const created = { commits: commits.count, config: laneValues(session, "main").config?.value };
+      commits.reset();
+      events.length = 0;
+      const lane = harness.getLane("main");
+      if (!lane) throw new Error("no lane");
+      expectOk(await lane.reconfigure({ model: ECHO, thinkingLevel: "low", activeToolNames: [] }));
+      return { created, reconfigured: { commits: commits.count, config: laneValues(session, "main").config?.value }, events: events.map((event) => event.type) };
+    });
+    expect(result.created).toEqual({ commits: 1, config: { model: SCRIPT, thinkingLevel: "high", activeToolNames: ["current_time"] } });
+    expect(result.reconfigured).toEqual({ commits: 1, config: { model: ECHO, thinkingLevel: "low", activeToolNames: [] } });
+    expect(result.events).toEqual(["config_update", "config_update", "config_update"]);
+  });
+
   it("createAt anchors a new lane at an existing entry; the source branch is untouched", async () => {
     const result = await withRig(async ({ session, harness, events }) => {
       const data = await session.createBranch("data", null);
