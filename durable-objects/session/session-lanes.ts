@@ -89,9 +89,12 @@ export class SessionLanes {
       const configuration = parseWire(patch);
       const { catalog } = await this.configContext();
       const lane = await this.host.lane(name);
+      const harness = await this.host.harness();
       assertKnownConfiguration(configuration, catalog);
-      if (configuration.model) assertCanDefer((await this.host.harness()).settings().streamOptions.deferred, [{ lane: name, model: configuration.model }]);
-      await this.applyConfiguration(lane, configuration);
+      // Checked on the line, against the session's settings then: a PATCH turning deferred runs on
+      // meanwhile is either before it (and refuses this model) or after it (and sees this model).
+      const deferrable = configuration.model ? (next: LaneConfiguration) => assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model: next.model }]) : undefined;
+      await this.applyConfiguration(lane, configuration, deferrable);
       return lane.inspectExecution().configuration;
     });
   }
@@ -154,8 +157,8 @@ export class SessionLanes {
   }
 
   /** The patch in one commit: no operation is accepted between two of its properties. */
-  private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch): Promise<void> {
-    unwrapLane(await lane.reconfigure({ ...(model && { model }), ...(thinkingLevel && { thinkingLevel }), ...(activeTools && { activeToolNames: activeTools }) }));
+  private async applyConfiguration(lane: AgentLane, { model, thinkingLevel, activeTools }: LaneConfigPatch, accept?: (next: LaneConfiguration) => void): Promise<void> {
+    unwrapLane(await lane.reconfigure({ ...(model && { model }), ...(thinkingLevel && { thinkingLevel }), ...(activeTools && { activeToolNames: activeTools }) }, accept));
   }
 
   /** Per check: the tenant's credentials and default change without this object knowing. */

@@ -52,13 +52,15 @@ const CONFIG_PROPERTIES: readonly ConfigProperty[] = ["model", "thinkingLevel", 
  * `config_update` per property that changed, so no operation is accepted between two of them and a
  * crash leaves all or none.
  */
-export function planReconfigure(lane: string, patch: Partial<LaneConfiguration>): Planner<LaneConfiguration> {
+export function planReconfigure(lane: string, patch: Partial<LaneConfiguration>, accept?: (next: LaneConfiguration) => void): Planner<LaneConfiguration> {
   return (_m, state) => {
     const next: LaneConfiguration = {
       model: patch.model ?? state.configuration.model,
       thinkingLevel: patch.thinkingLevel ?? state.configuration.thinkingLevel,
       activeToolNames: patch.activeToolNames === undefined ? state.configuration.activeToolNames : [...new Set(patch.activeToolNames)],
     };
+    // The host's checks of the whole next configuration, on the line: a throw writes nothing.
+    accept?.(next);
     const { writes, events } = reconfiguration(lane, state.configuration, next);
     return { writes, next: { ...state, configuration: next }, events: () => events, value: next };
   };

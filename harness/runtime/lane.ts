@@ -365,9 +365,12 @@ export class AgentLane implements LaneHandle {
     return this.configure({ property: "activeTools", value: [...new Set(activeToolNames)] });
   }
 
-  /** Several properties at once, in one commit (lane-config.ts planReconfigure). */
-  reconfigure(patch: Partial<LaneConfiguration>): Promise<Result<LaneConfiguration>> {
-    return this.command(planReconfigure(this.name, patch), (value) => ok(value));
+  /**
+   * Several properties at once, in one commit (lane-config.ts planReconfigure); `accept` checks the
+   * next configuration on the line, against the session as it is then (a throw writes nothing).
+   */
+  reconfigure(patch: Partial<LaneConfiguration>, accept?: (next: LaneConfiguration) => void): Promise<Result<LaneConfiguration>> {
+    return this.command(planReconfigure(this.name, patch, accept), (value) => ok(value));
   }
 
   private configure(change: ConfigChange): Promise<Result<LaneConfiguration>> {

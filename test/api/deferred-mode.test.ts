@@ -42,6 +42,22 @@ describe("deferred mode", () => {
     expect((await settings(setup)).streamOptions).not.toHaveProperty("deferred");
   });
 
+  it("turning deferred on while a lane switches to a model that cannot defer: never both", async () => {
+    for (let round = 0; round < 5; round++) {
+      const setup = await laneSetup(`dmr${round}`);
+      await useScript(setup, []);
+      const [session, lane] = await Promise.all([
+        call(setup.sessionPath, { method: "PATCH", body: { settings: { streamOptions: { deferred: true } } }, token: setup.key }),
+        call(`${setup.lanePath}/config`, { method: "PATCH", body: { model: ECHO }, token: setup.key }),
+      ]);
+      const deferred = (await settings(setup)).streamOptions.deferred === true;
+      const model = (await execution(setup)).configuration.model;
+      // One of the two is refused (422 DeferredUnsupported): a deferring session never holds a lane that cannot defer.
+      expect([session.status, lane.status].sort()).toEqual([200, 422]);
+      expect(deferred && model.modelId === "echo").toBe(false);
+    }
+  });
+
   it("on a deferring session a lane cannot switch to, or be created on, a model that cannot defer", async () => {
     const setup = await laneSetup("dml");
     await useScript(setup, []);
