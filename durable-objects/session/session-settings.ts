@@ -1,3 +1,4 @@
+import { sessionMetadata } from "../../harness/session/builtin-addresses.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { HarnessSettings, PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
@@ -5,7 +6,6 @@ import type { SessionMetadata, SessionMetadataPatch } from "../../schema/session
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, parseWire } from "../rpc/rpc-errors.ts";
 import { assertCanDefer } from "./deferred-check.ts";
-import { sessionMetadata } from "../../harness/session/builtin-addresses.ts";
 import { metadataPatchWrite } from "./metadata-patch.ts";
 import { assertValidSettings } from "./settings-check.ts";
 import type { SessionHost } from "./session-host.ts";

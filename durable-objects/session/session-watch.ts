@@ -1,11 +1,11 @@
 import * as v from "valibot";
-import { utf8Length } from "../../schema/utf8.ts";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import { IdSchema } from "../../schema/api.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_BYTES, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
 import { parseStreamId } from "../../schema/watch-resume.ts";
+import { utf8Length } from "../../schema/utf8.ts";
 import { errorReply, SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";

@@ -3,9 +3,8 @@ import { fromWire } from "../../schema/wire.ts";
 import { sessionStub, type AppContext, type PresentedKey } from "../env.ts";
 import { fail, type HttpFailure } from "../http-error.ts";
 import { limitUnproven } from "./auth-limits.ts";
-import { readBrowserToken } from "./browser-tokens.ts";
+import { readBrowserToken, type BrowserTokenClaims } from "./browser-tokens.ts";
 import { tokenScopeRefusal } from "./token-scopes.ts";
-import type { BrowserTokenClaims } from "./browser-tokens.ts";
 import { sessionIncarnations } from "./session-incarnations.ts";
 import { verifiedKeys } from "./verified-keys.ts";
 
