@@ -65,14 +65,7 @@ const BASE_CONFIG = {
   typeMode: "input",
   errorMode: "throw",
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
-  overrideSchema: ({ valibotSchema }) =>
-    EXPLICIT.get(valibotSchema) ??
-    (valibotSchema === ToolDefinitionsObjectSchema ? toolsByName(ToolDefinitionInputSchema, "Tool definitions by name") : undefined) ??
-    (valibotSchema === AgentToolsObjectSchema ? toolsByName(AgentToolSchema, 'Tool definitions, or tenant tools as { kind: "tenant", tool }, by name') : undefined) ??
-    (valibotSchema === ToolPatchesObjectSchema ? byName(ToolNameSchema, v.nullable(ToolPatchSchema), "Tool patches by name (null removes the tool)") : undefined) ??
-    (valibotSchema === SkillsObjectSchema ? byName(ResourceNameSchema, SkillSchema, "Skills by name") : undefined) ??
-    (valibotSchema === PromptTemplatesObjectSchema ? byName(ResourceNameSchema, PromptTemplateSchema, "Prompt templates by name") : undefined) ??
-    (valibotSchema === ResourcePatchesObjectSchema ? byName(ResourceNameSchema, v.nullable(ResourcePatchSchema), "Patches by name (null removes one)") : undefined),
+  overrideSchema: ({ valibotSchema }) => EXPLICIT.get(valibotSchema) ?? MAPS_BY_NAME.get(valibotSchema)?.(),
   overrideAction: ({ valibotAction, jsonSchema }) => {
     // JSON numbers are finite anyway; a `check` predicate is documented by its message.
     if (valibotAction.type === "finite") return jsonSchema;
@@ -83,6 +76,16 @@ const BASE_CONFIG = {
   },
 } satisfies Omit<ConversionConfig, "definitions">;
 const CONFIG: ConversionConfig = { ...BASE_CONFIG, definitions: COMPONENTS };
+
+/** The maps by name, described by their leading `v.custom` guards (json.ts isKeyedObject), which have no JSON Schema. */
+const MAPS_BY_NAME = new Map<unknown, () => JsonSchema>([
+  [ToolDefinitionsObjectSchema, () => toolsByName(ToolDefinitionInputSchema, "Tool definitions by name")],
+  [AgentToolsObjectSchema, () => toolsByName(AgentToolSchema, 'Tool definitions, or tenant tools as { kind: "tenant", tool }, by name')],
+  [ToolPatchesObjectSchema, () => byName(ToolNameSchema, v.nullable(ToolPatchSchema), "Tool patches by name (null removes the tool)")],
+  [SkillsObjectSchema, () => byName(ResourceNameSchema, SkillSchema, "Skills by name")],
+  [PromptTemplatesObjectSchema, () => byName(ResourceNameSchema, PromptTemplateSchema, "Prompt templates by name")],
+  [ResourcePatchesObjectSchema, () => byName(ResourceNameSchema, v.nullable(ResourcePatchSchema), "Patches by name (null removes one)")],
+]);
 
 /** The JSON Schema of a map by name, given to its leading `v.custom` guard (json.ts isKeyedObject), which has none. */
 function byName(name: v.GenericSchema, item: v.GenericSchema, what: string): JsonSchema {
