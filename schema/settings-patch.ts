@@ -1,5 +1,13 @@
 import * as v from "valibot";
-import { DEFAULT_SETTINGS, HarnessSettingsSchema, MAX_STREAM_HEADERS, StreamOptionsSchema, type HarnessSettings, type StreamOptions } from "./settings.ts";
+import {
+  DEFAULT_SETTINGS,
+  HarnessSettingsSchema,
+  MAX_STREAM_HEADERS,
+  StreamHeadersPatchObjectSchema,
+  StreamOptionsSchema,
+  type HarnessSettings,
+  type StreamOptions,
+} from "./settings.ts";
 
 // A settings change is a JSON Merge Patch (RFC 7396) of the session's settings: a member left out
 // keeps its value, an object merges member by member (`{"compaction":{"keepRecentTokens":20}}`
@@ -18,6 +26,7 @@ const compaction = HarnessSettingsSchema.entries.compaction.entries;
 const stream = StreamOptionsSchema.entries;
 /** A header or metadata map merges by name too; null removes one name. */
 const headerPatch = v.pipe(
+  StreamHeadersPatchObjectSchema,
   v.record(v.pipe(v.string(), v.maxLength(256)), v.nullable(v.pipe(v.string(), v.maxLength(4096)))),
   v.check((record) => Object.keys(record).length <= MAX_STREAM_HEADERS, `at most ${MAX_STREAM_HEADERS} entries`),
 );

@@ -9,7 +9,21 @@ import { ModelIdentitySchema, QueueModeSchema } from "./lane.ts";
 const nonNegativeInt = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 /** Headers (and metadata) sent with every provider request: bounded in number as well as size. */
 export const MAX_STREAM_HEADERS = 64;
+/**
+ * The leading guards of the header and metadata maps and of their patches (json.ts isKeyedObject):
+ * a name valibot's record would skip is refused, never dropped. The OpenAPI document describes each
+ * map by its guard.
+ */
+export const StreamHeadersObjectSchema = v.custom<Record<string, unknown>>(
+  isKeyedObject,
+  "headers and metadata must be objects of strings by name (not __proto__, constructor or prototype)",
+);
+export const StreamHeadersPatchObjectSchema = v.custom<Record<string, unknown>>(
+  isKeyedObject,
+  "headers and metadata must be objects of strings or null by name (not __proto__, constructor or prototype)",
+);
 const headerRecord = v.pipe(
+  StreamHeadersObjectSchema,
   v.record(v.pipe(v.string(), v.maxLength(256)), v.pipe(v.string(), v.maxLength(4096))),
   v.check((record) => Object.keys(record).length <= MAX_STREAM_HEADERS, `at most ${MAX_STREAM_HEADERS} entries`),
 );

@@ -44,3 +44,26 @@ describe("names a map cannot hold", () => {
     expect(Object.keys(agent.tools ?? {})).toEqual(["other"]);
   });
 });
+
+describe("provider headers and metadata by name", () => {
+  it("a session's streamOptions headers or metadata naming a reserved key are refused, at creation and in a PATCH; nothing is written", async () => {
+    const { key } = await newTenant("rsv_stream");
+    for (const map of ["headers", "metadata"]) {
+      for (const name of ["constructor", "prototype"]) {
+        const created = await call("/v1/sessions", { token: key, body: { id: `s_${map}_${name}`, settings: { streamOptions: { [map]: { [name]: "x", kept: "y" } } } } });
+        expect(await refused(created)).toBe("ValidationFailed");
+        expect((await call(`/v1/sessions/s_${map}_${name}`, { token: key })).status).toBe(404);
+      }
+    }
+    expect((await call("/v1/sessions", { token: key, body: { id: "s_patch", settings: { streamOptions: { headers: { kept: "y" } } } } })).status).toBe(201);
+    for (const map of ["headers", "metadata"]) {
+      const patched = await call("/v1/sessions/s_patch", { method: "PATCH", token: key, body: { settings: { streamOptions: { [map]: { constructor: "x", other: "z" } } } } });
+      expect(await refused(patched)).toBe("ValidationFailed");
+    }
+    // An agent's settings too: a session created from it would send what its author never saw dropped.
+    const agent = await call("/v1/agents", { token: key, body: { id: "a_stream", settings: { streamOptions: { metadata: { prototype: "x" } } } } });
+    expect(await refused(agent)).toBe("ValidationFailed");
+    const session = await (await call("/v1/sessions/s_patch", { token: key })).json<{ settings: { streamOptions: { headers?: Record<string, string>; metadata?: Record<string, string> } } }>();
+    expect(session.settings.streamOptions).toEqual({ headers: { kept: "y" } });
+  });
+});

@@ -22,7 +22,7 @@ import {
 import { HeadersObjectSchema, MAX_MCP_HEADERS, McpServerViewSchema, ReplayMapObjectSchema } from "../../schema/mcp.ts";
 import { AgentMessageInputSchema, AgentMessageSchema, DeferredHandleSchema, ImageContentSchema } from "../../schema/messages.ts";
 import { BranchListingSchema, SessionSchema } from "../../schema/session.ts";
-import { HarnessResourcesSchema, HarnessSettingsSchema } from "../../schema/settings.ts";
+import { HarnessResourcesSchema, HarnessSettingsSchema, MAX_STREAM_HEADERS, StreamHeadersObjectSchema, StreamHeadersPatchObjectSchema } from "../../schema/settings.ts";
 import { HarnessSettingsPatchSchema } from "../../schema/settings-patch.ts";
 import { MetadataObjectSchema, MetadataPatchObjectSchema, SESSION_METADATA_LIMITS } from "../../schema/session-metadata.ts";
 import { MAX_TOOL_PARAMETERS_BYTES, ToolDefinitionViewSchema, ToolParametersSchema } from "../../schema/tools.ts";
@@ -105,6 +105,24 @@ export const EXPLICIT = new Map<unknown, JsonSchema>([
     },
   ],
   [HeadersObjectSchema, { type: "object", additionalProperties: { type: "string" }, description: `Static HTTP headers by name (at most ${MAX_MCP_HEADERS}).` }],
+  [
+    StreamHeadersObjectSchema,
+    {
+      type: "object",
+      propertyNames: { maxLength: 256 },
+      additionalProperties: { type: "string", maxLength: 4096 },
+      description: `Sent with every provider request, by name: at most ${MAX_STREAM_HEADERS} (not __proto__, constructor or prototype).`,
+    },
+  ],
+  [
+    StreamHeadersPatchObjectSchema,
+    {
+      type: "object",
+      propertyNames: { maxLength: 256 },
+      additionalProperties: { type: ["string", "null"], maxLength: 4096 },
+      description: `Merged by name: a string sets one, null removes it; at most ${MAX_STREAM_HEADERS} named (not __proto__, constructor or prototype).`,
+    },
+  ],
   [ReplayMapObjectSchema, { type: "object", additionalProperties: { enum: ["never", "safe"] }, description: "Replay policy by tool name on the server (the others \"never\")." }],
   [
     MetadataObjectSchema,
