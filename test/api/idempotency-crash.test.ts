@@ -1,11 +1,12 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
 import type { TenantObject } from "../../durable-objects/tenant/tenant-object.ts";
 import { IDEMPOTENCY_CLAIM_MS } from "../../durable-objects/rpc/idempotency.ts";
 import type { Entry } from "../../schema/entries.ts";
+import { sseReader } from "../helpers/sse-reader.ts";
 import { adminToken, call, errorCode, newTenant } from "./helpers.ts";
 import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
 import { connect, expectSnapshot, sessionObject, watchSetup } from "./watch-helpers.ts";
@@ -48,6 +49,16 @@ async function branchEntries(setup: Setup): Promise<Entry[]> {
 }
 
 const textOf = (entry: Entry): string => JSON.stringify(entry);
+
+/** The lane's last operation, waited on until settled: its id. */
+async function settledRun(setup: Setup): Promise<string> {
+  const lane = await (await call(setup.lanePath, { token: setup.key })).json<{ lastOperationId: string | null }>();
+  const operationId = lane.lastOperationId;
+  if (!operationId) throw new Error(`No operation on the lane: ${JSON.stringify(lane)}`);
+  const settled = await call(`${setup.lanePath}/operations/${operationId}?wait=30`, { token: setup.key });
+  expect((await settled.json<{ state: string }>()).state).toBe("settled");
+  return operationId;
+}
 
 describe("a request killed between its effect and its remembered answer", () => {
   it("POST …/queue: the retry after the claim lapsed answers the first entry, queued once", async () => {
@@ -105,6 +116,33 @@ describe("a request killed between its effect and its remembered answer", () => 
     expect(JSON.stringify(await retried.json())).toContain("the only answer");
     const entries = await branchEntries(setup);
     expect(entries.filter((entry) => textOf(entry).includes("marker-wait-once"))).toHaveLength(1);
+    expect(entries.filter((entry) => textOf(entry).includes("a second run would say this"))).toHaveLength(0);
+  });
+
+  it("POST …/prompt streamed: the retry of a run that ended meanwhile streams its result at once, the run's once", async () => {
+    const setup = await laneSetup("idcrashs");
+    await useScript(setup, [{ text: "the streamed answer" }, { text: "a second run would say this" }]);
+    await loseAnswers(setup);
+    const request = { body: { prompt: "marker-stream-once" }, token: setup.key, headers: { "idempotency-key": "prompt-stream-1" } };
+    expect((await call(`${setup.lanePath}/prompt`, request)).status).toBeGreaterThanOrEqual(500);
+    await killAndLapse(setup);
+    // The run the first request accepted ran on (recovered after the kill) and ended: its run_end
+    // went out before the retry's relay was there to hear it.
+    const operationId = await settledRun(setup);
+
+    const response = await exports.default.fetch(`http://api.test${setup.lanePath}/prompt`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${setup.key}`, "content-type": "application/json", accept: "text/event-stream", "idempotency-key": "prompt-stream-1" },
+      body: JSON.stringify(request.body),
+    });
+    expect(response.status).toBe(200);
+    if (!response.body) throw new Error("no body");
+    const items = await sseReader(response.body).until((item) => item.event === "result");
+    const result = JSON.parse(items.at(-1)?.data ?? "null");
+    expect(result).toMatchObject({ operationId, status: "completed" });
+    expect(JSON.stringify(result)).toContain("the streamed answer");
+    const entries = await branchEntries(setup);
+    expect(entries.filter((entry) => textOf(entry).includes("marker-stream-once"))).toHaveLength(1);
     expect(entries.filter((entry) => textOf(entry).includes("a second run would say this"))).toHaveLength(0);
   });
 

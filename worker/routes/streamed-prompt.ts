@@ -88,22 +88,52 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
     if (named !== undefined) return false;
     return (event.type !== "entry_added" && event.type !== "usage") || running;
   };
-  const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, runEnded) });
+  // A repeat of a keyed request may answer a run the first request accepted, which may have ended
+  // before this relay opened: its run_end will never come, so the relay catching up stands in for it.
+  const relayed = idempotencyScope(c) === undefined ? runEnded : Promise.race([runEnded, relayCaughtUp(relay)]);
+  const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, relayed) });
   return streamResponse(c, body);
 }
 
-/** The run's answer as the JSON route words it, once the run's end was relayed (so it comes last). */
-async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, runEnded: Promise<void>): Promise<string> {
+/** The run's answer as the JSON route words it, once the run's end was relayed (so it comes last) or `relayed` says it never will be. */
+async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, relayed: Promise<void>): Promise<string> {
   const deadline = Date.now() + STREAM_FOR_MS;
   for (;;) {
     const outcome = replyValue(await stub.promptOutcome(lane, operationId, Math.min(WAIT_STEP_MS, Math.max(0, deadline - Date.now()))));
     if (outcome.state === "settled") {
-      await runEnded;
+      await relayed;
       return resultEvent(outcome.result);
     }
     if (outcome.state === "suspended") return resultEvent({ status: "suspended", operationId, deferred: outcome.deferred });
     if (Date.now() >= deadline) return resultEvent({ operationId });
   }
+}
+
+/**
+ * Resolves once every event the lane numbered so far has reached the relay: a resnapshot the relay
+ * asks for comes after all of them (the hub sends what it numbered before a snapshot first,
+ * watch-hub.ts). The snapshot itself is not relayed (`snapshots: false`). A closed socket ends the
+ * stream anyway.
+ */
+function relayCaughtUp(ws: WebSocket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      ws.removeEventListener("message", onMessage);
+      ws.removeEventListener("close", done);
+      resolve();
+    };
+    // Frames are serialized with `type` first (watch-frames.ts outgoing): no snapshot is parsed here.
+    const onMessage = ({ data }: MessageEvent) => {
+      if (typeof data === "string" && data.startsWith('{"type":"snapshot"')) done();
+    };
+    ws.addEventListener("message", onMessage);
+    ws.addEventListener("close", done);
+    try {
+      ws.send(JSON.stringify({ type: "resnapshot" }));
+    } catch {
+      done();
+    }
+  });
 }
 
 function resultEvent(body: unknown): string {
