@@ -119,6 +119,11 @@ export async function requestAbortWith<T>(
       const live = lane.liveGate(operationId);
       live?.beginAbort(cancellation);
       live?.signalAbort();
+      // The marker is durable; its reconciliation must be too. An operation resting in a durable
+      // wait (a client call, a deferred answer, a retry's backoff) has no pass to notice the
+      // marker, and a process that dies now has no alarm to come back by: due now starts (or
+      // joins) a pass and arms the safety net, as an acceptance does.
+      core.wake.due(lane.name, operationId, core.clock());
     }));
     if (!result.ok || !newlyMarked(result.value)) {
       reopenUnmarked();

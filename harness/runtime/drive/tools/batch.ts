@@ -28,6 +28,9 @@ export async function runToolBatch(pass: Pass, state: StateAt<"tools">): Promise
   const assistant = assistantOf(pass, state.batch);
   const batchId = state.batch.assistantEntryId;
   const cancelled = state.control.status === "cancel_requested";
+  // A client's answer accepted before the marker is admitted work (§4.5: cancellation never erases
+  // it): it is placed as the call's result, as a live pass places it, before the rest is cancelled.
+  if (cancelled) await settleClientCalls(pass, assistant, batchId);
   for (const call of state.batch.calls) {
     if (call.status === "effect_pending") await recoverCall(pass, assistant, state.batch, call, cancelled);
   }

@@ -15,7 +15,8 @@ type PendingCall = Extract<ToolCallState, { status: "effect_pending" }>;
  * deletes the old checkpoint and emits `tool_start{recovery}`, then the tool runs again with the
  * persisted arguments, the same invocation id and the same memos. Otherwise the interruption
  * result, built from the latest checkpoint, stages without any hook. Client calls are not effects
- * of this process: they keep waiting, or under cancellation settle as cancelled.
+ * of this process: they keep waiting, or under cancellation settle as cancelled (a posted answer
+ * was placed before this, batch.ts).
  */
 export async function recoverCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch, state: PendingCall, cancelled: boolean): Promise<void> {
   const call = toolCallAt(assistant, state.sourceIndex);
