@@ -37,7 +37,7 @@ export class SessionDeletions {
 
   /** The tenant's deletion: every indexed session. */
   queueAll(now: number): void {
-    this.sql.exec("INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM sessions WHERE true ON CONFLICT DO NOTHING", now);
+    this.sql.exec("INSERT INTO session_deletions (session_id, queued_at) SELECT session_id, ? FROM sessions WHERE true ON CONFLICT (session_id) DO UPDATE SET idle_before = NULL", now);
   }
 
   /**
