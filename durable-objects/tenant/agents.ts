@@ -9,7 +9,7 @@ import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type AgentsHost = Pick<TenantHost, "sql" | "env" | "requireTenant">;
+type AgentsHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant">;
 
 /**
  * The tenant's agents (agent-store.ts): versioned definitions a session can be created from. The
@@ -22,7 +22,7 @@ export class Agents {
 
   async createAgent(agentId: string, definition: Wire<AgentDefinition>): Promise<Wire<RpcResult<Agent>>> {
     return asResult(() => {
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
       return this.store().create(agentId, parseWire(definition), Date.now());
     });
   }
@@ -58,7 +58,7 @@ export class Agents {
   /** The version after `basedOn`, or the conflict when another came first (the caller merges again). */
   async appendAgentVersion(agentId: string, basedOn: number, definition: Wire<AgentDefinition>): Promise<Wire<RpcResult<AppendResult>>> {
     return asResult(() => {
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
       return this.store().append(agentId, basedOn, parseWire(definition), Date.now());
     });
   }

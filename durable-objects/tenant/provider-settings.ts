@@ -25,11 +25,11 @@ export class ProviderSettings {
   /** Stores (or replaces) the tenant's key for `provider`; the answer never holds the key. */
   async putProviderKey(provider: string, apiKey: string, baseUrl: string | undefined): Promise<Wire<RpcResult<ProviderKeyInfo>>> {
     return asResult(async () => {
-      const tenant = this.host.requireTenant();
+      const tenant = this.host.requireActiveTenant();
       const keys = this.providerKeys(tenant.id);
       const sealed = await keys.seal(provider, apiKey);
       // The seal is awaited before the SQL turn: the tenant is read again in the writing turn.
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
       return keys.write(provider, sealed, apiKey, baseUrl, Date.now());
     });
   }
@@ -54,7 +54,7 @@ export class ProviderSettings {
    */
   async setDefaultModel(model: ModelIdentity | null): Promise<Wire<RpcResult<{ defaultModel: ModelIdentity | null }>>> {
     return asResult(() => {
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
       const stored = model && { provider: model.provider, modelId: model.modelId };
       this.host.sql.exec("UPDATE tenant SET default_model = ? WHERE singleton = 1", stored ? JSON.stringify(stored) : null);
       return { defaultModel: stored };

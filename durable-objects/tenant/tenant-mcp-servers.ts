@@ -15,7 +15,7 @@ import { tenantMcpStore, type Revision, type TenantRevisions } from "./tenant-re
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type TenantMcpHost = Pick<TenantHost, "sql" | "env" | "requireTenant">;
+type TenantMcpHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant">;
 
 /** No lane of the tenant has a tool active: a tool the server stops listing leaves the next revision (sessions keep theirs). */
 const NO_ACTIVE_TOOLS: ReadonlySet<string> = new Set();
@@ -48,7 +48,7 @@ export class TenantMcpServers {
 
   async putTenantMcpServer(name: string, input: Wire<McpServerInput>): Promise<Wire<RpcResult<TenantMcpServerReply>>> {
     return asResult(async () => {
-      const tenant = this.host.requireTenant();
+      const tenant = this.host.requireActiveTenant();
       const definition = parseWire(input);
       const urlProblem = egressProblem(definition.url, this.allowLoopback());
       if (urlProblem) throw invalidInput("url", urlProblem.message, { field: "url", server: name, ...egressDetails(urlProblem) });
@@ -57,8 +57,10 @@ export class TenantMcpServers {
       if (!store.latest(name)) store.assertRoom(!store.existed(name));
       const candidate = await mcpServerCandidate(name, definition, (headers) => this.sealHeaders(tenant.id, name, headers));
       const outcome = await this.discover(tenant.id, name, candidate);
-      // From here on one synchronous turn. Under the same prefix the cached tools the new `allow`
-      // admits carry over, kept should this discovery have failed.
+      // From here on one synchronous turn (a deletion begun during the discovery refuses it). Under
+      // the same prefix the cached tools the new `allow` admits carry over, kept should this
+      // discovery have failed.
+      this.host.requireActiveTenant();
       const { stored, created } = store.put(name, (latest) => withDiscovery({ ...candidate, tools: carriedTools(latest, candidate, NO_ACTIVE_TOOLS) }, outcome, NO_ACTIVE_TOOLS, Date.now()), Date.now());
       return { ...tenantMcpServerView(stored), created };
     });

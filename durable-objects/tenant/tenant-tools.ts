@@ -11,7 +11,7 @@ import { tenantToolStore, type Revision } from "./tenant-revisions.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type TenantToolsHost = Pick<TenantHost, "sql" | "env" | "requireTenant">;
+type TenantToolsHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant">;
 
 /**
  * The tenant's own tools (spec/API.md "Tenant tools and MCP servers"): http and client tools
@@ -40,7 +40,7 @@ export class TenantTools {
 
   async putTenantTool(name: string, input: Wire<TenantToolInput>): Promise<Wire<RpcResult<TenantToolReply>>> {
     return asResult(async () => {
-      const tenant = this.host.requireTenant();
+      const tenant = this.host.requireActiveTenant();
       const definition = parseWire(input);
       const { env } = this.host;
       // Checked and sealed first: the read of the latest revision and the write of the next then
@@ -49,6 +49,8 @@ export class TenantTools {
       const fresh = candidate.kind === "http" ? newToolSecret() : undefined;
       const withFresh = fresh === undefined ? candidate : { ...candidate, ...(await sealedSecret(env.SECRETS_KEY, tenant.id, name, fresh)) };
       let secret: string | undefined;
+      // The writing turn: a deletion begun during the awaits above refuses it.
+      this.host.requireActiveTenant();
       const { stored, created } = tenantToolStore(this.host.sql).put(
         name,
         (latest) => {

@@ -16,12 +16,12 @@ export class WebhookSubscriptions {
   /** Registers an endpoint; its signing secret is answered this once and stored only sealed. */
   async createWebhook(url: string, events: WebhookEventType[]): Promise<Wire<RpcResult<CreatedWebhook>>> {
     return asResult(async () => {
-      const tenant = this.host.requireTenant();
+      const tenant = this.host.requireActiveTenant();
       const id = `wh_${randomToken(12)}`;
       const secret = newWebhookSecret();
       const sealed = await sealWebhookSecret(this.host.env.SECRETS_KEY, tenant.id, id, secret);
       // The seal is awaited before the SQL turn: the tenant and the limits are read in the writing turn.
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
       return { ...this.host.webhooks().insert({ id, url, events, sealedSecret: sealed, createdAt: Date.now() }), secret };
     });
   }
@@ -36,7 +36,7 @@ export class WebhookSubscriptions {
   /** Changes an endpoint's subscriptions, or enables or disables it (tenant-webhooks.ts `patch`). */
   async patchWebhook(endpointId: string, patch: PatchWebhook): Promise<Wire<RpcResult<WebhookEndpoint>>> {
     return asResult(() => {
-      this.host.requireTenant();
+      this.host.requireActiveTenant();
       return this.host.webhooks().patch(endpointId, patch, Date.now());
     });
   }
