@@ -13,10 +13,15 @@ export class AdminDirectory {
     private readonly sql: SqlStorage,
   ) {}
 
-  /** Idempotent; the admin's tenant creation proves the directory should exist. */
-  async registerTenant(tenant: TenantSummary): Promise<void> {
+  /**
+   * Idempotent; the admin's tenant creation proves the directory should exist. With `retentionDays`
+   * (the tenant object's own value), the directory's copy the cron sweeps by is set too, in the
+   * same turn: a row healed after a failed creation, or missing when a retention was set, gets it.
+   */
+  async registerTenant(tenant: TenantSummary, retentionDays?: number | null): Promise<void> {
     this.schema.create();
     new TenantDirectory(this.sql).register(tenant);
+    if (retentionDays !== undefined) new DirectoryLifecycle(this.sql).setRetention(tenant.id, retentionDays);
   }
 
   async listTenants(limit: number, cursor: string | undefined): Promise<Wire<RpcResult<Page<TenantSummary>>>> {
@@ -32,10 +37,6 @@ export class AdminDirectory {
   async markTenant(tenantId: string, status: "deleting" | "deleted"): Promise<void> {
     this.schema.create();
     new DirectoryLifecycle(this.sql).mark(tenantId, status, Date.now());
-  }
-
-  async setTenantRetention(tenantId: string, days: number | null): Promise<void> {
-    if (this.schema.exists) new DirectoryLifecycle(this.sql).setRetention(tenantId, days);
   }
 
   async takeTenantsDueForRetention(now: number, limit: number): Promise<string[]> {

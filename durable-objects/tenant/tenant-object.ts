@@ -147,7 +147,7 @@ export class TenantObject extends DurableObject<Env> {
   async searchSessions(search: SessionSearch) { return this.sessions.searchSessions(search); }
 
   // The admin's directory of tenants, on "admin:directory" only (admin-directory.ts).
-  async registerTenant(tenant: TenantSummary) { return this.directory.registerTenant(tenant); }
+  async registerTenant(tenant: TenantSummary, retentionDays?: number | null) { return this.directory.registerTenant(tenant, retentionDays); }
   async listTenants(limit: number, cursor: string | undefined) { return this.directory.listTenants(limit, cursor); }
 
   // Deletion and retention (data-lifecycle.ts; the directory's part: admin-directory.ts).
@@ -157,7 +157,6 @@ export class TenantObject extends DurableObject<Env> {
   async sweepRetention(now: number) { return this.lifecycle.sweepRetention(now); }
   async directoryStatus(tenantId: string) { return this.directory.directoryStatus(tenantId); }
   async markTenant(tenantId: string, status: "deleting" | "deleted") { return this.directory.markTenant(tenantId, status); }
-  async setTenantRetention(tenantId: string, days: number | null) { return this.directory.setTenantRetention(tenantId, days); }
   async takeTenantsDueForRetention(now: number, limit: number) { return this.directory.takeTenantsDueForRetention(now, limit); }
 
   // Idempotency-Keys of the creating POSTs this object owns (idempotency-keys.ts).

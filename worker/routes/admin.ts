@@ -35,7 +35,9 @@ export const adminRoutes = new Hono<AppEnv>()
     if (!created.ok) {
       const { name, createdAt } = created.error.details ?? {};
       if (created.error.code === "TenantExists" && typeof name === "string" && typeof createdAt === "number") {
-        await directory(c).registerTenant({ id, name, createdAt });
+        // The retention the operator may have set meanwhile is listed with it, for the cron's sweep.
+        const quotas = replyValue(await tenantStub(c.env, id).getQuotas());
+        await directory(c).registerTenant({ id, name, createdAt }, quotas.sessionRetentionDays);
       }
       throw new HttpFailure(created.error);
     }
@@ -73,8 +75,12 @@ export const adminRoutes = new Hono<AppEnv>()
     const tenantId = pathParam(c, "tenantId", IdSchema);
     const patch = await jsonBody(c, TenantQuotasPatchSchema);
     const quotas = replyValue(await tenantStub(c.env, tenantId).setQuotas(patch));
-    // The directory keeps which tenants the cron sweeps for retention (worker/retention-sweep.ts).
-    if (patch.sessionRetentionDays !== undefined) await directory(c).setTenantRetention(tenantId, quotas.sessionRetentionDays);
+    // The directory keeps which tenants the cron sweeps for retention (worker/retention-sweep.ts);
+    // a tenant missing from it (a creation that stopped before the directory) is listed here.
+    if (patch.sessionRetentionDays !== undefined) {
+      const tenant = replyValue(await tenantStub(c.env, tenantId).info());
+      await directory(c).registerTenant(tenant, quotas.sessionRetentionDays);
+    }
     // A lease of this isolate was sized under the old quota: a lowered one applies here at once.
     quotaLeases.drop(tenantId);
     return c.json(quotas);
