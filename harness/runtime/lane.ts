@@ -17,7 +17,7 @@ import type { AgentMessage, DeferredHandle, ImageContent } from "../../schema/me
 import type { Usage } from "../../schema/usage.ts";
 import type { BranchScan } from "../session/branch.ts";
 import type { SessionMutator } from "../session/mutation.ts";
-import { readResult } from "./operation-codec.ts";
+import { readResultOn } from "./operation-codec.ts";
 import { planRunAcceptance, requestMessages, type OperationAdmission, type OperationRequest, type RunRequest } from "./acceptance.ts";
 import type { FirstRequest } from "./first-request.ts";
 import { acceptWhileBusy, type BusyPromptAnswer, type IfBusy } from "./busy-prompts.ts";
@@ -295,9 +295,9 @@ export class AgentLane implements LaneHandle {
     return this.activeDrive?.operationId === operationId ? this.activeDrive.control : undefined;
   }
 
-  /** One value read: the immutable record of a settled operation. */
+  /** One value read: the immutable record of a settled operation of this lane. */
   getResult(operationId: string): OperationResultRecord | undefined {
-    return readResult(this.core.session, operationId);
+    return readResultOn(this.core.session, operationId, this.name);
   }
 
   inspectExecution(): LaneExecutionInfo {

@@ -330,6 +330,8 @@ interface CompactStoredResult {
   d: number;
   /** The agent version the session was bound to at acceptance. */
   g?: AgentVersionRef;
+  /** The lane the operation ran on (absent in records written before it was kept: any lane's). */
+  l?: string;
 }
 
 /** A tip as stored: nothing for null, packed under the capital key when it is a UUID. */
@@ -343,8 +345,11 @@ function readTip(text: string | undefined, packed: string | undefined): string |
   return text ?? (packed === undefined ? null : unpackUuid(packed));
 }
 
-/** The immutable record of a settled operation (reference §3.8), written once by the terminal. */
-export function resultWrite(record: OperationResultRecord): Write {
+/**
+ * The immutable record of a settled operation (reference §3.8), written once by the terminal, with
+ * the lane it ran on: an operation id is answered on its own lane only (`readResultOn`).
+ */
+export function resultWrite(record: OperationResultRecord, lane: string): Write {
   const stored: CompactStoredResult = {
     ...(record.kind !== "run" && { k: record.kind }),
     ...(record.status !== "completed" && { s: record.status }),
@@ -354,8 +359,20 @@ export function resultWrite(record: OperationResultRecord): Write {
     a: record.startedAt,
     d: record.endedAt - record.startedAt,
     ...(record.agent !== undefined && { g: record.agent }),
+    l: lane,
   };
   return setValue(operationResult<CompactStoredResult>(record.operationId), stored);
+}
+
+/**
+ * The record of a settled operation as lane `lane` answers it: undefined when it never settled, or
+ * when it ran on another lane (a lane's routes, and the browser tokens scoped to lanes, reach that
+ * lane's operations only). A record written before lanes were kept in it is every lane's.
+ */
+export function readResultOn(m: Pick<SessionReader, "getValue">, operationId: string, lane: string): OperationResultRecord | undefined {
+  const stored = m.getValue(operationResult<CompactStoredResult | FullStoredResult>(operationId))?.value;
+  if (stored && "l" in stored && stored.l !== undefined && stored.l !== lane) return undefined;
+  return readResult(m, operationId);
 }
 
 /** The record of a settled operation, however old; undefined when it never settled. */

@@ -98,7 +98,7 @@ export function planCancelPendingRun(core: HarnessCore, lane: string, operationI
       endedAt: Math.max(now, stored.acceptedAt),
     };
     return {
-      writes: [deleteValue(pendingRun(operationId)), resultWrite(record)],
+      writes: [deleteValue(pendingRun(operationId)), resultWrite(record, lane)],
       next: { ...state, pending: state.pending.filter((id) => id !== operationId) },
       events: () => [terminalEvent(lane, record)],
       afterCommit: () => core.wake.settled(lane, operationId),
@@ -143,7 +143,7 @@ export function startNextPending(core: HarnessCore, lane: string, m: SessionMuta
     const code = plan.value.ok ? "Refused" : plan.value.error.code;
     const error = { code, message: `The pending run could not start: ${code}` };
     const record: OperationResultRecord = { operationId, kind: "run", status: "failed", error, fromTipId: state.tipId, tipId: state.tipId, startedAt: stored.acceptedAt, endedAt: Math.max(core.clock(), stored.acceptedAt) };
-    writes.push(resultWrite(record));
+    writes.push(resultWrite(record, lane));
     failed.push(record);
   }
   return writes.length > 0 ? { writes, next: state, events: failedEnds, afterCommit: settleFailed, value: undefined } : undefined;

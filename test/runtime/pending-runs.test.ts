@@ -134,7 +134,7 @@ describe("pending runs (ifBusy: enqueue)", () => {
         const { first, second, third } = await runningAndTwoPending(lane);
         // Its id has a record by the time its turn comes (acceptance refuses a settled id): it cannot start.
         const foreign: OperationResultRecord = { operationId: second.operationId, kind: "run", status: "completed", fromTipId: null, tipId: null, startedAt: 1, endedAt: 1 };
-        await rig.session.mutate((m) => m.commit([resultWrite(foreign)]));
+        await rig.session.mutate((m) => m.commit([resultWrite(foreign, "main")]));
         settledRecord(await lane.drive({ operationId: first.operationId }));
         const startedNext = lane.state.operation?.meta.operationId;
         settledRecord(await lane.drive({ operationId: third.operationId }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readResult, resultWrite } from "../../harness/runtime/operation-codec.ts";
+import { readResult, readResultOn, resultWrite } from "../../harness/runtime/operation-codec.ts";
 import type { Value } from "../../harness/session/addresses.ts";
 import { packUuid, unpackUuid } from "../../harness/session/ids.ts";
 import type { StoredValue } from "../../harness/session/storage.ts";
@@ -29,7 +29,7 @@ function holding(stored: unknown) {
 }
 
 function storedOf(record: OperationResultRecord): unknown {
-  const write = resultWrite(record);
+  const write = resultWrite(record, "main");
   if (write.kind !== "value" || write.op !== "set") throw new Error("not a value write");
   return write.value;
 }
@@ -80,5 +80,14 @@ describe("operation record stored form", () => {
     }
     expect(packUuid(base.tipId.toUpperCase())).toBeUndefined();
     expect(() => unpackUuid("short")).toThrow(TypeError);
+  });
+  it("keeps the lane it ran on: another lane does not read it; a record from before lanes were kept is any lane's", () => {
+    const [completed] = records;
+    if (!completed) throw new Error("no record");
+    const stored = storedOf(completed);
+    expect(readResultOn(holding(stored), id, "main")).toEqual(readResult(holding(stored), id));
+    expect(readResultOn(holding(stored), id, "other")).toBeUndefined();
+    const { l: _lane, ...earlier } = stored as { l?: string };
+    expect(readResultOn(holding(earlier), id, "other")).toEqual(readResult(holding(stored), id));
   });
 });

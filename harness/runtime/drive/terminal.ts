@@ -53,7 +53,7 @@ export function terminalSuffix(
     endedAt: outcome.endedAt,
     ...(state.settings.agent && { agent: state.settings.agent }),
   };
-  return { writes: [...cleanup, resultWrite(record)], record };
+  return { writes: [...cleanup, resultWrite(record, meta.lane)], record };
 }
 
 /** The event that closes an operation of this kind. */
