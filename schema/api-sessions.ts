@@ -19,6 +19,8 @@ export const PAGE_BYTES_MAX = 8 * 1024 * 1024;
 export const ADDRESS_PART_MAX = 256;
 
 const noNul = (input: string): boolean => !input.includes("\u0000");
+/** A name a path segment can carry: `.` and `..` are removed from URL paths (even percent-encoded) before any route sees them. */
+export const notDotSegment = (input: string): boolean => input !== "." && input !== "..";
 
 /** Entry ids in paths and bodies are validated like ids (UUIDv7 entry ids fit). */
 export const EntryIdSchema = IdSchema;
@@ -29,7 +31,7 @@ export const EntryIdSchema = IdSchema;
  */
 export const BranchNameSchema = v.pipe(
   v.string(),
-  v.regex(/^[A-Za-z0-9_.-]{1,128}$/, "Branch names are 1–128 characters of A–Z a–z 0–9 _ - ."),
+  v.regex(/^(?!\.\.?$)[A-Za-z0-9_.-]{1,128}$/, "Branch names are 1–128 characters of A–Z a–z 0–9 _ - . (not . or .., which no path can name)"),
 );
 
 export const NamespaceSchema = v.pipe(
@@ -37,11 +39,13 @@ export const NamespaceSchema = v.pipe(
   v.minLength(1, "The namespace may not be empty"),
   v.maxLength(ADDRESS_PART_MAX, `The namespace is at most ${ADDRESS_PART_MAX} characters`),
   v.check(noNul, "The namespace may not contain NUL"),
+  v.check(notDotSegment, "The namespace may not be . or .. (no path can name it)"),
 );
 export const KeySchema = v.pipe(
   v.string(),
   v.maxLength(ADDRESS_PART_MAX, `The key is at most ${ADDRESS_PART_MAX} characters`),
   v.check(noNul, "The key may not contain NUL"),
+  v.check(notDotSegment, "The key may not be . or .. (no path can name it)"),
 );
 export const AddressParamsSchema = v.object({ namespace: NamespaceSchema, key: KeySchema });
 

@@ -71,7 +71,7 @@ export const PageQuerySchema = v.object({
 });
 
 /** Skill and prompt-template names (the keys of `pi.resources`). */
-export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . -"));
+export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . - (not . or .., which no path can name)"));
 export const PutSkillSchema = SkillSchema;
 export const PutTemplateSchema = PromptTemplateSchema;
 

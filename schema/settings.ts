@@ -106,7 +106,8 @@ export const DEFAULT_SETTINGS: HarnessSettings = {
   defaultModel: null,
 };
 
-const resourceName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]{1,64}$/));
+/** As ResourceNameSchema (api.ts): `.` and `..` are names no path can carry. */
+const resourceName = v.pipe(v.string(), v.regex(/^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$/));
 export const SkillSchema = v.strictObject({
   description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
   content: v.pipe(v.string(), v.maxLength(200_000)),

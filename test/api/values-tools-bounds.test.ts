@@ -36,14 +36,22 @@ describe("builtin values_set and the REST value addresses", () => {
     expect((await putTool(setup, "values_set", { kind: "builtin" })).status).toBe(201);
     const key = "k".repeat(256);
     await useScript(setup, [
-      { toolCalls: [{ name: "values_set", arguments: { namespace: "app", key, value: "blue" } }, { name: "values_set", arguments: { namespace: "app", key: `${key}k`, value: "red" } }] },
+      {
+        toolCalls: [
+          { name: "values_set", arguments: { namespace: "app", key, value: "blue" } },
+          { name: "values_set", arguments: { namespace: "app", key: `${key}k`, value: "red" } },
+          // A key no path can name (URLs drop `.` and `..` segments) is refused too.
+          { name: "values_set", arguments: { namespace: "app", key: "..", value: "green" } },
+        ],
+      },
       { text: "stored" },
     ]);
     await activate(setup, ["values_set"]);
     expect((await settle(setup, await prompt(setup))).status).toBe("completed");
-    const [stored, refused] = await resultTexts(setup);
+    const [stored, refused, dots] = await resultTexts(setup);
     expect(stored).toEqual({ text: `Set app/${key}`, isError: false });
     expect(refused?.isError).toBe(true);
+    expect(dots?.isError).toBe(true);
 
     const read = await call(`${setup.sessionPath}/values/app/${key}`, { token: setup.key });
     expect(read.status).toBe(200);

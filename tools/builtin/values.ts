@@ -18,11 +18,11 @@ export const MAX_LISTED_VALUES = 100;
  */
 export const MAX_LISTED_BYTES = 1024 * 1024;
 
-/** The addresses `…/values/{namespace}/{key}` takes (schema/api-sessions.ts), so what a tool writes the API reads and an export carries. */
-const NO_NUL = "^[^\\u0000]*$";
+/** The addresses `…/values/{namespace}/{key}` takes (schema/api-sessions.ts: no NUL, not `.` or `..`), so what a tool writes the API reads and an export carries. */
+const PATH_SEGMENT = "^(?!\\.\\.?$)[^\\u0000]*$";
 const address = {
-  namespace: { type: "string", minLength: 1, maxLength: ADDRESS_PART_MAX, pattern: NO_NUL, description: "An application namespace (not pi or pi.*)" },
-  key: { type: "string", maxLength: ADDRESS_PART_MAX, pattern: NO_NUL },
+  namespace: { type: "string", minLength: 1, maxLength: ADDRESS_PART_MAX, pattern: PATH_SEGMENT, description: "An application namespace (not pi or pi.*)" },
+  key: { type: "string", maxLength: ADDRESS_PART_MAX, pattern: PATH_SEGMENT, description: "Not . or .." },
 };
 
 function text(value: JsonValue): { type: "text"; text: string } {

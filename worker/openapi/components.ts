@@ -91,7 +91,7 @@ export const EXPLICIT = new Map<unknown, JsonSchema>([
     ExportedBranchesObjectSchema,
     {
       type: "object",
-      propertyNames: { pattern: "^[A-Za-z0-9_.-]{1,128}$" },
+      propertyNames: { pattern: "^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,128}$" },
       additionalProperties: { type: ["string", "null"] },
       description: `Branch name → tip entry id (null: an empty branch), at most ${SESSION_LIMITS.branches} branches.`,
     },
