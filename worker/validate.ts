@@ -108,5 +108,18 @@ export function pathParam<S extends v.GenericSchema>(c: Context, name: string, s
 
 /** The query string, validated; issues name the query parameter. */
 export function queryParams<S extends v.GenericSchema>(c: Context, schema: S): v.InferOutput<S> {
-  return validate(schema, c.req.query(), "query");
+  return validate(schema, singleQuery(c), "query");
+}
+
+/**
+ * The query string's parameters, each given once: Hono's `query()` keeps a repeated parameter's
+ * first value, so `limit=1&limit=0` would be answered as `limit=1`. A repeat is refused instead
+ * (400), as a repeated metadata filter is. `metadata.*` filters are read with their repeats
+ * (sessions.ts), and refused there.
+ */
+export function singleQuery(c: Context): Record<string, string> {
+  for (const [name, values] of Object.entries(c.req.queries())) {
+    if (values.length > 1 && !name.startsWith("metadata.")) throw invalidInput(`query.${name}`, "given more than once");
+  }
+  return c.req.query();
 }
