@@ -127,7 +127,10 @@ describe("CORS", () => {
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example");
-    expect(preflight.headers.get("access-control-allow-headers")).toContain("idempotency-key");
+    // Every request header the API documents: the idempotency key, a client's own request id, and
+    // the SSE resume header a page's fetch-based reader sends.
+    const allowed = (preflight.headers.get("access-control-allow-headers") ?? "").split(",");
+    expect(allowed).toEqual(expect.arrayContaining(["idempotency-key", "x-request-id", "last-event-id"]));
     const { key } = await newTenant("cors");
     const me = await call("/v1/me", { token: key, headers: { origin: "https://app.example" } });
     expect(me.headers.get("access-control-expose-headers")).toContain("x-request-id");

@@ -12,7 +12,9 @@ export function corsFromEnv(): MiddlewareHandler<AppEnv> {
     const allowed = configured.split(",").map((entry) => entry.trim()).filter(Boolean);
     return cors({
       origin: (origin) => (allowed.includes("*") ? origin || "*" : allowed.includes(origin) ? origin : null),
-      allowHeaders: ["authorization", "content-type", "idempotency-key"],
+      // Every request header the API reads from a client: a page may send its own request id, and a
+      // fetch-based SSE reader resumes with Last-Event-ID.
+      allowHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id", "last-event-id"],
       allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
       // `allow` names the methods a 405 answer offers.
       exposeHeaders: ["x-request-id", "idempotency-replayed", "retry-after", "allow"],
