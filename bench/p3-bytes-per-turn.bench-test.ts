@@ -152,8 +152,6 @@ it("P3 bytes written per simple turn", async ({ task }) => {
       target: "—",
       met: undefined,
       samples: rows.samples,
-      key: "ours.rowsWritten",
-      value: rows.median,
     }),
     line({
       what: "retained per turn beyond the entries' own payload (databaseSize growth)",
@@ -176,13 +174,16 @@ it("P3 bytes written per simple turn", async ({ task }) => {
     }),
     line({
       what: "rows written per turn, ours / the Agents SDK peer's",
-      case: `SQLite rowsWritten: ours ${count(rows.median)} (session object) / the peer's (SQL rows + KV writes)`,
+      // Both sides whole: ours through POST …/prompt over every object, alarms included (P12's
+      // count), as the peer's is its whole isolate over a real turn. The engine rig's count above
+      // leaves out the acceptance and the tenant object.
+      case: "SQL rows + KV writes per turn: ours through POST …/prompt, every object, alarms included (P12) / the peer's",
       median: "—",
       p95: "—",
       target: "—",
       met: undefined,
       samples: rows.samples,
-      ratioOf: { of: "ours.rowsWritten", to: "peer.rowsWritten" },
+      ratioOf: { of: "ours.cost.rowsWritten", to: "peer.rowsWritten" },
     }),
   ];
 

@@ -80,6 +80,9 @@ export interface Summary {
 /** Median (mean of the two middle samples when even) and nearest-rank p95. */
 export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError("no samples");
+  // A sample that is not a number (a latency whose stamp was missing) would leave the sort unsorted
+  // and the percentiles plausible and wrong: a broken measurement fails the row instead.
+  if (!samples.every(Number.isFinite)) throw new RangeError("a sample is not a finite number");
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (index: number): number => sorted[Math.min(Math.max(index, 0), sorted.length - 1)] ?? Number.NaN;
   const middle = sorted.length / 2;

@@ -23,7 +23,12 @@ import { SEND_SLICE } from "../../durable-objects/session/watch/send-queue.ts";
 
 const WATCHERS = 500;
 const SMALL_AUDIENCE = 100;
-const ANSWERS = 5;
+/**
+ * The target is a p95 over entries of the latency to the LAST watcher (QUALITY P7, P14): each
+ * answer is two entries (the prompt and the answer), so 20 answers give 40 per-entry samples, and
+ * the p95 is the 38th of them rather than the slowest of a handful.
+ */
+const ANSWERS = 20;
 /**
  * Answers played to a fresh audience before the measured ones, uncounted (as P1 drops its first
  * turns and P8 plays a warm-up round): the first answer after 500 connections opened pays their
@@ -99,9 +104,14 @@ async function measure(watchers: number, judged: boolean, transport: Transport =
         firstPerEntry.set(arrival.entryId, Math.min(firstPerEntry.get(arrival.entryId) ?? latency, latency));
       }
     }
-    // Every watcher saw every entry of the answers (a prompt and an answer each) exactly once.
-    for (const watcher of sockets) expect(new Set(watcher.arrivals.map((arrival) => arrival.entryId)).size).toBe(watcher.arrivals.length);
+    // Every watcher saw every entry of the answers (a prompt and an answer each) exactly once: a
+    // watcher that missed one would only give fewer samples, and its slowest delivery none.
     expect(perEntry.size).toBe(2 * ANSWERS);
+    for (const watcher of sockets) {
+      const seen = watcher.arrivals.map((arrival) => arrival.entryId);
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(new Set(seen)).toEqual(new Set(perEntry.keys()));
+    }
     const all = summarize(samples);
     const last = summarize([...perEntry.values()]);
     const first = summarize([...firstPerEntry.values()]);
@@ -109,20 +119,21 @@ async function measure(watchers: number, judged: boolean, transport: Transport =
     const framesPerAnswer = summarize(sockets.map((watcher, index) => (watcher.frames - (startFrames[index] ?? 0)) / ANSWERS));
     const { id, what, noun } = transport;
     return [
+      // The judged line (QUALITY: "p95 ≤ 50 ms from commit to the last watcher/stream").
       {
         id,
         what,
-        case: `${watchers} ${noun}: latency, commit → ${noun} (every one, every entry)`,
-        median: ms(all.median),
-        p95: ms(all.p95),
+        case: `${watchers} ${noun}: latency, commit → last (per entry)`,
+        median: ms(last.median),
+        p95: ms(last.p95),
         target: judged ? `p95 ≤ ${TARGET_MS} ms` : "—",
-        met: judged ? all.p95 <= TARGET_MS : undefined,
-        samples: all.samples,
+        met: judged ? last.p95 <= TARGET_MS : undefined,
+        samples: last.samples,
         // P14's p95, for its ratio to the floor's (below).
-        ...(judged && id === "P14" && { key: P14_P95, value: all.p95 }),
+        ...(judged && id === "P14" && { key: P14_P95, value: last.p95 }),
       },
+      { id, what, case: `${watchers} ${noun}: latency, commit → ${noun} (every one, every entry)`, median: ms(all.median), p95: ms(all.p95), target: "reported", met: undefined, samples: all.samples },
       { id, what, case: `${watchers} ${noun}: latency, commit → first (per entry)`, median: ms(first.median), p95: ms(first.p95), target: "—", met: undefined, samples: first.samples },
-      { id, what, case: `${watchers} ${noun}: latency, commit → last (per entry)`, median: ms(last.median), p95: ms(last.p95), target: "—", met: undefined, samples: last.samples },
       { id, what, case: `${watchers} ${noun}: bytes per ${noun.slice(0, -1)} per answer (${ANSWER_WORDS} words)`, median: bytes(perAnswer.median), p95: bytes(perAnswer.p95), target: "reported", met: undefined, samples: perAnswer.samples },
       { id, what, case: `${watchers} ${noun}: ${transport.id === "P7" ? "frames" : "body chunks"} per ${noun.slice(0, -1)} per answer`, median: framesPerAnswer.median.toFixed(1), p95: framesPerAnswer.p95.toFixed(1), target: "reported", met: undefined, samples: framesPerAnswer.samples },
     ];
@@ -151,12 +162,13 @@ async function floor(): Promise<BenchLine[]> {
   const lines: BenchLine[] = [];
   for (const { topology, what } of FLOOR_TOPOLOGIES) {
     const { all, last } = await measureFloor(servers.sseFloor.baseUrl, topology, { clients: WATCHERS, events: FLOOR_EVENTS, warmUp: 1, slice: SEND_SLICE });
-    const keyed = topology === "relay-sse" && { key: FLOOR_P95, value: all.p95 };
-    lines.push({ id: "P14", what: FLOOR_ROW, case: `${what}: latency (every one, every event)`, median: ms(all.median), p95: ms(all.p95), target: "reported", met: undefined, samples: all.samples, ...keyed });
-    lines.push({ id: "P14", what: FLOOR_ROW, case: `${what}: latency to the last (per event)`, median: ms(last.median), p95: ms(last.p95), target: "reported", met: undefined, samples: last.samples });
+    // Compared as P14 is judged: the p95 over events of the latency to the last client.
+    const keyed = topology === "relay-sse" && { key: FLOOR_P95, value: last.p95 };
+    lines.push({ id: "P14", what: FLOOR_ROW, case: `${what}: latency to the last (per event)`, median: ms(last.median), p95: ms(last.p95), target: "reported", met: undefined, samples: last.samples, ...keyed });
+    lines.push({ id: "P14", what: FLOOR_ROW, case: `${what}: latency (every one, every event)`, median: ms(all.median), p95: ms(all.p95), target: "reported", met: undefined, samples: all.samples });
   }
   // What the product adds to the platform's own cost of P14's way, in this run (1.00×: nothing).
-  const ratioCase = "P14's p95 ÷ the floor's p95 in P14's way, same run";
+  const ratioCase = "P14's p95 to the last stream ÷ the floor's to the last client in P14's way, same run";
   lines.push({ id: "P14", what: FLOOR_ROW, case: ratioCase, median: "", p95: "—", target: "reported", met: undefined, samples: 1, ratioOf: { of: P14_P95, to: FLOOR_P95 } });
   return lines;
 }
