@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { call, newTenant } from "../test/api/helpers.ts";
 import { installStorageTally, rowsWrittenByStatement, storageTally } from "./peer/storage-tally.ts";
+import { promptText } from "./node/turn-prompts.ts";
 import { bytes, count, type BenchLine } from "./report.ts";
 
 // P12 (cost), our side's counts: what one simple turn, driven through the real front worker
@@ -81,7 +82,8 @@ it("P12 (cost): Durable Object requests, alarms, rows written and read, and byte
   let alarms = 0;
   let settled = 0;
   const turn = async (index: number): Promise<void> => {
-    const text = `Turn ${index}: summarize what changed since the previous step, briefly.`;
+    // The peer's turns (P1) send the same prompt: the two sides' rows and bytes compare like for like.
+    const text = promptText(index);
     counting = true;
     const response = await call(`/v1/sessions/${sessionId}/lanes/main/prompt`, { body: { prompt: text }, token: key });
     expect(response.status).toBe(200);

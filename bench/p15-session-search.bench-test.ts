@@ -28,6 +28,8 @@ const SMALL = 1_000;
 const PAGE = 50;
 const GROUP = 20;
 const SAMPLES = 30;
+/** QUALITY P15: p95 ≤ 50 ms locally. */
+const TIME_TARGET_MS = 50;
 const WARMUP = 3;
 
 /** `scanBound`: the served filter matches far more rows than the page; the others are checked on at most SEARCH_SCAN_ROWS rows. */
@@ -105,7 +107,8 @@ it("P15 session search over 100,000 sessions of one tenant", async ({ task }) =>
     const rowsLittle = summarize(little.rows);
     const growth = rowsBig.median / rowsLittle.median;
     lines.push(
-      { id: "P15", what: "time per query, 100,000 sessions", case: label, median: ms(time.median), p95: ms(time.p95), target: "—", met: undefined, samples: time.samples },
+      // Timed in the tenant object (the search itself, not the HTTP round trip around it).
+      { id: "P15", what: "time per query, 100,000 sessions (in the tenant object)", case: label, median: ms(time.median), p95: ms(time.p95), target: `p95 ≤ ${TIME_TARGET_MS} ms`, met: time.p95 <= TIME_TARGET_MS, samples: time.samples },
       { id: "P15", what: "SQL rows read per query, 100,000 sessions", case: label, median: count(rowsBig.median), p95: count(rowsBig.p95), target: `≤ ${SEARCH_SCAN_ROWS * 2 + 2 * PAGE}`, met: rowsBig.p95 <= SEARCH_SCAN_ROWS * 2 + 2 * PAGE, samples: rowsBig.samples },
       scanBound
         ? { id: "P15", what: "rows read, 100,000 / 1,000 sessions (medians)", case: `${count(rowsBig.median)} / ${count(rowsLittle.median)} rows (1,000 sessions: the served pair has 500 rows in all)`, median: `${growth.toFixed(2)}×`, p95: "—", target: "—", met: undefined, samples: rowsBig.samples }
