@@ -34,7 +34,9 @@ export class TenantAuth {
       const keyId = derivedKeyId ?? `key_${randomToken(12)}`;
       const hash = await sha256Hex(key);
       const keys = this.host.keys();
-      // Checked after the await, in the same synchronous turn as the insert.
+      // Checked after the await, in the same synchronous turn as the insert: a deletion begun
+      // during the digest, and a retry's key, both stand.
+      this.host.requireActiveTenant();
       if (keys.has(keyId)) throw new RpcError(keySecretNotReplayed(keyId));
       keys.insert(keyId, hash, name, Date.now());
       return { keyId, key };
