@@ -27,9 +27,10 @@ export class AgentsPanel {
   ) {}
 
   async load(): Promise<void> {
-    const { cursor } = this.pager.cursors;
+    const { cursor, ticket } = this.pager.cursors.ask();
     const page = await this.context.attempt("List agents", () => this.context.client.agents.list({ limit: PAGE_SIZE, ...(cursor !== undefined && { cursor }) }));
-    if (!page) return;
+    // Another page was asked for since: its answer, not this late one, is shown.
+    if (!page || !this.pager.cursors.isLatest(ticket)) return;
     if (!this.root.contains(this.listHost)) replace(this.root, el("h2", { id: "agents-title" }, "Agents"), this.listHost, this.pager.nav, this.detail);
     replace(this.listHost, page.items.length === 0 ? el("p", { class: "muted" }, "No agents yet (POST /v1/agents makes one).") : el("ul", { class: "agents", "aria-label": "Agents, oldest first" }, ...page.items.map((agent) => this.row(agent))));
     this.pager.shown(page.nextCursor);

@@ -29,6 +29,8 @@ export class LanePanel {
   private readonly statusLine = el("span", { class: "muted", id: "watch-status" }, "not watching");
   private frame: number | undefined;
   private models: ModelCatalogEntry[] = [];
+  /** Counts opens and closes: an open that awaited the model list goes on only if none came since. */
+  private generation = 0;
 
   constructor(
     private readonly root: HTMLElement,
@@ -47,24 +49,32 @@ export class LanePanel {
 
   async open(sessionId: string, lane: string): Promise<void> {
     this.close();
+    const generation = this.generation;
     this.target = { sessionId, lane };
     this.root.hidden = false;
     if (this.models.length === 0) this.models = (await this.context.attempt("List models", () => this.context.client.models())) ?? [];
-    if (this.target?.sessionId !== sessionId || this.target.lane !== lane) return;
+    // Another open (even of this same lane) or a close came while the list loaded: that one wins,
+    // else both would start a watch and the first would never be closed.
+    if (generation !== this.generation) return;
     this.render(sessionId, lane);
     const watch = this.context.client.watchLane(sessionId, lane, {
       onError: (error) => this.context.report(`Watch: ${error.message}`, "error"),
     });
     this.watch = watch;
+    // The first snapshot is the state the session panel just read. Every later one follows a
+    // reconnect or a resnapshot, after which events may have been missed (entries written while
+    // the socket was away): the tree is read again.
+    let snapshots = 0;
     watch.on((update) => {
       if (update.type === "status") this.statusLine.textContent = update.code === undefined ? update.status : `${update.status} (close ${update.code})`;
       if (update.type === "event" && TREE_EVENTS.has(update.event.type)) this.handlers.onTreeChange();
-      if (update.type === "snapshot" && update.reason === "resnapshot") this.handlers.onTreeChange();
+      if (update.type === "snapshot" && snapshots++ > 0) this.handlers.onTreeChange();
       if (update.type === "snapshot" || update.type === "event") this.schedule();
     });
   }
 
   close(): void {
+    this.generation += 1;
     delete this.root.dataset.seq;
     delete this.root.dataset.session;
     this.watch?.close();

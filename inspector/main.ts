@@ -1,4 +1,5 @@
 import { AgentSessionsClient } from "../client/client.ts";
+import { isApiError } from "../client/http.ts";
 import type { Entry } from "../schema/entries.ts";
 import type { LaneSnapshot } from "../schema/lane.ts";
 import { AgentsPanel } from "./agents-panel.ts";
@@ -55,6 +56,8 @@ function start(key: string): void {
   };
   let current: { sessionId: string; lane: string | undefined } | undefined;
   let refresh: ReturnType<typeof setTimeout> | undefined;
+  /** Sessions opened so far: an open whose session read ends after a later open goes no further. */
+  let opens = 0;
 
   const entryPanel = new EntryPanel(byId("entry", HTMLElement), context, {
     onLabel: (entryId, label) => sessionPanel.setLabel(entryId, label),
@@ -98,15 +101,19 @@ function start(key: string): void {
   }
 
   async function openSession(sessionId: string, message?: string): Promise<void> {
+    const opening = ++opens;
     lanePanel.close();
     entryPanel.hide();
     sessionsPanel.select(sessionId);
+    // From now on a tree refresh reads this session, not the one left (whose late answer the
+    // session panel drops).
+    current = { sessionId, lane: undefined };
     const root = byId("session", HTMLElement);
     root.hidden = false;
     const state = await sessionPanel.load(sessionId);
-    if (!state) return;
+    if (!state || opening !== opens) return;
     const lane = sessionPanel.currentLane;
-    current = { sessionId, lane };
+    current.lane = lane;
     if (message) {
       report(message);
       void sessionsPanel.load();
@@ -118,12 +125,18 @@ function start(key: string): void {
 
   window.__inspector = { snapshot: () => lanePanel.snapshot(), seq: () => lanePanel.seq() };
   void (async () => {
-    const me = await context.attempt("Check key", () => client.me());
-    if (!me) {
-      sessionStorage.removeItem(KEY_STORAGE);
-      showKeyForm();
-      return;
-    }
+    const me = await client.me().catch((error: unknown) => {
+      // Only a refused key is forgotten: a passing failure (503, 429, the network) keeps it, and
+      // a reload tries again.
+      const refused = isApiError(error) && (error.status === 401 || error.status === 403);
+      report(`Check key failed: ${describeError(error)}${refused ? "" : " (reload to try again)"}`, "error");
+      if (refused) {
+        sessionStorage.removeItem(KEY_STORAGE);
+        showKeyForm();
+      }
+      return undefined;
+    });
+    if (!me) return;
     byId("whoami", HTMLElement).textContent = `tenant ${me.tenantId}`;
     byId("sign-out", HTMLButtonElement).hidden = false;
     byId("app", HTMLElement).hidden = false;

@@ -5,6 +5,8 @@
 export class PageCursors {
   private cursors: (string | undefined)[] = [undefined];
   private index = 0;
+  /** Reads started so far: only the latest one's answer is shown. */
+  private asked = 0;
 
   /** The page shown, from 0. */
   get page(): number {
@@ -14,6 +16,20 @@ export class PageCursors {
   /** The cursor that reads the current page (undefined: the first). */
   get cursor(): string | undefined {
     return this.cursors[this.index];
+  }
+
+  /**
+   * A read of the current page starts: its cursor and its ticket. Answers can arrive out of order
+   * (a slow first page after a fast second one): only the latest read's answer may be shown.
+   */
+  ask(): { cursor: string | undefined; ticket: number } {
+    this.asked += 1;
+    return { cursor: this.cursor, ticket: this.asked };
+  }
+
+  /** Whether `ticket` is the latest read's (no later read started since). */
+  isLatest(ticket: number): boolean {
+    return ticket === this.asked;
   }
 
   /** The current page was read: remember where the next one starts (null: it is the last). */

@@ -23,7 +23,11 @@ export class Pager {
     this.nav = el("nav", { class: "pager", "aria-label": ariaLabel }, this.newer, this.label, this.older);
   }
 
-  /** The current page was read: its number, and which buttons apply. */
+  /**
+   * The current page was read: its number, and which buttons apply. Call it only for the latest
+   * read (`cursors.ask()` / `cursors.isLatest`): a stale answer would record its next cursor as
+   * the current page's.
+   */
   shown(nextCursor: string | null): void {
     this.cursors.read(nextCursor);
     this.label.textContent = `Page ${this.cursors.page + 1}`;

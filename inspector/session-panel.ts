@@ -4,6 +4,7 @@ import type { Session } from "../schema/session.ts";
 import { agentVersionText, metadataText } from "./agent-format.ts";
 import type { InspectorContext } from "./context.ts";
 import { dollars, el, field, replace, time } from "./dom.ts";
+import { readWholeSession } from "./session-read.ts";
 import { renderTree } from "./tree-view.ts";
 
 /** The tree shows at most this many entries (the oldest first); a larger session says so. */
@@ -31,6 +32,11 @@ export class SessionPanel {
   private selectedEntry: string | undefined;
   private laneTipId: string | null = null;
   private lane: string | undefined;
+  /** The session last asked for: a late answer about another one is not drawn. */
+  private wanted: string | undefined;
+  /** Reads started, and the one whose answer is drawn: an answer older than that one is not. */
+  private reads = 0;
+  private drawnRead = 0;
   private readonly treeHost = el("div", { class: "tree-host" });
   private readonly title = el("h2", { id: "session-title" });
   private readonly facts = el("dl", { class: "facts" });
@@ -51,16 +57,22 @@ export class SessionPanel {
    * Reads the session, and its entries: all of them (oldest first, a page at a time) when it is
    * another session than the one shown, else only the ones written since (newest first, until an
    * entry already shown), so a redraw after each run costs about what the run wrote.
+   *
+   * Answers can come late (a refresh of the session just left, on a slow network): undefined, and
+   * nothing drawn, when another session was asked for since or a later read was drawn already.
    */
   async load(sessionId: string): Promise<SessionState | undefined> {
     const { client } = this.context;
+    this.wanted = sessionId;
+    const read = ++this.reads;
     const previous = this.state?.session.id === sessionId ? this.state : undefined;
     const loaded = await this.context.attempt("Read session", async () => {
-      const session = await client.sessions.get(sessionId);
+      const session = await readWholeSession(client, sessionId);
       const { entries, complete } = previous ? await this.newerEntries(previous) : await this.allEntries(sessionId);
       return { session, entries, complete, labels: previous?.labels ?? new Map<string, string>(), labelsRead: previous?.labelsRead ?? new Set<string>() };
     });
-    if (!loaded) return undefined;
+    if (!loaded || sessionId !== this.wanted || read < this.drawnRead) return undefined;
+    this.drawnRead = read;
     if (!previous) {
       this.selectedEntry = undefined;
       this.laneForm.reset();
@@ -170,7 +182,7 @@ export class SessionPanel {
       el(
         "div",
         { class: "button-row" },
-        el("button", { type: "button", on: { click: () => void (this.state && this.load(this.state.session.id)) } }, "Refresh"),
+        el("button", { type: "button", on: { click: () => void (this.wanted !== undefined && this.load(this.wanted)) } }, "Refresh"),
         el("button", { type: "button", on: { click: () => void this.forkTree() } }, "Fork whole session"),
       ),
       el("h3", {}, "Entry tree"),
@@ -245,9 +257,10 @@ export class SessionPanel {
       void this.context.attempt("Add lane", async () => {
         await this.context.client.lanes.put(state.session.id, lane, { createAt: at === "" ? null : at });
         form.reset();
+        // Another session was opened while the lane was being added: that one stays.
+        if (this.wanted !== state.session.id) return;
         this.lane = lane;
-        await this.load(state.session.id);
-        this.handlers.onLane(lane);
+        if (await this.load(state.session.id)) this.handlers.onLane(lane);
       });
     });
     return form;

@@ -39,12 +39,13 @@ export class SessionsPanel {
    */
   async load(): Promise<void> {
     const { client } = this.context;
-    const { cursor } = this.pager.cursors;
+    const { cursor, ticket } = this.pager.cursors.ask();
     const agent = this.agentFilter;
     const page = await this.context.attempt("List sessions", () =>
       client.sessions.list({ limit: PAGE_SIZE, order: "desc", ...(cursor !== undefined && { cursor }), ...(agent !== undefined && { agent }) }),
     );
-    if (!page) return;
+    // A page, or a filter, asked for since: this answer is not what the user is looking at.
+    if (!page || !this.pager.cursors.isLatest(ticket)) return;
     if (!this.root.contains(this.listHost)) replace(this.root, el("h2", { id: "sessions-title" }, "Sessions"), this.createForm(), this.filterNote, this.listHost, this.pager.nav);
     const empty = agent === undefined ? "No sessions yet." : "No sessions on this page.";
     replace(this.listHost, page.items.length === 0 ? el("p", { class: "muted" }, empty) : el("ul", { class: "sessions", "aria-label": "Sessions, newest first" }, ...page.items.map((row) => this.row(row))));

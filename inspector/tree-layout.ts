@@ -2,7 +2,9 @@
 // one row per entry in commit order (seq, oldest at the top), one column per branch line. A
 // parent's column continues into one child (its "heir"): the child on the path to the preferred tip
 // (the watched lane's) when there is one, else its oldest child; every other child opens a new
-// column. Pure, so it is tested on its own (test/inspector/tree-layout.test.ts).
+// column. Column 0 is kept for the preferred path's root, so that path is the first column also
+// when it starts at a root newer than another one (a lane created at the root). Pure, so it is
+// tested on its own (test/inspector/tree-layout.test.ts).
 
 export interface TreeNodeInput {
   id: string;
@@ -46,11 +48,15 @@ export function layoutTree(input: readonly TreeNodeInput[], preferredPath: Reado
     const current = heirOf.get(node.parentId);
     if (current === undefined || (preferredPath.has(node.id) && !preferredPath.has(current))) heirOf.set(node.parentId, node.id);
   }
+  // The preferred path's root: the entry on it without a parent in the layout (a root, or an
+  // entry whose parent is not loaded). It gets column 0; other lines open columns after it.
+  const pathRoot = ordered.find((node) => preferredPath.has(node.id) && (node.parentId === null || !known.has(node.parentId)));
   const placed = new Map<string, PlacedNode>();
-  let columns = 0;
+  let columns = pathRoot === undefined ? 0 : 1;
   const nodes = ordered.map((node, row): PlacedNode => {
     const parent = node.parentId === null ? undefined : placed.get(node.parentId);
-    const column = parent !== undefined && heirOf.get(parent.id) === node.id ? parent.column : columns++;
+    const heir = parent !== undefined && heirOf.get(parent.id) === node.id;
+    const column = heir ? parent.column : node === pathRoot ? 0 : columns++;
     const result = { id: node.id, parentId: node.parentId, row, column };
     placed.set(node.id, result);
     return result;

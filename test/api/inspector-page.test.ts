@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { call } from "./helpers.ts";
 
 // The Inspector page (docs/inspector.md) served by the worker itself: its three files, each with
-// the page's security headers and one validator, and nothing else under its path.
+// the page's security headers and one validator, and nothing else under its path. If-None-Match is
+// compared as RFC 9110 §13.1.2 says: weakly (Cloudflare's edge turns the strong ETag into `W/"…"`
+// when it compresses the answer, and the browser revalidates with that form), as a list, or `*`.
 
 const FILES = [
   { path: "/inspector", type: /^text\/html/, holds: "<title>Inspector" },
@@ -35,6 +37,19 @@ describe("GET /inspector", () => {
       expect(await again.text()).toBe("");
       const stale = await call(path, { headers: { "if-none-match": '"an-older-build"' } });
       expect(stale.status).toBe(200);
+    }
+  });
+
+  it("answers 304 to the weak form of the current ETag, to a list naming it, and to *", async () => {
+    const etag = (await call("/inspector")).headers.get("etag") ?? "";
+    expect(etag).not.toBe("");
+    for (const { path } of FILES) {
+      for (const header of [`W/${etag}`, `"an-older-build", ${etag}`, `W/"an-older-build",W/${etag}`, "*"]) {
+        const again = await call(path, { headers: { "if-none-match": header } });
+        expect({ path, header, status: again.status }).toEqual({ path, header, status: 304 });
+      }
+      const stale = await call(path, { headers: { "if-none-match": `W/"an-older-build", "another"` } });
+      expect({ path, status: stale.status }).toEqual({ path, status: 200 });
     }
   });
 

@@ -343,4 +343,57 @@ describe("the Inspector page", () => {
     expect(await page.evaluate("document.activeElement?.textContent")).toBe("Older");
     await context.close();
   });
+
+  it("offers every lane of a session and tags every branch tip, also beyond the 50 the Session embeds", async () => {
+    // GET /v1/sessions/{sid} embeds only the first 50 lanes and branches by name (docs/api-sessions.md);
+    // the page reads the rest from lanesNextCursor / branchesNextCursor. 51 lanes a00…a50 sort before main.
+    const sid = "many-lanes";
+    await api.expect(201, "POST", "/v1/sessions", { body: { id: sid, name: "Many lanes" } });
+    await api.expect(201, "PUT", `/v1/sessions/${sid}/lanes/main`, { body: {} });
+    const { entryId: tip } = await api.expect<{ entryId: string }>(201, "POST", `/v1/sessions/${sid}/branches/main/entries`, { body: { customType: "note", data: { n: 1 } } });
+    for (let index = 0; index <= 50; index++) await api.expect(201, "PUT", `/v1/sessions/${sid}/lanes/a${String(index).padStart(2, "0")}`, { body: {} });
+    const session = await api.expect<{ lanesNextCursor: string | null }>(200, "GET", `/v1/sessions/${sid}`);
+    expect(session.lanesNextCursor).not.toBe(null);
+
+    const { context, page } = await desktopPage();
+    await page.goto(inspectorUrl);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    await page.locator(`button.session-row[data-session="${sid}"]`).click();
+    await page.locator(`#session .tree-host[data-entries="1"]`).waitFor();
+    const options = await page.locator("#lane-select option").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("value")));
+    const tipRow = (await page.locator(`svg.tree g[data-entry="${tip}"]`).getAttribute("aria-label")) ?? "";
+    const branchesFact = await page.locator("#session dl.facts").textContent();
+    expect({
+      lanesOffered: options.length,
+      mainOffered: options.includes("main"),
+      mainTagged: tipRow.includes("⎇ main (lane)"),
+      mainInBranchesFact: /\bmain\b/.test(branchesFact ?? ""),
+    }).toEqual({ lanesOffered: 52, mainOffered: true, mainTagged: true, mainInBranchesFact: true });
+    await context.close();
+  });
+
+  it("keeps the tab's key when the key check fails for a passing reason (503 on reload), and forgets it on 401", async () => {
+    // docs/inspector.md: the key is asked once per tab; only a refused key (401, 403) is dropped.
+    const { context, page } = await desktopPage();
+    await page.goto(inspectorUrl);
+    await page.getByLabel("Tenant API key").fill(key);
+    await page.getByRole("button", { name: "Open" }).click();
+    await expect.poll(() => page.locator("#whoami").textContent()).toBe("tenant dev");
+    // The service hiccups once on reload: GET /v1/me answers 503 (a deployment in progress, an overload).
+    let answer = 503;
+    await page.route((url) => url.pathname === "/v1/me", (route) =>
+      route.fulfill({ status: answer, contentType: "application/json", body: JSON.stringify({ error: { code: answer === 503 ? "Overloaded" : "Unauthenticated", message: "test" } }) }),
+    );
+    await page.reload();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("503");
+    const stored = () => page.evaluate("sessionStorage.getItem('inspector.tenantKey')");
+    expect({ stored: await stored(), keyFormShown: await page.locator("#key-form").isVisible() }).toEqual({ stored: key, keyFormShown: false });
+    // A key the service refuses is forgotten, and asked for again.
+    answer = 401;
+    await page.reload();
+    await expect.poll(() => page.locator("#key-form").isVisible()).toBe(true);
+    expect(await stored()).toBe(null);
+    await context.close();
+  });
 });

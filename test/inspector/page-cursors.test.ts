@@ -33,4 +33,20 @@ describe("PageCursors", () => {
     pages.turn(1);
     expect(pages.page).toBe(0);
   });
+
+  it("accepts only the latest read's answer, so a late answer of another page is not shown", () => {
+    const pages = new PageCursors();
+    pages.read("c1");
+    pages.turn(1);
+    pages.read("c2");
+    // Newer (page 1, slow), then Older again (page 2, fast): the first read's answer comes last.
+    pages.turn(-1);
+    const first = pages.ask();
+    pages.turn(1);
+    const second = pages.ask();
+    expect([first.cursor, second.cursor]).toEqual([undefined, "c1"]);
+    expect([pages.isLatest(second.ticket), pages.isLatest(first.ticket)]).toEqual([true, false]);
+    // Page 2's next cursor stays the one its own read found.
+    expect([pages.page, pages.hasNext]).toEqual([1, true]);
+  });
 });

@@ -25,6 +25,15 @@ describe("layoutTree", () => {
     expect(cells(tree, pathToRoot(tree, "d"))).toEqual({ a: [0, 0], b: [1, 1], c: [2, 0], d: [3, 0] });
   });
 
+  it("keeps the preferred path in the first column when it starts at a root newer than another one", () => {
+    // A lane added "at the root" (PUT …/lanes/{lane} { createAt: null }) in a session that has
+    // entries starts a second root: main a → b, then the lane's x → y. The watched lane is x → y.
+    const tree = [node("a", null, 1), node("b", "a", 2), node("x", null, 3), node("y", "x", 4)];
+    expect(cells(tree, pathToRoot(tree, "y"))).toEqual({ a: [0, 1], b: [1, 1], x: [2, 0], y: [3, 0] });
+    // With no preferred path the roots take columns in commit order.
+    expect(cells(tree)).toEqual({ a: [0, 0], b: [1, 0], x: [2, 1], y: [3, 1] });
+  });
+
   it("starts a column for an entry whose parent is not loaded, and draws no edge to it", () => {
     const layout = layoutTree([node("x", "missing", 7), node("y", "x", 8)]);
     expect(layout.nodes.map((placed) => [placed.id, placed.column])).toEqual([["x", 0], ["y", 0]]);

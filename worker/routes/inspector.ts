@@ -18,9 +18,21 @@ const INSPECTOR_HEADERS = {
   ETag: page.etag,
 };
 
+/**
+ * Whether an If-None-Match header names this build (RFC 9110 §13.1.2): `*`, or a list of entity
+ * tags compared weakly, since the edge turns the strong ETag into `W/"…"` when it compresses the
+ * answer and the browser revalidates with that form.
+ */
+function namesThisBuild(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === "*") return true;
+  for (const [, opaque] of header.matchAll(/(?:W\/)?("[^"]*")/g)) if (opaque === page.etag) return true;
+  return false;
+}
+
 function served(c: Context<AppEnv>, body: string, contentType: string): Response {
   const headers = { ...INSPECTOR_HEADERS, "Content-Type": contentType };
-  if (c.req.header("if-none-match") === page.etag) return c.body(null, 304, headers);
+  if (namesThisBuild(c.req.header("if-none-match"))) return c.body(null, 304, headers);
   return c.body(body, 200, headers);
 }
 
