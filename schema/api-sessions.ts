@@ -108,7 +108,8 @@ export const NameCursorSchema = cursorSchema((cursor) => {
 });
 
 const EntryTypeSchema = v.picklist(ENTRY_TYPES as [EntryType, ...EntryType[]]);
-const CustomTypeSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
+/** A custom entry's type, as every route that writes or filters one takes it (an import too). */
+export const CustomTypeSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
 
 /** `GET /v1/sessions/{sid}/entries?type&customType&order&limit&cursor` (session-wide, by seq). */
 export const EntriesQuerySchema = v.object({

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { IdSchema, NewSessionIdSchema } from "./api.ts";
-import { BranchNameSchema, EntryIdSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
+import { BranchNameSchema, CustomTypeSchema, EntryIdSchema, KeySchema, LabelSchema, NamespaceSchema, SESSION_LIMITS } from "./api-sessions.ts";
 import { AgentVersionRefSchema } from "./agent-binding.ts";
 import { EntrySchema, type Entry } from "./entries.ts";
 import { isRecord, JsonValueSchema } from "./json.ts";
@@ -76,7 +76,13 @@ export type SessionLine = v.InferOutput<typeof SessionLineSchema>;
  * Its id and parent are ids as every route takes them (an entry no route could name is refused).
  */
 export const ExportedEntrySchema = v.custom<Entry>(
-  (input) => v.is(EntrySchema, input) && v.is(EntryIdSchema, input.id) && (input.parentId === null || v.is(EntryIdSchema, input.parentId)),
+  (input) =>
+    v.is(EntrySchema, input) &&
+    v.is(EntryIdSchema, input.id) &&
+    (input.parentId === null || v.is(EntryIdSchema, input.parentId)) &&
+    // A custom type as the routes take it: one they refuse would be stored but never found by
+    // `?customType=`, and a huge one would not fit its column.
+    (input.type !== "custom" || v.is(CustomTypeSchema, input.customType)),
   "not an entry as GET …/entries answers it",
 );
 export const EntryLineSchema = v.strictObject({ type: v.literal("entry"), entry: ExportedEntrySchema });
