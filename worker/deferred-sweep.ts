@@ -47,7 +47,7 @@ async function askSession(env: Env, run: LeasedRun, metrics: SweepMetrics): Prom
     const outcome = await env.SESSIONS.getByName(run.session).sweepDeferred(run.lane, run.operationId);
     metrics[outcome]++;
     const { session, operationId } = run;
-    return outcome === "gone" ? { session, operationId, outcome } : { session, operationId, leasedUntil: run.leasedUntil, outcome };
+    return { session, operationId, leasedUntil: run.leasedUntil, outcome };
   } catch {
     metrics.failed++;
     return undefined;

@@ -18,9 +18,7 @@ export interface LeasedRun extends DeferredRegistration {
 }
 
 /** What the sweep learned by asking a run's session (a run is named by its session and operation id). */
-export type SweepReport =
-  | { session: string; operationId: string; leasedUntil: number; outcome: "resumed" | "expired" }
-  | { session: string; operationId: string; outcome: "gone" };
+export type SweepReport = { session: string; operationId: string; leasedUntil: number; outcome: "resumed" | "expired" | "gone" };
 
 /** A swept run is looked at again after this long unless it registers again sooner (it suspends again). */
 export const RECHECK_MS = 15 * 60_000;
@@ -97,16 +95,18 @@ export class DeferredIndex extends DurableObject<Env> {
   }
 
   /**
-   * The sweep's findings. A run that re-registered meanwhile (it suspended again: its due time is
-   * no longer the lease) keeps its new registration; otherwise a resumed run is looked at again
-   * after RECHECK_MS and a gone one is dropped.
+   * The sweep's findings. A run that re-registered meanwhile (it suspended again while its session
+   * was asked: its due time is no longer the lease) keeps its new registration, whatever the
+   * finding, a "gone" included (the run was between two suspensions when asked); otherwise a
+   * resumed run is looked at again after RECHECK_MS and a gone one is dropped.
    */
   async report(reports: SweepReport[], now: number): Promise<void> {
     if (!this.schema.exists) return;
     const sql = this.ctx.storage.sql;
     for (const report of reports) {
-      if (report.outcome === "gone") sql.exec("DELETE FROM suspended_runs WHERE session = ? AND operation_id = ?", report.session, report.operationId);
-      else sql.exec("UPDATE suspended_runs SET due_at = ? WHERE session = ? AND operation_id = ? AND due_at = ?", now + RECHECK_MS, report.session, report.operationId, report.leasedUntil);
+      const { session, operationId, leasedUntil } = report;
+      if (report.outcome === "gone") sql.exec("DELETE FROM suspended_runs WHERE session = ? AND operation_id = ? AND due_at = ?", session, operationId, leasedUntil);
+      else sql.exec("UPDATE suspended_runs SET due_at = ? WHERE session = ? AND operation_id = ? AND due_at = ?", now + RECHECK_MS, session, operationId, leasedUntil);
     }
   }
 

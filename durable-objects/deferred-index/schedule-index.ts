@@ -98,7 +98,11 @@ export class ScheduleIndex {
     return sessions.map(({ session }) => ({ session, leasedUntil }));
   }
 
-  /** The sweep's findings: a gone session's rows leave; the others' next runs are stored and looked at again by SCHEDULE_RECHECK_MS at the latest. */
+  /**
+   * The sweep's findings: a gone session's rows leave; the others' next runs are stored and looked
+   * at again by SCHEDULE_RECHECK_MS at the latest, but only on the rows this sweep leased and that
+   * were not registered again meanwhile (a PATCH while the session was asked stands).
+   */
   report(reports: readonly ScheduleSweepReport[], now: number): void {
     for (const report of reports) {
       if (report.gone) {
@@ -107,7 +111,7 @@ export class ScheduleIndex {
       }
       for (const { scheduleId, nextRunAt } of report.nextRuns) {
         const checkAt = nextRunAt === null ? null : Math.max(nextRunAt, now + SCHEDULE_RECHECK_MS);
-        this.sql.exec("UPDATE schedules SET next_run_at = ?, check_at = ? WHERE session = ? AND schedule_id = ?", nextRunAt, checkAt, report.session, scheduleId);
+        this.sql.exec("UPDATE schedules SET next_run_at = ?, check_at = ? WHERE session = ? AND schedule_id = ? AND check_at = ?", nextRunAt, checkAt, report.session, scheduleId, report.leasedUntil);
       }
     }
   }
