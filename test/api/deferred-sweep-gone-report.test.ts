@@ -27,7 +27,7 @@ async function until(flag: string): Promise<void> {
   if (!flags.has(flag)) throw new Error(`${flag} never happened`);
 }
 
-describe("review race: deferred sweep 'gone' report vs the run suspending again", () => {
+describe("the deferred sweep's 'gone' report vs the run suspending again", () => {
   it("a run that suspends again while the sweep's 'gone' report is on its way stays registered (the next tick polls it)", { timeout: 90_000 }, async () => {
     const setup = await laneSetup("rr_gone");
     expect((await putTool(setup, "ask_user", { kind: "client", description: "Asks the user", parameters: ARGS_SCHEMA })).status).toBe(201);

@@ -22,7 +22,7 @@ afterEach(async () => {
 
 const flags = new Set<string>();
 
-describe("review race: schedule sweep report vs an edit registered meanwhile", () => {
+describe("the schedule sweep's report vs an edit registered meanwhile", () => {
   it("the edit's next run stands in the index after the sweep's report", { timeout: 90_000 }, async () => {
     const setup = await laneSetup("rr_schrep");
     const session = `${setup.tenantId}:${setup.sid}`;
