@@ -184,11 +184,17 @@ export class SessionLifecycle {
    * the tenant was not told yet is forwarded, then the alarm and all storage are deleted. The schema is not re-created: the object holds nothing
    * again, and later calls answer SessionNotFound like any object that never held a session.
    * `createdAt`: the deleted session's, by which the tenant's index tells it from a session
-   * created again under its id in the meantime (tenant-listings.ts).
+   * created again under its id in the meantime (tenant-listings.ts). With `expectedCreatedAt` (a
+   * queued deletion's), a session of another creation time is left as it is: `deleted: false`
+   * with that session's `createdAt`.
    */
-  async deleteSession(): Promise<Wire<RpcResult<{ deleted: boolean; createdAt?: number }>>> {
+  async deleteSession(expectedCreatedAt?: number): Promise<Wire<RpcResult<{ deleted: boolean; createdAt?: number }>>> {
     return asResult(() =>
       this.host.ctx.blockConcurrencyWhile(async () => {
+        // A queued deletion names the session it queued: one created again under the id since
+        // (the queued one deleted meanwhile) is another's, and stays.
+        const held = expectedCreatedAt === undefined ? undefined : this.host.existingStorage()?.metadata.createdAt;
+        if (held !== undefined && held !== expectedCreatedAt) return { deleted: false, createdAt: held };
         const opened = this.host.release();
         const createdAt = (opened?.storage ?? this.host.existingStorage())?.metadata.createdAt;
         if (createdAt === undefined) return { deleted: false };

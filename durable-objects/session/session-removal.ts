@@ -11,10 +11,12 @@ import { shardOf } from "./due-work/deferred-registrations.ts";
  * object still held a session; `createdAt`: that session's creation time, which the caller passes
  * on to the index so that a session created again under the id meanwhile keeps its row.
  */
-export async function removeSessionObjects(env: Env, tenantId: string, sessionId: string): Promise<{ deleted: boolean; createdAt?: number }> {
+export async function removeSessionObjects(env: Env, tenantId: string, sessionId: string, expectedCreatedAt?: number): Promise<{ deleted: boolean; createdAt?: number }> {
   const name = `${tenantId}:${sessionId}`;
-  const reply = fromWire(await env.SESSIONS.getByName(name).deleteSession());
+  const reply = fromWire(await env.SESSIONS.getByName(name).deleteSession(expectedCreatedAt));
   if (!reply.ok) throw new RpcError(reply.error);
+  // Another creation of the id holds the object now: its shard rows are its own.
+  if (!reply.value.deleted && expectedCreatedAt !== undefined && reply.value.createdAt !== undefined) return reply.value;
   await env.DEFERRED_INDEX.getByName(shardOf(name)).removeSession(name);
   return reply.value;
 }

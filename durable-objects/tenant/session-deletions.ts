@@ -1,6 +1,12 @@
 import { ACTIVITY_STEP_MS, SessionIndex } from "./tenant-listings.ts";
 import { SessionUsageMarks } from "./session-usage-marks.ts";
 
+/** A queued session, with the creation time its index row holds (none when it has no row). */
+export interface QueuedDeletion {
+  sessionId: string;
+  createdAt?: number;
+}
+
 /**
  * The tenant's durable queue of sessions to delete in the background (tenant/data-lifecycle.ts):
  * filled by `DELETE /v1/sessions?metadata.…`, a retention sweep, or the tenant's deletion, in one
@@ -69,25 +75,34 @@ export class SessionDeletions {
    * The next batch, oldest queued first. Retention's choices are looked at again at their turn: a
    * session queued as idle that has an operation open since is not idle, and leaves the queue.
    */
-  next(limit: number): string[] {
+  next(limit: number): QueuedDeletion[] {
     this.sql.exec("DELETE FROM session_deletions WHERE idle_before IS NOT NULL AND session_id IN (SELECT session_id FROM open_operations)");
-    return this.sql.exec<{ session_id: string }>("SELECT session_id FROM session_deletions ORDER BY queued_at, session_id LIMIT ?", limit).toArray().map((row) => row.session_id);
+    // With the creation time the index holds: the session object is asked to delete that one only.
+    return this.sql
+      .exec<{ session_id: string; created_at: number | null }>(
+        "SELECT d.session_id, s.created_at FROM session_deletions d LEFT JOIN sessions s ON s.session_id = d.session_id ORDER BY d.queued_at, d.session_id LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((row) => ({ sessionId: row.session_id, ...(row.created_at !== null && { createdAt: row.created_at }) }));
   }
 
   /**
-   * The session's object and shard rows are gone: its index row, usage mark and queue row go now,
+   * The session's object and shard rows are gone: its index row, usage mark and queue row go now
+   * (true when the queue row was there to go),
    * and the slots of its operations still open (a deleted session never settles them, so nothing
    * else would release them). `createdAt`, the deleted session's (when the object still held one):
    * a row of another creation time is a session created again under the id since its object was
    * deleted, whose registration took the old one's row and place (session-listing.ts
    * registerSession); it stays, with all it holds.
    */
-  finished(sessionId: string, createdAt?: number): void {
-    if (createdAt !== undefined && new SessionIndex(this.sql).heldByAnother(sessionId, createdAt)) return;
+  finished(sessionId: string, createdAt?: number): boolean {
+    if (createdAt !== undefined && new SessionIndex(this.sql).heldByAnother(sessionId, createdAt)) return false;
     this.sql.exec("DELETE FROM open_operations WHERE session_id = ?", sessionId);
     new SessionIndex(this.sql).unregister(sessionId);
     new SessionUsageMarks(this.sql).forget(sessionId);
-    this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId);
+    // Whether this call took the session from the queue (a concurrent tick may have already).
+    return this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId).rowsWritten > 0;
   }
 
   /**
