@@ -32,11 +32,12 @@ export class TenantSchedules {
   constructor(private readonly host: TenantHost) {}
 
   async reserveScheduledRun(sessionId: string, due: ScheduleDue, now = Date.now()): Promise<ScheduledReservation> {
+    // The event ids are digests: computed before the writing turn, which reads everything else.
+    const firedId = await scheduleEventId("schedule.fired", sessionId, due);
+    const skippedId = await scheduleEventId("schedule.skipped", sessionId, due);
     if (!this.host.schema.exists) return { ok: false, reason: "quota", detail: "tenant_gone" };
     // A tenant being deleted starts nothing new (its keys are already refused); its sessions go soon.
     if (this.host.deletion()) return { ok: false, reason: "refused", detail: "TenantDeleting" };
-    const firedId = await scheduleEventId("schedule.fired", sessionId, due);
-    const skippedId = await scheduleEventId("schedule.skipped", sessionId, due);
     const quotas = this.host.quotas();
     const { outcome, enqueued } = this.host.ctx.storage.transactionSync((): { outcome: ScheduledReservation; enqueued: number } => {
       const grant = this.host.requestWindow.grant(now, quotas.requestsPerMinute, 1);
