@@ -121,7 +121,12 @@ export class SessionRuntime {
           if (!lane) return row ? this.dueWork.forget(operationId) : undefined;
           try {
             const driven = await lane.drive({ operationId, waitForRetry: false });
-            if (!driven.ok && row) this.dueWork.forget(operationId);
+            // Only an operation the lane no longer knows is forgotten (forgetting forwards its
+            // settlement, which frees its slot); a harness closed under the pass leaves it open.
+            if (!driven.ok && row) {
+              if (driven.error.code === "OperationMismatch") this.dueWork.forget(operationId);
+              else this.dueWork.postpone(name, operationId, FAILED_PASS_RETRY_MS);
+            }
           } catch (error) {
             // The operation is still open: retried later, not in a hot loop.
             this.dueWork.postpone(name, operationId, FAILED_PASS_RETRY_MS);
