@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { isKeyedObject } from "./json.ts";
+import { utf8Length } from "./utf8.ts";
 import { ModelIdentitySchema, QueueModeSchema } from "./lane.ts";
 
 // Durable harness settings (ARCHITECTURE D6): session data at `pi.settings`, captured into each
@@ -119,10 +120,29 @@ export const PromptTemplateSchema = v.strictObject({
 /** The leading guards of the skills and of the prompt templates by name (json.ts isKeyedObject); the OpenAPI document describes each map by its guard. */
 export const SkillsObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "skills must be an object by name (not __proto__, constructor or prototype)");
 export const PromptTemplatesObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "promptTemplates must be an object by name (not __proto__, constructor or prototype)");
-export const HarnessResourcesSchema = v.strictObject({
-  skills: v.pipe(SkillsObjectSchema, v.record(resourceName, SkillSchema)),
-  promptTemplates: v.pipe(PromptTemplatesObjectSchema, v.record(resourceName, PromptTemplateSchema)),
-});
+/**
+ * What a session's skills and prompt templates may hold together: each map at most `perKind`
+ * names, and their descriptions and contents at most `bytes` of UTF-8. They are stored as one
+ * value and exported on one line, which an import must take back (its lines are bounded).
+ */
+export const RESOURCE_LIMITS = { perKind: 100, bytes: 4 * 1024 * 1024 } as const;
+
+/** Why `resources` exceed RESOURCE_LIMITS, or undefined when they fit. */
+export function resourcesOverLimit(resources: { skills: Record<string, Skill>; promptTemplates: Record<string, PromptTemplate> }): string | undefined {
+  const kinds = [resources.skills, resources.promptTemplates];
+  if (kinds.some((items) => Object.keys(items).length > RESOURCE_LIMITS.perKind)) return `at most ${RESOURCE_LIMITS.perKind} skills and ${RESOURCE_LIMITS.perKind} prompt templates`;
+  let bytes = 0;
+  for (const items of kinds) for (const item of Object.values(items)) bytes += utf8Length(item.content) + utf8Length(item.description ?? "");
+  return bytes > RESOURCE_LIMITS.bytes ? `skills and prompt templates of at most ${RESOURCE_LIMITS.bytes / (1024 * 1024)} MiB together (descriptions and contents, UTF-8)` : undefined;
+}
+
+export const HarnessResourcesSchema = v.pipe(
+  v.strictObject({
+    skills: v.pipe(SkillsObjectSchema, v.record(resourceName, SkillSchema)),
+    promptTemplates: v.pipe(PromptTemplatesObjectSchema, v.record(resourceName, PromptTemplateSchema)),
+  }),
+  v.check((resources) => resourcesOverLimit(resources) === undefined, `At most ${RESOURCE_LIMITS.perKind} skills and ${RESOURCE_LIMITS.perKind} prompt templates, of at most 4 MiB together`),
+);
 export type Skill = v.InferOutput<typeof SkillSchema>;
 export type PromptTemplate = v.InferOutput<typeof PromptTemplateSchema>;
 export type HarnessResources = v.InferOutput<typeof HarnessResourcesSchema>;

@@ -1,10 +1,10 @@
 import { sessionMetadata } from "../../harness/session/builtin-addresses.ts";
 import type { RpcResult } from "../../schema/errors.ts";
-import type { HarnessSettings, PromptTemplate, Skill } from "../../schema/settings.ts";
+import { RESOURCE_LIMITS, resourcesOverLimit, type HarnessSettings, type PromptTemplate, type Skill } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { SessionMetadata, SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import type { Wire } from "../../schema/wire.ts";
-import { asResult, parseWire } from "../rpc/rpc-errors.ts";
+import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { metadataPatchWrite } from "./metadata-patch.ts";
 import { assertValidSettings } from "./settings-check.ts";
@@ -78,7 +78,11 @@ export class SessionSettings {
       const entries: Record<string, Skill | PromptTemplate> = { ...current[kind] };
       if (next === null) delete entries[name];
       else entries[name] = next;
-      await harness.setResources({ ...current, [kind]: entries });
+      const resources = { ...current, [kind]: entries };
+      // Checked on what the session would hold: an export carries it on one line an import takes back.
+      const over = next === null ? undefined : resourcesOverLimit(resources);
+      if (over !== undefined) throw new RpcError({ code: "LimitExceeded", message: `A session holds ${over}`, details: { resource: kind, limit: RESOURCE_LIMITS.perKind, bytes: RESOURCE_LIMITS.bytes } });
+      await harness.setResources(resources);
       return { name };
     });
   }
