@@ -33,3 +33,53 @@ export function wranglerDevArgs(args) {
   const defaults = DEV_DEFAULTS.filter(([name]) => !hasFlag(args, name)).map(([name, value]) => `${name}=${value}`);
   return { args: ["dev", ...defaults, ...args], port: flagValue(args, "--port") ?? "8787" };
 }
+
+/**
+ * `npm start`'s own flags, taken out of `args` before the rest goes to `wrangler dev`:
+ * `--dev-key` (print a key of a local tenant once the server is up), `--dev-tenant <id>` (that
+ * tenant's id, "dev" by default; implies --dev-key) and `--no-cron` (leave the minute cron to
+ * be fired by hand).
+ */
+export function splitOwnFlags(args) {
+  const rest = [];
+  let devKey = false;
+  let cron = true;
+  let devTenant = "dev";
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--dev-key") devKey = true;
+    else if (arg === "--no-cron") cron = false;
+    else if (arg === "--dev-tenant" || arg.startsWith("--dev-tenant=")) {
+      const value = arg === "--dev-tenant" ? args[++i] : arg.slice("--dev-tenant=".length);
+      if (!value) throw new Error("--dev-tenant needs a tenant id: npm start -- --dev-tenant <id>");
+      devTenant = value;
+      devKey = true;
+    } else rest.push(arg);
+  }
+  return { devKey, devTenant, cron, rest };
+}
+
+/** The address `wrangler dev` listens on for the user's `args` (the --ip flag, without brackets). */
+export function listenAddress(args) {
+  return (flagValue(args, "--ip") ?? "127.0.0.1").replace(/^\[(.*)\]$/, "$1");
+}
+
+/**
+ * The URL the script's own requests (the health check, the minute cron, --dev-key) go to: the
+ * address wrangler serves, or its loopback when it listens on every interface (0.0.0.0 → 127.0.0.1,
+ * :: → [::1]); an IPv6 address in brackets.
+ */
+export function localBase(args) {
+  const { port } = wranglerDevArgs(args);
+  const ip = listenAddress(args);
+  const host = ip.includes(":") ? `[${ip}]` : ip;
+  // The URL parser writes every spelling of an address one way (0 → 0.0.0.0, [0::0] → [::]).
+  const normal = URL.canParse(`http://${host}`) ? new URL(`http://${host}`).hostname : host;
+  const loopback = normal === "0.0.0.0" ? "127.0.0.1" : normal === "[::]" ? "[::1]" : normal;
+  return `http://${loopback}:${port}`;
+}
+
+/** The state directory of the user's `args`: `--persist-to`, or the script's default. */
+export function persistDir(args) {
+  return flagValue(args, "--persist-to") ?? DEV_DEFAULTS.find(([name]) => name === "--persist-to")?.[1] ?? ".wrangler/state";
+}

@@ -14,10 +14,40 @@ import { MIN_ADMIN_TOKEN_CHARS } from "../worker/admin-token.ts";
  */
 export const LOCAL_SETTINGS = { SCRIPTED_MODELS: "on", LOCAL_DEV: "on" };
 
-/** The value of `NAME=value` in a .dev.vars text, or undefined. */
-export function devVar(text, name) {
-  return new RegExp(`^${name}=(.*)$`, "m").exec(text)?.[1]?.trim();
+/**
+ * A .dev.vars text as `wrangler dev` reads it: wrangler parses the file with dotenv's `parse`
+ * (dotenv 16.3.1, bundled into wrangler; no variable expansion), so `NAME = value`, quoted values
+ * ('…', "…" with \n and \r escapes, `…`), `export NAME=…`, `NAME: value` and `# comments` mean
+ * here what they mean to the server, and a later line wins over an earlier one. This is that
+ * function, line for line (neither dotenv nor wrangler's copy of it is a dependency the script
+ * can import). A test compares it with wrangler's own reading of the same files.
+ *
+ * From dotenv's `parse`, Copyright (c) 2015, Scott Motte, under the BSD 2-Clause License
+ * (https://github.com/motdotla/dotenv/blob/master/LICENSE): redistributions of source code must
+ * retain this notice, the list of conditions in that license, and its disclaimer.
+ */
+export function parseDevVars(text) {
+  const LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
+  // No prototype: a line named like an Object member (`constructor=…`) is just a name here.
+  const parsed = Object.create(null);
+  const lines = text.replace(/\r\n?/gm, "\n");
+  let match;
+  while ((match = LINE.exec(lines)) !== null) {
+    let value = (match[2] || "").trim();
+    const quote = value[0];
+    value = value.replace(/^(['"`])([\s\S]*)\1$/gm, "$2");
+    if (quote === '"') value = value.replace(/\\n/g, "\n").replace(/\\r/g, "\r");
+    parsed[match[1]] = value;
+  }
+  return parsed;
 }
+
+/** The value of NAME in a .dev.vars text as wrangler reads it (quotes removed), or undefined. */
+export function devVar(text, name) {
+  const parsed = parseDevVars(text);
+  return Object.hasOwn(parsed, name) ? parsed[name] : undefined;
+}
+
 
 /**
  * Makes sure `path` has an ADMIN_TOKEN and a SECRETS_KEY (new random ones when missing) and every local setting,

@@ -2,62 +2,173 @@
 // `npm start [-- <wrangler dev flags>] [-- --dev-key]`: serves the API locally with `wrangler dev`
 // and local persistence under .wrangler/state, so state (and interrupted runs) survive a restart of
 // this process. Any flag the script sets by default (--port, --ip, --persist-to, …) can be passed
-// to override it. `--dev-key` also prints a ready API key of a local tenant "dev" once the server is up.
+// to override it. `--dev-key` also prints a ready API key of a local tenant "dev" (`--dev-tenant
+// <id>`: of that tenant) once the server is up.
 // The minute cron (resuming deferred runs) is fired every minute, which wrangler dev does not do;
 // `--no-cron` leaves it to be fired by hand (wrangler's /cdn-cgi/local/scheduled endpoint).
+//
+// Before wrangler starts: one npm start per state directory (a lock file there, scripts/state-lock.mjs),
+// and the port must be free (else the script's requests would reach the server already there).
+// It stops wrangler when it is signalled, and when the process that started it is gone (npm passes
+// a SIGTERM only to the `sh -c` that runs this script, which ends without passing it on).
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { wranglerDevArgs } from "./dev-args.mjs";
+import { createServer } from "node:net";
+import { listenAddress, localBase, persistDir, splitOwnFlags, wranglerDevArgs } from "./dev-args.mjs";
 import { devVar, devVarsProblems, ensureDevVars } from "./dev-vars.mjs";
 import { startLocalCron } from "./local-cron.mjs";
+import { takeStateLock } from "./state-lock.mjs";
 
-const OWN_FLAGS = ["--dev-key", "--no-cron"];
-const devKey = process.argv.includes("--dev-key");
-const cron = !process.argv.includes("--no-cron");
 const devVars = ".dev.vars";
+/** How long the server may take to answer /health before the script says so (it keeps waiting). */
+const UP_WARNING_MS = 60_000;
+
+let own;
+try {
+  own = splitOwnFlags(process.argv.slice(2));
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
+const { devKey, devTenant, cron, rest: userArgs } = own;
 
 // The admin token is a secret; locally wrangler reads it (and the local settings) from .dev.vars.
 const added = ensureDevVars(devVars);
 if (added.length > 0) console.log(`Added to ${devVars} (local only, never committed):\n\n${added.map((line) => `  ${line}`).join("\n")}\n`);
-const problems = devVarsProblems(readFileSync(devVars, "utf8"));
+const devVarsText = readFileSync(devVars, "utf8");
+const problems = devVarsProblems(devVarsText);
 const warn = () => problems.forEach((problem) => console.warn(`\nWarning: ${problem}\n`));
 warn();
 
-const { args, port } = wranglerDevArgs(process.argv.slice(2).filter((arg) => !OWN_FLAGS.includes(arg)));
+const { args, port } = wranglerDevArgs(userArgs);
+const base = localBase(userArgs);
+const stateDir = persistDir(userArgs);
+
+const lock = takeStateLock(stateDir, { url: base });
+if (!lock.taken) {
+  const { pid, url } = lock.holder;
+  fail(
+    `The state directory ${stateDir} is already in use by another npm start${pid === undefined ? "" : ` (pid ${pid}${url ? `, serving ${url}` : ""})`}. ` +
+      "Two servers on one state directory would each run their own copy of the same sessions. Stop that one first, " +
+      `or start this one on another state directory: npm start -- --persist-to <dir>. (The lock: ${lock.path}; once its process has ended, the next start takes it over.)`,
+  );
+}
+process.on("exit", () => lock.release());
+
+const address = listenAddress(userArgs);
+if (!(await portFree(address, port))) {
+  fail(
+    `Port ${port} on ${address}: Address already in use. Another server (an earlier npm start?) is listening there; ` +
+      "stop it, or pass another port: npm start -- --port <n>.",
+  );
+}
+
 const child = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-const base = `http://127.0.0.1:${port}`;
-if (cron) startLocalCron(base);
-void whenUp(base).then((up) => {
-  if (!up) return;
-  // wrangler has just said that scheduled Workers are not triggered locally: here they are.
-  if (cron) console.log(`npm start fires the minute cron (it resumes deferred runs) at the start of every minute; --no-cron turns that off.`);
-  // Said again once wrangler's own start-up lines have scrolled the first one away.
-  warn();
-  if (devKey && problems.length === 0) return printDevKey(base);
+let exited = false;
+child.on("error", (error) => {
+  console.error(`Could not start wrangler: ${error.message}`);
+  process.exit(1);
+});
+child.on("exit", (code, signal) => {
+  exited = true;
+  process.exit(signal ? 1 : (code ?? 0));
 });
 
-/** Waits (up to a minute) for /health to answer. */
+let stopping = false;
+/** Passes `signal` on to wrangler (which stops workerd); SIGKILL if it has not ended 10 s after the first. */
+function stop(signal) {
+  if (!stopping) {
+    stopping = true;
+    setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+  }
+  child.kill(signal);
+}
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => stop(signal));
+// The process that started this one (npm's `sh -c`) is gone: whoever stopped `npm start` meant
+// the server too.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent && !stopping) {
+    console.error("\nnpm start: the process that started this script has ended; stopping the server.");
+    stop("SIGTERM");
+  }
+}, 250).unref();
+
+if (cron) startLocalCron(base);
+whenUp(base)
+  .then(async (up) => {
+    if (!up) return;
+    // wrangler has just said that scheduled Workers are not triggered locally: here they are.
+    if (cron) console.log(`npm start fires the minute cron (it resumes deferred runs) at the start of every minute; --no-cron turns that off.`);
+    // Said again once wrangler's own start-up lines have scrolled the first one away.
+    warn();
+    if (devKey && problems.length === 0) await printDevKey(base, devTenant);
+  })
+  .catch((error) => console.error(`\nnpm start: ${error instanceof Error ? error.message : String(error)}\n`));
+
+/** Waits for /health to answer, for as long as wrangler runs; says so when that takes longer than a minute. */
 async function whenUp(base) {
-  for (let attempt = 0; attempt < 240; attempt++) {
+  const started = Date.now();
+  let warned = false;
+  while (!exited && !stopping) {
     try {
-      if ((await fetch(`${base}/health`)).ok) return true;
+      if ((await fetch(`${base}/health`, { signal: AbortSignal.timeout(10_000) })).ok) return true;
     } catch {
       // not up yet
     }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (!warned && Date.now() - started > UP_WARNING_MS) {
+      warned = true;
+      console.warn(
+        `\nWarning: ${base}/health has not answered for ${UP_WARNING_MS / 1000} s. Still waiting: the minute cron fires and ` +
+          `${devKey ? "--dev-key prints its key " : "the server is usable "}once it answers. If wrangler serves another address, pass it with --ip.\n`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, warned ? 1000 : 250));
   }
   return false;
 }
 
-/** Makes sure tenant "dev" exists, and prints a fresh key for it. */
-async function printDevKey(base) {
+/** Makes sure local tenant `tenant` exists, and prints a fresh key for it (or why there is none). */
+async function printDevKey(base, tenant) {
   const token = devVar(readFileSync(devVars, "utf8"), "ADMIN_TOKEN");
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-  const tenant = await fetch(`${base}/v1/admin/tenants`, { method: "POST", headers, body: JSON.stringify({ id: "dev", name: "Local development" }) });
-  if (tenant.status !== 201 && tenant.status !== 409) return console.error(`Could not create the dev tenant: ${tenant.status}`);
-  const key = await fetch(`${base}/v1/admin/tenants/dev/keys`, { method: "POST", headers, body: JSON.stringify({ name: "npm start --dev-key" }) });
-  const body = await key.json();
-  console.log(`\nA key of the local tenant "dev" (shown once):\n\n  export KEY=${body.key}\n  curl -s ${base}/v1/me -H "authorization: Bearer $KEY"\n\nThe Inspector (paste the key there): ${base}/inspector\n`);
+  const created = await fetch(`${base}/v1/admin/tenants`, { method: "POST", headers, body: JSON.stringify({ id: tenant, name: "Local development" }) });
+  const createdBody = await created.json().catch(() => undefined);
+  if (created.status === 409) {
+    // TenantExists: the tenant is there, or it was deleted and its id stays reserved.
+    const status = createdBody?.error?.details?.status;
+    if (status === "deleting" || status === "deleted") {
+      return console.error(
+        `\nCould not print a dev key: the local tenant "${tenant}" was deleted, and a deleted tenant's id stays reserved. ` +
+          `Name another tenant (npm start -- --dev-key --dev-tenant <id>), or start on a fresh state directory (npm start -- --persist-to <dir> --dev-key).\n`,
+      );
+    }
+  } else if (created.status !== 201) {
+    return console.error(`\nCould not create the local tenant "${tenant}": ${created.status} ${describe(createdBody)}\n`);
+  }
+  const key = await fetch(`${base}/v1/admin/tenants/${encodeURIComponent(tenant)}/keys`, { method: "POST", headers, body: JSON.stringify({ name: "npm start --dev-key" }) });
+  const body = await key.json().catch(() => undefined);
+  if (key.status !== 201 || typeof body?.key !== "string") {
+    return console.error(`\nCould not create a key of the local tenant "${tenant}": ${key.status} ${describe(body)}\n`);
+  }
+  console.log(`\nA key of the local tenant "${tenant}" (shown once):\n\n  export KEY=${body.key}\n  curl -s ${base}/v1/me -H "authorization: Bearer $KEY"\n\nThe Inspector (paste the key there): ${base}/inspector\n`);
 }
-child.on("exit", (code, signal) => process.exit(signal ? 1 : (code ?? 0)));
+
+/** An error answer's message, for a line of output. */
+function describe(body) {
+  return body?.error?.message ?? (body === undefined ? "(no JSON answer)" : JSON.stringify(body));
+}
+
+/** Whether `port` on `host` can be listened on now (any error other than "in use" is left to wrangler to report). */
+function portFree(host, port) {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", (error) => resolve(!("code" in error && error.code === "EADDRINUSE")));
+    server.listen({ host, port: Number(port), exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+/** Prints `message` and ends the script (exit code 1) before wrangler was started. */
+function fail(message) {
+  console.error(`\nnpm start: ${message}\n`);
+  process.exit(1);
+}
