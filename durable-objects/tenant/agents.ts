@@ -9,7 +9,7 @@ import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type AgentsHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant">;
+type AgentsHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant" | "assertStorageRoom">;
 
 /**
  * The tenant's agents (agent-store.ts): versioned definitions a session can be created from. The
@@ -23,6 +23,7 @@ export class Agents {
   async createAgent(agentId: string, definition: Wire<AgentDefinition>): Promise<Wire<RpcResult<Agent>>> {
     return asResult(() => {
       this.host.requireActiveTenant();
+      this.host.assertStorageRoom();
       return this.store().create(agentId, parseWire(definition), Date.now());
     });
   }
@@ -59,6 +60,7 @@ export class Agents {
   async appendAgentVersion(agentId: string, basedOn: number, definition: Wire<AgentDefinition>): Promise<Wire<RpcResult<AppendResult>>> {
     return asResult(() => {
       this.host.requireActiveTenant();
+      this.host.assertStorageRoom();
       return this.store().append(agentId, basedOn, parseWire(definition), Date.now());
     });
   }

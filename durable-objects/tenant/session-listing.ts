@@ -11,7 +11,7 @@ import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts): the ledger only for a search by status. */
-type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations" | "deletion">;
+type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations" | "deletion" | "hasStorageRoom">;
 
 /** The session index: what a listing shows and a search filters on, so that both touch this object only. */
 export class SessionListing {
@@ -23,9 +23,12 @@ export class SessionListing {
    * queued for deletion with the others (data-lifecycle.ts); once the tenant is gone (its storage
    * deleted) nothing is registered, and the caller deletes the session it made.
    */
-  async registerSession(summary: SessionSummary): Promise<{ registered: boolean }> {
+  async registerSession(summary: SessionSummary): Promise<{ registered: boolean; full?: true }> {
     if (!this.host.schema.exists) return { registered: false };
     const index = new SessionIndex(this.host.sql);
+    // A tenant object at its storage budget lists no new session (its row and metadata would not
+    // fit); one already listed (a retried creation) is refreshed.
+    if (!index.has(summary.id) && !this.host.hasStorageRoom()) return { registered: false, full: true };
     // A session created again under a deleted one's id before that deletion's last step: what
     // the tenant kept of the deleted one goes now (its row, queue place, usage mark and slots),
     // and that step then finds a row not its own and keeps it (SessionDeletions.finished).

@@ -33,6 +33,13 @@ export interface TenantInfo {
 
 /** Requests per minute a tenant may make when no quota of its own is set. */
 export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
+/**
+ * What the tenant object stores before it takes nothing new (agents, their versions, tenant tools
+ * and MCP servers and their revisions, webhooks, sessions in its index). The platform refuses every
+ * write past 10 GB (SQLITE_FULL), key checks and quota leases included: the room left keeps those,
+ * deletions and the work in flight going.
+ */
+export const TENANT_STORAGE_BUDGET_BYTES = 8 * 1024 ** 3;
 
 type TenantRow = { tenant_id: string; name: string; created_at: number };
 
@@ -143,6 +150,22 @@ export class TenantHost {
     if (!this.schema.exists) return undefined;
     const row = this.sql.exec<{ deleting_at: number | null; deletion_done: number }>("SELECT deleting_at, deletion_done FROM tenant WHERE singleton = 1").toArray()[0];
     return row?.deleting_at == null ? undefined : { startedAt: row.deleting_at, sessionsDeleted: row.deletion_done };
+  }
+
+  /** Whether the tenant object is within its storage budget. */
+  hasStorageRoom(): boolean {
+    return this.ctx.storage.sql.databaseSize <= TENANT_STORAGE_BUDGET_BYTES;
+  }
+
+  /** Refuses (422 LimitExceeded) what would grow a tenant object past its budget. */
+  assertStorageRoom(): void {
+    if (this.hasStorageRoom()) return;
+    const bytes = this.ctx.storage.sql.databaseSize;
+    throw new RpcError({
+      code: "LimitExceeded",
+      message: `The tenant's storage is full (${bytes} of ${TENANT_STORAGE_BUDGET_BYTES} bytes): delete agents, tools, MCP servers or sessions it no longer needs`,
+      details: { resource: "tenantStorage", bytes, limit: TENANT_STORAGE_BUDGET_BYTES },
+    });
   }
 
   /** The tenant, unless it is being deleted: nothing new is created for a tenant being deleted. */

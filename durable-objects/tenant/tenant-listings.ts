@@ -116,6 +116,11 @@ export class SessionIndex {
     this.sql.exec("DELETE FROM sessions WHERE session_id = ?", sessionId);
   }
 
+  /** Whether the id has a row (any creation of it). */
+  has(sessionId: string): boolean {
+    return this.row(sessionId) !== undefined;
+  }
+
   private row(sessionId: string): IndexedSession | undefined {
     return this.sql.exec<IndexedSession>("SELECT session_id, created_at, metadata, metadata_seq, name_seq FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
   }

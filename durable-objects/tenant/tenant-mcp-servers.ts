@@ -15,7 +15,7 @@ import { tenantMcpStore, type Revision, type TenantRevisions } from "./tenant-re
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type TenantMcpHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant">;
+type TenantMcpHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant" | "assertStorageRoom">;
 
 /** No lane of the tenant has a tool active: a tool the server stops listing leaves the next revision (sessions keep theirs). */
 const NO_ACTIVE_TOOLS: ReadonlySet<string> = new Set();
@@ -49,6 +49,8 @@ export class TenantMcpServers {
   async putTenantMcpServer(name: string, input: Wire<McpServerInput>): Promise<Wire<RpcResult<TenantMcpServerReply>>> {
     return asResult(async () => {
       const tenant = this.host.requireActiveTenant();
+      // Refused before the server is contacted, and again in the writing turn.
+      this.host.assertStorageRoom();
       const definition = parseWire(input);
       const urlProblem = egressProblem(definition.url, this.allowLoopback());
       if (urlProblem) throw invalidInput("url", urlProblem.message, { field: "url", server: name, ...egressDetails(urlProblem) });
@@ -61,6 +63,7 @@ export class TenantMcpServers {
       // the same prefix the cached tools the new `allow` admits carry over, kept should this
       // discovery have failed.
       this.host.requireActiveTenant();
+      this.host.assertStorageRoom();
       const { stored, created } = store.put(name, (latest) => withDiscovery({ ...candidate, tools: carriedTools(latest, candidate, NO_ACTIVE_TOOLS) }, outcome, NO_ACTIVE_TOOLS, Date.now()), Date.now());
       return { ...tenantMcpServerView(stored), created };
     });

@@ -11,7 +11,7 @@ import { tenantToolStore, type Revision } from "./tenant-revisions.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts). */
-type TenantToolsHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant">;
+type TenantToolsHost = Pick<TenantHost, "sql" | "env" | "requireTenant" | "requireActiveTenant" | "assertStorageRoom">;
 
 /**
  * The tenant's own tools (spec/API.md "Tenant tools and MCP servers"): http and client tools
@@ -51,6 +51,7 @@ export class TenantTools {
       let secret: string | undefined;
       // The writing turn: a deletion begun during the awaits above refuses it.
       this.host.requireActiveTenant();
+      this.host.assertStorageRoom();
       const { stored, created } = tenantToolStore(this.host.sql).put(
         name,
         (latest) => {

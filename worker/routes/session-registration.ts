@@ -16,10 +16,12 @@ function summaryOf(view: SessionSummary): SessionSummary {
  * request answered as its key is now, 401.
  */
 export async function registerCreated(env: Env, tenantId: string, view: SessionSummary): Promise<void> {
-  const { registered } = await tenantStub(env, tenantId).registerSession(summaryOf(view));
+  const { registered, full } = await tenantStub(env, tenantId).registerSession(summaryOf(view));
   // Browser tokens of a session deleted before under this id are refused here at once.
   sessionIncarnations.remember(tenantId, view.id, view.createdAt, Date.now());
   if (registered) return;
   await removeSessionObjects(env, tenantId, view.id);
+  // A tenant object at its storage budget lists no new session: the one just made is gone again.
+  if (full) throw fail("LimitExceeded", "The tenant's storage is full: delete sessions (or agents, tools) it no longer needs", { resource: "tenantStorage" });
   throw fail("Unauthenticated", "A valid API key is required");
 }

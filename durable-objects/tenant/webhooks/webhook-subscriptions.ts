@@ -22,6 +22,7 @@ export class WebhookSubscriptions {
       const sealed = await sealWebhookSecret(this.host.env.SECRETS_KEY, tenant.id, id, secret);
       // The seal is awaited before the SQL turn: the tenant and the limits are read in the writing turn.
       this.host.requireActiveTenant();
+      this.host.assertStorageRoom();
       return { ...this.host.webhooks().insert({ id, url, events, sealedSecret: sealed, createdAt: Date.now() }), secret };
     });
   }
