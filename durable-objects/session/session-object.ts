@@ -12,6 +12,8 @@ import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import type { ClientToolResult, ToolDefinitionInput } from "../../schema/tools.ts";
 import type { Wire } from "../../schema/wire.ts";
+import type { RpcResult } from "../../schema/errors.ts";
+import { growing } from "./storage-budget.ts";
 import type { IdempotencyReplay, ReceiptScope } from "../rpc/idempotency.ts";
 import { CreationSlots } from "./creation-slots.ts";
 import type { AgentForSession } from "../../tools/tenant-copies.ts";
@@ -87,16 +89,27 @@ export class SessionObject extends DurableObject<Env> {
     this.tools = new SessionTools(this.host);
     this.mcp = new SessionMcp(this.host);
     this.schedules = new SessionSchedules(this.host, {
-      acceptOperation: (lane, request) => this.operations.acceptOperation(lane, request),
-      acceptWhileBusy: (lane, request, ifBusy) => this.operations.acceptWhileBusy(lane, request, ifBusy),
+      acceptOperation: (lane, request) => this.grows(() => this.operations.acceptOperation(lane, request)),
+      acceptWhileBusy: (lane, request, ifBusy) => this.grows(() => this.operations.acceptWhileBusy(lane, request, ifBusy)),
     });
     this.watch = new SessionWatch(this.host, {
-      acceptOperation: (lane, request, receipt) => this.operations.acceptOperation(lane, request, receipt),
-      acceptOperationOnHeldSlot: (lane, request, receipt) => this.operations.acceptOperationOnHeldSlot(lane, request, receipt),
-      acceptWhileBusy: (lane, request, ifBusy, receipt) => this.operations.acceptWhileBusy(lane, request, ifBusy, receipt),
-      enqueue: (lane, kind, input, receipt) => this.laneCommands.enqueue(lane, kind, input, receipt),
+      acceptOperation: (lane, request, receipt) => this.grows(() => this.operations.acceptOperation(lane, request, receipt)),
+      acceptOperationOnHeldSlot: (lane, request, receipt) => this.grows(() => this.operations.acceptOperationOnHeldSlot(lane, request, receipt)),
+      acceptWhileBusy: (lane, request, ifBusy, receipt) => this.grows(() => this.operations.acceptWhileBusy(lane, request, ifBusy, receipt)),
+      enqueue: (lane, kind, input, receipt) => this.grows(() => this.laneCommands.enqueue(lane, kind, input, receipt)),
       abortCurrent: (lane, waitMs, receipt) => this.operations.abortCurrent(lane, waitMs, receipt),
     });
+  }
+
+  /**
+   * A client's write that grows the session (an entry, a value, a list item, a run, a queued
+   * input, a lane, a branch, a label, a tool, a resource): refused while the object is past its
+   * storage budget (storage-budget.ts), so a full session answers 422 instead of faulting.
+   */
+  private grows<T>(work: () => Promise<Wire<RpcResult<T>>>): Promise<Wire<RpcResult<T>>>;
+  private grows<T>(work: () => Promise<Wire<RpcResult<T>> | null>): Promise<Wire<RpcResult<T>> | null>;
+  private grows<T>(work: () => Promise<Wire<RpcResult<T>> | null>): Promise<Wire<RpcResult<T>> | null> {
+    return growing(this.ctx.storage.sql, work);
   }
 
   // Hosting: the alarm drives due work; the idempotency store of the session's creating POSTs.
@@ -129,7 +142,7 @@ export class SessionObject extends DurableObject<Env> {
   importCommit(importId: string) { return this.imports.importCommit(importId); }
 
   // Branches and entries (session-branches.ts).
-  createBranch(name: string, at: string | null, receipt?: ReceiptScope) { return this.branchesAndEntries.createBranch(name, at, receipt); }
+  createBranch(name: string, at: string | null, receipt?: ReceiptScope) { return this.grows(() => this.branchesAndEntries.createBranch(name, at, receipt)); }
   branches(query?: NamePageQuery) { return this.branchesAndEntries.branches(query); }
   scanBranch(name: string, scan?: BranchScan) { return this.branchesAndEntries.scanBranch(name, scan); }
   getEntry(id: string) { return this.branchesAndEntries.getEntry(id); }
@@ -145,12 +158,12 @@ export class SessionObject extends DurableObject<Env> {
   setName(name: string | null) { return this.data.setName(name); }
   updateMetadata(patch: SessionMetadataPatch) { return this.data.updateMetadata(patch); }
   getLabel(entryId: string) { return this.data.getLabel(entryId); }
-  setLabel(entryId: string, label: string | null) { return this.data.setLabel(entryId, label); }
+  setLabel(entryId: string, label: string | null) { return this.grows(() => this.data.setLabel(entryId, label)); }
   getValue(namespace: string, key: string) { return this.data.getValue(namespace, key); }
   valueJson(namespace: string, key: string) { return this.data.valueJson(namespace, key); }
-  setValue(namespace: string, key: string, next: Wire<JsonValue>) { return this.data.setValue(namespace, key, next); }
+  setValue(namespace: string, key: string, next: Wire<JsonValue>) { return this.grows(() => this.data.setValue(namespace, key, next)); }
   deleteValue(namespace: string, key: string) { return this.data.deleteValue(namespace, key); }
-  appendList(namespace: string, key: string, element: Wire<JsonValue>, receipt?: ReceiptScope) { return this.data.appendList(namespace, key, element, receipt); }
+  appendList(namespace: string, key: string, element: Wire<JsonValue>, receipt?: ReceiptScope) { return this.grows(() => this.data.appendList(namespace, key, element, receipt)); }
   readList(namespace: string, key: string, options?: ListReadOptions) { return this.data.readList(namespace, key, options); }
   listJson(namespace: string, key: string, options: ListPageOptions & { limit: number }) { return this.data.listJson(namespace, key, options); }
   deleteList(namespace: string, key: string) { return this.data.deleteList(namespace, key); }
@@ -160,25 +173,25 @@ export class SessionObject extends DurableObject<Env> {
   updateSettings(patch: Wire<HarnessSettingsPatch>) { return this.sessionSettings.updateSettings(patch); }
   updateSettingsAndMetadata(patch: Wire<HarnessSettingsPatch>, metadata: SessionMetadataPatch) { return this.sessionSettings.updateSettingsAndMetadata(patch, metadata); }
   moveToAgent(bundle: Wire<AgentForSession>, settings?: Wire<HarnessSettingsPatch>, metadata?: SessionMetadataPatch) { return this.agent.moveToAgent(bundle, settings, metadata); }
-  setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return this.sessionSettings.setResource(kind, name, body); }
+  setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return this.grows(() => this.sessionSettings.setResource(kind, name, body)); }
 
   // Lanes (session-lanes.ts).
-  acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>, agent?: boolean) { return this.laneCommands.acquireLane(name, createAt, configuration, agent); }
+  acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>, agent?: boolean) { return this.grows(() => this.laneCommands.acquireLane(name, createAt, configuration, agent)); }
   lanes(query?: NamePageQuery) { return this.laneCommands.lanes(query); }
   laneExecution(name: string) { return this.laneCommands.laneExecution(name); }
   configureLane(name: string, patch: Wire<LaneConfigPatch>) { return this.laneCommands.configureLane(name, patch); }
-  enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope) { return this.laneCommands.enqueue(name, kind, input, receipt); }
+  enqueue(name: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope) { return this.grows(() => this.laneCommands.enqueue(name, kind, input, receipt)); }
   cancelQueued(name: string, entryId: string) { return this.laneCommands.cancelQueued(name, entryId); }
-  appendToLane(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope) { return this.laneCommands.appendToLane(name, body, receipt); }
-  appendToBranch(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope) { return this.laneCommands.appendToBranch(name, body, receipt); }
+  appendToLane(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope) { return this.grows(() => this.laneCommands.appendToLane(name, body, receipt)); }
+  appendToBranch(name: string, body: Wire<NewBranchEntry>, receipt?: ReceiptScope) { return this.grows(() => this.laneCommands.appendToBranch(name, body, receipt)); }
   laneSnapshot(name: string) { return this.laneCommands.laneSnapshot(name); }
 
   // Operations (session-operations.ts) and the structural conveniences (session-structural.ts).
-  acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope) { return this.operations.acceptOperation(name, request, receipt); }
-  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.operations.acceptAndAwait(name, request, waitMs, reservation, receipt); }
-  acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope) { return this.operations.acceptAndAwaitOnHeldSlot(name, request, waitMs, receipt); }
-  acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope) { return this.operations.acceptWhileBusy(name, request, ifBusy, receipt); }
-  promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation, receipt); }
+  acceptOperation(name: string, request: Wire<OperationRequest>, receipt?: ReceiptScope) { return this.grows(() => this.operations.acceptOperation(name, request, receipt)); }
+  acceptAndAwait(name: string, request: Wire<OperationRequest>, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.grows(() => this.operations.acceptAndAwait(name, request, waitMs, reservation, receipt)); }
+  acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope) { return this.grows(() => this.operations.acceptAndAwaitOnHeldSlot(name, request, waitMs, receipt)); }
+  acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope) { return this.grows(() => this.operations.acceptWhileBusy(name, request, ifBusy, receipt)); }
+  promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.grows(() => this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation, receipt)); }
   pendingRuns(name: string) { return this.laneCommands.pendingRuns(name); }
   promptOutcome(name: string, operationId: string, waitMs: number) { return this.operations.promptOutcome(name, operationId, waitMs); }
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }
@@ -192,11 +205,11 @@ export class SessionObject extends DurableObject<Env> {
 
   // Tools (session-tools.ts) and MCP servers (session-mcp.ts).
   listTools() { return this.tools.listTools(); }
-  putTool(name: string, input: Wire<ToolDefinitionInput>) { return this.tools.putTool(name, input); }
+  putTool(name: string, input: Wire<ToolDefinitionInput>) { return this.grows(() => this.tools.putTool(name, input)); }
   deleteTool(name: string) { return this.tools.deleteTool(name); }
   submitToolResult(lane: string, operationId: string, toolCallId: string, result: Wire<ClientToolResult>) { return this.tools.submitToolResult(lane, operationId, toolCallId, result); }
   listMcpServers() { return this.mcp.listMcpServers(); }
-  putMcpServer(name: string, input: Wire<McpServerInput>) { return this.mcp.putMcpServer(name, input); }
+  putMcpServer(name: string, input: Wire<McpServerInput>) { return this.grows(() => this.mcp.putMcpServer(name, input)); }
   deleteMcpServer(name: string) { return this.mcp.deleteMcpServer(name); }
   refreshMcpServer(name: string) { return this.mcp.refreshMcpServer(name); }
 
