@@ -73,6 +73,13 @@ export type WatchCommand = v.InferOutput<typeof WatchCommandSchema>;
 /** The largest command frame, in bytes of UTF-8: a prompt with its images goes over REST beyond it. */
 export const MAX_WATCH_COMMAND_BYTES = 256 * 1024;
 
+/**
+ * Watch sockets one session holds at once, its SSE streams' relays included: a bound well above
+ * an audience the fan-out is built for (P7, P14: 500 on one lane), and below the platform's 32,768
+ * hibernatable sockets per object. An upgrade beyond is 422 LimitExceeded.
+ */
+export const MAX_WATCH_SOCKETS_PER_SESSION = 10_000;
+
 /** Server → client: the answer to a command, with the status and body its REST twin answers. */
 export type WatchReply = { type: "reply"; id: string; status: number; body: unknown };
 

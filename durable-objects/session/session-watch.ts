@@ -3,7 +3,7 @@ import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import { IdSchema } from "../../schema/api.ts";
 import { ERROR_STATUS, type ApiError, type RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
-import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_BYTES, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
+import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_BYTES, MAX_WATCH_SOCKETS_PER_SESSION, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
 import { parseStreamId } from "../../schema/watch-resume.ts";
 import { utf8Length } from "../../schema/utf8.ts";
 import { errorReply, SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
@@ -86,6 +86,13 @@ export class SessionWatch {
     }
     if (target.kind === "lane" && !harness.getLane(target.lane)) {
       return errorResponse({ code: "UnknownLane", message: `Lane "${target.lane}" does not exist` });
+    }
+    if (this.host.ctx.getWebSockets("watch").length >= MAX_WATCH_SOCKETS_PER_SESSION) {
+      return errorResponse({
+        code: "LimitExceeded",
+        message: `A session holds at most ${MAX_WATCH_SOCKETS_PER_SESSION} watch sockets and streams at once`,
+        details: { resource: "watchers", limit: MAX_WATCH_SOCKETS_PER_SESSION },
+      });
     }
     // Accepted, tagged and attached synchronously (agents#321): no await until the socket is whole.
     this.hub.prepare(harness);
