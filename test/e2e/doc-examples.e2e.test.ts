@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/ai-sdk.md, docs/schedules.md and docs/data.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/api-tenants.md, docs/ai-sdk.md, docs/schedules.md and docs/data.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -91,6 +91,19 @@ describe("the shell examples of the docs", () => {
       { role: "user", parts: [{ type: "text", text: "Hello there" }] },
       { id: chunks[0].messageId, role: "assistant", parts: [{ type: "step-start" }, { type: "text", text: "Hello there", state: "done" }] },
     ]);
+  }, 90_000);
+
+  it("mint a browser token and use it as a page would: prompt, snapshot by ?access_token=, refused elsewhere (docs/api-tenants.md)", async () => {
+    const { key } = await createTenant(new Api(server.baseUrl, readAdminToken()), "tokensdoc");
+    const blocks = fencedBlocks("docs/api-tenants.md", "sh");
+    expect(blocks).toHaveLength(1);
+    const [output] = await runShellBlocks(blocks, { baseUrl: server.baseUrl, key });
+    const [session, lane, answer, snapshot, refused] = jsonValues(output ?? "");
+    expect(session).toMatchObject({ id: "browser-demo" });
+    expect(lane).toMatchObject({ name: "main" });
+    expect(answer).toMatchObject({ status: "completed", messages: [{ role: "user" }, { role: "assistant" }] });
+    expect(snapshot).toMatchObject({ snapshot: { lane: "main" } });
+    expect(refused).toMatchObject({ error: { code: "TokenScope" } });
   }, 90_000);
 
   it("create a session with metadata, merge a patch into it, find it by metadata", async () => {
