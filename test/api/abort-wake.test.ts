@@ -1,11 +1,9 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
-import type { LaneSnapshot } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
-import { laneSetup, untilAt, useScript } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
-import { ARGS_SCHEMA, prompt, putTool } from "./tool-api-helpers.ts";
+import { parkedOnClientTool } from "./tool-api-helpers.ts";
 
 // docs/reliability.md: "an accepted abort is durable: the operation ends `aborted` even if the
 // process dies right after the abort was answered." A killed object comes back by itself only
@@ -15,20 +13,8 @@ import { ARGS_SCHEMA, prompt, putTool } from "./tool-api-helpers.ts";
 
 describe("an answered abort leaves a wake-up behind", () => {
   it("after the abort of a run parked on a client tool is answered, an alarm covers its reconciliation", async () => {
-    const setup = await laneSetup("rvw_client");
-    expect((await putTool(setup, "ask_user", { kind: "client", description: "Asks the user", parameters: ARGS_SCHEMA })).status).toBe(201);
-    await useScript(setup, [{ toolCalls: [{ name: "ask_user", arguments: { question: "ok?" } }] }, { text: "never" }]);
-    await call(`${setup.lanePath}/config`, { method: "PATCH", body: { activeTools: ["ask_user"] }, token: setup.key });
-    const operationId = await prompt(setup);
-    await untilAt(setup, "tools");
-    for (let i = 0; i < 200; i++) {
-      const snapshot = await (await call(`${setup.lanePath}/snapshot`, { token: setup.key })).json<{ snapshot: LaneSnapshot }>();
-      if (snapshot.snapshot.operation?.runningTools[0]) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    const { setup, operationId } = await parkedOnClientTool("rvw_client", "never");
     const stub = objectOf(setup.tenantId, setup.sid);
-    // The acceptance's safety-net alarm has done its job: the run is parked, nothing is due.
-    await runDurableObjectAlarm(stub);
     // The reconciliation pass is held after its first commit (the cancelled call staged), as a
     // process that dies there would leave it.
     await runInDurableObject(stub, async (instance: SessionObject) => {

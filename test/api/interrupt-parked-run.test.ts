@@ -1,10 +1,6 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { LaneSnapshot } from "../../schema/lane.ts";
 import { call } from "./helpers.ts";
-import { laneSetup, untilAt, useScript } from "./lane-helpers.ts";
-import { objectOf } from "./session-helpers.ts";
-import { ARGS_SCHEMA, prompt, putTool } from "./tool-api-helpers.ts";
+import { parkedOnClientTool } from "./tool-api-helpers.ts";
 
 // `ifBusy: "interrupt"` commits the abort marker of the current operation and puts the new run
 // first in line (busy-prompts.ts); the aborted operation's settlement starts the new run. An
@@ -12,26 +8,9 @@ import { ARGS_SCHEMA, prompt, putTool } from "./tool-api-helpers.ts";
 // retry's backoff) has no live pass to reconcile it, so the marker's commit starts one itself
 // (abort.ts): the interrupting run must start without anyone else driving the lane.
 
-async function parkedOnClientTool(prefix: string) {
-  const setup = await laneSetup(prefix);
-  expect((await putTool(setup, "ask_user", { kind: "client", description: "Asks the user", parameters: ARGS_SCHEMA })).status).toBe(201);
-  await useScript(setup, [{ toolCalls: [{ name: "ask_user", arguments: { question: "ok?" } }] }, { text: "interrupting answer" }]);
-  await call(`${setup.lanePath}/config`, { method: "PATCH", body: { activeTools: ["ask_user"] }, token: setup.key });
-  const operationId = await prompt(setup);
-  await untilAt(setup, "tools");
-  for (let i = 0; i < 200; i++) {
-    const snapshot = await (await call(`${setup.lanePath}/snapshot`, { token: setup.key })).json<{ snapshot: LaneSnapshot }>();
-    if (snapshot.snapshot.operation?.runningTools[0]) break;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  // The acceptance's safety-net alarm fires (here: now), finds the run parked and re-arms nothing.
-  await runDurableObjectAlarm(objectOf(setup.tenantId, setup.sid));
-  return { setup, operationId };
-}
-
 describe("interrupt of an operation resting in a durable wait", () => {
   it("POST …/prompt ifBusy interrupt on a run parked for a client tool answers the interrupting run's record within its wait", async () => {
-    const { setup, operationId } = await parkedOnClientTool("rvi_prompt");
+    const { setup, operationId } = await parkedOnClientTool("rvi_prompt", "interrupting answer");
     const answered = await call(`${setup.lanePath}/prompt`, { body: { prompt: "stop and do this", ifBusy: "interrupt", wait: 8 }, token: setup.key });
     const body = await answered.json<{ status?: string; interrupted?: { operationId: string } }>();
     // The interrupted run must be reconciled (aborted) and the interrupting run then run to its end.
@@ -40,7 +19,7 @@ describe("interrupt of an operation resting in a durable wait", () => {
   });
 
   it("POST …/operations ifBusy interrupt: the interrupted operation ends aborted without anyone else driving it", async () => {
-    const { setup, operationId } = await parkedOnClientTool("rvi_ops");
+    const { setup, operationId } = await parkedOnClientTool("rvi_ops", "interrupting answer");
     const accepted = await call(`${setup.lanePath}/operations`, { body: { kind: "prompt", prompt: "stop and do this", ifBusy: "interrupt" }, token: setup.key });
     expect(accepted.status).toBe(202);
     const { operationId: next } = await accepted.json<{ operationId: string }>();

@@ -2,7 +2,10 @@ import { expect, inject } from "vitest";
 import "../provided-context.ts";
 import type { LaneSnapshot, OperationResultRecord } from "../../schema/lane.ts";
 import type { ToolCallContext } from "../../schema/tools.ts";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { call } from "./helpers.ts";
+import { laneSetup, untilAt, useScript } from "./lane-helpers.ts";
+import { objectOf } from "./session-helpers.ts";
 
 // Tools over the REST API, as a tenant drives them: definitions, a prompt, the settled record and
 // the placed tool results; and the local webhook (test/node/tool-webhook-server.ts) the http tools
@@ -95,4 +98,25 @@ export function webhook(prefix: string) {
       return (await fetch(`${base}/requests/${scope}`)).json<ReceivedCall[]>();
     },
   };
+}
+
+/**
+ * A lane whose run waits, parked, for a client tool (`ask_user`) to be answered: the run's call is
+ * running, and the acceptance's safety-net alarm has fired (here: at once) and re-armed nothing.
+ * `then`: what the model answers once the tool has its result.
+ */
+export async function parkedOnClientTool(prefix: string, then = "the answer after the tool") {
+  const setup = await laneSetup(prefix);
+  expect((await putTool(setup, "ask_user", { kind: "client", description: "Asks the user", parameters: ARGS_SCHEMA })).status).toBe(201);
+  await useScript(setup, [{ toolCalls: [{ name: "ask_user", arguments: { question: "ok?" } }] }, { text: then }]);
+  await call(`${setup.lanePath}/config`, { method: "PATCH", body: { activeTools: ["ask_user"] }, token: setup.key });
+  const operationId = await prompt(setup);
+  await untilAt(setup, "tools");
+  for (let i = 0; i < 200; i++) {
+    const snapshot = await (await call(`${setup.lanePath}/snapshot`, { token: setup.key })).json<{ snapshot: LaneSnapshot }>();
+    if (snapshot.snapshot.operation?.runningTools[0]) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await runDurableObjectAlarm(objectOf(setup.tenantId, setup.sid));
+  return { setup, operationId };
 }

@@ -21,6 +21,8 @@ export async function freePort(): Promise<number> {
 export interface DevServer {
   baseUrl: string;
   persistDir: string;
+  /** The `npm` process's id (the process group's leader). */
+  pid: number | undefined;
   output: () => string;
   /** SIGTERM to the process group; removes the persist directory when startDevServer created it. */
   stop: () => Promise<void>;
@@ -45,7 +47,8 @@ export async function startDevServer(options: StartOptions = {}): Promise<DevSer
   }
 }
 
-type StartOptions = { persistDir?: string; timeoutMs?: number; extraArgs?: readonly string[]; cwd?: string };
+/** `host`: the address the server is reached at (default 127.0.0.1; `[::1]` for `--ip ::1`). */
+type StartOptions = { persistDir?: string; timeoutMs?: number; extraArgs?: readonly string[]; cwd?: string; host?: string };
 
 async function startOnce(options: StartOptions): Promise<DevServer> {
   const port = await freePort();
@@ -60,7 +63,7 @@ async function startOnce(options: StartOptions): Promise<DevServer> {
   });
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const baseUrl = `http://${options.host ?? "127.0.0.1"}:${port}`;
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   // Both wait (bounded) until no process of the group is left, so a restart on the same persist
   // directory never races the old workerd.
@@ -84,7 +87,7 @@ async function startOnce(options: StartOptions): Promise<DevServer> {
     }
     try {
       const response = await fetch(`${baseUrl}/health`);
-      if (response.ok) return { baseUrl, persistDir, output: () => output, stop, kill };
+      if (response.ok) return { baseUrl, persistDir, pid: child.pid, output: () => output, stop, kill };
     } catch {
       // not listening yet
     }
@@ -94,8 +97,18 @@ async function startOnce(options: StartOptions): Promise<DevServer> {
   throw new Error(`npm start did not answer /health in time:\n${output}`);
 }
 
+/** Whether any process of the group `pgid` is alive (a signal 0 probe). */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Waits until no process of the group `pgid` is alive (signal 0 probes); false after `timeoutMs`. */
-async function groupGone(pgid: number, timeoutMs: number): Promise<boolean> {
+export async function groupGone(pgid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -109,7 +122,7 @@ async function groupGone(pgid: number, timeoutMs: number): Promise<boolean> {
 }
 
 /** Signals the process group `pgid`; a group that is already gone is not an error. */
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
   } catch (error) {

@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { listenAddress, localBase, splitOwnFlags } from "../../scripts/dev-args.mjs";
-import { freePort } from "./dev-server.ts";
+import { startDevServer, type DevServer } from "./dev-server.ts";
 
 // README: any `wrangler dev` flag passed after `--` wins over the script's own default, `--ip`
 // among them. The script's own requests (the health check, the minute cron, --dev-key) then go to
@@ -12,44 +11,21 @@ import { freePort } from "./dev-server.ts";
 // listens on every interface (0.0.0.0 → 127.0.0.1, :: → [::1]). If the server has not answered
 // within a minute, the script says so (and keeps waiting) instead of giving up silently.
 
-const alive = (pgid: number) => {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe("npm start -- --ip ::1 --dev-key", () => {
-  let child: ChildProcess | undefined;
+  let server: DevServer | undefined;
   const persistDir = mkdtempSync(join(tmpdir(), "das-ip-"));
-  let output = "";
   afterAll(async () => {
-    if (child?.pid !== undefined && alive(child.pid)) {
-      process.kill(-child.pid, "SIGTERM");
-      for (let i = 0; i < 100 && alive(child.pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      if (alive(child.pid)) process.kill(-child.pid, "SIGKILL");
-    }
+    await server?.stop();
     rmSync(persistDir, { recursive: true, force: true });
   });
 
   it("prints the dev key and fires the minute cron (a deferred_sweep line) on the address it serves", async () => {
-    const port = await freePort();
-    child = spawn("npm", ["start", "--", "--port", String(port), "--persist-to", persistDir, "--ip", "::1", "--dev-key"], { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true" } });
-    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const base = `http://[::1]:${port}`;
-    let up = false;
-    for (let i = 0; i < 360 && !up; i++) {
-      up = await fetch(`${base}/health`).then((response) => response.ok, () => false);
-      if (!up) await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    expect(up, output).toBe(true);
+    server = await startDevServer({ persistDir, extraArgs: ["--ip", "::1", "--dev-key"], host: "[::1]", timeoutMs: 90_000 });
+    const { baseUrl, output } = server;
     // Past the next minute boundary, and then some: the cron has fired once, the key long printed.
     const now = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 60_000 - (now % 60_000) + 15_000));
-    expect({ printedKey: /A key of the local tenant "dev"/.test(output), keyUrl: output.includes(`curl -s ${base}/v1/me`), cronFired: output.includes('"event":"deferred_sweep"') }, output).toEqual({
+    expect({ printedKey: /A key of the local tenant "dev"/.test(output()), keyUrl: output().includes(`curl -s ${baseUrl}/v1/me`), cronFired: output().includes('"event":"deferred_sweep"') }, output()).toEqual({
       printedKey: true,
       keyUrl: true,
       cronFired: true,
