@@ -39,11 +39,13 @@ export function jsonValues(text: string): unknown[] {
 /**
  * Runs a doc's `sh` blocks as a user would: exactly as written, in order, in one bash (so a
  * variable set in one block is seen by the next) with `BASE` and `KEY` exported as docs/api.md
- * sets them. Answers each block's output, trimmed.
+ * sets them, and `vars` as the doc says to set them. Answers each block's output, trimmed.
  */
-export async function runShellBlocks(blocks: readonly string[], env: { baseUrl: string; key: string }): Promise<string[]> {
+export async function runShellBlocks(blocks: readonly string[], env: { baseUrl: string; key: string; vars?: Record<string, string> }): Promise<string[]> {
   const script = blocks.map((block, index) => `echo "@@block ${index}"\n${block}\necho`).join("\n");
-  const { stdout } = await run("bash", ["-c", `set -euo pipefail\nexport BASE=${env.baseUrl}\nexport KEY=${env.key}\n${script}`], { cwd: repo, timeout: 60_000 });
+  // Variables a doc says to set first (its session's id as SID, …), as the reader would export them.
+  const exports = Object.entries(env.vars ?? {}).map(([name, value]) => `export ${name}=${value}\n`).join("");
+  const { stdout } = await run("bash", ["-c", `set -euo pipefail\nexport BASE=${env.baseUrl}\nexport KEY=${env.key}\n${exports}${script}`], { cwd: repo, timeout: 60_000 });
   return stdout.split(/^@@block \d+$/m).slice(1).map((output) => output.trim());
 }
 

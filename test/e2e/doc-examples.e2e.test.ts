@@ -3,7 +3,7 @@ import { Api, createTenant, readAdminToken } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 import { fencedBlocks, jsonValues, runShellBlocks } from "./doc-blocks.ts";
 
-// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/api-tenants.md, docs/ai-sdk.md, docs/schedules.md and docs/data.md as a user follows them: exactly as
+// The `sh` examples of docs/agents.md, docs/api-sessions.md, docs/api-lanes.md, docs/api-tenants.md, docs/ai-sdk.md, docs/tools.md, docs/schedules.md and docs/data.md as a user follows them: exactly as
 // written, in order, in one bash per doc against one `npm start`, with `BASE` and `KEY` set as
 // docs/api.md sets them (a fresh tenant per doc).
 
@@ -104,6 +104,25 @@ describe("the shell examples of the docs", () => {
     expect(answer).toMatchObject({ status: "completed", messages: [{ role: "user" }, { role: "assistant" }] });
     expect(snapshot).toMatchObject({ snapshot: { lane: "main" } });
     expect(refused).toMatchObject({ error: { code: "TokenScope" } });
+  }, 90_000);
+
+  it("activate a builtin tool and watch a run call it; define an http tool at creation and by PUT (docs/tools.md)", async () => {
+    const api = new Api(server.baseUrl, readAdminToken());
+    const { key } = await createTenant(api, "toolsdoc");
+    const tenant = new Api(server.baseUrl, key);
+    await tenant.expect(201, "POST", "/v1/sessions", { body: { id: "tools-doc" } });
+    await tenant.expect(201, "PUT", "/v1/sessions/tools-doc/lanes/main", { body: {} });
+    const blocks = fencedBlocks("docs/tools.md", "sh");
+    expect(blocks).toHaveLength(6);
+    // The first four: the last two need a run waiting on a client tool, and an MCP server on the internet.
+    const [activated, ran, created, put] = await runShellBlocks(blocks.slice(0, 4), { baseUrl: server.baseUrl, key, vars: { SID: "tools-doc" } });
+    const [tool, lane] = jsonValues(activated ?? "");
+    expect(tool).toMatchObject({ name: "current_time", kind: "builtin" });
+    expect(lane).toMatchObject({ activeToolNames: ["current_time"] });
+    const answer = jsonValues(ran ?? "").at(-1);
+    expect(answer).toMatchObject({ status: "completed", messages: expect.arrayContaining([expect.objectContaining({ role: "toolResult", toolName: "current_time", isError: false })]) });
+    expect(jsonValues(created ?? "")[0]).toMatchObject({ id: expect.any(String), toolSecrets: { lookup: expect.any(String) } });
+    expect(jsonValues(put ?? "")[0]).toMatchObject({ name: "lookup", kind: "http", secret: expect.any(String) });
   }, 90_000);
 
   it("create a session with metadata, merge a patch into it, find it by metadata", async () => {
