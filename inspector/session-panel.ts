@@ -233,6 +233,7 @@ export class SessionPanel {
 
   private pickLane(lane: string): void {
     this.lane = lane;
+    this.laneSelect.value = lane;
     this.laneTipId = this.state?.session.lanes.find((info) => info.name === lane)?.tipId ?? null;
     this.drawTree();
     this.handlers.onLane(lane);
@@ -260,7 +261,11 @@ export class SessionPanel {
         // Another session was opened while the lane was being added: that one stays.
         if (this.wanted !== state.session.id) return;
         this.lane = lane;
-        if (await this.load(state.session.id)) this.handlers.onLane(lane);
+        await this.load(state.session.id);
+        // Whichever read was drawn last (a refresh the lane's creation set off may have overtaken
+        // this one, and a read begun before the PUT, drawn in between, knew no such lane and fell
+        // back to main), the new lane is the one to watch once the drawn session has it.
+        if (this.wanted === state.session.id && this.state?.session.lanes.some((info) => info.name === lane)) this.pickLane(lane);
       });
     });
     return form;
