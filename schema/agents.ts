@@ -86,6 +86,8 @@ export const PinnedMcpServerSchema = v.object({ name: v.string(), revision: v.nu
 
 /** Tool names a new lane activates: names of this agent's `tools`, or of its MCP servers' tools. */
 const ActiveToolsSchema = v.pipe(v.array(ToolNameSchema), v.maxLength(256));
+/** What a client gives: a set, as a lane's (lane-api.ts), so a version given with a repeated name is refused (stored versions are read as they are). */
+const ActiveToolSetSchema = v.pipe(ActiveToolsSchema, v.check((names: string[]) => namesEachOnce(names), "activeTools names each tool once"));
 
 const definitionEntries = {
   name: v.optional(NameSchema),
@@ -102,8 +104,7 @@ const definitionEntries = {
 
 const inputEntries = {
   ...definitionEntries,
-  // A set, as a lane's (lane-api.ts): a version given with a repeated name is refused.
-  activeTools: v.optional(v.pipe(ActiveToolsSchema, v.check((names: string[]) => namesEachOnce(names), "activeTools names each tool once"))),
+  activeTools: v.optional(ActiveToolSetSchema),
   /** Tool definitions by name, as `POST /v1/sessions` takes them (an http tool holds no secret here), or tenant tools as `{ kind: "tenant", tool }`. */
   tools: v.optional(AgentToolsSchema),
   /** Names of tenant MCP servers. */
@@ -176,7 +177,7 @@ export const PatchAgentSchema = v.strictObject({
   tools: member(v.pipe(ToolPatchesObjectSchema, v.record(ToolNameSchema, v.nullable(ToolPatchSchema)))),
   /** Replaces the list (an array in a merge patch is replaced whole). */
   mcpServers: member(McpServerNamesSchema),
-  activeTools: member(v.pipe(ActiveToolsSchema, v.check((names: string[]) => namesEachOnce(names), "activeTools names each tool once"))),
+  activeTools: member(ActiveToolSetSchema),
   metadata: member(SessionMetadataPatchSchema),
 });
 export type PatchAgent = v.InferOutput<typeof PatchAgentSchema>;

@@ -70,8 +70,7 @@ export const PageQuerySchema = v.object({
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
 
-/** Skill and prompt-template names (the keys of `pi.resources`). */
-export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . - (not . or .., which no path can name)"));
+export { ResourceNameSchema } from "./settings.ts";
 export const PutSkillSchema = SkillSchema;
 export const PutTemplateSchema = PromptTemplateSchema;
 

@@ -107,8 +107,8 @@ export const DEFAULT_SETTINGS: HarnessSettings = {
   defaultModel: null,
 };
 
-/** As ResourceNameSchema (api.ts): `.` and `..` are names no path can carry. */
-const resourceName = v.pipe(v.string(), v.regex(/^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$/));
+/** Skill and prompt-template names (the keys of `pi.resources`, and a path segment of their routes: `.` and `..` are names no path can carry). */
+export const ResourceNameSchema = v.pipe(v.string(), v.regex(/^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$/, "Names are 1–64 characters of A–Z a–z 0–9 _ . - (not . or .., which no path can name)"));
 export const SkillSchema = v.strictObject({
   description: v.optional(v.pipe(v.string(), v.maxLength(4096))),
   content: v.pipe(v.string(), v.maxLength(200_000)),
@@ -138,8 +138,8 @@ export function resourcesOverLimit(resources: { skills: Record<string, Skill>; p
 
 export const HarnessResourcesSchema = v.pipe(
   v.strictObject({
-    skills: v.pipe(SkillsObjectSchema, v.record(resourceName, SkillSchema)),
-    promptTemplates: v.pipe(PromptTemplatesObjectSchema, v.record(resourceName, PromptTemplateSchema)),
+    skills: v.pipe(SkillsObjectSchema, v.record(ResourceNameSchema, SkillSchema)),
+    promptTemplates: v.pipe(PromptTemplatesObjectSchema, v.record(ResourceNameSchema, PromptTemplateSchema)),
   }),
   v.check((resources) => resourcesOverLimit(resources) === undefined, `At most ${RESOURCE_LIMITS.perKind} skills and ${RESOURCE_LIMITS.perKind} prompt templates, of at most 4 MiB together`),
 );

@@ -117,7 +117,7 @@ export function queryParams<S extends v.GenericSchema>(c: Context, schema: S): v
  * (400), as a repeated metadata filter is. `metadata.*` filters are read with their repeats
  * (sessions.ts), and refused there.
  */
-export function singleQuery(c: Context): Record<string, string> {
+function singleQuery(c: Context): Record<string, string> {
   for (const [name, values] of Object.entries(c.req.queries())) {
     if (values.length > 1 && !name.startsWith("metadata.")) throw invalidInput(`query.${name}`, "given more than once");
   }

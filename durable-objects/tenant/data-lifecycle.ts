@@ -99,12 +99,12 @@ export class DataLifecycle implements AlarmDeletions {
       const outcomes = await Promise.allSettled(batch.map(({ sessionId, createdAt }) => removeSessionObjects(this.host.env, tenant.id, sessionId, createdAt)));
       const deleting = this.host.deletion() !== undefined;
       this.host.ctx.storage.transactionSync(() => {
-        batch.forEach(({ sessionId, createdAt }, index) => {
+        batch.forEach(({ sessionId }, index) => {
           const outcome = outcomes[index];
           if (outcome?.status !== "fulfilled") return deletions.postpone(sessionId);
           deleted++;
           // Left as it was: another creation holds the object; its own queue row, if any, decides.
-          if (!outcome.value.deleted && createdAt !== undefined && outcome.value.createdAt !== undefined && outcome.value.createdAt !== createdAt) return;
+          if (outcome.value.another) return;
           // Counted once: a tick running beside this one (retention's, the alarm's) may have taken it.
           if (deletions.finished(sessionId, outcome.value.createdAt) && deleting) this.host.sql.exec("UPDATE tenant SET deletion_done = deletion_done + 1 WHERE singleton = 1");
         });

@@ -11,7 +11,7 @@ import type { TenantHost } from "./tenant-host.ts";
 import type { Page } from "./time-cursor.ts";
 
 /** What this module reaches of the host (tenant-host.ts): the ledger only for a search by status. */
-type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations" | "deletion" | "hasStorageRoom">;
+type ListingHost = Pick<TenantHost, "schema" | "sql" | "operations" | "deletion" | "storageRefusal">;
 
 /** The session index: what a listing shows and a search filters on, so that both touch this object only. */
 export class SessionListing {
@@ -28,7 +28,7 @@ export class SessionListing {
     const index = new SessionIndex(this.host.sql);
     // A tenant object at its storage budget lists no new session (its row and metadata would not
     // fit); one already listed (a retried creation) is refreshed.
-    if (!index.has(summary.id) && !this.host.hasStorageRoom()) return { registered: false, full: true };
+    if (!index.has(summary.id) && this.host.storageRefusal()) return { registered: false, full: true };
     // A session created again under a deleted one's id before that deletion's last step: what
     // the tenant kept of the deleted one goes now (its row, queue place, usage mark and slots),
     // and that step then finds a row not its own and keeps it (SessionDeletions.finished).

@@ -1,5 +1,7 @@
 import type { TenantQuotas } from "../../schema/api.ts";
+import type { ApiError } from "../../schema/errors.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
+import { storageRefusal } from "../sql/storage-budget.ts";
 import { LazySchema } from "../sql/lazy-schema.ts";
 import { TENANT_MIGRATIONS } from "./tenant-migrations.ts";
 import { TenantKeys } from "./tenant-keys.ts";
@@ -33,13 +35,6 @@ export interface TenantInfo {
 
 /** Requests per minute a tenant may make when no quota of its own is set. */
 export const DEFAULT_REQUESTS_PER_MINUTE = 1200;
-/**
- * What the tenant object stores before it takes nothing new (agents, their versions, tenant tools
- * and MCP servers and their revisions, webhooks, sessions in its index). The platform refuses every
- * write past 10 GB (SQLITE_FULL), key checks and quota leases included: the room left keeps those,
- * deletions and the work in flight going.
- */
-export const TENANT_STORAGE_BUDGET_BYTES = 8 * 1024 ** 3;
 
 type TenantRow = { tenant_id: string; name: string; created_at: number };
 
@@ -152,20 +147,19 @@ export class TenantHost {
     return row?.deleting_at == null ? undefined : { startedAt: row.deleting_at, sessionsDeleted: row.deletion_done };
   }
 
-  /** Whether the tenant object is within its storage budget. */
-  hasStorageRoom(): boolean {
-    return this.ctx.storage.sql.databaseSize <= TENANT_STORAGE_BUDGET_BYTES;
+  /**
+   * The refusal of what would grow the tenant object past its storage budget (new agents and
+   * versions, tools, MCP servers, webhooks, sessions in its index: sql/storage-budget.ts);
+   * undefined while there is room.
+   */
+  storageRefusal(): ApiError | undefined {
+    return storageRefusal(this.sql, "tenantStorage", "delete agents, tools, MCP servers or sessions it no longer needs");
   }
 
-  /** Refuses (422 LimitExceeded) what would grow a tenant object past its budget. */
+  /** Throws the storage refusal (422 LimitExceeded) while there is one. */
   assertStorageRoom(): void {
-    if (this.hasStorageRoom()) return;
-    const bytes = this.ctx.storage.sql.databaseSize;
-    throw new RpcError({
-      code: "LimitExceeded",
-      message: `The tenant's storage is full (${bytes} of ${TENANT_STORAGE_BUDGET_BYTES} bytes): delete agents, tools, MCP servers or sessions it no longer needs`,
-      details: { resource: "tenantStorage", bytes, limit: TENANT_STORAGE_BUDGET_BYTES },
-    });
+    const refusal = this.storageRefusal();
+    if (refusal) throw new RpcError(refusal);
   }
 
   /** The tenant, unless it is being deleted: nothing new is created for a tenant being deleted. */

@@ -125,12 +125,10 @@ export class AgentHarness {
   }
 
   /**
-   * Atomic get-or-create (the four-case table of §2.4), as one session mutation. `model` is the
-   * model of a lane this call creates (over the seed's); a lane that exists keeps its own.
-   */
-  /**
-   * The lane `name`, created when it does not exist: at `createAt`, on its model and, when given,
-   * its thinking level and active tools (else the seed's), all in its one creation commit.
+   * Atomic get-or-create (the four-case table of §2.4), as one session mutation. A lane this call
+   * creates is made at `createAt`, on `model` (over the seed's) and, when given, its thinking level
+   * and active tools (else the seed's), all in its one creation commit; a lane that exists keeps
+   * its own.
    */
   async lane(name: string, options: { createAt?: string | null; model?: ModelIdentity; thinkingLevel?: ThinkingLevel; activeToolNames?: readonly string[] } = {}): Promise<AgentLane> {
     if (name.length === 0 || name.includes("\u0000")) throw new InvalidLane(`Invalid lane name ${JSON.stringify(name)}`);

@@ -370,15 +370,23 @@ export function resultWrite(record: OperationResultRecord, lane: string): Write 
  * lane's operations only). A record written before lanes were kept in it is every lane's.
  */
 export function readResultOn(m: Pick<SessionReader, "getValue">, operationId: string, lane: string): OperationResultRecord | undefined {
-  const stored = m.getValue(operationResult<CompactStoredResult | FullStoredResult>(operationId))?.value;
+  const stored = storedResult(m, operationId);
   if (stored && "l" in stored && stored.l !== undefined && stored.l !== lane) return undefined;
-  return readResult(m, operationId);
+  return stored && decodedResult(operationId, stored);
 }
 
 /** The record of a settled operation, however old; undefined when it never settled. */
 export function readResult(m: Pick<SessionReader, "getValue">, operationId: string): OperationResultRecord | undefined {
-  const stored = m.getValue(operationResult<CompactStoredResult | FullStoredResult>(operationId))?.value;
-  if (!stored) return undefined;
+  const stored = storedResult(m, operationId);
+  return stored && decodedResult(operationId, stored);
+}
+
+function storedResult(m: Pick<SessionReader, "getValue">, operationId: string): CompactStoredResult | FullStoredResult | undefined {
+  return m.getValue(operationResult<CompactStoredResult | FullStoredResult>(operationId))?.value;
+}
+
+/** A record in either stored form, as the API answers it. */
+function decodedResult(operationId: string, stored: CompactStoredResult | FullStoredResult): OperationResultRecord {
   if ("kind" in stored) {
     const { operationId: _legacyId, ...rest } = stored;
     return { operationId, ...rest };

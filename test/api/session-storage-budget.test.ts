@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { SESSION_STORAGE_BUDGET_BYTES } from "../../durable-objects/session/storage-budget.ts";
+import { STORAGE_BUDGET_BYTES } from "../../durable-objects/sql/storage-budget.ts";
 import { call } from "./helpers.ts";
 import { laneSetup } from "./lane-helpers.ts";
 import { objectOf } from "./session-helpers.ts";
@@ -16,7 +16,7 @@ type Setup = Awaited<ReturnType<typeof laneSetup>>;
 
 async function fill(setup: Setup, full: boolean): Promise<void> {
   await runInDurableObject(objectOf(setup.tenantId, setup.sid), (_instance: object, state) => {
-    if (full) Reflect.defineProperty(state.storage.sql, "databaseSize", { configurable: true, get: () => SESSION_STORAGE_BUDGET_BYTES + 1 });
+    if (full) Reflect.defineProperty(state.storage.sql, "databaseSize", { configurable: true, get: () => STORAGE_BUDGET_BYTES + 1 });
     else Reflect.deleteProperty(state.storage.sql, "databaseSize");
   });
 }

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { TENANT_STORAGE_BUDGET_BYTES } from "../../durable-objects/tenant/tenant-host.ts";
+import { STORAGE_BUDGET_BYTES } from "../../durable-objects/sql/storage-budget.ts";
 import { call, errorCode, newTenant } from "./helpers.ts";
 
 // Everything a tenant owns beside its sessions' own data (its keys, quotas, session index, agents
@@ -15,7 +15,7 @@ import { call, errorCode, newTenant } from "./helpers.ts";
 
 async function fillTenant(tenantId: string, full: boolean): Promise<void> {
   await runInDurableObject(env.TENANTS.getByName(tenantId), (_instance: object, state) => {
-    if (full) Reflect.defineProperty(state.storage.sql, "databaseSize", { configurable: true, get: () => TENANT_STORAGE_BUDGET_BYTES + 1 });
+    if (full) Reflect.defineProperty(state.storage.sql, "databaseSize", { configurable: true, get: () => STORAGE_BUDGET_BYTES + 1 });
     else Reflect.deleteProperty(state.storage.sql, "databaseSize");
   });
 }

@@ -8,7 +8,7 @@ import { errorResponse, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
 import { commitImport, importPart, newImportId, sessionIdOfImport } from "../import-part.ts";
-import { jsonBody, pathParam, singleQuery, validate } from "../validate.ts";
+import { jsonBody, pathParam, queryParams } from "../validate.ts";
 import { sessionTarget } from "./session-target.ts";
 import { registerCreated } from "./session-registration.ts";
 
@@ -50,7 +50,7 @@ export const dataRoutes = new Hono<AppEnv>()
   // One request: begun, written as one part, committed; a failure anywhere leaves nothing.
   .post("/sessions/import", requireTenant, tenantIdempotency, async (c) => {
     const { tenantId } = c.get("caller");
-    const query = validate(ImportQuerySchema, singleQuery(c), "query");
+    const query = queryParams(c, ImportQuerySchema);
     const { sessionId, creationToken } = await newSessionId(c, query.id);
     const stub = sessionStub(c.env, tenantId, sessionId);
     const begun = replyValue(await stub.importBegin({ tenantId, sessionId, importId: newImportId(sessionId), ...(creationToken !== undefined && { creationToken }) }));

@@ -11,7 +11,7 @@ import { requireTenant } from "../middleware/auth.ts";
 import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
 import { sessionIncarnations } from "../middleware/session-incarnations.ts";
 import { assertTenantCanUse } from "../model-check.ts";
-import { jsonBody, singleQuery, validate } from "../validate.ts";
+import { jsonBody, queryParams } from "../validate.ts";
 import { registerCreated } from "./session-registration.ts";
 import { sessionTarget } from "./session-target.ts";
 
@@ -61,7 +61,7 @@ export const sessionRoutes = new Hono<AppEnv>()
   // sessions are listed or match; a search never calls a session object.
   .get("/", async (c) => {
     const { tenantId } = c.get("caller");
-    const query = validate(SessionListQuerySchema, singleQuery(c), "query");
+    const query = queryParams(c, SessionListQuerySchema);
     const filters = metadataFilters(c.req.queries());
     if (!filters.ok) throw invalidInput(filters.problem.where, filters.problem.what);
     const search = {
