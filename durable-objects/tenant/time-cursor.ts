@@ -13,16 +13,23 @@ export function timePage<R, T>(rows: readonly R[], limit: number, at: (row: R) =
   return { items: kept.map(view), nextCursor: rows.length > limit && last ? encodeTimeCursor(at(last), id(last)) : null };
 }
 
+/** Longer than any id a listing pages by (session ids, key ids, names are at most 256 characters). */
+const MAX_CURSOR_ID_LENGTH = 512;
+
 export function encodeTimeCursor(at: number, id: string): string {
   return btoa(JSON.stringify([at, id])).replace(/=+$/, "");
 }
 
-/** The position after which a page starts; a cursor that is not one of ours is a 400. */
+/**
+ * The position after which a page starts; a cursor that is not one of ours is a 400. Ours hold a
+ * time in milliseconds (or a version number) and an id: a position of any other shape (`1e999`,
+ * a fraction, a negative) could only be forged, and would answer a page that is empty or wrong.
+ */
 export function decodeTimeCursor(cursor: string | undefined): { at: number; id: string } {
   if (cursor === undefined) return { at: -1, id: "" };
   try {
     const [at, id]: unknown[] = JSON.parse(atob(cursor));
-    if (typeof at === "number" && typeof id === "string") return { at, id };
+    if (typeof at === "number" && Number.isSafeInteger(at) && at >= 0 && typeof id === "string" && id.length <= MAX_CURSOR_ID_LENGTH) return { at, id };
   } catch {
     // fall through
   }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { LaneExecutionInfo } from "../../schema/lane.ts";
 import type { CreatedSession } from "../../schema/session.ts";
 import { call, errorCode, newTenant, json } from "./helpers.ts";
+import { expectError } from "./session-helpers.ts";
 import { ARGS_SCHEMA } from "./tool-api-helpers.ts";
 
 // Moving a session to another agent version (PATCH /v1/sessions/{sid} { agent }) leaves it as a
@@ -55,13 +56,14 @@ describe("moving a session to an agent version", () => {
     expect(movedLevel).toBe(freshLevel);
   });
 
-  it("a cursor holding a non-finite position is a 400, not a 500", async () => {
+  it("a cursor holding a position no page ends at (non-finite, fractional, negative) is a 400 naming the cursor", async () => {
     const tenant = await newTenant("mv_cursor");
-    const cursor = btoa('[1e999,"x"]').replace(/=+$/, "");
-    const sessions = await call(`/v1/sessions?cursor=${cursor}`, { token: tenant.key });
-    const agents = await call(`/v1/agents?cursor=${cursor}`, { token: tenant.key });
-    const desc = await call(`/v1/sessions?order=desc&cursor=${btoa('[-1e999,"x"]').replace(/=+$/, "")}`, { token: tenant.key });
-    expect([sessions.status, agents.status, desc.status].every((status) => status < 500)).toBe(true);
+    const forged = (position: string) => btoa(`[${position},"x"]`).replace(/=+$/, "");
+    for (const position of ["1e999", "-1e999", "1.5", "-5"]) {
+      await expectError(await call(`/v1/sessions?cursor=${forged(position)}`, { token: tenant.key }), 400, "ValidationFailed");
+      await expectError(await call(`/v1/sessions?order=desc&cursor=${forged(position)}`, { token: tenant.key }), 400, "ValidationFailed");
+      await expectError(await call(`/v1/agents?cursor=${forged(position)}`, { token: tenant.key }), 400, "ValidationFailed");
+    }
   });
 
   it("a version's default active tools are the same for a created session and a moved one", async () => {
