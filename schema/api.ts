@@ -81,6 +81,7 @@ export const SESSION_RETENTION_DAYS_MAX = 3650;
 export const TenantQuotasPatchSchema = v.strictObject({
   requestsPerMinute: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1_000_000))),
   maxOpenOperations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(10_000))),
+  maxSchedules: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(1_000_000))),
   /** Whether the tenant may use the deployment's own provider keys (default: it may). */
   deploymentKeys: v.optional(v.boolean()),
   /** Sessions idle longer than this many days are deleted by the cron; null keeps them for ever. */
@@ -92,6 +93,8 @@ export const TenantQuotasSchema = v.object({
   requestsPerMinute: v.number(),
   /** Operations the tenant may have open (accepted, not yet settled) at once, across its sessions. */
   maxOpenOperations: v.number(),
+  /** Schedules the tenant's sessions may hold together (default 1,000). */
+  maxSchedules: v.number(),
   /** Whether the tenant may use the deployment's own provider keys. */
   deploymentKeys: v.boolean(),
   /** Days a session may stay idle before the cron deletes it; null: kept for ever. */

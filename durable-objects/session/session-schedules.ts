@@ -40,27 +40,62 @@ export class SessionSchedules {
       const input = parseWire(body);
       const sessionId = await this.laneOf(lane);
       // Created once per claimed key (rpc/idempotency.ts): a repeat after a crash answers the first schedule.
-      return once(this.host.ctx.storage.sql, receipt, async () => this.created(lane, sessionId, input));
+      return once(this.host.ctx.storage.sql, receipt, async () => {
+        const id = input.id ?? `sch_${crypto.randomUUID().replaceAll("-", "")}`;
+        // A repeat of a creation, or a refusal, needs no claim: answered before asking the tenant.
+        const repeated = this.repeatOrRefusal(lane, sessionId, input, id);
+        if (repeated) return repeated;
+        const claim = await this.claimOnTenant(sessionId, id);
+        try {
+          // Checked again after the tenant's answer: the lane may have changed meanwhile.
+          return this.create(lane, sessionId, input, id);
+        } catch (error) {
+          if (claim.fresh) void this.tenant().releaseScheduleClaim(sessionId, id).catch(() => undefined);
+          throw error;
+        }
+      });
     });
   }
 
-  private created(lane: string, sessionId: string, input: CreateSchedule): { schedule: Schedule; created: boolean } {
+  /** The tenant's count of schedules (its `maxSchedules`, durable-objects/tenant/schedule-claims.ts). */
+  private async claimOnTenant(sessionId: string, id: string): Promise<{ fresh: boolean }> {
+    const claim = await this.tenant().claimSchedule(sessionId, id);
+    if (claim.ok) return claim;
+    if (claim.refusal === "tenantDeleting") throw new RpcError({ code: "TenantDeleting", message: "The tenant is being deleted" });
+    throw new RpcError({ code: "LimitExceeded", message: `The tenant's sessions already hold ${claim.limit} schedules, the most they may together`, details: { resource: "schedules_per_tenant", limit: claim.limit } });
+  }
+
+  private tenant() {
+    return this.host.env.TENANTS.getByName(this.host.open().storage.tenantId);
+  }
+
+  /**
+   * The schedule `id` as it exists already for a repeat of its creation (same body); undefined
+   * when it is new. Throws when the id is taken by another body or the lane is full.
+   */
+  private repeatOrRefusal(lane: string, sessionId: string, input: CreateSchedule, id: string): { schedule: Schedule; created: false } | undefined {
     const store = this.host.dueWork.schedules;
-    const { id: givenId, ...definition } = input;
-    const bodyHash = createHash("sha256").update(JSON.stringify({ lane, ...definition })).digest("hex");
-    const existing = givenId === undefined ? undefined : store.get(givenId);
+    const existing = store.get(id);
     if (existing) {
-      if (existing.bodyHash !== bodyHash) throw new RpcError({ code: "ScheduleExists", message: `Schedule ${existing.id} exists with another definition`, details: { scheduleId: existing.id, lane: existing.lane } });
+      if (existing.bodyHash !== bodyHashOf(lane, input)) throw new RpcError({ code: "ScheduleExists", message: `Schedule ${existing.id} exists with another definition`, details: { scheduleId: existing.id, lane: existing.lane } });
       return { schedule: scheduleView(sessionId, existing), created: false };
     }
     const held = store.countOnLane(lane);
     if (held >= MAX_SCHEDULES_PER_LANE) {
       throw new RpcError({ code: "LimitExceeded", message: `Lane ${lane} already holds ${MAX_SCHEDULES_PER_LANE} schedules, the most it may`, details: { resource: "schedules_per_lane", limit: MAX_SCHEDULES_PER_LANE } });
     }
+    return undefined;
+  }
+
+  /** Writes schedule `id` (one synchronous turn with its checks), or answers the one a repeat names. */
+  private create(lane: string, sessionId: string, input: CreateSchedule, id: string): { schedule: Schedule; created: boolean } {
+    const repeated = this.repeatOrRefusal(lane, sessionId, input, id);
+    if (repeated) return repeated;
+    const bodyHash = bodyHashOf(lane, input);
     const now = Date.now();
     const spec = { timing: timingOf(input), timezone: input.timezone ?? "UTC", anchor: now };
     const schedule: StoredSchedule = {
-      id: givenId ?? `sch_${crypto.randomUUID().replaceAll("-", "")}`,
+      id,
       lane,
       ...spec,
       prompt: input.prompt,
@@ -124,11 +159,14 @@ export class SessionSchedules {
 
   async deleteSchedule(lane: string, id: string): Promise<Wire<RpcResult<{ deleted: true }>>> {
     return asResult(async () => {
-      await this.laneOf(lane);
+      const sessionId = await this.laneOf(lane);
       this.scheduleOn(lane, id);
       const forwardAt = this.host.dueWork.schedules.delete(id);
       this.host.dueWork.alarmBy(forwardAt);
       this.forwardAfterCommit();
+      // Its place in the tenant's count is free when the answer arrives (a creation may follow at
+      // once); the forward tells the tenant again, durably, should this call be lost.
+      await this.tenant().schedulesRegistered(sessionId, [], [id]).catch(() => undefined);
       return { deleted: true as const };
     });
   }
@@ -195,4 +233,10 @@ function timingOf(input: { cron?: string; at?: number; everySeconds?: number }):
   if (input.at !== undefined) return { at: input.at };
   if (input.everySeconds !== undefined) return { everySeconds: input.everySeconds };
   throw new RpcError({ code: "ValidationFailed", message: "body: give exactly one of cron, at, everySeconds" });
+}
+
+/** What tells a repeat of a creation (same lane and body, the id aside) from another creation under its id. */
+function bodyHashOf(lane: string, input: CreateSchedule): string {
+  const { id: _id, ...definition } = input;
+  return createHash("sha256").update(JSON.stringify({ lane, ...definition })).digest("hex");
 }

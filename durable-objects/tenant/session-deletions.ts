@@ -1,3 +1,4 @@
+import { ScheduleClaims } from "./schedule-claims.ts";
 import { ACTIVITY_STEP_MS, SessionIndex } from "./tenant-listings.ts";
 import { SessionUsageMarks } from "./session-usage-marks.ts";
 
@@ -101,6 +102,7 @@ export class SessionDeletions {
     this.sql.exec("DELETE FROM open_operations WHERE session_id = ?", sessionId);
     new SessionIndex(this.sql).unregister(sessionId);
     new SessionUsageMarks(this.sql).forget(sessionId);
+    new ScheduleClaims(this.sql).forgetSession(sessionId);
     // Whether this call took the session from the queue (a concurrent tick may have already).
     return this.sql.exec("DELETE FROM session_deletions WHERE session_id = ?", sessionId).rowsWritten > 0;
   }

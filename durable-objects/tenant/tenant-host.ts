@@ -7,6 +7,7 @@ import { TENANT_MIGRATIONS } from "./tenant-migrations.ts";
 import { TenantKeys } from "./tenant-keys.ts";
 import { DEFAULT_MAX_OPEN_OPERATIONS, TenantOperations } from "./tenant-operations.ts";
 import { PendingReservations } from "./pending-reservations.ts";
+import { DEFAULT_MAX_SCHEDULES } from "./schedule-claims.ts";
 import { RequestWindow } from "./request-window.ts";
 import { TenantWatches } from "./tenant-watches.ts";
 import { TenantWebhooks } from "./webhooks/tenant-webhooks.ts";
@@ -128,13 +129,14 @@ export class TenantHost {
 
   quotas(): TenantQuotas {
     const row = this.sql
-      .exec<{ requests_per_minute: number | null; max_open_operations: number | null; deployment_keys: number | null; session_retention_days: number | null }>(
-        "SELECT requests_per_minute, max_open_operations, deployment_keys, session_retention_days FROM tenant WHERE singleton = 1",
+      .exec<{ requests_per_minute: number | null; max_open_operations: number | null; max_schedules: number | null; deployment_keys: number | null; session_retention_days: number | null }>(
+        "SELECT requests_per_minute, max_open_operations, max_schedules, deployment_keys, session_retention_days FROM tenant WHERE singleton = 1",
       )
       .toArray()[0];
     return {
       requestsPerMinute: row?.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
       maxOpenOperations: row?.max_open_operations ?? DEFAULT_MAX_OPEN_OPERATIONS,
+      maxSchedules: row?.max_schedules ?? DEFAULT_MAX_SCHEDULES,
       deploymentKeys: row?.deployment_keys !== 0,
       sessionRetentionDays: row?.session_retention_days ?? null,
     };

@@ -396,4 +396,21 @@ export const TENANT_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX released_operations_by_time ON released_operations (released_at)",
     ],
   },
+  {
+    version: 23,
+    name: "schedule_claims",
+    statements: [
+      // The tenant's schedules quota (null: the service default, schedule-claims.ts).
+      "ALTER TABLE tenant ADD COLUMN max_schedules INTEGER",
+      // One row per schedule of the tenant's sessions: pending (until a time) from its creation's
+      // claim, held (null) once the session's registration forward arrived.
+      `CREATE TABLE schedule_claims (
+        session_id TEXT NOT NULL,
+        schedule_id TEXT NOT NULL,
+        pending_until INTEGER,
+        PRIMARY KEY (session_id, schedule_id)
+      ) WITHOUT ROWID`,
+      "CREATE INDEX schedule_claims_pending ON schedule_claims (pending_until) WHERE pending_until IS NOT NULL",
+    ],
+  },
 ];

@@ -96,9 +96,12 @@ export class TenantObject extends DurableObject<Env> {
   async setDefaultModel(model: ModelIdentity | null) { return this.providers.setDefaultModel(model); }
   async providerGrant(provider: string) { return this.providers.providerGrant(provider); }
 
-  // Scheduled runs: their quota and webhook events, one call per due time (tenant-schedules.ts).
+  // Scheduled runs: their quota and webhook events, one call per due time; the count of schedules (tenant-schedules.ts).
   async reserveScheduledRun(sessionId: string, due: ScheduleDue, now?: number) { return this.schedules.reserveScheduledRun(sessionId, due, now); }
   async scheduleSkipped(sessionId: string, due: ScheduleDue, reason: ScheduleSkipReason, detail: string | undefined, reserved: boolean) { return this.schedules.scheduleSkipped(sessionId, due, reason, detail, reserved); }
+  async claimSchedule(sessionId: string, scheduleId: string, now?: number) { return this.schedules.claimSchedule(sessionId, scheduleId, now); }
+  async releaseScheduleClaim(sessionId: string, scheduleId: string) { return this.schedules.releaseScheduleClaim(sessionId, scheduleId); }
+  async schedulesRegistered(sessionId: string, scheduleIds: string[], removedIds: string[]) { return this.schedules.schedulesRegistered(sessionId, scheduleIds, removedIds); }
 
   // Open operations, usage, and the sessions' reports after their commits (operations-and-usage.ts).
   async reserveOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveOperation(sessionId, lane, now); }

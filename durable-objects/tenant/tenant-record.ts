@@ -6,8 +6,8 @@ import type { TenantHost, TenantInfo } from "./tenant-host.ts";
 
 /**
  * The tenant record the admin creates and reads (its creation is what creates the object's schema),
- * and the quotas it holds (requests per minute; open operations: tenant-operations.ts; whether the
- * deployment's provider keys may be used).
+ * and the quotas it holds (requests per minute; open operations: tenant-operations.ts; schedules: schedule-claims.ts;
+ * whether the deployment's provider keys may be used).
  */
 export class TenantRecord {
   constructor(private readonly host: TenantHost) {}
@@ -45,6 +45,9 @@ export class TenantRecord {
       }
       if (quotas.maxOpenOperations !== undefined) {
         this.host.sql.exec("UPDATE tenant SET max_open_operations = ? WHERE singleton = 1", quotas.maxOpenOperations);
+      }
+      if (quotas.maxSchedules !== undefined) {
+        this.host.sql.exec("UPDATE tenant SET max_schedules = ? WHERE singleton = 1", quotas.maxSchedules);
       }
       if (quotas.deploymentKeys !== undefined) {
         this.host.sql.exec("UPDATE tenant SET deployment_keys = ? WHERE singleton = 1", quotas.deploymentKeys ? 1 : 0);

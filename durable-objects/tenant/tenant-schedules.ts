@@ -3,6 +3,7 @@ import type { ScheduleSkipReason } from "../../schema/schedules.ts";
 import type { TenantHost } from "./tenant-host.ts";
 import type { EnqueuedEvent } from "./webhooks/webhook-events.ts";
 import { sha256Hex } from "./tenant-keys.ts";
+import { ScheduleClaims, type ScheduleClaim } from "./schedule-claims.ts";
 
 /** One due time of a schedule, as its session tells the tenant. */
 export interface ScheduleDue {
@@ -30,6 +31,26 @@ export type ScheduledReservation = { ok: true } | { ok: false; reason: "quota" |
  */
 export class TenantSchedules {
   constructor(private readonly host: TenantHost) {}
+
+  /**
+   * A schedule's creation, before its session writes it: within the tenant's `maxSchedules`
+   * (schedule-claims.ts). Refused for a tenant gone or being deleted, as a creation is.
+   */
+  async claimSchedule(sessionId: string, scheduleId: string, now = Date.now()): Promise<ScheduleClaim> {
+    if (!this.host.schema.exists || this.host.deletion()) return { ok: false, refusal: "tenantDeleting" };
+    const { maxSchedules } = this.host.quotas();
+    return new ScheduleClaims(this.host.sql).claim(sessionId, scheduleId, maxSchedules, now);
+  }
+
+  /** A creation refused after its claim (its lane full, its id taken): the claim is given back. */
+  async releaseScheduleClaim(sessionId: string, scheduleId: string): Promise<void> {
+    if (this.host.schema.exists) new ScheduleClaims(this.host.sql).release(sessionId, scheduleId);
+  }
+
+  /** The session's registration forward (schedule-registrar.ts): what exists is held, what was removed is dropped. */
+  async schedulesRegistered(sessionId: string, scheduleIds: readonly string[], removedIds: readonly string[]): Promise<void> {
+    if (this.host.schema.exists) new ScheduleClaims(this.host.sql).registered(sessionId, scheduleIds, removedIds);
+  }
 
   async reserveScheduledRun(sessionId: string, due: ScheduleDue, now = Date.now()): Promise<ScheduledReservation> {
     // The event ids are digests: computed before the writing turn, which reads everything else.

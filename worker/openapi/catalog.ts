@@ -98,15 +98,15 @@ export const CATALOG: readonly CatalogRoute[] = [
     method: "get", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "getQuotas", tag: "Admin", auth: "admin",
     summary: "A tenant's quotas", pathParams: { tenantId: IdSchema },
     description: `\`deploymentKeys\`: whether the tenant may use the service's own provider keys (default true). ${RETENTION_DESCRIPTION}`,
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys, sessionRetentionDays }`", schema: TenantQuotasSchema } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, maxSchedules, deploymentKeys, sessionRetentionDays }`", schema: TenantQuotasSchema } },
     errors: ["NotFound"],
   },
   {
     method: "patch", path: "/v1/admin/tenants/{tenantId}/quotas", operationId: "setQuotas", tag: "Admin", auth: "admin",
     summary: "Set a tenant's quotas",
-    description: `Requests beyond \`requestsPerMinute\` in a minute answer 429 \`RateLimited\` with \`Retry-After\`; accepting an operation while \`maxOpenOperations\` are open (accepted, not settled) answers 429 \`RateLimited\` with \`details.quota: "maxOpenOperations"\`. \`deploymentKeys: false\` stops the tenant from using the service's own provider keys (its own keys still work), effective on its next model request. ${RETENTION_DESCRIPTION} A tenant being deleted answers 409 \`TenantDeleting\`.`,
+    description: `Requests beyond \`requestsPerMinute\` in a minute answer 429 \`RateLimited\` with \`Retry-After\`; accepting an operation while \`maxOpenOperations\` are open (accepted, not settled) answers 429 \`RateLimited\` with \`details.quota: "maxOpenOperations"\`. Creating a schedule while the tenant's sessions hold \`maxSchedules\` (default 1,000) answers 422 \`LimitExceeded\` with \`details.resource: "schedules_per_tenant"\`. \`deploymentKeys: false\` stops the tenant from using the service's own provider keys (its own keys still work), effective on its next model request. ${RETENTION_DESCRIPTION} A tenant being deleted answers 409 \`TenantDeleting\`.`,
     pathParams: { tenantId: IdSchema }, body: TenantQuotasPatchSchema, example: { requestsPerMinute: 600 },
-    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, deploymentKeys, sessionRetentionDays }`", schema: TenantQuotasSchema } },
+    responses: { 200: { description: "`{ requestsPerMinute, maxOpenOperations, maxSchedules, deploymentKeys, sessionRetentionDays }`", schema: TenantQuotasSchema } },
     errors: ["NotFound", "TenantDeleting"],
   },
   {

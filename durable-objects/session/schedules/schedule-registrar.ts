@@ -11,7 +11,8 @@ const BATCH = 50;
 
 /**
  * Forwards a session's schedule registrations and removals to its DeferredIndex shard (the shard
- * its name hashes to, as for deferred runs) after the commit that wrote them, and on every alarm
+ * its name hashes to, as for deferred runs) and to its tenant's count of schedules after the
+ * commit that wrote them, and on every alarm
  * until the shard has them: one forward per creation, edit or deletion, none per firing (the
  * shard computes a listed schedule's next run from its timing, and the sweep's reports refresh
  * it). The forward reads the schedule as it is then, so a later edit is never overtaken by an
@@ -46,8 +47,15 @@ export class ScheduleRegistrar {
         registered.push({ session, tenantId: storage.tenantId, definition, anchor: schedule.anchor, nextRunAt: schedule.nextRunAt ?? null });
       }
       const shard = this.host.env.DEFERRED_INDEX.getByName(shardOf(session));
+      // The tenant's count of schedules (tenant/schedule-claims.ts) learns the same, as durably.
+      const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
+      const registeredIds = registered.map((entry) => entry.definition.id);
       try {
-        await Promise.all([registered.length > 0 && shard.registerSchedules(registered), removed.length > 0 && shard.removeSchedules(session, removed)]);
+        await Promise.all([
+          registered.length > 0 && shard.registerSchedules(registered),
+          removed.length > 0 && shard.removeSchedules(session, removed),
+          tenant.schedulesRegistered(storage.metadata.id, registeredIds, removed),
+        ]);
       } catch (error) {
         this.settle(rows, true);
         throw error;
