@@ -16,6 +16,8 @@ export interface FloorResult {
   all: Summary;
   /** Per event, the latency of its last client. */
   last: Summary;
+  /** Per event, the latency of its first client. */
+  first: Summary;
 }
 
 const OPEN_TIMEOUT_MS = 30_000;
@@ -33,6 +35,7 @@ export async function measureFloor(baseUrl: string, topology: FloorTopology, opt
   const { clients, events, warmUp, slice } = options;
   const audience = await pool(Array.from({ length: clients }, () => () => open(baseUrl, topology)), 25);
   const lasts: number[] = [];
+  const firsts: number[] = [];
   try {
     for (let index = 0; index < warmUp + events; index++) {
       const before = audience.map((client) => client.latencies.length);
@@ -42,11 +45,14 @@ export async function measureFloor(baseUrl: string, topology: FloorTopology, opt
       await until(() => audience.every((client, at) => client.latencies.length > (before[at] ?? 0)));
       const latest = audience.map((client) => client.latencies.at(-1) ?? 0);
       if (index < warmUp) for (const client of audience) client.latencies.splice(0);
-      else lasts.push(Math.max(...latest));
+      else {
+        lasts.push(Math.max(...latest));
+        firsts.push(Math.min(...latest));
+      }
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     }
     if (audience.some((client) => client.latencies.length !== events)) throw new Error("a client of the floor missed or repeated an event");
-    return { all: summarize(audience.flatMap((client) => client.latencies)), last: summarize(lasts) };
+    return { all: summarize(audience.flatMap((client) => client.latencies)), last: summarize(lasts), first: summarize(firsts) };
   } finally {
     for (const client of audience) client.close();
   }
