@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -51,3 +51,73 @@ export async function runShellBlocks(blocks: readonly string[], env: { baseUrl: 
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL("../../", import.meta.url));
+
+/** A doc's block running on its own, as in a terminal of its own (a server, a stream). */
+export interface RunningBlock {
+  /** What it printed to stdout so far. */
+  stdout: () => string;
+  /** What it printed to stderr so far. */
+  stderr: () => string;
+  /** Waits until stdout and stderr together match `pattern` (bounded); answers stdout. */
+  until: (pattern: RegExp, timeoutMs?: number) => Promise<string>;
+  /** Ends it as Ctrl-C would (SIGINT to its process group, then SIGKILL if it lingers); answers stdout. */
+  stop: () => Promise<string>;
+}
+
+/**
+ * Starts a doc's block that does not end by itself (`npm start`, `curl -N` on a stream) as a user
+ * does in a terminal of its own: exactly as written, in bash, with `BASE`, `KEY` and `vars` exported
+ * as {@link runShellBlocks} exports them, in `cwd` (the repository by default). The text is not
+ * changed: the bound is outside it, `stop()` (or `timeoutMs`, 90 s by default, after which it is
+ * stopped whatever it does).
+ */
+export function startShellBlock(block: string, env: { baseUrl: string; key: string; vars?: Record<string, string>; cwd?: string; timeoutMs?: number }): RunningBlock {
+  const exports = Object.entries(env.vars ?? {}).map(([name, value]) => `export ${name}=${value}\n`).join("");
+  const child = spawn("bash", ["-c", `set -euo pipefail\nexport BASE=${env.baseUrl}\nexport KEY=${env.key}\n${exports}${block}`], {
+    cwd: env.cwd ?? repo,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const group = child.pid;
+  const alive = () => {
+    if (group === undefined) return false;
+    try {
+      process.kill(-group, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const signal = (name: NodeJS.Signals) => {
+    if (group !== undefined && alive()) process.kill(-group, name);
+  };
+  let stopping: Promise<string> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      signal("SIGINT");
+      // The whole group (a server's children too) is gone before stop answers, so the next start on
+      // the same port or state never races it.
+      for (const deadline = Date.now() + 15_000; alive() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 100));
+      signal("SIGKILL");
+      await exited;
+      clearTimeout(bound);
+      return stdout;
+    })());
+  const bound = setTimeout(() => void stop(), env.timeoutMs ?? 90_000);
+  bound.unref();
+  const until = async (pattern: RegExp, timeoutMs = 30_000) => {
+    for (const deadline = Date.now() + timeoutMs; !pattern.test(stdout + stderr); ) {
+      if (Date.now() > deadline || child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`The block did not print ${pattern} (${child.exitCode ?? child.signalCode ?? "still running"}):\n${stdout}\n${stderr}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return stdout;
+  };
+  return { stdout: () => stdout, stderr: () => stderr, until, stop };
+}

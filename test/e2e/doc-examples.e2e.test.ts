@@ -114,7 +114,7 @@ describe("the shell examples of the docs", () => {
     await tenant.expect(201, "PUT", "/v1/sessions/tools-doc/lanes/main", { body: {} });
     const blocks = fencedBlocks("docs/tools.md", "sh");
     expect(blocks).toHaveLength(6);
-    // The first four: the last two need a run waiting on a client tool, and an MCP server on the internet.
+    // The first four; the last two (a run waiting on a client tool, an MCP server) run in doc-examples-more.e2e.test.ts.
     const [activated, ran, created, put] = await runShellBlocks(blocks.slice(0, 4), { baseUrl: server.baseUrl, key, vars: { SID: "tools-doc" } });
     const [tool, lane] = jsonValues(activated ?? "");
     expect(tool).toMatchObject({ name: "current_time", kind: "builtin" });
