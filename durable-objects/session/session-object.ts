@@ -200,8 +200,8 @@ export class SessionObject extends DurableObject<Env> {
   abortOperation(name: string, operationId: string, receipt?: ReceiptScope) { return this.operations.abortOperation(name, operationId, receipt); }
   abortCurrent(name: string, waitMs: number, receipt?: ReceiptScope) { return this.operations.abortCurrent(name, waitMs, receipt); }
   sweepDeferred(name: string, operationId: string) { return this.operations.sweepDeferred(name, operationId); }
-  navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation) { return this.structural.navigateAndAwait(name, request, waitMs, receipt, reservation); }
-  compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation) { return this.structural.compactAndAwait(name, request, waitMs, receipt, reservation); }
+  navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation) { return this.grows(() => this.structural.navigateAndAwait(name, request, waitMs, receipt, reservation)); }
+  compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation) { return this.grows(() => this.structural.compactAndAwait(name, request, waitMs, receipt, reservation)); }
 
   // Tools (session-tools.ts) and MCP servers (session-mcp.ts).
   listTools() { return this.tools.listTools(); }
