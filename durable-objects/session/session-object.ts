@@ -96,6 +96,7 @@ export class SessionObject extends DurableObject<Env> {
       acceptOperation: (lane, request, receipt) => this.grows(() => this.operations.acceptOperation(lane, request, receipt)),
       acceptOperationOnHeldSlot: (lane, request, receipt) => this.grows(() => this.operations.acceptOperationOnHeldSlot(lane, request, receipt)),
       acceptWhileBusy: (lane, request, ifBusy, receipt) => this.grows(() => this.operations.acceptWhileBusy(lane, request, ifBusy, receipt)),
+      handToRunningRun: (lane, request, ifBusy, receipt) => this.grows(() => this.operations.handToRunningRun(lane, request, ifBusy, receipt)),
       enqueue: (lane, kind, input, receipt) => this.grows(() => this.laneCommands.enqueue(lane, kind, input, receipt)),
       abortCurrent: (lane, waitMs, receipt) => this.operations.abortCurrent(lane, waitMs, receipt),
     });
@@ -192,6 +193,7 @@ export class SessionObject extends DurableObject<Env> {
   acceptAndAwaitOnHeldSlot(name: string, request: Wire<OperationRequest>, waitMs: number, receipt?: ReceiptScope) { return this.grows(() => this.operations.acceptAndAwaitOnHeldSlot(name, request, waitMs, receipt)); }
   acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope) { return this.grows(() => this.operations.acceptWhileBusy(name, request, ifBusy, receipt)); }
   promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope) { return this.grows(() => this.operations.promptWhileBusy(name, request, ifBusy, waitMs, reservation, receipt)); }
+  handToRunningRun(name: string, request: Wire<RunRequest>, ifBusy: "steer" | "followUp", receipt?: ReceiptScope) { return this.grows(() => this.operations.handToRunningRun(name, request, ifBusy, receipt)); }
   pendingRuns(name: string) { return this.laneCommands.pendingRuns(name); }
   promptOutcome(name: string, operationId: string, waitMs: number) { return this.operations.promptOutcome(name, operationId, waitMs); }
   operation(name: string, operationId: string, waitMs?: number) { return this.operations.operation(name, operationId, waitMs); }

@@ -49,6 +49,15 @@ function queuedAnswer(queued: Extract<BusyPromptAnswer, { queued: unknown }>["qu
   return { operationId: queued.operationId, entryId: queued.entryId, queued: queued.kind };
 }
 
+/** A prompt that found no running run to take it without a slot (handToRunningRun). */
+const SLOT_NEEDED = Symbol("slot needed");
+
+/** An answer of a caller that holds a slot: `slotNeeded` is only answered to a caller without one. */
+function withSlot(answer: BusyPromptAnswer): Exclude<BusyPromptAnswer, { slotNeeded: true }> {
+  if ("slotNeeded" in answer) throw new Error("A prompt accepted with a slot was answered as one without");
+  return answer;
+}
+
 /** What an interrupt drained from the operation it aborted, as answered. */
 function interruptedOf(answer: Extract<BusyPromptAnswer, { admission: unknown }>): { interrupted?: Interrupted } {
   const drained = answer.interrupted;
@@ -256,7 +265,7 @@ export class SessionOperations {
   async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = await this.madeOnce(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
+      const answer = await this.madeOnce(receipt, async () => withSlot(unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy))));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       if (!("state" in answer.admission)) this.host.open().runtime.startPass(lane, answer.admission.operationId);
       return { ...answer.admission, ...interruptedOf(answer) };
@@ -271,7 +280,7 @@ export class SessionOperations {
   async promptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, waitMs: number, reservation?: HandedReservation, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyPromptOutcome>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = await this.madeOnce(receipt, async () => unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy)));
+      const answer = await this.madeOnce(receipt, async () => withSlot(unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy))));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       const { operationId } = answer.admission;
       if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
@@ -283,6 +292,30 @@ export class SessionOperations {
         return { ...outcome, ...interrupted };
       }
       return { state: "settled", result: { ...this.withMessages(lane, outcome.result), ...interrupted } };
+    });
+  }
+
+  /**
+   * A steer or follow-up (`ifBusy`) handed to the lane's running run, which needs no open-operation
+   * slot (spec "Prompt while busy": it opens no operation): null, with nothing written or
+   * remembered under the receipt, when no run takes it (an idle lane, a compaction or navigation
+   * current); the caller then reserves a slot and asks again (`acceptWhileBusy`, `promptWhileBusy`).
+   */
+  async handToRunningRun(name: string, request: Wire<RunRequest>, ifBusy: "steer" | "followUp", receipt?: ReceiptScope): Promise<Wire<RpcResult<QueuedPrompt | null>>> {
+    return asResult(async () => {
+      const lane = await this.host.lane(name);
+      try {
+        const answer = await this.madeOnce(receipt, async () => {
+          const handed = unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy, { withoutSlot: true }));
+          // Thrown, not answered: a receipt remembers what its effect answered.
+          if (!("queued" in handed)) throw SLOT_NEEDED;
+          return handed;
+        });
+        return queuedAnswer(answer.queued);
+      } catch (error) {
+        if (error === SLOT_NEEDED) return null;
+        throw error;
+      }
     });
   }
 

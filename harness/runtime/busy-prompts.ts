@@ -14,14 +14,20 @@ import { planEnqueue } from "./queue.ts";
 // texting"): `reject` is the plain acceptance (LaneBusy); `enqueue` makes it a pending run;
 // `interrupt` marks the current operation for cancellation and puts the run first in line, in one
 // commit, so the settlement of the aborted operation starts it; `steer` and `followUp` hand the
-// prompt to the running operation's queues. On an idle lane every strategy starts the run.
+// prompt to the running run's queues (under a compaction or navigation, which takes no input, it
+// becomes a pending run). On an idle lane every strategy starts the run.
 
 export type IfBusy = "reject" | "enqueue" | "interrupt" | "steer" | "followUp";
 
-/** What a prompt under `ifBusy` got. */
+/**
+ * What a prompt under `ifBusy` got. `slotNeeded`: a steer or follow-up accepted without an
+ * open-operation slot (`withoutSlot`) found no run to hand it to: it would start a run, which the
+ * caller must hold a slot for; nothing was written.
+ */
 export type BusyPromptAnswer =
   | { admission: PromptAdmission; interrupted?: AbortRequestResult }
-  | { queued: { operationId: string; entryId: string; entryIds: string[]; kind: Extract<InboxKind, "steer" | "followUp"> } };
+  | { queued: { operationId: string; entryId: string; entryIds: string[]; kind: Extract<InboxKind, "steer" | "followUp"> } }
+  | { slotNeeded: true };
 
 export interface BusyPrompt {
   operationId: string;
@@ -30,6 +36,8 @@ export interface BusyPrompt {
   ifBusy: Exclude<IfBusy, "reject">;
   /** Fresh entry ids, one per message, for prompts handed to a queue. */
   entryIds: string[];
+  /** The caller holds no open-operation slot: hand the prompt to a running run, or start nothing. */
+  withoutSlot?: boolean;
 }
 
 /** One commit (or, for `interrupt`, the abort's gate protocol around one commit). */
@@ -40,8 +48,13 @@ export function acceptWhileBusy(core: HarnessCore, lane: AbortTarget, prompt: Bu
 
 function planBusyPrompt(core: HarnessCore, lane: string, prompt: BusyPrompt): Planner<Result<BusyPromptAnswer>> {
   return (m, state) => {
+    // A steer or follow-up is handed to a run: a compaction or a navigation takes no queued input
+    // (its settlement starts nothing), so under one the prompt waits as a pending run instead,
+    // answered by its own run once the operation ends.
+    const handedToRun = (prompt.ifBusy === "steer" || prompt.ifBusy === "followUp") && state.operation?.meta.intent.kind === "run";
+    if (prompt.withoutSlot && !handedToRun) return { writes: [], value: ok({ slotNeeded: true }) };
     if (!state.operation) return started(planRunAcceptance(core, lane, prompt.operationId, prompt.messages, prompt.deferred)(m, state));
-    if (prompt.ifBusy === "enqueue") return started(planPendingRun(core, lane, prompt.operationId, prompt.messages, prompt.deferred, "back")(m, state));
+    if (!handedToRun) return started(planPendingRun(core, lane, prompt.operationId, prompt.messages, prompt.deferred, "back")(m, state));
     const kind = prompt.ifBusy === "steer" ? "steer" : "followUp";
     if (prompt.messages.length === 0) return { writes: [], value: err({ code: "InvalidMessage", lane, reason: "empty" }) };
     // Each message is one item of that queue, in order; a full queue takes none of them.

@@ -212,9 +212,10 @@ export class AgentLane implements LaneHandle {
 
   /**
    * A run request under a busy strategy (spec "Prompt while busy", busy-prompts.ts): on an idle
-   * lane every strategy starts the run; `reject` is `accept`.
+   * lane every strategy starts the run; `reject` is `accept`. `withoutSlot`: the caller holds no
+   * open-operation slot, so a steer or follow-up is only handed to a running run.
    */
-  async acceptWhileBusy(request: RunRequest, ifBusy: IfBusy): Promise<Result<BusyPromptAnswer>> {
+  async acceptWhileBusy(request: RunRequest, ifBusy: IfBusy, options: { withoutSlot?: boolean } = {}): Promise<Result<BusyPromptAnswer>> {
     if (ifBusy === "reject") {
       const accepted = await this.accept(request);
       return accepted.ok ? ok({ admission: accepted.value }) : accepted;
@@ -226,7 +227,7 @@ export class AgentLane implements LaneHandle {
     if (!messages.ok) return err(withLane(messages.error, this.name));
     while (this.idleOwner) await this.idleOwner;
     const entryIds = messages.value.map(() => this.core.ids.next(now));
-    return acceptWhileBusy(this.core, this, { operationId, messages: messages.value, deferred: request.deferred, ifBusy, entryIds });
+    return acceptWhileBusy(this.core, this, { operationId, messages: messages.value, deferred: request.deferred, ifBusy, entryIds, ...(options.withoutSlot && { withoutSlot: true }) });
   }
 
   /** The lane's pending runs in line (1: next to start), with when each was accepted. */

@@ -103,6 +103,20 @@ describe("commands on the lane socket", () => {
     client.ws.close();
   });
 
+  it("a steer prompt frame at the tenant's open-operations quota is handed to the running run (no slot), as over REST", async () => {
+    const { setup, client } = await laneSocket("socksq");
+    const quotas = await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { maxOpenOperations: 1 }, token: adminToken() });
+    expect(quotas.status).toBe(200);
+    await runInDurableObject(setup.stub, (instance: SessionObject) => appendScriptSteps(instance.session(), [slowStep(80), { text: "spare" }]));
+    expect((await call(`${setup.sessionPath}/lanes/main/config`, { method: "PATCH", body: { model: { provider: "scripted", modelId: "script" } }, token: setup.key })).status).toBe(200);
+    client.send(JSON.stringify({ type: "prompt", id: "run", prompt: "long one" }));
+    const started = await replyTo(client, "run");
+    expect(started.reply.status).toBe(202);
+    client.send(JSON.stringify({ type: "prompt", id: "steer", prompt: "this way", ifBusy: "steer" }));
+    expect((await replyTo(client, "steer")).reply).toMatchObject({ status: 202, body: { operationId: started.reply.body.operationId, queued: "steer" } });
+    client.ws.close();
+  });
+
   it("a malformed command gets a 400 reply; a watch-only browser token's socket may not command; the request quota applies", async () => {
     const { setup, client } = await laneSocket("sockv");
     client.send(JSON.stringify({ type: "queue", id: "bad", kind: "sideways", message: "x" }));

@@ -78,6 +78,33 @@ export async function withOpenOperation<B, T>(
 }
 
 /**
+ * A steer or follow-up under `ifBusy` (spec "Prompt while busy") opens no operation when a run
+ * takes it, so it is first handed to the lane's running run with no slot reserved: a tenant at its
+ * open-operations quota still steers its running runs. Undefined when the body asks for no such
+ * hand-over, or no run took it (an idle lane, a compaction or a navigation current): the caller
+ * then reserves a slot as for any accept. The key is verified before the session is called (on a
+ * cold isolate, the one tenant call the reservation would have made), and before a bad body's 400.
+ */
+export async function handedWithoutSlot<B, T>(
+  c: AppContext,
+  readBody: () => Promise<B>,
+  /** The hand-over a body asks for (its `ifBusy` is steer or followUp), else undefined. */
+  handOver: (body: B) => (() => Promise<Wire<RpcResult<T | null>>>) | undefined,
+): Promise<T | undefined> {
+  let body: B;
+  try {
+    body = await readBody();
+  } catch (error) {
+    await callerOf(c);
+    throw error;
+  }
+  const send = handOver(body);
+  if (send === undefined) return undefined;
+  await callerOf(c);
+  return replyValue(await send()) ?? undefined;
+}
+
+/**
  * A warm isolate's accept on the slot the session holds ahead for the lane (session/held-slots.ts):
  * the key is trusted here and the request paid from this isolate's lease (worker/middleware/auth.ts),
  * so the tenant object is not called on the request's path at all. Undefined when the isolate is

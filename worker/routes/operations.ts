@@ -11,7 +11,7 @@ import { ClientToolResultSchema, ToolCallIdSchema } from "../../schema/tools.ts"
 import { jsonBody, pathParam } from "../validate.ts";
 import { laneTarget, pathId, sessionIdempotency, waitMs } from "./lane-target.ts";
 import { idempotencyScope } from "../middleware/idempotency.ts";
-import { admittingLane, withHeldSlot, withOpenOperation } from "./open-operations.ts";
+import { admittingLane, handedWithoutSlot, withHeldSlot, withOpenOperation } from "./open-operations.ts";
 import { streamedPrompt, streamRequested } from "./streamed-prompt.ts";
 import { requireTenantWithReservation } from "../middleware/auth.ts";
 
@@ -33,6 +33,12 @@ const ABORT_WAIT_MS = 10_000;
 export const acceptingOperationRoutes = new Hono<AppEnv>()
   .post("/:lane/operations", requireTenantWithReservation, sessionIdempotency, async (c) => {
     const { stub, ...scope } = await admittingLane(c);
+    const handed = await handedWithoutSlot(c, () => jsonBody(c, OperationRequestSchema), (body) => {
+      if (body.kind !== "prompt" || (body.ifBusy !== "steer" && body.ifBusy !== "followUp")) return undefined;
+      const { ifBusy, ...request } = body;
+      return () => stub.handToRunningRun(scope.lane, toWire(request), ifBusy, idempotencyScope(c));
+    });
+    if (handed !== undefined) return c.json(handed, 202);
     const admission = await withOpenOperation(
       c,
       scope,
@@ -63,6 +69,10 @@ export const acceptingOperationRoutes = new Hono<AppEnv>()
       body.ifBusy !== undefined && body.ifBusy !== "reject" ? Promise.resolve(null) : stub.acceptAndAwaitOnHeldSlot(scope.lane, promptOf(body), waitOf(body), idempotencyScope(c)),
     );
     if (onHeldSlot !== undefined) return convenience(c, onHeldSlot);
+    const handed = await handedWithoutSlot(c, readBody, (body) =>
+      body.ifBusy === "steer" || body.ifBusy === "followUp" ? () => stub.handToRunningRun(scope.lane, promptOf(body), body.ifBusy === "steer" ? "steer" : "followUp", idempotencyScope(c)) : undefined,
+    );
+    if (handed !== undefined) return c.json(handed, 200);
     const outcome = await withOpenOperation(
       c,
       scope,

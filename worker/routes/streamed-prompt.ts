@@ -10,7 +10,7 @@ import { idempotencyScope, replayInstead } from "../middleware/idempotency.ts";
 import { jsonBody, readBoundedText } from "../validate.ts";
 import { SSE_HEADERS, sseRelay } from "../watch/sse-relay.ts";
 import { closeQuietly, openWatchSocket } from "../watch/watch-upgrade.ts";
-import { withOpenOperation, type AdmittingScope } from "./open-operations.ts";
+import { handedWithoutSlot, withOpenOperation, type AdmittingScope } from "./open-operations.ts";
 import type { sessionStub } from "../env.ts";
 
 /** How long one streamed prompt follows its run before ending with the `{ operationId }` answer. */
@@ -42,6 +42,13 @@ export async function streamRequested(c: Context<AppEnv>): Promise<boolean> {
  * steer/followUp) streams just its `result`.
  */
 export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof sessionStub>, scope: AdmittingScope): Promise<Response> {
+  // A steer or follow-up a running run takes needs no slot, and streams just its `result`.
+  const handed = await handedWithoutSlot(c, () => jsonBody(c, PromptConvenienceSchema), ({ prompt, images, operationId, deferred, ifBusy }) => {
+    if (ifBusy !== "steer" && ifBusy !== "followUp") return undefined;
+    const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
+    return () => stub.handToRunningRun(scope.lane, toWire(request), ifBusy, idempotencyScope(c));
+  });
+  if (handed !== undefined) return streamResponse(c, new Blob([resultEvent(handed)]).stream());
   let relay: WebSocket | undefined;
   let admission: BusyAdmission;
   try {

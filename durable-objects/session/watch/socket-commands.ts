@@ -7,6 +7,7 @@ import { LEASE_MAX, QuotaLeases } from "../../tenant/quota-leases.ts";
 import { sha256Hex } from "../../tenant/tenant-keys.ts";
 import type { QueueInput, SessionHost } from "../session-host.ts";
 import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
+import type { QueuedPrompt } from "../../../schema/lane-answers.ts";
 
 /** What the commands reach of the session's capabilities: the REST twins' own RPC bodies. */
 export interface CommandTargets {
@@ -14,6 +15,8 @@ export interface CommandTargets {
   /** `acceptOperation` on the slot the session holds ahead for the lane; null when none is held. */
   acceptOperationOnHeldSlot(lane: string, request: Wire<RunRequest>, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>> | null>;
   acceptWhileBusy(lane: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>>;
+  /** A steer or follow-up handed to the running run with no slot; null when no run takes it. */
+  handToRunningRun(lane: string, request: Wire<RunRequest>, ifBusy: "steer" | "followUp", receipt?: ReceiptScope): Promise<Wire<RpcResult<QueuedPrompt | null>>>;
   enqueue(lane: string, kind: "steer" | "followUp" | "nextRun", input: Wire<QueueInput>, receipt?: ReceiptScope): Promise<Wire<RpcResult<{ entryId: string }>>>;
   abortCurrent(lane: string, waitMs: number, receipt?: ReceiptScope): Promise<Wire<RpcResult<unknown>>>;
 }
@@ -92,6 +95,12 @@ export class SocketCommands {
     const { prompt, images, operationId, deferred, ifBusy } = command;
     const request: RunRequest = { kind: "prompt", prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
     const busyStrategy = ifBusy !== undefined && ifBusy !== "reject";
+    // A steer or follow-up a running run takes opens no operation: no slot (REST does the same).
+    if (ifBusy === "steer" || ifBusy === "followUp") {
+      const handed = fromWire(await this.targets.handToRunningRun(lane, toWire(request), ifBusy, receipt));
+      if (!handed.ok) return errorReply(command.id, handed.error);
+      if (handed.value !== null) return { type: "reply", id: command.id, status: 202, body: handed.value };
+    }
     if (!busyStrategy) {
       const onHeld = await this.targets.acceptOperationOnHeldSlot(lane, toWire(request), receipt);
       if (onHeld !== null) {
