@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { BusyAdmission } from "../../durable-objects/session/session-operations.ts";
 import type { RpcResult } from "../../schema/errors.ts";
+import type { Interrupted } from "../../schema/lane-answers.ts";
 import { PromptConvenienceSchema } from "../../schema/lane-api.ts";
 import { SSE_HEARTBEAT_DEFAULT_SECONDS } from "../../schema/watch-resume.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
@@ -75,6 +76,8 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
     return streamResponse(c, body);
   }
   const { operationId } = admission;
+  // What an interrupt drained from the run it aborted exists nowhere else: the result carries it, as the JSON answer does.
+  const interrupted = admission.interrupted && { interrupted: admission.interrupted };
   replayInstead(c, 202, { operationId });
   let ended!: () => void;
   const runEnded = new Promise<void>((resolve) => (ended = resolve));
@@ -98,21 +101,21 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
   // A repeat of a keyed request may answer a run the first request accepted, which may have ended
   // before this relay opened: its run_end will never come, so the relay catching up stands in for it.
   const relayed = idempotencyScope(c) === undefined ? runEnded : Promise.race([runEnded, relayCaughtUp(relay)]);
-  const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, relayed) });
+  const body = sseRelay(relay, { heartbeatMs, snapshots: false, events, finish: answer(stub, scope.lane, operationId, relayed, interrupted) });
   return streamResponse(c, body);
 }
 
 /** The run's answer as the JSON route words it, once the run's end was relayed (so it comes last) or `relayed` says it never will be. */
-async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, relayed: Promise<void>): Promise<string> {
+async function answer(stub: ReturnType<typeof sessionStub>, lane: string, operationId: string, relayed: Promise<void>, interrupted: { interrupted: Interrupted } | undefined): Promise<string> {
   const deadline = Date.now() + STREAM_FOR_MS;
   for (;;) {
     const outcome = replyValue(await stub.promptOutcome(lane, operationId, Math.min(WAIT_STEP_MS, Math.max(0, deadline - Date.now()))));
     if (outcome.state === "settled") {
       await relayed;
-      return resultEvent(outcome.result);
+      return resultEvent({ ...outcome.result, ...interrupted });
     }
-    if (outcome.state === "suspended") return resultEvent({ status: "suspended", operationId, deferred: outcome.deferred });
-    if (Date.now() >= deadline) return resultEvent({ operationId });
+    if (outcome.state === "suspended") return resultEvent({ status: "suspended", operationId, deferred: outcome.deferred, ...interrupted });
+    if (Date.now() >= deadline) return resultEvent({ operationId, ...interrupted });
   }
 }
 
