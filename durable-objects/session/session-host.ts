@@ -1,3 +1,4 @@
+import { StructuralContinuations } from "./structural-continuations.ts";
 import type { AgentForSession } from "../../tools/tenant-copies.ts";
 import type { AgentHarness } from "../../harness/runtime/harness.ts";
 import type { AgentLane } from "../../harness/runtime/lane.ts";
@@ -141,7 +142,8 @@ export class SessionHost {
     this.registrar = deferredRegistrar(forwards);
     // A restarted object must never forget an open operation nor an unforwarded settlement (D7,
     // agents#1119): the alarm covers both.
-    const alarmAt = this.schema.exists ? this.dueWork.restartAlarmAt() : undefined;
+    // So does a structural convenience's continuation still owed (structural-continuations.ts).
+    const alarmAt = this.schema.exists ? (this.dueWork.restartAlarmAt() ?? (new StructuralContinuations(ctx.storage).owed().length > 0 ? Date.now() : undefined)) : undefined;
     if (alarmAt !== undefined) void ctx.blockConcurrencyWhile(() => this.dueWork.ensureArmed(alarmAt));
   }
 

@@ -69,7 +69,10 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     // Cheap: no storage is read here beyond the schema check the host makes (D2).
     this.host = new SessionHost(ctx, env, {
-      harnessCreated: (harness) => this.watch.harnessCreated(harness),
+      harnessCreated: (harness) => {
+        this.watch.harnessCreated(harness);
+        this.structural.harnessCreated();
+      },
       liveUpdateIntervalMs: (lane) => this.liveUpdateIntervalMs(lane),
       mcpServerStale: (name) => this.mcp.refreshInBackground(name),
       schedulesDue: () => this.schedules.alarm(),

@@ -7,9 +7,17 @@ import { parseWire, unwrapLane, asResult } from "../rpc/rpc-errors.ts";
 import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
 import type { HandedReservation } from "./due-work/settlement-outbox.ts";
 import type { ConvenienceOutcome } from "./session-operations.ts";
+import { operationView } from "./session-runtime.ts";
 
 import type { SessionHost } from "./session-host.ts";
 import type { SessionOperations } from "./session-operations.ts";
+import { StructuralContinuations } from "./structural-continuations.ts";
+
+/** How long a continuation's waiter waits on its operation at a time (it looks again after). */
+const CONTINUATION_WAIT_STEP_MS = 30_000;
+/** The least time between two looks of a waiter. */
+const CONTINUATION_RETRY_MS = 1_000;
+
 /** What the navigate convenience answers: the navigation, and the continuation run when one started. */
 export interface NavigateOutcome {
   navigation: ConvenienceOutcome<OperationResultRecord>;
@@ -31,11 +39,15 @@ type StructuralHost = Pick<SessionHost, "ctx" | "env" | "heldSlots" | "keepReser
  * as an empty-prompt run that takes that input. The same primitives a client could call itself.
  */
 export class SessionStructural {
+  private readonly continuations: StructuralContinuations;
+
   constructor(
     private readonly host: StructuralHost,
     /** Waits on each operation as the prompt convenience does. */
     private readonly operations: SessionOperations,
-  ) {}
+  ) {
+    this.continuations = new StructuralContinuations(host.ctx.storage);
+  }
 
   /** `reservation`: the slot the worker reserved for the navigation (taken over as a prompt's is). */
   async navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation): Promise<Wire<RpcResult<NavigateOutcome>>> {
@@ -70,29 +82,92 @@ export class SessionStructural {
   ): Promise<{ record: ConvenienceOutcome<OperationResultRecord>; run?: ConvenienceOutcome<PromptAnswer> }> {
     const lane = await this.host.lane(name);
     const started = Date.now();
-    // Accepted once per claimed key (rpc/idempotency.ts); a repeat after a crash waits on that operation.
-    const admission = await once(this.host.ctx.storage.sql, receipt, async () => unwrapLane(await lane.accept(request)));
+    // Accepted once per claimed key (rpc/idempotency.ts); a repeat after a crash waits on that
+    // operation. The continuation it owes is marked in the same turn.
+    const admission = await once(this.host.ctx.storage.sql, receipt, async () => {
+      const accepted = unwrapLane(await lane.accept(request));
+      this.continuations.want(name, accepted.operationId);
+      return accepted;
+    });
     const { operationId } = admission;
     if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
     this.host.open().runtime.startPass(lane, operationId);
     const record = await this.operations.outcomeWithin(lane, operationId, waitMs);
     if (record.state !== "settled") {
       if (reservation !== undefined) this.host.reservationBound(operationId);
+      // The continuation is still owed once the operation settles: a waiter in the object decides it.
+      this.waitToContinue(name, operationId);
       return { record };
     }
-    if (record.result.status === "aborted") return { record };
-    // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1).
-    if (!lane.inspectExecution().queues.some((item) => item.kind !== "write")) return { record };
-    const continuation = toWire({ kind: "prompt" as const, prompt: "" });
     const remaining = (): number => Math.max(0, waitMs - (Date.now() - started));
+    const run = await this.continueAfter(name, operationId, record.result, reservation, remaining);
+    return run ? { record, run } : { record };
+  }
+
+  /**
+   * The continuation run of a settled structural operation (reference §3.9): none when it was
+   * aborted or no eligible input is queued. Its slot: the operation's own (`reservation`, when its
+   * release is still to be sent), else the lane's held slot, else one reserved now; with the quota
+   * used up there is none, and the input stays queued for the lane's next prompt. Decided once:
+   * the mark is cleared whatever the decision.
+   */
+  private async continueAfter(
+    name: string,
+    operationId: string,
+    result: OperationResultRecord,
+    reservation: HandedReservation | undefined,
+    remaining: () => number,
+  ): Promise<ConvenienceOutcome<PromptAnswer> | undefined> {
+    this.continuations.decided(name, operationId);
+    if (result.status === "aborted") return undefined;
+    const lane = await this.host.lane(name);
+    // Empty-prompt acceptance is valid only when eligible non-write input is queued (§3.1).
+    if (!lane.inspectExecution().queues.some((item) => item.kind !== "write")) return undefined;
+    const continuation = toWire({ kind: "prompt" as const, prompt: "" });
     const answer =
       reservation !== undefined && this.host.keepReservation(operationId)
         ? await this.operations.acceptAndAwaitOnReservation(name, continuation, remaining(), reservation)
         : ((await this.operations.acceptAndAwaitOnHeldSlot(name, continuation, remaining())) ?? (await this.onReservedSlot(name, continuation, remaining)));
-    if (answer === undefined) return { record };
+    if (answer === undefined) return undefined;
     // Refused (another caller took the lane first): no continuation, and its slot was given back.
     const run = fromWire(answer);
-    return run.ok ? { record, run: run.value } : { record };
+    return run.ok ? run.value : undefined;
+  }
+
+  /**
+   * A new harness exists (a restarted object): every continuation owed before it, each decided by
+   * a waiter once its operation settles. The marks are read now, in the harness's creation: one a
+   * request writes later is that request's to decide. The waiters start once the creation is over.
+   */
+  harnessCreated(): void {
+    const owed = this.continuations.owed();
+    if (owed.length === 0) return;
+    setTimeout(() => {
+      for (const { lane, operationId } of owed) this.waitToContinue(lane, operationId);
+    }, 0);
+  }
+
+  /**
+   * Waits, off any request, for the operation to settle, then decides its continuation. A waiter
+   * that loses its harness (a restart) leaves the mark: the next harness makes a waiter again.
+   */
+  private waitToContinue(name: string, operationId: string): void {
+    const waiting = (async () => {
+      for (;;) {
+        const lane = await this.host.lane(name);
+        const asked = Date.now();
+        const outcome = await this.operations.outcomeWithin(lane, operationId, CONTINUATION_WAIT_STEP_MS);
+        if (outcome.state === "settled") {
+          await this.continueAfter(name, operationId, outcome.result, undefined, () => 0);
+          return;
+        }
+        // An operation the lane does not know (an id never accepted there) owes nothing.
+        if (operationView(lane, operationId) === undefined) return this.continuations.decided(name, operationId);
+        // A drive that answered at once (its harness closing, say) is not asked again in a hot loop.
+        if (Date.now() - asked < CONTINUATION_RETRY_MS) await new Promise((resolve) => setTimeout(resolve, CONTINUATION_RETRY_MS));
+      }
+    })();
+    this.host.ctx.waitUntil(waiting.catch(() => undefined));
   }
 
   /** The continuation on a slot reserved at the tenant now; undefined when the quota is used up. */
