@@ -93,7 +93,8 @@ export class SessionObject extends DurableObject<Env> {
     this.mcp = new SessionMcp(this.host);
     this.schedules = new SessionSchedules(this.host, {
       acceptOperation: (lane, request) => this.grows(() => this.operations.acceptOperation(lane, request)),
-      acceptWhileBusy: (lane, request, ifBusy) => this.grows(() => this.operations.acceptWhileBusy(lane, request, ifBusy)),
+      // A schedule's interrupt has no caller to hand the interrupted run's queued input back to: it stays queued.
+      acceptWhileBusy: (lane, request, ifBusy) => this.grows(() => this.operations.acceptWhileBusy(lane, request, ifBusy, undefined, { keepQueuedInput: true })),
     });
     this.watch = new SessionWatch(this.host, {
       acceptOperation: (lane, request, receipt) => this.grows(() => this.operations.acceptOperation(lane, request, receipt)),

@@ -262,10 +262,11 @@ export class SessionOperations {
    * A prompt under `ifBusy` (spec "Prompt while busy"): the run started, its place in line, or the
    * running operation it was handed to; an interrupt also answers what it drained.
    */
-  async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope): Promise<Wire<RpcResult<BusyAdmission>>> {
+  /** `keepQueuedInput`: an interrupt whose caller cannot take the drained input back (a schedule's) keeps it queued for the next run. */
+  async acceptWhileBusy(name: string, request: Wire<RunRequest>, ifBusy: BusyStrategy, receipt?: ReceiptScope, options: { keepQueuedInput?: boolean } = {}): Promise<Wire<RpcResult<BusyAdmission>>> {
     return asResult(async () => {
       const lane = await this.host.lane(name);
-      const answer = await this.madeOnce(receipt, async () => withSlot(unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy))));
+      const answer = await this.madeOnce(receipt, async () => withSlot(unwrapLane(await lane.acceptWhileBusy(await this.runnable(lane, parseWire(request)), ifBusy, options))));
       if ("queued" in answer) return queuedAnswer(answer.queued);
       if (!("state" in answer.admission)) this.host.open().runtime.startPass(lane, answer.admission.operationId);
       return { ...answer.admission, ...interruptedOf(answer) };

@@ -1,4 +1,5 @@
 import type { AbortRequestResult } from "../../schema/lane-answers.ts";
+import type { LaneQueuedItem } from "../../schema/lane.ts";
 import { pendingEntry } from "../session/builtin-addresses.ts";
 import { PayloadTooLarge } from "../session/errors.ts";
 import { deleteValue } from "../session/writes.ts";
@@ -19,7 +20,12 @@ export type { AbortRequestResult };
  * marker commit, the bound events and the gate signal all happen before the line is released
  * (D14.3); a stale id cancels nothing.
  */
-export function planRequestAbort(core: HarnessCore, lane: string, operationId: string, onMarked: () => void): Planner<Result<AbortRequestResult>> {
+/**
+ * `keepInput`: the queued steers and follow-ups are not handed back but kept as next-run input, in
+ * the same commit, for the run that starts next (an interrupt with no caller to hand them to: a
+ * schedule's). Otherwise they leave the queue and are answered to the caller (§4.4).
+ */
+export function planRequestAbort(core: HarnessCore, lane: string, operationId: string, onMarked: () => void, keepInput = false): Planner<Result<AbortRequestResult>> {
   return (_m, state) => {
     const current = state.operation;
     if (!current || current.meta.operationId !== operationId) {
@@ -39,6 +45,18 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
     }
     const drained = state.inbox.filter((item) => item.kind === "steer" || item.kind === "followUp");
     const drainedIds = new Set(drained.map((item) => item.entryId));
+    const marked: OperationState = { ...current.state, control: { status: "cancel_requested", requestedAt: core.clock() } };
+    if (keepInput) {
+      const inbox = state.inbox.map((item) => (drainedIds.has(item.entryId) ? { ...item, kind: "nextRun" as const } : item));
+      const queued = new Map<string, LaneQueuedItem>([...state.queued].map(([id, view]) => [id, drainedIds.has(id) && view.type === "message" ? { ...view, kind: "nextRun" } : view]));
+      return {
+        writes: [],
+        next: { ...state, inbox, queued, operation: { meta: current.meta, state: marked } },
+        events: () => [{ type: "operation_abort", lane, operationId, steer: [], followUp: [] }, ...(drained.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : [])],
+        afterCommit: onMarked,
+        value: ok({ operationId, newlyRequested: true, steer: [], followUp: [] }),
+      };
+    }
     const messagesOf = (kind: "steer" | "followUp") =>
       drained.flatMap((item) => {
         const view = state.queued.get(item.entryId);
@@ -48,10 +66,9 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
     const followUp = messagesOf("followUp");
     const inbox = state.inbox.filter((item) => !drainedIds.has(item.entryId));
     const queued = new Map([...state.queued].filter(([id]) => !drainedIds.has(id)));
-    const next: OperationState = { ...current.state, control: { status: "cancel_requested", requestedAt: core.clock() } };
     return {
       writes: drained.map((item) => deleteValue(pendingEntry(item.entryId))),
-      next: { ...state, inbox, queued, operation: { meta: current.meta, state: next } },
+      next: { ...state, inbox, queued, operation: { meta: current.meta, state: marked } },
       events: () => [
         { type: "operation_abort", lane, operationId, steer, followUp },
         ...(drained.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : []),

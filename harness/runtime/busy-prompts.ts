@@ -38,6 +38,8 @@ export interface BusyPrompt {
   entryIds: string[];
   /** The caller holds no open-operation slot: hand the prompt to a running run, or start nothing. */
   withoutSlot?: boolean;
+  /** An interrupt with no caller to hand the drained input to: it stays queued for the next run (abort.ts). */
+  keepQueuedInput?: boolean;
 }
 
 /** One commit (or, for `interrupt`, the abort's gate protocol around one commit). */
@@ -108,7 +110,7 @@ async function interrupt(core: HarnessCore, lane: AbortTarget, prompt: BusyPromp
       (onMarked) => (m, state) => {
         // The lane moved on before the line was ours: look again (the gate protocol is per operation).
         if (state.operation?.meta.operationId !== current) return { writes: [], value: ok(MOVED) };
-        const abort = planRequestAbort(core, lane.name, current, onMarked)(m, state);
+        const abort = planRequestAbort(core, lane.name, current, onMarked, prompt.keepQueuedInput === true)(m, state);
         if (!abort.value.ok) return { writes: [], value: abort.value };
         const pending = planPendingRun(core, lane.name, prompt.operationId, prompt.messages, prompt.deferred, "front")(m, abort.next ?? state);
         if (!pending.value.ok) return { writes: [], value: pending.value };

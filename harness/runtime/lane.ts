@@ -213,9 +213,10 @@ export class AgentLane implements LaneHandle {
   /**
    * A run request under a busy strategy (spec "Prompt while busy", busy-prompts.ts): on an idle
    * lane every strategy starts the run; `reject` is `accept`. `withoutSlot`: the caller holds no
-   * open-operation slot, so a steer or follow-up is only handed to a running run.
+   * open-operation slot, so a steer or follow-up is only handed to a running run. `keepQueuedInput`:
+   * an interrupt keeps the aborted run's steers and follow-ups queued for the next run.
    */
-  async acceptWhileBusy(request: RunRequest, ifBusy: IfBusy, options: { withoutSlot?: boolean } = {}): Promise<Result<BusyPromptAnswer>> {
+  async acceptWhileBusy(request: RunRequest, ifBusy: IfBusy, options: { withoutSlot?: boolean; keepQueuedInput?: boolean } = {}): Promise<Result<BusyPromptAnswer>> {
     if (ifBusy === "reject") {
       const accepted = await this.accept(request);
       return accepted.ok ? ok({ admission: accepted.value }) : accepted;
@@ -227,7 +228,7 @@ export class AgentLane implements LaneHandle {
     if (!messages.ok) return err(withLane(messages.error, this.name));
     while (this.idleOwner) await this.idleOwner;
     const entryIds = messages.value.map(() => this.core.ids.next(now));
-    return acceptWhileBusy(this.core, this, { operationId, messages: messages.value, deferred: request.deferred, ifBusy, entryIds, ...(options.withoutSlot && { withoutSlot: true }) });
+    return acceptWhileBusy(this.core, this, { operationId, messages: messages.value, deferred: request.deferred, ifBusy, entryIds, ...(options.withoutSlot && { withoutSlot: true }), ...(options.keepQueuedInput && { keepQueuedInput: true }) });
   }
 
   /** The lane's pending runs in line (1: next to start), with when each was accepted. */
