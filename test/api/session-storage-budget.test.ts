@@ -56,3 +56,42 @@ describe("a session object at its storage budget", () => {
     expect(prompt.status).toBe(200);
   });
 });
+
+// POST …/compact and POST …/navigate are the other road to a compaction or a navigation: they were
+// not checked against the budget, and wrote their compaction entry (or branch summary and label).
+async function twoTurns(prefix: string): Promise<Setup & { firstTurn: string }> {
+  const setup = await laneSetup(prefix);
+  const settings = { compaction: { enabled: true, reserveTokens: 4000, keepRecentTokens: 2 } };
+  expect((await call(`/v1/sessions/${setup.sid}`, { method: "PATCH", body: { settings }, token: setup.key })).status).toBe(200);
+  const first = await (await call(`${setup.lanePath}/prompt`, { body: { prompt: "one" }, token: setup.key })).json<{ tipId: string }>();
+  expect((await call(`${setup.lanePath}/prompt`, { body: { prompt: "two" }, token: setup.key })).status).toBe(200);
+  return { ...setup, firstTurn: first.tipId };
+}
+
+describe("the structural conveniences on a session past its storage budget", () => {
+  it("the primitive refuses a compaction 422; POST …/compact must too, writing no compaction entry", async () => {
+    const setup = await twoTurns("rvsb_c");
+    await fill(setup, true);
+    try {
+      await refused(await call(`${setup.lanePath}/operations`, { body: { kind: "compaction" }, token: setup.key }));
+      await refused(await call(`${setup.lanePath}/compact`, { body: {}, token: setup.key }));
+    } finally {
+      await fill(setup, false);
+    }
+    const entries = await (await call(`${setup.sessionPath}/entries?type=compaction`, { token: setup.key })).json<{ items: unknown[] }>();
+    expect(entries.items).toEqual([]);
+  });
+
+  it("POST …/navigate with a summary is refused 422 like the primitive, writing no branch summary", async () => {
+    const setup = await twoTurns("rvsb_n");
+    await fill(setup, true);
+    try {
+      await refused(await call(`${setup.lanePath}/operations`, { body: { kind: "navigation", targetId: setup.firstTurn, summarize: true }, token: setup.key }));
+      await refused(await call(`${setup.lanePath}/navigate`, { body: { targetId: setup.firstTurn, summarize: true, label: "back here" }, token: setup.key }));
+    } finally {
+      await fill(setup, false);
+    }
+    const entries = await (await call(`${setup.sessionPath}/entries?type=branch_summary`, { token: setup.key })).json<{ items: unknown[] }>();
+    expect(entries.items).toEqual([]);
+  });
+});

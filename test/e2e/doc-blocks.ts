@@ -1,6 +1,8 @@
 import { execFile, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
 /**
@@ -120,4 +122,22 @@ export function startShellBlock(block: string, env: { baseUrl: string; key: stri
     return stdout;
   };
   return { stdout: () => stdout, stderr: () => stderr, until, stop };
+}
+
+/**
+ * The first `js` block of a doc, imported as a module (written to a temporary `.mjs` first): a test
+ * calls the doc's own code (a signature check) rather than a copy of it. `T`: what the doc exports.
+ */
+export async function importDocModule<T>(repoPath: string): Promise<T> {
+  const [block] = fencedBlocks(repoPath, "js");
+  if (!block) throw new Error(`${repoPath} has no js block`);
+  const dir = mkdtempSync(join(tmpdir(), "das-doc-module-"));
+  const file = join(dir, "module.mjs");
+  writeFileSync(file, block);
+  try {
+    const loaded: T = await import(/* @vite-ignore */ pathToFileURL(file).href);
+    return loaded;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

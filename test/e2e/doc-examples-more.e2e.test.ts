@@ -4,7 +4,7 @@ import { createServer as createHttpServer, type ServerResponse } from "node:http
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -14,7 +14,7 @@ import { listenOnLoopback, readBody, type LoopbackServer } from "../node/loopbac
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from "../node/webhook-receiver-setup.ts";
 import { Api, createTenant, pollUntil, readAdminToken, settled } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
-import { fencedBlocks, jsonValues, runShellBlocks, startShellBlock, type RunningBlock } from "./doc-blocks.ts";
+import { fencedBlocks, importDocModule, jsonValues, runShellBlocks, startShellBlock, type RunningBlock } from "./doc-blocks.ts";
 import { startProviderFixture } from "./provider-fixture-server.ts";
 
 // More of the docs' examples as a user follows them, exactly as written, against one `npm start`
@@ -287,14 +287,7 @@ type Verify = (secret: string, headers: Record<string, string | undefined>, rawB
 
 /** The signature check of docs/webhooks.md, loaded from the doc's own text. */
 async function documentedVerifier(): Promise<Verify> {
-  const [block] = fencedBlocks("docs/webhooks.md", "js");
-  if (!block) throw new Error("docs/webhooks.md has no js block");
-  const dir = mkdtempSync(join(tmpdir(), "das-webhook-verify-"));
-  const file = join(dir, "verify.mjs");
-  writeFileSync(file, block);
-  const loaded: { verify: Verify } = await import(/* @vite-ignore */ pathToFileURL(file).href);
-  rmSync(dir, { recursive: true, force: true });
-  return loaded.verify;
+  return (await importDocModule<{ verify: Verify }>("docs/webhooks.md")).verify;
 }
 
 /** A server-sent event as curl printed it: its `event`, `id` and parsed `data` lines. */

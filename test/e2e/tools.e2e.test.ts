@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { IncomingHttpHeaders } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HarnessEvent, LaneSnapshot } from "../../schema/lane.ts";
 import { startToolWebhookServer, type SignatureVerifier, type ToolWebhookServer } from "../node/tool-webhook-server.ts";
 import { Api, createTenant, eventsOf, fold, isEvent, openLaneWatch, readAdminToken, settled, type Received, type WatchClient } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
-import { fencedBlocks } from "./doc-blocks.ts";
+import { importDocModule } from "./doc-blocks.ts";
 
 // docs/tools.md against `npm start`: a session created with an http tool (a local webhook that
 // checks every call with the docs' own verification example), a client tool and the builtin
@@ -26,13 +22,7 @@ type VerifiedCall = (secretFor: (sessionId: string | undefined, tool: string) =>
  * by the body's context and tool, then verifies with `verify`), given the secret the webhook trusts.
  */
 async function documentedVerifier(): Promise<SignatureVerifier> {
-  const [block] = fencedBlocks("docs/tools.md", "js");
-  if (!block) throw new Error("docs/tools.md has no js block");
-  const dir = mkdtempSync(join(tmpdir(), "das-verify-"));
-  const file = join(dir, "verify.mjs");
-  writeFileSync(file, block);
-  const loaded: { verifiedCall: VerifiedCall } = await import(/* @vite-ignore */ pathToFileURL(file).href);
-  rmSync(dir, { recursive: true, force: true });
+  const loaded = await importDocModule<{ verifiedCall: VerifiedCall }>("docs/tools.md");
   return (secret, headers, rawBody) => loaded.verifiedCall((sessionId, tool) => (sessionId === "tools-e2e" && tool === "lookup" ? secret : undefined), headers, rawBody) !== null;
 }
 

@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from "../node/webhook-receiver-setup.ts";
 import { Api, appendSteps, createTenant, pollUntil, readAdminToken, scriptedSession, settled, startRun } from "./client-helpers.ts";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
-import { fencedBlocks } from "./doc-blocks.ts";
+import { importDocModule } from "./doc-blocks.ts";
 
 // docs/webhooks.md against `npm start`: a tenant registers a loopback endpoint on a local Node
 // receiver (local development allows loopback http), a scripted prompt settles, and the receiver
@@ -16,14 +12,7 @@ type Verify = (secret: string, headers: Record<string, string | undefined>, rawB
 
 /** The signature check of docs/webhooks.md, loaded from the docs' own text. */
 async function documentedVerifier(): Promise<Verify> {
-  const [block] = fencedBlocks("docs/webhooks.md", "js");
-  if (!block) throw new Error("docs/webhooks.md has no js block");
-  const dir = mkdtempSync(join(tmpdir(), "das-webhook-verify-"));
-  const file = join(dir, "verify.mjs");
-  writeFileSync(file, block);
-  const loaded: { verify: Verify } = await import(/* @vite-ignore */ pathToFileURL(file).href);
-  rmSync(dir, { recursive: true, force: true });
-  return loaded.verify;
+  return (await importDocModule<{ verify: Verify }>("docs/webhooks.md")).verify;
 }
 
 describe("webhooks end to end", () => {
