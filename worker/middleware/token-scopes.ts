@@ -12,6 +12,8 @@ export interface TokenRoute {
   scope: TokenScope;
   /** The body's `kind` must be one of these (an operation a token may start). */
   kinds?: readonly string[];
+  /** The path parameter naming the lane the token must reach (default `lane`). */
+  laneParam?: string;
 }
 
 /**
@@ -25,6 +27,9 @@ export const TOKEN_ROUTES: readonly TokenRoute[] = [
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/events", scope: "watch" },
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", scope: "watch" },
   { method: "get", path: "/v1/sessions/{sid}/lanes/{lane}", scope: "watch" },
+  // A lane's entries older than its snapshot holds (the SDK's olderEntries), read on the branch
+  // that bears the lane's name: a token reaches the branch of a lane it reaches.
+  { method: "get", path: "/v1/sessions/{sid}/branches/{name}/entries", scope: "watch", laneParam: "name" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/prompt", scope: "prompt" },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/operations", scope: "prompt", kinds: ["prompt"] },
   { method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/queue", scope: "prompt" },
@@ -69,7 +74,7 @@ export async function tokenScopeRefusal(c: Context, claims: BrowserTokenClaims):
   if (!found) return fail("TokenScope", "A browser token cannot call this route; use a tenant key");
   const { route, params } = found;
   if (params.sid !== claims.s) return fail("TokenScope", "This browser token is for another session");
-  const lane = params.lane ?? "";
+  const lane = params[route.laneParam ?? "lane"] ?? "";
   if (claims.l && !claims.l.includes(lane)) return fail("TokenScope", `This browser token does not reach lane ${lane}`, { lane });
   if (!claims.p.includes(route.scope)) return fail("TokenScope", `This browser token lacks the ${route.scope} scope`, { scope: route.scope });
   if (route.kinds) {
