@@ -2,7 +2,8 @@ import type { AbortOutcome, AcceptedOperationSchema } from "../schema/lane-answe
 import type { EnqueueSchema, IfBusy } from "../schema/lane-api.ts";
 import type { DeferredMode } from "../schema/settings.ts";
 import type { ImageContent } from "../schema/messages.ts";
-import type { InferOutput } from "valibot";
+import * as v from "valibot";
+import { MAX_WATCH_COMMAND_BYTES, WatchCommandIdSchema } from "../schema/watch.ts";
 import { errorFromResponse, type ApiRequestError } from "./http.ts";
 import type { PromptInput } from "./types.ts";
 
@@ -13,7 +14,7 @@ import type { PromptInput } from "./types.ts";
 // answers a repeated id with the first answer and does nothing twice.
 
 /** A queued message: text, or a message. */
-export type QueueMessage = InferOutput<typeof EnqueueSchema>["message"];
+export type QueueMessage = v.InferOutput<typeof EnqueueSchema>["message"];
 
 /** `prompt` on the socket: the REST prompt's options but `wait` (the events tell the rest). */
 export interface SocketPromptOptions {
@@ -28,7 +29,7 @@ export interface SocketPromptOptions {
 /** What the lane socket's commands answer: the REST twins' bodies. */
 export interface LaneCommands {
   /** `POST …/operations` (`kind: "prompt"`): the admission, a pending run or the queued prompt (`ifBusy`). */
-  prompt(prompt: PromptInput, options?: SocketPromptOptions): Promise<InferOutput<typeof AcceptedOperationSchema>>;
+  prompt(prompt: PromptInput, options?: SocketPromptOptions): Promise<v.InferOutput<typeof AcceptedOperationSchema>>;
   /** `POST …/queue` `kind: "steer"`. */
   steer(message: QueueMessage, options?: { id?: string }): Promise<{ entryId: string }>;
   /** `POST …/queue` `kind: "followUp"`. */
@@ -44,6 +45,8 @@ interface Pending {
 }
 
 /** The commands in flight on a watch, their replies, and their resending on a new socket. */
+const encoder = new TextEncoder();
+
 export class PendingCommands {
   private readonly pending = new Map<string, Pending>();
   private readonly waits = new Set<ReturnType<typeof setTimeout>>();
@@ -65,7 +68,13 @@ export class PendingCommands {
   add<T>(command: Record<string, unknown> & { id?: string | undefined }): { frame: string | undefined; answer: Promise<T> } {
     const id = command.id ?? this.newId();
     if (this.pending.has(id)) return { frame: undefined, answer: Promise.reject(new TypeError(`A command with id ${id} is still waiting for its answer on this watch`)) };
+    // A frame the server cannot take as a command closes the whole socket (1008): refused here, alone.
+    if (!v.is(WatchCommandIdSchema, id)) return { frame: undefined, answer: Promise.reject(new TypeError(`Command id ${JSON.stringify(id)} is not 1–64 characters of A–Z a–z 0–9 _ . : -`)) };
     const frame = JSON.stringify({ ...command, id });
+    if (encoder.encode(frame).byteLength > MAX_WATCH_COMMAND_BYTES) {
+      const body = { error: { code: "PayloadTooLarge", message: `A command frame holds at most ${MAX_WATCH_COMMAND_BYTES} bytes; send this one over REST` } };
+      return { frame: undefined, answer: Promise.reject(errorFromResponse(new Response(null, { status: 413 }), JSON.stringify(body))) };
+    }
     const answer = new Promise<T>((resolve, reject) => this.pending.set(id, { frame, resolve: (body) => resolve(body as T), reject }));
     return { frame, answer };
   }
