@@ -4,7 +4,7 @@ import type { DeferredMode } from "../schema/settings.ts";
 import { path, waitSeconds, type CallOptions, type HttpClient, type HttpResponse } from "./http.ts";
 import { lanePath } from "./lanes.ts";
 import type { IfBusy } from "../schema/lane-api.ts";
-import type { QueuedPrompt } from "../schema/lane-answers.ts";
+import type { Interrupted, QueuedPrompt } from "../schema/lane-answers.ts";
 import type { AbortOutcome, AbortRequestResult, AcceptedOperation, ConvenienceOutcome, OperationRequestBody, OperationView, PendingRun, PromptAnswer, PromptInput, PromptOutcome } from "./types.ts";
 
 /** Waiting options: seconds, at most 60 (decimals allowed). */
@@ -95,7 +95,9 @@ export class OperationsApi {
     const response = await this.http.send<ConvenienceBody<PromptAnswer> | QueuedPrompt>({ ...call, method: "POST", path: lanePath(sessionId, lane, "/prompt"), body });
     const answer = response.body;
     if ("queued" in answer) return { state: "queued", ...answer };
-    return convenienceOutcome({ ...response, body: answer });
+    const outcome = convenienceOutcome({ ...response, body: answer });
+    // What an interrupt drained rides on every answer: in a settled record, beside a pending or suspended one.
+    return outcome.state !== "settled" && "interrupted" in answer && answer.interrupted ? { ...outcome, interrupted: answer.interrupted } : outcome;
   }
 
   /**
@@ -203,8 +205,8 @@ export type CompactOutcome =
 /** What the waiting conveniences send: the record (200), a suspended run (200), or the id (202). */
 type ConvenienceBody<Settled extends OperationResultRecord = OperationResultRecord> =
   | Settled
-  | { status: "suspended"; operationId: string; deferred: DeferredHandle }
-  | { operationId: string };
+  | { status: "suspended"; operationId: string; deferred: DeferredHandle; interrupted?: Interrupted }
+  | { operationId: string; interrupted?: Interrupted };
 
 function convenienceOutcome<Settled extends OperationResultRecord>(response: HttpResponse<ConvenienceBody<Settled>>): ConvenienceOutcome<Settled> {
   return outcomeOfBody(response.body, response.status === 202);

@@ -195,7 +195,10 @@ export type ConvenienceOutcome<Settled = OperationResultRecord> =
  * when older ones were left out by the answer's bounds).
  */
 export type PromptOutcome =
-  | ConvenienceOutcome<PromptAnswer & { interrupted?: Interrupted }>
+  | { state: "settled"; result: PromptAnswer & { interrupted?: Interrupted } }
+  /** `ifBusy: "interrupt"`: what the interrupt drained rides beside a run still going too. */
+  | { state: "suspended"; operationId: string; deferred: DeferredHandle; interrupted?: Interrupted }
+  | { state: "pending"; operationId: string; interrupted?: Interrupted }
   /** `ifBusy: "steer" | "followUp"` on a busy lane: the prompt went to the running operation's queue. */
   | ({ state: "queued" } & QueuedPrompt);
 

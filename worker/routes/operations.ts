@@ -1,6 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { BusyAdmission, BusyPromptOutcome, ConvenienceOutcome } from "../../durable-objects/session/session-operations.ts";
 import type { RpcResult } from "../../schema/errors.ts";
+import type { Interrupted } from "../../schema/lane-answers.ts";
 import type { CompactionRequest, NavigationRequest, OperationRequest } from "../../harness/runtime/acceptance.ts";
 import { CompactConvenienceSchema, NavigateConvenienceSchema, OperationRequestSchema, PromptConvenienceSchema, MAX_WAIT_SECONDS, type OperationRequestBody, type PromptConvenience } from "../../schema/lane-api.ts";
 import type { DeferredHandle } from "../../schema/messages.ts";
@@ -176,19 +177,26 @@ export const operationRoutes = new Hono<AppEnv>()
 /** The id a convenience's outcome is about (a settled slot is released by the session, bound or not). */
 const operationIdOf = (outcome: ConvenienceOutcome<{ operationId: string }>): string => (outcome.state === "settled" ? outcome.result.operationId : outcome.operationId);
 
-/** The record (with the run's messages, for prompt), a suspended run, or 202 with the id. */
-function convenience<Settled extends object>(c: Context<AppEnv>, outcome: ConvenienceOutcome<Settled>): Response {
+/**
+ * The record (with the run's messages, for prompt), a suspended run, or 202 with the id. An
+ * interrupting prompt's drained input (`interrupted`) is in every one of them: a settled record
+ * carries it already, and it exists nowhere else.
+ */
+function convenience<Settled extends object>(c: Context<AppEnv>, outcome: ConvenienceOutcome<Settled> & { interrupted?: Interrupted }): Response {
   return c.json(convenienceBody(outcome), outcome.state === "pending" ? 202 : 200);
 }
 
-function convenienceBody<Settled extends object>(outcome: ConvenienceOutcome<Settled>): Settled | { status: "suspended"; operationId: string; deferred: DeferredHandle } | { operationId: string } {
+function convenienceBody<Settled extends object>(
+  outcome: ConvenienceOutcome<Settled> & { interrupted?: Interrupted },
+): Settled | { status: "suspended"; operationId: string; deferred: DeferredHandle; interrupted?: Interrupted } | { operationId: string; interrupted?: Interrupted } {
+  const interrupted = outcome.interrupted && { interrupted: outcome.interrupted };
   switch (outcome.state) {
     case "settled":
       return outcome.result;
     case "suspended":
-      return { status: "suspended", operationId: outcome.operationId, deferred: outcome.deferred };
+      return { status: "suspended", operationId: outcome.operationId, deferred: outcome.deferred, ...interrupted };
     case "pending":
-      return { operationId: outcome.operationId };
+      return { operationId: outcome.operationId, ...interrupted };
   }
 }
 
