@@ -31,15 +31,23 @@ export class DataApi {
     const reader = (await this.exportStream(sessionId, options)).getReader();
     const decoder = new TextDecoder();
     let partial = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const lines = (partial + decoder.decode(value, { stream: true })).split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) if (line.trim() !== "") yield JSON.parse(line);
+    let finished = false;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        const lines = (partial + decoder.decode(value, { stream: true })).split("\n");
+        partial = lines.pop() ?? "";
+        for (const line of lines) if (line.trim() !== "") yield JSON.parse(line);
+      }
+      finished = true;
+      partial += decoder.decode();
+      if (partial.trim() !== "") yield JSON.parse(partial);
+    } finally {
+      // A loop that stopped early (break, return, a throw) leaves the download: it is cancelled, not left open.
+      if (!finished) await reader.cancel().catch(() => undefined);
+      reader.releaseLock();
     }
-    partial += decoder.decode();
-    if (partial.trim() !== "") yield JSON.parse(partial);
   }
 
   /**
