@@ -53,10 +53,12 @@ export class SessionAgent {
       // Checked and sealed before the commit; which of them the session takes is decided on the line.
       const previous = new Map(session.scanValues(toolDefinitionsPrefix()).map(({ address, value }) => [address.key, value]));
       const tools = await agentTools(bundle, this.host.toolDefinitionContext(session.metadata.id), {
-        // The version's own http tool that the session already held from the agent keeps its secret.
+        // The version's own http tool that the session already held from the agent keeps its
+        // secret. A tenant tool's copy (also from the agent) holds the tenant tool's one shared
+        // secret: the version's own tool under its name gets a session secret of its own.
         keep: (name) => {
           const held = previous.get(name);
-          return held?.fromAgent && held.kind === "http" ? held : undefined;
+          return held?.fromAgent && held.kind === "http" && !held.tenantTool ? held : undefined;
         },
       });
       // Recomputed on the line with the tools the session takes (as at creation, a tool the
