@@ -46,6 +46,12 @@ export const ERROR_STATUS = {
   TenantExists: 409,
   /** The tenant is being deleted (DELETE /v1/admin/tenants/{tenantId}): nothing new is created for it. */
   TenantDeleting: 409,
+  /**
+   * A stored secret no longer opens (an http tool's signing secret, an MCP server's headers):
+   * SECRETS_KEY changed since it was sealed. Register that tool or server again (`details.tool`,
+   * `details.mcpServer`, `details.tenantTool` or `details.tenantMcpServer` names it).
+   */
+  SecretUnreadable: 409,
   /** An agent of that id exists or existed (a deleted agent's id is not reused: its versions stay readable). */
   AgentExists: 409,
   /** The session is bound to no agent (`PUT …/lanes/{lane}` `{ agent: true }`). */

@@ -1,4 +1,5 @@
-import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { openStoredSecret } from "../rpc/stored-secrets.ts";
 import { mcpCredentialContext, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import type { ForkValue } from "./storage/fork-source.ts";
 
@@ -16,7 +17,7 @@ export async function resealMcpCredentials(values: ForkValue[], secretsKey: stri
       if (stored.namespace !== "pi.mcp") return stored;
       const server: StoredMcpServer = JSON.parse(stored.json);
       if (server.sealedHeaders === undefined) return stored;
-      const headers = await openSecret(key, server.sealedHeaders, mcpCredentialContext(sourceSessionId, stored.key));
+      const headers = await openStoredSecret(key, server.sealedHeaders, mcpCredentialContext(sourceSessionId, stored.key), { mcpServer: stored.key });
       const sealedHeaders = await sealSecret(key, headers, mcpCredentialContext(sessionId, stored.key));
       return { ...stored, json: JSON.stringify({ ...server, sealedHeaders }) };
     }),

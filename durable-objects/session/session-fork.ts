@@ -3,7 +3,8 @@ import type { RpcResult } from "../../schema/errors.ts";
 import { fromWire, toWire, type Wire } from "../../schema/wire.ts";
 import { asResult, parseWire, RpcError } from "../rpc/rpc-errors.ts";
 import { forkDataPage, forkEntryPage, forkPlan, type ForkDataCursor, type ForkDataPage, type ForkEntryCursor, type ForkEntryPage, type ForkPlan, type ForkValue } from "./storage/fork-source.ts";
-import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { openStoredSecret } from "../rpc/stored-secrets.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
@@ -75,6 +76,10 @@ export class SessionFork {
     const source = this.host.env.SESSIONS.getByName(`${init.tenantId}:${init.sourceSessionId}`);
     const plan = unwrap<ForkPlan>(await source.forkPlan(init.options));
     const high = toWire({ highWater: plan.highWater });
+    // Sealing is async, and a seal that no longer opens refuses the fork (409 SecretUnreadable):
+    // done first, so that such a fork writes nothing; the last (synchronous) transaction writes it.
+    const withToolSecrets = await resealToolSecrets(plan.session, this.host.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
+    const session = await resealMcpCredentials(withToolSecrets, this.host.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
     // The schema appears only now: a fork the source refused leaves this object without storage.
     this.host.schema.create();
     const progress = beginForkImport(this.host.ctx.storage, plan);
@@ -91,9 +96,6 @@ export class SessionFork {
       importDataPage(this.host.ctx.storage, progress, page);
       data = page.next;
     }
-    // Sealing is async: done before the last (synchronous) transaction, which writes the result.
-    const withToolSecrets = await resealToolSecrets(plan.session, this.host.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
-    const session = await resealMcpCredentials(withToolSecrets, this.host.env.SECRETS_KEY, init.sourceSessionId, init.sessionId);
     finishForkImport(this.host.ctx.storage, progress, { ...plan, session }, { sessionId: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
   }
 }
@@ -118,7 +120,7 @@ async function resealToolSecrets(values: ForkValue[], secretsKey: string, source
       if (stored.namespace !== "pi.tools") return stored;
       const definition: StoredToolDefinition = JSON.parse(stored.json);
       if (definition.sealedSecret === undefined) return stored;
-      const secret = await openSecret(key, definition.sealedSecret, toolSecretContext(sourceSessionId, stored.key));
+      const secret = await openStoredSecret(key, definition.sealedSecret, toolSecretContext(sourceSessionId, stored.key), { tool: stored.key });
       const sealedSecret = await sealSecret(key, secret, toolSecretContext(sessionId, stored.key));
       return { ...stored, json: JSON.stringify({ ...definition, sealedSecret }) };
     }),

@@ -1,5 +1,6 @@
 import type { PinnedAgentDefinition } from "../../schema/agents.ts";
-import { openSecret, sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
+import { openStoredSecret } from "../rpc/stored-secrets.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
 import { mcpCredentialContext, type StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { NO_TENANT_COPIES, tenantMcpCredentialContext, tenantToolSecretContext, type TenantCopies, type TenantSource } from "../../tools/tenant-copies.ts";
@@ -33,7 +34,7 @@ export async function tenantCopies(sql: SqlStorage, version: PinnedAgentDefiniti
     const { sealedSecret, ...rest } = stored;
     const copy: StoredToolDefinition = { ...rest, fromAgent: true, tenantTool: source };
     if (sealedSecret !== undefined && toolKey) {
-      const secret = await openSecret(toolKey, sealedSecret, tenantToolSecretContext(scope.tenantId, source.name));
+      const secret = await openStoredSecret(toolKey, sealedSecret, tenantToolSecretContext(scope.tenantId, source.name), { tenantTool: source.name });
       copy.sealedSecret = await sealSecret(toolKey, secret, toolSecretContext(scope.sessionId, name));
     }
     copies.tools[name] = copy;
@@ -43,7 +44,7 @@ export async function tenantCopies(sql: SqlStorage, version: PinnedAgentDefiniti
     const { sealedHeaders, ...rest } = stored;
     const copy: StoredMcpServer = { ...rest, tenantServer: source };
     if (sealedHeaders !== undefined && serverKey) {
-      const headers = await openSecret(serverKey, sealedHeaders, tenantMcpCredentialContext(scope.tenantId, source.name));
+      const headers = await openStoredSecret(serverKey, sealedHeaders, tenantMcpCredentialContext(scope.tenantId, source.name), { tenantMcpServer: source.name });
       copy.sealedHeaders = await sealSecret(serverKey, headers, mcpCredentialContext(scope.sessionId, name));
     }
     copies.mcpServers[name] = copy;

@@ -87,7 +87,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     example: { name: "Support chat", settings: { systemPrompt: "Be brief." }, tools: { current_time: { kind: "builtin" } }, metadata: { user: "u_42", plan: "pro" } },
     idempotent: true,
     responses: { 201: { description: `${SESSION}, plus \`toolSecrets\` (\`{ [toolName]: secret }\`) when http tools were defined: their signing secrets, shown this once (a replay with the same Idempotency-Key answers without them)`, schema: CreatedSessionSchema } },
-    errors: ["SessionExists", "SessionClosed", "UnknownModel", "UnknownTool", "AgentNotFound", "DeferredUnsupported", "LimitExceeded"],
+    errors: ["SessionExists", "SessionClosed", "UnknownModel", "UnknownTool", "AgentNotFound", "DeferredUnsupported", "LimitExceeded", "SecretUnreadable"],
   },
   {
     method: "get", path: "/v1/sessions", operationId: "listSessions", tag: "Sessions", auth: "tenant",
@@ -111,7 +111,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     description: `\`agent\` (\`"<id>@<version>"\`, or \`"<id>"\` for the latest) moves the whole session to that agent version in one commit: its settings, resources and the tools and MCP servers it brought become the new version's (tools and servers the session defined itself stay), and every lane takes the version's model, thinking level and active tools; each lane's next operation captures it, and an operation already running keeps the version it was accepted under (its record's \`agent\`). An http tool the new version brings answers its secret once in \`toolSecrets\`; one both versions define keeps its secret. \`settings\` beside \`agent\` apply over the new version's. \`metadata\` is a JSON Merge Patch over the session's metadata (a string sets a key, \`null\` deletes it); the merged map holds at most ${SESSION_METADATA_LIMITS.keys} keys (422 \`LimitExceeded\` beyond, nothing written) and reaches the search index before the answer. \`name: null\` removes the name; settings are a JSON Merge Patch (RFC 7396): a field left out keeps its value, objects merge field by field (\`{ compaction: { keepRecentTokens: 20 } }\` changes that one number), \`null\` puts a field back to its default, \`headers\`/\`metadata\` merge by name (\`settings_update\` events). A \`settings.defaultModel\` the tenant cannot use is 422 \`UnknownModel\`; \`settings.streamOptions.deferred\` while a lane's model cannot answer deferred is 422 \`DeferredUnsupported\`; then nothing is written.`,
     pathParams: SID, body: PatchSessionSchema, example: { name: null, settings: { toolExecution: "sequential" }, metadata: { plan: "enterprise", trial: null } },
     responses: { 200: { description: `${SESSION}, plus \`toolSecrets\` when a move to another agent version brought new http tools`, schema: CreatedSessionSchema } },
-    errors: [...SESSION_ERRORS, "UnknownModel", "DeferredUnsupported", "LimitExceeded", "AgentNotFound"],
+    errors: [...SESSION_ERRORS, "UnknownModel", "DeferredUnsupported", "LimitExceeded", "AgentNotFound", "SecretUnreadable"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}", operationId: "deleteSession", tag: "Sessions", auth: "tenant",
@@ -127,7 +127,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
       "A new session of the same tenant. `scope: \"branch\"` copies the lane's path up to its tip, or up to `entryId` (`position: \"at\"`, the default) or its parent (`\"before\"`), with the lane's configuration; `scope: \"tree\"` copies every entry, branch tip, lane configuration and application value and list. Both keep the name, settings, resources and the labels of copied entries; the usage ledger starts at zero and lanes start idle (no operations, records or queued input are copied). Copied page by page in bounded memory. 422 `InvalidFork` (`reason`: data_only_branch, not_on_branch, undeclared_namespace).",
     pathParams: SID, body: ForkSessionSchema, example: { scope: "branch", branch: "main" }, idempotent: true,
     responses: { 201: { description: SESSION, schema: SessionSchema } },
-    errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownEntry", "SessionExists", "InvalidFork"],
+    errors: [...SESSION_ERRORS, "UnknownBranch", "UnknownEntry", "SessionExists", "InvalidFork", "SecretUnreadable"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/tokens", operationId: "createBrowserToken", tag: "Sessions", auth: "tenant",
