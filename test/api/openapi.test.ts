@@ -62,7 +62,8 @@ const PATH_VALUES: Record<string, string> = { sid: "s_openapi_absent", lane: "ma
 function offline(route: CatalogRoute, body: unknown): unknown {
   const example = route.example;
   const exampleUrl = typeof example === "object" && example !== null && "url" in example ? example.url : undefined;
-  if (route.operationId !== "putMcpServer" || typeof body !== "object" || body === null || !("url" in body) || body.url !== exampleUrl) return body;
+  const discovers = route.operationId === "putMcpServer" || route.operationId === "putTenantMcpServer";
+  if (!discovers || typeof body !== "object" || body === null || !("url" in body) || body.url !== exampleUrl) return body;
   return { ...body, url: `${inject("mcpServerUrl")}/mcp/openapi-example` };
 }
 
