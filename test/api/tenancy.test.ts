@@ -142,7 +142,7 @@ describe("quotas", () => {
     const { tenantId, key } = await newTenant("quota");
     const set = await call(`/v1/admin/tenants/${tenantId}/quotas`, { method: "PATCH", body: { requestsPerMinute: 3 }, token: adminToken() });
     expect(set.status).toBe(200);
-    expect(await set.json()).toEqual({ requestsPerMinute: 3, maxOpenOperations: 50, deploymentKeys: true, sessionRetentionDays: null });
+    expect(await set.json()).toEqual({ requestsPerMinute: 3, maxOpenOperations: 50, maxSchedules: 1_000, deploymentKeys: true, sessionRetentionDays: null });
     const statuses: number[] = [];
     let limited: Response | undefined;
     for (let i = 0; i < 5; i++) {

@@ -31,7 +31,7 @@ describe("client.admin listings", () => {
     const id = `sdk_quotas_${Date.now().toString(36)}`;
     await admin.createTenant({ id });
     const defaults = await admin.quotas(id);
-    expect(defaults).toEqual({ requestsPerMinute: expect.any(Number), maxOpenOperations: expect.any(Number), deploymentKeys: true, sessionRetentionDays: null });
+    expect(defaults).toEqual({ requestsPerMinute: expect.any(Number), maxOpenOperations: expect.any(Number), maxSchedules: expect.any(Number), deploymentKeys: true, sessionRetentionDays: null });
     expect(await admin.setQuotas(id, { maxOpenOperations: 7 })).toEqual({ ...defaults, maxOpenOperations: 7 });
     const refused = await admin.setQuotas(id, { requestsPerMinute: 0 }).catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 400, code: "ValidationFailed" });
