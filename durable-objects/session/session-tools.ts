@@ -3,10 +3,11 @@ import { MAX_SESSION_TOOLS, type ClientToolResult, type ToolDefinitionInput, typ
 import type { ToolListing } from "../../schema/mcp.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { mcpServerSummary, mcpServersPrefix, mcpToolIndex, mcpToolView } from "../../tools/mcp-definitions.ts";
-import { toolDefinition, toolDefinitionsPrefix, toolView } from "../../tools/definitions.ts";
+import { toolDefinition, toolDefinitionsPrefix, toolSecretContext, toolView } from "../../tools/definitions.ts";
 import { ownToolNames } from "../../tools/registry.ts";
 import { asResult, parseWire, RpcError, unwrapLane } from "../rpc/rpc-errors.ts";
 import { newToolSecret, storedToolDefinition, withSecretOf } from "./tool-definition-input.ts";
+import { toolSecretOpens } from "../rpc/stored-secrets.ts";
 
 import type { SessionHost } from "./session-host.ts";
 /** What this module reaches of the host (session-host.ts). */
@@ -39,17 +40,27 @@ export class SessionTools {
       // Checked and sealed first: the read of the existing definition and the write that depends
       // on it then happen in one synchronous turn, with no await another request could slip into.
       const fresh = definition.kind === "http" ? newToolSecret() : undefined;
-      const candidate = await storedToolDefinition(name, definition, this.host.toolDefinitionContext(session.metadata.id), fresh, "");
+      const context = this.host.toolDefinitionContext(session.metadata.id);
+      const candidate = await storedToolDefinition(name, definition, context, fresh, "");
+      const unreadable = await this.unreadableSecret(name, context.secretsKey, session.metadata.id);
       const existing = session.getValue(toolDefinition(name))?.value;
       if (!existing && ownToolNames(session).size >= MAX_SESSION_TOOLS) {
         throw new RpcError({ code: "LimitExceeded", message: `A session may define at most ${MAX_SESSION_TOOLS} tools`, details: { resource: "tools", limit: MAX_SESSION_TOOLS } });
       }
-      // A replaced http tool keeps its secret; a new one (or one that was another kind) gets the fresh one.
-      const kept = existing?.kind === "http" && candidate.kind === "http" ? existing : undefined;
+      // A replaced http tool keeps its secret; a new one (or one that was another kind, or one whose
+      // secret no longer opens: SECRETS_KEY changed since) gets the fresh one.
+      const kept = existing?.kind === "http" && candidate.kind === "http" && existing.sealedSecret !== unreadable ? existing : undefined;
       const stored = kept ? withSecretOf(candidate, kept) : candidate;
       await session.setValue(toolDefinition(name), stored);
       return { ...toolView(name, stored), created: !existing, ...(!kept && fresh !== undefined && { secret: fresh }) };
     });
+  }
+
+  /** The stored seal of http tool `name` when it no longer opens (read before the writing turn, compared in it). */
+  private async unreadableSecret(name: string, secretsKey: string | undefined, sessionId: string): Promise<string | undefined> {
+    const held = this.host.session().getValue(toolDefinition(name))?.value;
+    if (held?.kind !== "http" || held.sealedSecret === undefined) return undefined;
+    return (await toolSecretOpens(secretsKey, held.sealedSecret, toolSecretContext(sessionId, name))) ? undefined : held.sealedSecret;
   }
 
   async deleteTool(name: string): Promise<Wire<RpcResult<{ deleted: true }>>> {

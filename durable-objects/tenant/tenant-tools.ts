@@ -6,6 +6,7 @@ import { toolView, type StoredToolDefinition } from "../../tools/definitions.ts"
 import { tenantToolSecretContext } from "../../tools/tenant-copies.ts";
 import { asResult, parseWire } from "../rpc/rpc-errors.ts";
 import { newToolSecret, storedToolDefinition, withSecretOf } from "../session/tool-definition-input.ts";
+import { toolSecretOpens } from "../rpc/stored-secrets.ts";
 import type { TenantHost } from "./tenant-host.ts";
 import { tenantToolStore, type Revision } from "./tenant-revisions.ts";
 import type { Page } from "./time-cursor.ts";
@@ -48,6 +49,10 @@ export class TenantTools {
       const candidate = await storedToolDefinition(name, definition, { sessionId: "", secretsKey: env.SECRETS_KEY, allowLoopback: env.LOCAL_DEV === "on" }, undefined, "");
       const fresh = candidate.kind === "http" ? newToolSecret() : undefined;
       const withFresh = fresh === undefined ? candidate : { ...candidate, ...(await sealedSecret(env.SECRETS_KEY, tenant.id, name, fresh)) };
+      // The latest revision's seal when it no longer opens (SECRETS_KEY changed since): not kept.
+      const held = tenantToolStore(this.host.sql).latest(name)?.value;
+      const heldSeal = held?.kind === "http" ? held.sealedSecret : undefined;
+      const unreadable = heldSeal !== undefined && !(await toolSecretOpens(env.SECRETS_KEY, heldSeal, tenantToolSecretContext(tenant.id, name))) ? heldSeal : undefined;
       let secret: string | undefined;
       // The writing turn: a deletion begun during the awaits above refuses it.
       this.host.requireActiveTenant();
@@ -55,8 +60,9 @@ export class TenantTools {
       const { stored, created } = tenantToolStore(this.host.sql).put(
         name,
         (latest) => {
-          // A later revision of an http tool keeps its secret; a new tool (or one that was a client tool) gets the fresh one.
-          if (latest?.kind === "http" && candidate.kind === "http") return withSecretOf(candidate, latest);
+          // A later revision of an http tool keeps its secret; a new tool (or one that was a client
+          // tool, or one whose secret no longer opens) gets the fresh one.
+          if (latest?.kind === "http" && candidate.kind === "http" && latest.sealedSecret !== unreadable) return withSecretOf(candidate, latest);
           secret = fresh;
           return withFresh;
         },
