@@ -50,8 +50,4 @@ export class ScheduleClaims {
   forgetSession(sessionId: string): void {
     this.sql.exec("DELETE FROM schedule_claims WHERE session_id = ?", sessionId);
   }
-
-  count(): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM schedule_claims").one().n;
-  }
 }

@@ -1,5 +1,5 @@
 import type { AbortRequestResult } from "../../schema/lane-answers.ts";
-import type { LaneQueuedItem } from "../../schema/lane.ts";
+import type { InboxItem, LaneQueuedItem } from "../../schema/lane.ts";
 import { pendingEntry } from "../session/builtin-addresses.ts";
 import { PayloadTooLarge } from "../session/errors.ts";
 import { deleteValue } from "../session/writes.ts";
@@ -46,28 +46,10 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
     const drained = state.inbox.filter((item) => item.kind === "steer" || item.kind === "followUp");
     const drainedIds = new Set(drained.map((item) => item.entryId));
     const marked: OperationState = { ...current.state, control: { status: "cancel_requested", requestedAt: core.clock() } };
-    if (keepInput) {
-      const inbox = state.inbox.map((item) => (drainedIds.has(item.entryId) ? { ...item, kind: "nextRun" as const } : item));
-      const queued = new Map<string, LaneQueuedItem>([...state.queued].map(([id, view]) => [id, drainedIds.has(id) && view.type === "message" ? { ...view, kind: "nextRun" } : view]));
-      return {
-        writes: [],
-        next: { ...state, inbox, queued, operation: { meta: current.meta, state: marked } },
-        events: () => [{ type: "operation_abort", lane, operationId, steer: [], followUp: [] }, ...(drained.length > 0 ? [queueUpdate(lane, queueView({ inbox, queued }))] : [])],
-        afterCommit: onMarked,
-        value: ok({ operationId, newlyRequested: true, steer: [], followUp: [] }),
-      };
-    }
-    const messagesOf = (kind: "steer" | "followUp") =>
-      drained.flatMap((item) => {
-        const view = state.queued.get(item.entryId);
-        return item.kind === kind && view?.type === "message" ? [view.message] : [];
-      });
-    const steer = messagesOf("steer");
-    const followUp = messagesOf("followUp");
-    const inbox = state.inbox.filter((item) => !drainedIds.has(item.entryId));
-    const queued = new Map([...state.queued].filter(([id]) => !drainedIds.has(id)));
+    const { inbox, queued, steer, followUp } = keepInput ? keptAsNextRun(state, drainedIds) : handedBack(state, drained, drainedIds);
     return {
-      writes: drained.map((item) => deleteValue(pendingEntry(item.entryId))),
+      // Handed back, their payloads go; kept, they stay where they are with another kind.
+      writes: keepInput ? [] : drained.map((item) => deleteValue(pendingEntry(item.entryId))),
       next: { ...state, inbox, queued, operation: { meta: current.meta, state: marked } },
       events: () => [
         { type: "operation_abort", lane, operationId, steer, followUp },
@@ -76,6 +58,33 @@ export function planRequestAbort(core: HarnessCore, lane: string, operationId: s
       afterCommit: onMarked,
       value: ok({ operationId, newlyRequested: true, steer, followUp }),
     };
+  };
+}
+
+type Drained = Pick<LaneProjection, "inbox" | "queued"> & Pick<AbortRequestResult, "steer" | "followUp">;
+
+/** The drained steers and follow-ups leave the queue, their messages answered to the caller. */
+function handedBack(state: LaneProjection, drained: readonly InboxItem[], drainedIds: ReadonlySet<string>): Drained {
+  const messagesOf = (kind: "steer" | "followUp") =>
+    drained.flatMap((item) => {
+      const view = state.queued.get(item.entryId);
+      return item.kind === kind && view?.type === "message" ? [view.message] : [];
+    });
+  return {
+    inbox: state.inbox.filter((item) => !drainedIds.has(item.entryId)),
+    queued: new Map([...state.queued].filter(([id]) => !drainedIds.has(id))),
+    steer: messagesOf("steer"),
+    followUp: messagesOf("followUp"),
+  };
+}
+
+/** The drained steers and follow-ups stay queued, in place, as next-run input; nothing is answered. */
+function keptAsNextRun(state: LaneProjection, drainedIds: ReadonlySet<string>): Drained {
+  return {
+    inbox: state.inbox.map((item) => (drainedIds.has(item.entryId) ? { ...item, kind: "nextRun" as const } : item)),
+    queued: new Map<string, LaneQueuedItem>([...state.queued].map(([id, view]) => [id, drainedIds.has(id) && view.type === "message" ? { ...view, kind: "nextRun" } : view])),
+    steer: [],
+    followUp: [],
   };
 }
 
