@@ -63,6 +63,25 @@ describe("a steer or follow-up handed to the running run needs no slot", () => {
     expect(JSON.parse(result ?? "null")).toEqual({ operationId: first, entryId: expect.any(String), queued: "steer" });
   });
 
+  it("a useChat steer at the quota (POST …/ai-sdk, ifBusy steer) follows the running run's answer", async () => {
+    const { setup, first } = await oneSlotTenantWithRunningLane("sws_a");
+    const message = { id: "msg-steer-1", role: "user", parts: [{ type: "text", text: "steer through the chat" }] };
+    const chat = () => call(`${setup.lanePath}/ai-sdk`, { body: { id: setup.sid, messages: [message], trigger: "submit-message", ifBusy: "steer" }, token: setup.key });
+    const steered = await chat();
+    const text = await steered.text();
+    expect(steered.status, text).toBe(200);
+    expect(text).toContain("after the steer");
+    expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    const settled = await (await call(`${setup.lanePath}/operations/${first}?wait=20`, { token: setup.key })).json();
+    expect(settled).toMatchObject({ state: "settled", result: { status: "completed" } });
+    expect(await userPrompts(setup)).toEqual(["first", "steer through the chat"]);
+    // The same message again is the same steer: it is not placed twice.
+    const repeated = await chat();
+    expect(repeated.status).toBe(200);
+    await repeated.text();
+    expect(await userPrompts(setup)).toEqual(["first", "steer through the chat"]);
+  });
+
   it("on an idle lane a steer starts a run, so it takes a slot: 429 at the quota, nothing written", async () => {
     const { setup } = await oneSlotTenantWithRunningLane("sws_i");
     await call(`/v1/sessions/${setup.sid}/lanes/side`, { method: "PUT", token: setup.key });

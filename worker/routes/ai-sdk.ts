@@ -80,31 +80,47 @@ export const aiSdkRoutes = new Hono<AppEnv>()
  * A prompt: exactly once per user message. The message's id is kept with the run it started (the
  * session's idempotency store), so sending the same message again (a retry, a second tab) follows
  * that run instead of starting another; the same id with other content is 422 IdempotencyConflict.
+ * A steer or follow-up a running run takes opens no operation, so it is first handed to that run
+ * with no slot reserved (spec "Prompt while busy"), as on `POST …/prompt`; only when no run takes
+ * it (an idle lane, a compaction or navigation current) is a slot reserved as for any prompt.
  */
 async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, action: Extract<ChatAction, { kind: "prompt" }>): Promise<Response> {
   const key = `ai-sdk:${scope.lane}:${action.messageId}`;
   const requestHash = await sha256Hex(JSON.stringify({ prompt: action.prompt, images: action.images }));
+  // The message id is the acceptance's receipt too: a repeat after a crash finds its run.
+  const receipt = { key, requestHash };
+  const { prompt, images, ifBusy } = action;
+  const request = toWire({ kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) });
   let relay: WebSocket | undefined;
   let claimed = false;
-  let admission: ChatAdmission;
+  /** Claims the message id (a repeat answers the run its first send started), then opens the relay before anything is accepted. */
+  const claimMessage = async (): Promise<{ repeatOf: string } | undefined> => {
+    const claim = await stub.idempotencyClaim(key, requestHash);
+    if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
+    if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${action.messageId} was sent before with other content`);
+    if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${action.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
+    if (claim.state === "replay") return { repeatOf: repeatedOperation(claim.body) };
+    claimed = true;
+    relay = await relaySocket(c, scope.sessionId, scope.lane);
+    return undefined;
+  };
+  let admission: ChatAdmission | undefined;
   try {
-    admission = await withOpenOperation(
+    if (ifBusy === "steer" || ifBusy === "followUp") {
+      await callerOf(c);
+      admission = (await claimMessage()) ?? replyValue(await stub.handToRunningRun(scope.lane, request, ifBusy, receipt)) ?? undefined;
+    }
+    admission ??= await withOpenOperation(
       c,
       scope,
       async () => action,
-      async ({ prompt, images, ifBusy }): Promise<Wire<RpcResult<ChatAdmission>>> => {
-        const claim = await stub.idempotencyClaim(key, requestHash);
-        if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
-        if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${action.messageId} was sent before with other content`);
-        if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${action.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
-        if (claim.state === "replay") return toWire({ ok: true, value: { repeatOf: repeatedOperation(claim.body) } });
-        claimed = true;
-        relay = await relaySocket(c, scope.sessionId, scope.lane);
-        const request = { kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) };
-        // The message id is the acceptance's receipt too: a repeat after a crash finds its run.
-        const receipt = { key, requestHash };
-        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, toWire(request), ifBusy, receipt);
-        return stub.acceptOperation(scope.lane, toWire(request), receipt);
+      async (): Promise<Wire<RpcResult<ChatAdmission>>> => {
+        if (!claimed) {
+          const repeat = await claimMessage();
+          if (repeat) return toWire({ ok: true, value: repeat });
+        }
+        if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, request, ifBusy, receipt);
+        return stub.acceptOperation(scope.lane, request, receipt);
       },
       (value) => ("repeatOf" in value || "queued" in value ? undefined : value.operationId),
     );
