@@ -8,6 +8,7 @@ import { LanesApi } from "./lanes.ts";
 import { BranchesApi } from "./session-data.ts";
 import { Acknowledger, laneWatchUrl, bearerProtocol, parseWatchFrame, type WatchSocket, type WatchSocketConstructor } from "./watch-socket.ts";
 import { PendingCommands, type LaneCommands } from "./watch-commands.ts";
+import { MessagePacer } from "./watch-pacer.ts";
 import type { AbortOutcome, AcceptedOperationSchema } from "../schema/lane-answers.ts";
 import type { InferOutput } from "valibot";
 
@@ -37,6 +38,13 @@ export { bearerProtocol, laneWatchUrl, type WatchSocket, type WatchSocketConstru
 //
 // Flow control (docs/api-watch.md "Acknowledgements"): the replica acknowledges the bytes it has
 // received every megabyte, so the server never closes it as a slow consumer while it keeps up.
+// Its other messages (commands, pings, resnapshot requests) are paced under the server's message
+// rate (watch-pacer.ts), so a burst of commands is sent in time instead of closing the socket.
+//
+// A browser token expires within the hour: `key` may be a function, asked for the credential
+// before every connection, so the watch renews it itself. With one, a close 1008 (the token
+// expired, or the key was revoked) reconnects with a fresh credential; a refused one ends the
+// watch as above.
 // A long transcript arrives as its newest part (`snapshot.olderEntries`); `olderEntries()` reads
 // the rest by REST.
 
@@ -68,8 +76,8 @@ export type LaneWatchListener = (update: LaneWatchUpdate) => void;
 
 export class WatchError extends Error {
   override readonly name = "WatchError";
-  /** socket: the socket reported an error or could not be created; protocol: an unreadable message; listener: a callback threw; ended: the watch stopped for good. */
-  readonly kind: "socket" | "protocol" | "listener" | "ended";
+  /** socket: the socket reported an error or could not be created; key: the `key` function failed (retried); protocol: an unreadable message; listener: a callback threw; ended: the watch stopped for good. */
+  readonly kind: "socket" | "key" | "protocol" | "listener" | "ended";
   override readonly cause?: unknown;
   /** The API's error code when the server refused the watch (`SessionNotFound`, `UnknownLane`, `Unauthenticated`, …). */
   readonly code?: ErrorCode;
@@ -92,8 +100,13 @@ export class WatchError extends Error {
 export interface WatchLaneOptions {
   /** The API's base URL (`https://…` or `http://…`; `wss://`/`ws://` are derived). */
   baseUrl: string;
-  /** The tenant key (or a browser token with the `watch` scope), offered as the `bearer.<key>` subprotocol. */
-  key: string;
+  /**
+   * The tenant key (or a browser token with the `watch` scope), offered as the `bearer.<key>`
+   * subprotocol; or a function answering it, asked before every connection (a page's way to renew
+   * its browser token: the server closes a socket whose token expired, and the watch reconnects
+   * with the one the function answers then). `olderEntries()` and the refusal read use the last one.
+   */
+  key: string | (() => string | Promise<string>);
   sessionId: string;
   lane: string;
   /** The WebSocket implementation (default `globalThis.WebSocket`). */
@@ -147,6 +160,8 @@ const OPEN = 1;
 const SERVER_DONE: ReadonlySet<number> = new Set([WATCH_CLOSE.sessionDeleted, WATCH_CLOSE.binary, WATCH_CLOSE.policy]);
 /** REST answers that a retry cannot change: bad ids, no or a refused key, no such session or lane. */
 const REFUSED_FOR_GOOD: ReadonlySet<number> = new Set([400, 401, 403, 404]);
+/** How long the read that classifies a refused connection may take before the attempt is just retried. */
+const REFUSAL_READ_TIMEOUT_MS = 10_000;
 
 interface Connection {
   socket: WatchSocket;
@@ -157,6 +172,8 @@ interface Connection {
   lastSeq: number;
   ping?: ReturnType<typeof setInterval>;
   acks: Acknowledger;
+  /** Every client message but acknowledgements (which the server does not count) goes through it. */
+  pacer: MessagePacer;
   /** The socket opened: an error after this is reported; one before it is a failed attempt. */
   opened: boolean;
 }
@@ -166,7 +183,9 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   if (typeof Socket !== "function") throw new TypeError("No WebSocket implementation: pass options.WebSocket");
   // Batch frames: the events due together (a run's start, a settlement) arrive in one frame.
   const url = `${laneWatchUrl(options.baseUrl, options.sessionId, options.lane)}?batch=true`;
-  const protocols = [bearerProtocol(options.key)];
+  const keyOf = options.key;
+  /** The credential of the latest connection (the REST reads use it). */
+  let currentKey = typeof keyOf === "string" ? keyOf : undefined;
   const initialMs = Math.max(1, options.backoff?.initialMs ?? 500);
   const maxMs = Math.max(initialMs, options.backoff?.maxMs ?? 30_000);
   const maxAttempts = options.backoff?.maxAttempts ?? Number.POSITIVE_INFINITY;
@@ -231,6 +250,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   function dispose(connection: Connection, code: number, reason: string): void {
     if (connection.ping !== undefined) clearInterval(connection.ping);
     connection.ping = undefined;
+    connection.pacer.dispose();
     try {
       if (connection.socket.readyState < 2) connection.socket.close(code, reason);
     } catch {
@@ -242,9 +262,27 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     timer = undefined;
     if (ended) return;
     setStatus("connecting");
+    if (typeof keyOf === "string") return open(keyOf);
+    void Promise.resolve()
+      .then(keyOf)
+      .then(
+        (key) => {
+          if (ended) return;
+          currentKey = key;
+          open(key);
+        },
+        (error: unknown) => {
+          if (ended) return;
+          report(new WatchError("key", "The key function failed", error));
+          retry({ code: 1006, reason: "no key" });
+        },
+      );
+  }
+
+  function open(key: string): void {
     let socket: WatchSocket;
     try {
-      socket = new Socket(url, protocols);
+      socket = new Socket(url, [bearerProtocol(key)]);
     } catch (error) {
       // A URL or protocol the implementation refuses will not work on a retry either.
       end(new WatchError("ended", "The WebSocket could not be created", error));
@@ -255,7 +293,8 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       awaitingSnapshot: true,
       hadSnapshot: false,
       lastSeq: Number.NEGATIVE_INFINITY,
-      acks: new Acknowledger((ack) => send(connection, ack)),
+      acks: new Acknowledger((ack) => transmit(connection, ack)),
+      pacer: new MessagePacer((text) => transmit(connection, text)),
       opened: false,
     };
     active = connection;
@@ -263,7 +302,8 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       if (active !== connection) return;
       connection.opened = true;
       setStatus("open");
-      if (pingIntervalMs > 0) connection.ping = setInterval(() => send(connection, "ping"), pingIntervalMs);
+      // A ping only keeps the socket alive: none is needed while paced messages wait to go out.
+      if (pingIntervalMs > 0) connection.ping = setInterval(() => connection.pacer.backlog === 0 && send(connection, "ping"), pingIntervalMs);
     });
     socket.addEventListener("message", (event) => {
       if (active === connection) receive(connection, event.data);
@@ -284,7 +324,10 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
       if (active !== connection) return;
       active = undefined;
       if (connection.ping !== undefined) clearInterval(connection.ping);
-      if (SERVER_DONE.has(event.code)) {
+      connection.pacer.dispose();
+      // With a key function, a policy close may be an expired token: the next connection asks for a fresh one.
+      const renewable = typeof keyOf === "function" && event.code === WATCH_CLOSE.policy;
+      if (SERVER_DONE.has(event.code) && !renewable) {
         end(new WatchError("ended", `The server ended the watch: ${event.reason || "normal closure"}`), { code: event.code, reason: event.reason });
         return;
       }
@@ -294,11 +337,12 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     });
   }
 
-  let rest: { http: HttpClient; lanes: LanesApi } | undefined;
+  let rest: { key: string | undefined; http: HttpClient; lanes: LanesApi; branches: BranchesApi } | undefined;
+  /** The REST client of the current credential (made again when a key function renewed it). */
   const restClient = () => {
-    if (rest === undefined) {
-      const http = new HttpClient({ baseUrl: options.baseUrl, key: options.key, ...(options.fetch && { fetch: options.fetch }) });
-      rest = { http, lanes: new LanesApi(http) };
+    if (rest === undefined || rest.key !== currentKey) {
+      const http = new HttpClient({ baseUrl: options.baseUrl, ...(currentKey !== undefined && { key: currentKey }), ...(options.fetch && { fetch: options.fetch }) });
+      rest = { key: currentKey, http, lanes: new LanesApi(http), branches: new BranchesApi(http) };
     }
     return rest;
   };
@@ -306,7 +350,7 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
   /** The REST refusal behind a connection that never opened, when a retry cannot change it. */
   async function refusal(): Promise<ApiRequestError | undefined> {
     try {
-      await restClient().lanes.get(options.sessionId, options.lane);
+      await restClient().lanes.get(options.sessionId, options.lane, { signal: AbortSignal.timeout(REFUSAL_READ_TIMEOUT_MS) });
       return undefined;
     } catch (error) {
       return error instanceof ApiRequestError && REFUSED_FOR_GOOD.has(error.status) ? error : undefined;
@@ -346,7 +390,13 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     retry({ code: 4000, reason });
   }
 
+  /** A client message, paced under the server's message rate. */
   function send(connection: Connection, text: string): void {
+    if (connection.socket.readyState === OPEN) connection.pacer.send(text);
+  }
+
+  /** Puts a message on the socket now. */
+  function transmit(connection: Connection, text: string): void {
     if (connection.socket.readyState !== OPEN) return;
     try {
       connection.socket.send(text);
@@ -405,10 +455,9 @@ export function watchLane(options: WatchLaneOptions): LaneWatch {
     if (options.onEvent) guarded(() => options.onEvent?.(message.event, folded, message.seq));
   }
 
-  let branches: BranchesApi | undefined;
   async function* olderEntries(start: string | undefined, { pageSize = 100, signal }: OlderEntriesOptions): AsyncGenerator<Entry, void, undefined> {
     if (start === undefined) return;
-    branches ??= new BranchesApi(restClient().http);
+    const { branches } = restClient();
     const query = { start, stopAtType: "compaction" as const, limit: pageSize };
     yield* branches.allEntries(options.sessionId, options.lane, query, signal ? { signal } : {});
   }
