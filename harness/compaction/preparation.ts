@@ -91,9 +91,9 @@ export function pathTokens(path: readonly Entry[], projectors: EntryProjectors =
   return contextTokens(pathContext(path, projectors));
 }
 
-/** Never a tool result: a call and its result are never separated. */
+/** Any message but a tool result (§6.2): a call and its result are never separated. */
 function isCutPoint(message: AgentMessage): boolean {
-  return message.role !== "toolResult" && message.role !== "compactionSummary";
+  return message.role !== "toolResult";
 }
 
 /** Where a turn begins: input from outside the assistant loop. */
@@ -104,18 +104,22 @@ function isTurnStart(message: AgentMessage): boolean {
 /**
  * The cut (§6.2): walking back from the newest message, accumulate estimated tokens until
  * `keepRecentTokens` is reached, then cut at the first valid cut point at or after that position.
- * Never reaching it keeps everything (cut 0). A cut inside a turn marks the turn split.
+ * When none follows it (the budget is reached inside the newest messages, all tool results: a
+ * large file just read), the nearest cut point before it is taken, so the kept part is somewhat
+ * over the budget instead of everything (which would leave nothing to compact, and an overflow
+ * nothing to recover with). Never reaching the budget keeps everything (cut 0). A cut inside a
+ * turn marks the turn split.
  */
 export function findCut(messages: readonly AgentMessage[], keepRecentTokens: number): CompactionCut {
   const cutPoints = messages.flatMap((message, index) => (isCutPoint(message) ? [index] : []));
-  let cutIndex = cutPoints[0] ?? 0;
+  let cutIndex = 0;
   let accumulated = 0;
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index];
     if (!message) continue;
     accumulated += estimateMessageTokens(message);
     if (accumulated >= keepRecentTokens) {
-      cutIndex = cutPoints.find((point) => point >= index) ?? cutIndex;
+      cutIndex = cutPoints.find((point) => point >= index) ?? cutPoints.findLast((point) => point < index) ?? 0;
       break;
     }
   }
