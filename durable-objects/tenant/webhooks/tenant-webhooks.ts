@@ -45,7 +45,8 @@ export interface DueDelivery {
   nextAttemptAt: number;
 }
 
-export type AttemptOutcome = { delivered: true; statusCode: number } | { delivered: false; statusCode?: number; error: string };
+/** `timedOut`: the endpoint did not answer in time (the run sends it nothing more). */
+export type AttemptOutcome = { delivered: true; statusCode: number } | { delivered: false; statusCode?: number; error: string; timedOut?: true };
 
 /**
  * The TenantObject's webhook endpoints (webhook-endpoints.ts) and their durable delivery outbox,

@@ -7,10 +7,16 @@ import type { AttemptOutcome, DueDelivery, TenantWebhooks } from "./tenant-webho
 export const DELIVERY_BATCH = 20;
 /** Endpoints sent to at once within a run; each endpoint has at most one attempt in flight. */
 export const DELIVERY_PARALLELISM = 4;
-/** Deliveries of one endpoint one run attempts, one after another (a hanging endpoint holds a run at most this many timeouts). */
+/** Deliveries of one endpoint one run attempts, one after another, while it answers. */
 export const DELIVERIES_PER_ENDPOINT_RUN = DELIVERY_BATCH / DELIVERY_PARALLELISM;
 /** An endpoint that has not answered (headers) within this long has failed the attempt. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
+/**
+ * No attempt starts once a run is this old: what is left stays due, and the alarm comes back at
+ * once. The alarm is the tenant's one (watch revocations and deletions wait for the run), so hanging
+ * endpoints hold it at most this plus one timeout, however many there are.
+ */
+export const DELIVERY_RUN_BUDGET_MS = DELIVERY_TIMEOUT_MS;
 
 /** Where an endpoint's secret lives: a seal copied to another tenant's or endpoint's row does not open. */
 const secretContext = (tenantId: string, endpointId: string): string => `tenant:${tenantId}/webhook:${endpointId}`;
@@ -53,8 +59,11 @@ export interface DeliverySettings {
  * is repeated, which the event id makes harmless for receivers. One endpoint's deliveries are sent
  * one after another, each only while it is still due: an endpoint that an outcome has just
  * disabled (webhook-schedule.ts), or that its tenant disabled or deleted meanwhile, is sent no more.
+ * An endpoint's first attempt that times out ends its turn in the run (a hanging one holds the run
+ * one timeout, not one per delivery): its other due deliveries wait for the next run, which the
+ * alarm makes at once, as it does for what the run's budget left.
  */
-export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySettings, now: number): Promise<number | undefined> {
+export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySettings, now: number, clock: () => number = Date.now): Promise<number | undefined> {
   const due = webhooks.due(now, DELIVERY_BATCH, DELIVERIES_PER_ENDPOINT_RUN);
   if (due.length === 0) return webhooks.nextDue();
   const key = await secretBoxKey(settings.secretsKey, "webhook-secret");
@@ -71,12 +80,16 @@ export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySet
   for (const delivery of due) byEndpoint.set(delivery.endpointId, [...(byEndpoint.get(delivery.endpointId) ?? []), delivery]);
   const queues = [...byEndpoint.values()];
   let next = 0;
+  const startedAt = clock();
+  const withinBudget = () => clock() - startedAt < DELIVERY_RUN_BUDGET_MS;
   const worker = async (): Promise<void> => {
-    for (let i = next++; i < queues.length; i = next++) {
+    for (let i = next++; i < queues.length && withinBudget(); i = next++) {
       for (const delivery of queues[i] ?? []) {
+        if (!withinBudget()) return;
         if (!webhooks.stillDue(delivery)) continue;
         const outcome = await attempt(delivery, secretOf, settings);
-        webhooks.recordAttempt(delivery, outcome, Date.now());
+        webhooks.recordAttempt(delivery, outcome, clock());
+        if (!outcome.delivered && outcome.timedOut) break;
       }
     }
   };
@@ -110,6 +123,7 @@ async function attempt(delivery: DueDelivery, secretOf: (delivery: DueDelivery) 
   } catch (error) {
     const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
     // Whatever the runtime said (refused, reset, DNS, TLS) is not repeated (tools/outbound-failure.ts).
-    return { delivered: false, error: timedOut ? `timeout: ${noAnswerWithin("the endpoint", DELIVERY_TIMEOUT_MS)}` : `unreachable: ${unreachable("the endpoint")}` };
+    if (timedOut) return { delivered: false, timedOut: true, error: `timeout: ${noAnswerWithin("the endpoint", DELIVERY_TIMEOUT_MS)}` };
+    return { delivered: false, error: `unreachable: ${unreachable("the endpoint")}` };
   }
 }
