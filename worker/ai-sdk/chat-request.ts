@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import type { AiSdkChatRequest, UiMessageInput } from "../../schema/ai-sdk.ts";
-import type { IfBusy } from "../../schema/lane-api.ts";
+import { ImagesSchema, type IfBusy } from "../../schema/lane-api.ts";
 import type { JsonValue } from "../../schema/json.ts";
 import type { ImageContent } from "../../schema/messages.ts";
 import { ClientToolResultSchema, type ClientToolResult } from "../../schema/tools.ts";
@@ -8,19 +8,25 @@ import { fail, invalidInput } from "../http-error.ts";
 
 // What one `POST …/ai-sdk` asks for (docs/ai-sdk.md). The lane keeps the history, so only the
 // newest message is read: a user message is a prompt; an assistant message carries the page's
-// client-tool results (its tool parts with an output); `trigger: "regenerate-message"` asks for the
-// last answer again.
+// client-tool results (its tool parts with an output); `trigger: "regenerate-message"` asks for a
+// new answer to the newest user message the page sends (the AI SDK's `regenerate()` drops the
+// answer and sends the messages up to that one).
 
+export type PromptAction = { kind: "prompt"; messageId: string; prompt: string; images: ImageContent[]; ifBusy: IfBusy | undefined };
 export type ChatAction =
-  | { kind: "prompt"; messageId: string; prompt: string; images: ImageContent[]; ifBusy: IfBusy | undefined }
+  | PromptAction
   | { kind: "tool-results"; messageId: string; steps: number; results: { toolCallId: string; result: ClientToolResult }[] }
-  | { kind: "regenerate"; ifBusy: IfBusy | undefined };
+  | { kind: "regenerate"; asked: PromptAction };
 
 /** An image the page attached: a base64 `data:` URL (this service fetches no URLs for a prompt). */
 const DATA_URL = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=]*)$/i;
 
 export function chatAction(body: AiSdkChatRequest): ChatAction {
-  if (body.trigger === "regenerate-message") return { kind: "regenerate", ifBusy: body.ifBusy };
+  if (body.trigger === "regenerate-message") {
+    const asked = body.messages.findLast((message) => message.role === "user");
+    if (!asked) throw fail("InvalidMessage", "There is no user message to answer again");
+    return { kind: "regenerate", asked: promptOf(asked, body.ifBusy) };
+  }
   const newest = body.messages[body.messages.length - 1];
   if (!newest) throw fail("ValidationFailed", "messages: at least one message is required");
   if (newest.role === "user") return promptOf(newest, body.ifBusy);
@@ -28,7 +34,7 @@ export function chatAction(body: AiSdkChatRequest): ChatAction {
   throw fail("InvalidMessage", "The newest message must be the user's (a prompt) or the assistant's (client-tool results)");
 }
 
-function promptOf(message: UiMessageInput, ifBusy: IfBusy | undefined): ChatAction {
+function promptOf(message: UiMessageInput, ifBusy: IfBusy | undefined): PromptAction {
   const texts: string[] = [];
   const images: ImageContent[] = [];
   message.parts.forEach((part, index) => {
@@ -43,6 +49,9 @@ function promptOf(message: UiMessageInput, ifBusy: IfBusy | undefined): ChatActi
     }
   });
   const prompt = texts.join("\n");
+  // The bounds of a prompt's images (POST …/prompt): the same message must not be larger here.
+  const checked = v.safeParse(ImagesSchema, images);
+  if (!checked.success) throw invalidInput("messages[-1].parts", checked.issues[0]?.message ?? "holds more images than a prompt takes");
   if (prompt.trim() === "" && images.length === 0) throw fail("InvalidMessage", "The newest user message has no text or image");
   return { kind: "prompt", messageId: message.id, prompt, images, ifBusy };
 }

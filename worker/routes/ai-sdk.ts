@@ -4,13 +4,12 @@ import { IdSchema } from "../../schema/api.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import type { LaneSnapshot } from "../../schema/lane.ts";
 import type { PromptAnswer } from "../../schema/lane-answers.ts";
-import type { IfBusy } from "../../schema/lane-api.ts";
 import { toWire, type Wire } from "../../schema/wire.ts";
 import { sha256Hex } from "../../durable-objects/tenant/tenant-object.ts";
 import type { BusyAdmission } from "../../durable-objects/session/session-operations.ts";
 import { AnswerStream, type AnswerStreamOptions } from "../ai-sdk/answer-stream.ts";
-import { chatAction, type ChatAction } from "../ai-sdk/chat-request.ts";
-import { entriesAfter, liveRun, settledTranscript, uiMessagesOf, userText } from "../ai-sdk/ui-messages.ts";
+import { chatAction, type ChatAction, type PromptAction } from "../ai-sdk/chat-request.ts";
+import { entriesAfter, liveRun, settledTranscript, uiMessagesOf } from "../ai-sdk/ui-messages.ts";
 import type { AppContext, AppEnv, sessionStub } from "../env.ts";
 import { fail, HttpFailure, replyValue } from "../http-error.ts";
 import { callerOf, requireTenantWithReservation } from "../middleware/auth.ts";
@@ -55,7 +54,7 @@ export const acceptingAiSdkRoutes = new Hono<AppEnv>().post("/:lane/ai-sdk", req
       return toolResultsAnswer(c, stub, scope, action);
     case "regenerate":
       await callerOf(c);
-      return regenerateAnswer(c, stub, scope, action.ifBusy);
+      return regenerateAnswer(c, stub, scope, action.asked);
   }
 });
 
@@ -80,11 +79,13 @@ export const aiSdkRoutes = new Hono<AppEnv>()
  * A prompt: exactly once per user message. The message's id is kept with the run it started (the
  * session's idempotency store), so sending the same message again (a retry, a second tab) follows
  * that run instead of starting another; the same id with other content is 422 IdempotencyConflict.
- * A steer or follow-up a running run takes opens no operation, so it is first handed to that run
- * with no slot reserved (spec "Prompt while busy"), as on `POST …/prompt`; only when no run takes
- * it (an idle lane, a compaction or navigation current) is a slot reserved as for any prompt.
+ * The id is checked before a slot is reserved: a repeat opens nothing, and the run it follows may
+ * hold the tenant's last slot. A steer or follow-up a running run takes opens no operation either,
+ * so it is first handed to that run with no slot reserved (spec "Prompt while busy"), as on
+ * `POST …/prompt`; only when no run takes it (an idle lane, a compaction or navigation current) is
+ * a slot reserved, as for any other prompt.
  */
-async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, action: Extract<ChatAction, { kind: "prompt" }>): Promise<Response> {
+async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, action: PromptAction): Promise<Response> {
   const key = `ai-sdk:${scope.lane}:${action.messageId}`;
   const requestHash = await sha256Hex(JSON.stringify({ prompt: action.prompt, images: action.images }));
   // The message id is the acceptance's receipt too: a repeat after a crash finds its run.
@@ -106,23 +107,18 @@ async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingSc
   };
   let admission: ChatAdmission | undefined;
   try {
-    if (ifBusy === "steer" || ifBusy === "followUp") {
-      await callerOf(c);
-      admission = (await claimMessage()) ?? replyValue(await stub.handToRunningRun(scope.lane, request, ifBusy, receipt)) ?? undefined;
-    }
+    await callerOf(c);
+    admission = await claimMessage();
+    if (!admission && (ifBusy === "steer" || ifBusy === "followUp")) admission = replyValue(await stub.handToRunningRun(scope.lane, request, ifBusy, receipt)) ?? undefined;
     admission ??= await withOpenOperation(
       c,
       scope,
       async () => action,
-      async (): Promise<Wire<RpcResult<ChatAdmission>>> => {
-        if (!claimed) {
-          const repeat = await claimMessage();
-          if (repeat) return toWire({ ok: true, value: repeat });
-        }
+      async (): Promise<Wire<RpcResult<BusyAdmission>>> => {
         if (ifBusy !== undefined && ifBusy !== "reject") return stub.acceptWhileBusy(scope.lane, request, ifBusy, receipt);
         return stub.acceptOperation(scope.lane, request, receipt);
       },
-      (value) => ("repeatOf" in value || "queued" in value ? undefined : value.operationId),
+      (value) => ("queued" in value ? undefined : value.operationId),
     );
   } catch (error) {
     closeQuietly(relay);
@@ -186,34 +182,54 @@ async function toolResultsAnswer(c: AppContext, stub: SessionStub, { sessionId, 
 }
 
 /**
- * `trigger: "regenerate-message"`: the lane navigates to just before the user message of its last
- * answer (the old answer stays in the session's tree), and that message is prompted again.
+ * `trigger: "regenerate-message"` (the hook's `regenerate()`): a new answer to the newest user
+ * message the page sends. Where the lane took that message (an entry of its transcript, a page
+ * loaded from `…/messages`; or the run its send started, by the message's id), the lane first
+ * moves back to just before it: the old answer stays in the session's tree, and the lane's
+ * conversation is what the page now shows. A message the lane never took (its send was refused)
+ * is simply sent.
  */
-async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, ifBusy: IfBusy | undefined): Promise<Response> {
-  const snapshot = replyValue(await stub.laneSnapshot(scope.lane));
-  const asked = lastUserEntry(snapshot);
-  if (!asked) throw fail("InvalidMessage", "There is no answer to regenerate on this lane");
+async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, asked: PromptAction): Promise<Response> {
+  const target = await regenerationTarget(stub, scope.lane, asked);
+  if (target === undefined) return promptAnswer(c, stub, scope, asked);
+  // The navigation's slot is given back as soon as it settled (not kept by the session), so the
+  // prompt after it finds it free, also at a quota of one.
   const navigated = await withOpenOperation(
     c,
     scope,
     async () => undefined,
-    (_body, reservation) => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: asked.parentId }), NAVIGATION_WAIT_MS, undefined, reservation),
-    (value) => ("operationId" in value.navigation ? value.navigation.operationId : value.navigation.result.operationId),
-    (value) => value.navigation.state === "settled",
+    () => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: target.parentId }), NAVIGATION_WAIT_MS),
+    (value) => (value.navigation.state === "settled" ? undefined : value.navigation.operationId),
   );
   if (navigated.navigation.state !== "settled") throw fail("Overloaded", "The lane did not move back in time; retry");
   if (navigated.navigation.result.status !== "completed") throw fail("LaneBusy", "The lane could not move back to regenerate the answer");
-  const { message } = asked;
-  const images = typeof message.content === "string" ? [] : message.content.flatMap((block) => (block.type === "image" ? [block] : []));
-  return promptAnswer(c, stub, scope, { kind: "prompt", messageId: `regenerate:${asked.id}:${navigated.navigation.result.operationId}`, prompt: userText(message), images, ifBusy });
+  const messageId = `regenerate:${target.id}:${navigated.navigation.result.operationId}`;
+  return promptAnswer(c, stub, scope, { ...asked, messageId });
 }
 
-function lastUserEntry(snapshot: LaneSnapshot) {
-  for (let index = snapshot.transcript.length - 1; index >= 0; index--) {
-    const entry = snapshot.transcript[index];
-    if (entry?.type === "message" && entry.message.role === "user") return { id: entry.id, parentId: entry.parentId, message: entry.message };
+/**
+ * Where the lane took the page's message: its entry (the id `…/messages` gave it), or the start of
+ * the run its send started (the message's id is kept with that run). Undefined when it never took
+ * it. The run must have ended: its answer is the one asked again.
+ */
+async function regenerationTarget(stub: SessionStub, lane: string, asked: PromptAction): Promise<{ id: string; parentId: string | null } | undefined> {
+  const entry = replyValue(await stub.laneSnapshot(lane)).transcript.find((item) => item.id === asked.messageId && item.type === "message" && item.message.role === "user");
+  if (entry) return { id: entry.id, parentId: entry.parentId };
+  const key = `ai-sdk:${lane}:${asked.messageId}`;
+  const requestHash = await sha256Hex(JSON.stringify({ prompt: asked.prompt, images: asked.images }));
+  const claim = await stub.idempotencyClaim(key, requestHash);
+  if (claim.state === "claimed") {
+    // Only a look: the send that follows claims the id again.
+    await stub.idempotencyComplete(key, requestHash, null);
+    return undefined;
   }
-  return undefined;
+  if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
+  if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${asked.messageId} was sent before with other content`);
+  if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${asked.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
+  const operationId = repeatedOperation(claim.body);
+  const outcome = replyValue(await stub.promptOutcome(lane, operationId, 0));
+  if (outcome.state !== "settled") throw fail("LaneBusy", "The answer to regenerate is still running");
+  return { id: operationId, parentId: outcome.result.fromTipId };
 }
 
 /** Follows a run through a new relay socket: its answer so far first (from the socket's snapshot), then live. */
