@@ -86,8 +86,8 @@ export type UiChunk =
   | { type: "reasoning-start"; id: string }
   | { type: "reasoning-delta"; id: string; delta: string }
   | { type: "reasoning-end"; id: string }
-  | { type: "tool-input-start"; toolCallId: string; toolName: string }
-  | { type: "tool-input-available"; toolCallId: string; toolName: string; input: JsonValue }
+  /** `providerExecuted`: the service runs the call (the page's `onToolCall` is not asked, and the AI SDK's completeness check skips it). */
+  | { type: "tool-input-available"; toolCallId: string; toolName: string; input: JsonValue; providerExecuted?: boolean }
   | { type: "tool-output-available"; toolCallId: string; output: JsonValue }
   | { type: "tool-output-error"; toolCallId: string; errorText: string }
   | { type: "steering-message"; id: string; parts: { type: "text"; text: string }[] }

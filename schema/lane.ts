@@ -239,6 +239,8 @@ export type LaneEvent =
       args: JsonValue;
       /** "client": the run now waits for a client to post this call's result. */
       executor?: "client";
+      /** A client call of a sequential batch: the calls after it start only once it is answered. */
+      holdsBack?: true;
       recovery?: true;
     }
   | { type: "tool_update"; lane: string; runId: string; turnId: string; toolCallId: string; toolName: string; partialResult: ToolResultView }

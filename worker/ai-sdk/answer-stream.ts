@@ -15,12 +15,19 @@ import { entriesAfter, liveRun, toolErrorText, toolOutput, userText } from "./ui
 // - Each assistant message is a step (`start-step` … `finish-step`); its text and thinking blocks
 //   are text and reasoning parts grown by deltas; its tool calls are tool parts, their results
 //   tool outputs.
-// - The stream ends at the run's end, at a deferred suspension, and when the run waits on client
-//   tools with no server tool running: the page answers them (`addToolOutput`) and posts again.
+// - A tool call becomes a part when it starts (`tool_start`), when it is known who runs it: a call
+//   the service runs is `providerExecuted`, so the page's `onToolCall` sees only its own (client)
+//   calls, and the AI SDK's `lastAssistantMessageIsCompleteWithToolCalls` waits only for those. A
+//   call held back behind a client call (a sequential batch) is not shown until it starts.
+// - The stream ends at the run's end, at a deferred suspension, and when the run waits on the page:
+//   a client call waits, no server call runs, and every call of the step has started or is held
+//   back behind a client call (so the server calls' outputs are in the answer). The page answers
+//   (`addToolOutput`) and posts again; the same message continues.
 
 type TextBlock = { kind: "text" | "reasoning"; id: string; text: string; open: boolean };
 type ToolBlock = { kind: "tool"; toolCallId: string; toolName: string };
 type Block = TextBlock | ToolBlock;
+type KnownCall = { toolName: string; input: JsonValue };
 
 export interface AnswerStreamOptions {
   /** The message's id when the page already holds it (a continuation after client-tool results). */
@@ -39,6 +46,12 @@ export class AnswerStream {
   private readonly announced = new Set<string>();
   private readonly serverTools = new Set<string>();
   private readonly clientTools = new Set<string>();
+  /** The calls of the current step's message, by id, in source order. */
+  private stepCalls = new Map<string, KnownCall>();
+  /** Calls of the step that started (or have a result). */
+  private readonly startedCalls = new Set<string>();
+  /** A waiting client call of the step holds the calls after it back (a sequential batch). */
+  private heldBack = false;
   private finished = false;
   /** Set by the run's first event: entries added before it are another operation's. */
   private live = false;
@@ -97,8 +110,10 @@ export class AnswerStream {
         break;
       case "tool_start":
         if (event.runId !== this.operationId) break;
-        this.announce(event.toolCallId, event.toolName, event.args, chunks);
+        this.startedCalls.add(event.toolCallId);
+        this.announce(event.toolCallId, event.toolName, event.args, event.executor !== "client", chunks);
         (event.executor === "client" ? this.clientTools : this.serverTools).add(event.toolCallId);
+        if (event.holdsBack) this.heldBack = true;
         break;
       case "tool_end":
         // A stream that joined the run later (a message handed to it, `ifBusy: "steer"`) never
@@ -144,16 +159,22 @@ export class AnswerStream {
         this.beginStep(chunks);
         this.completeMessage(message, chunks);
       } else if (message.role === "toolResult") {
-        chunks.push(outputChunk(message.toolCallId, message, message.isError));
+        this.placedResult(message.toolCallId, message, message.isError, chunks);
       } else if (message.role === "user" && this.sawAssistant) {
         chunks.push(steering(entry.id, message));
       }
     }
     for (const row of run.runningTools) {
-      this.announce(row.toolCallId, row.toolName, row.args, chunks);
+      this.startedCalls.add(row.toolCallId);
+      const waitsOnClient = row.status === "running" && row.executor === "client";
+      this.announce(row.toolCallId, row.toolName, row.args, !waitsOnClient, chunks);
       if (row.status === "settled") chunks.push(outputChunk(row.toolCallId, row.result, row.isError));
-      else (row.executor === "client" ? this.clientTools : this.serverTools).add(row.toolCallId);
+      else (waitsOnClient ? this.clientTools : this.serverTools).add(row.toolCallId);
     }
+    // A snapshot does not say whether the step's calls not yet started are held back behind a
+    // waiting client call or about to start (a parallel batch starts them all at once): taken as
+    // held, the answer ends as the run waits on the page.
+    if (this.clientTools.size > 0) this.heldBack = true;
     if (run.streamingMessage) {
       this.beginStep(chunks);
       run.streamingMessage.content.forEach((block, index) => this.grow(index, block, chunks));
@@ -172,7 +193,7 @@ export class AnswerStream {
       if (message.role === "assistant") {
         this.beginStep(chunks);
         this.completeMessage(message, chunks);
-      } else if (message.role === "toolResult") chunks.push(outputChunk(message.toolCallId, message, message.isError));
+      } else if (message.role === "toolResult") this.placedResult(message.toolCallId, message, message.isError, chunks);
     }
     if (status === "completed") this.finish(chunks, { type: "finish", finishReason: "stop" });
     else if (status === "aborted") this.finish(chunks, { type: "abort", reason: errorText ?? "aborted" });
@@ -209,6 +230,8 @@ export class AnswerStream {
     this.inStep = true;
     this.step += 1;
     this.blocks = [];
+    this.stepCalls = new Map();
+    this.heldBack = false;
     chunks.push({ type: "start-step" });
   }
 
@@ -236,14 +259,22 @@ export class AnswerStream {
     else if (!block.redacted) this.growText(this.textBlock(index, "reasoning", chunks), block.thinking, chunks);
   }
 
-  /** The message as committed: every block grown to its final content and ended, tool inputs available. */
+  /** The message as committed: every block grown to its final content and ended; its tool calls known (shown as they start). */
   private completeMessage(message: AssistantMessage, chunks: UiChunk[]): void {
     message.content.forEach((block, index) => {
       this.grow(index, block, chunks);
       const current = this.blocks[index];
       if (current && current.kind !== "tool") this.endText(current, chunks);
-      if (block.type === "toolCall") this.announce(block.id, block.name, block.arguments, chunks);
+      if (block.type === "toolCall") this.stepCalls.set(block.id, { toolName: block.name, input: block.arguments });
     });
+  }
+
+  /** A result placed in the transcript (a replay): its call, run by now, shown with it. */
+  private placedResult(toolCallId: string, result: Pick<ToolResultView, "content" | "details">, isError: boolean, chunks: UiChunk[]): void {
+    this.startedCalls.add(toolCallId);
+    const call = this.stepCalls.get(toolCallId);
+    if (call) this.announce(toolCallId, call.toolName, call.input, true, chunks);
+    if (this.announced.has(toolCallId)) chunks.push(outputChunk(toolCallId, result, isError));
   }
 
   private textBlock(index: number, kind: TextBlock["kind"], chunks: UiChunk[]): TextBlock {
@@ -255,12 +286,12 @@ export class AnswerStream {
     return created;
   }
 
+  /** A tool call's block: it ends the text before it; the call itself is shown when it starts. */
   private toolBlock(index: number, toolCallId: string, toolName: string, chunks: UiChunk[]): void {
     const current = this.blocks[index];
     if (current?.kind === "tool" && current.toolCallId === toolCallId) return;
     if (current && current.kind !== "tool") this.endText(current, chunks);
     this.blocks[index] = { kind: "tool", toolCallId, toolName };
-    if (!this.announced.has(toolCallId)) chunks.push({ type: "tool-input-start", toolCallId, toolName });
   }
 
   /** Text grows by appending; a rewrite that does not extend what was sent (rare) is not re-sent. */
@@ -282,15 +313,19 @@ export class AnswerStream {
     chunks.push(block.kind === "text" ? { type: "text-end", id: block.id } : { type: "reasoning-end", id: block.id });
   }
 
-  /** A tool call's complete input, once (a recovered `tool_start` repeats it). */
-  private announce(toolCallId: string, toolName: string, input: JsonValue, chunks: UiChunk[]): void {
+  /** A tool call's complete input, once (a recovered `tool_start` repeats it); `providerExecuted` unless the page runs it. */
+  private announce(toolCallId: string, toolName: string, input: JsonValue, providerExecuted: boolean, chunks: UiChunk[]): void {
     if (this.announced.has(toolCallId)) return;
     this.announced.add(toolCallId);
-    chunks.push({ type: "tool-input-available", toolCallId, toolName, input });
+    chunks.push({ type: "tool-input-available", toolCallId, toolName, input, ...(providerExecuted && { providerExecuted }) });
   }
 
+  /** The run waits on the page alone: a client call waits, no server call runs, and none of the step's is still to start. */
   private endIfWaitingOnClient(chunks: UiChunk[]): void {
-    if (!this.finished && this.clientTools.size > 0 && this.serverTools.size === 0) this.finish(chunks, { type: "finish", finishReason: "tool-calls" });
+    if (this.finished || this.clientTools.size === 0 || this.serverTools.size > 0) return;
+    const toStart = [...this.stepCalls.keys()].some((toolCallId) => !this.startedCalls.has(toolCallId));
+    if (toStart && !this.heldBack) return;
+    this.finish(chunks, { type: "finish", finishReason: "tool-calls" });
   }
 
   private finish(chunks: UiChunk[], ...last: UiChunk[]): void {

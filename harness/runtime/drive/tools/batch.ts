@@ -89,7 +89,7 @@ async function runParallel(pass: Pass, assistant: AssistantMessage, batchId: str
       const batch = currentBatch(pass, batchId);
       const next = batch?.calls.find((call) => call.status === "planned");
       if (!batch || !next || cancelRequested(pass)) break;
-      const started = await startCall(pass, assistant, batch, next);
+      const started = await startCall(pass, assistant, batch, next, { sequential: false });
       if (started === "stopped") break;
       if (started) running.push(started.running.then(() => placeSettledPrefix(pass, assistant, batchId)).then(() => undefined));
     }
@@ -103,7 +103,7 @@ async function runParallel(pass: Pass, assistant: AssistantMessage, batchId: str
 
 /** One call end to end (sequential mode). */
 async function runCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch, state: ToolCallState): Promise<void> {
-  const started = await startCall(pass, assistant, batch, state);
+  const started = await startCall(pass, assistant, batch, state, { sequential: true });
   if (started && started !== "stopped") await started.running;
 }
 
@@ -113,7 +113,7 @@ async function runCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch
  * nothing runs here (a synthetic outcome staged, or a client call now waits), or "stopped" when
  * durable cancellation diverted the intent.
  */
-async function startCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch, state: ToolCallState): Promise<{ running: Promise<void> } | undefined | "stopped"> {
+async function startCall(pass: Pass, assistant: AssistantMessage, batch: ToolBatch, state: ToolCallState, mode: { sequential: boolean }): Promise<{ running: Promise<void> } | undefined | "stopped"> {
   const call = toolCallAt(assistant, state.sourceIndex);
   const clearance = await clearCall(pass, batch, call);
   if (clearance.kind === "synthetic") {
@@ -121,7 +121,7 @@ async function startCall(pass: Pass, assistant: AssistantMessage, batch: ToolBat
     return undefined;
   }
   const { tool, args } = clearance;
-  if (!(await commitIntent(pass, batch, state, call, tool, args))) return "stopped";
+  if (!(await commitIntent(pass, batch, state, call, tool, args, mode))) return "stopped";
   if (tool.kind === "client") return undefined;
   const current = currentBatch(pass, batch.assistantEntryId) ?? batch;
   return { running: executeCall(pass, { batch: current, sourceIndex: state.sourceIndex, resultEntryId: state.resultEntryId, call, args }, tool, { recovery: false }) };

@@ -50,10 +50,12 @@ export async function clearCall(pass: Pass, batch: ToolBatch, call: ToolCall): P
 
 /**
  * The intent commit (§4.8): the effective arguments stored, the call `effect_pending{replay}`
- * (a client call also records its deadline), then `tool_start`. False when durable cancellation
+ * (a client call also records its deadline), then `tool_start`. A client call of a sequential
+ * batch with calls still planned after it says so (`holdsBack`): they wait for its answer, so a
+ * watcher knows nothing more runs until the client answers. False when durable cancellation
  * diverted it (the loop reconciles) or the call is no longer planned.
  */
-export async function commitIntent(pass: Pass, batch: ToolBatch, state: ToolCallState, call: ToolCall, tool: ResolvedTool, args: JsonObject): Promise<boolean> {
+export async function commitIntent(pass: Pass, batch: ToolBatch, state: ToolCallState, call: ToolCall, tool: ResolvedTool, args: JsonObject, mode: { sequential: boolean }): Promise<boolean> {
   let committed = false;
   const deadline = tool.kind === "client" && tool.timeoutMs !== undefined ? pass.core.clock() + tool.timeoutMs : undefined;
   const result = await continueOperation(pass, (_m, operation) => {
@@ -68,11 +70,12 @@ export async function commitIntent(pass: Pass, batch: ToolBatch, state: ToolCall
       ...(tool.kind === "client" && { client: deadline === undefined ? {} : { deadline } }),
     };
     committed = true;
+    const holdsBack = tool.kind === "client" && mode.sequential && current.calls.some((other) => other.status === "planned" && other.sourceIndex !== state.sourceIndex);
     return {
       kind: "commit",
       writes: [setValue(operationToolArgs(pass.operationId, current.turnId, state.sourceIndex), args)],
       state: { ...scopeOf(operation.state), at: "tools", batch: { ...current, calls: current.calls.with(index, next) } },
-      events: () => [{ type: "tool_start", ...eventBase(pass, current, call), args, ...(tool.kind === "client" && { executor: "client" as const }) }],
+      events: () => [{ type: "tool_start", ...eventBase(pass, current, call), args, ...(tool.kind === "client" && { executor: "client" as const }), ...(holdsBack && { holdsBack: true as const }) }],
       ...(deadline !== undefined && { afterCommit: () => pass.core.wake.due(pass.lane.name, pass.operationId, deadline) }),
     };
   });
