@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Entry } from "../../schema/entries.ts";
 import { call } from "./helpers.ts";
 import { exportText, newSessionId, send } from "./data-helpers.ts";
 import { laneSetup, useScript } from "./lane-helpers.ts";
@@ -21,9 +22,14 @@ describe("builtin values_list over large values", () => {
     await useScript(setup, [{ toolCalls: [{ name: "values_list", arguments: { namespace: "big" } }] }, { text: "listed" }]);
     await activate(setup, ["values_list"]);
     const operationId = await prompt(setup);
-    // Settled: the scripted model's small window then overflows with the 1 MiB listing, which is that model's limit, not the tool's.
+    // Settled: the scripted model's small window then overflows with the 1 MiB listing, which is
+    // that model's limit, not the tool's (its overflow compaction keeps the call and its result, too
+    // large for any window, so the transcript may start at a compaction: the branch holds the result).
     expect(["completed", "failed"]).toContain((await settle(setup, operationId)).status);
-    const [listed] = await resultTexts(setup);
+    const branch = await (await call(`/v1/sessions/${setup.sid}/branches/main/entries?order=asc`, { token: setup.key })).json<{ items: Entry[] }>();
+    const [listed] = branch.items.flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "toolResult" ? [{ isError: entry.message.isError, text: entry.message.content.map((block) => (block.type === "text" ? block.text : "")).join("") }] : [],
+    );
     expect(listed?.isError).toBe(false);
     expect(listed?.text).toContain('19 more value(s) from key "k01" on were left out');
     expect(listed?.text.length).toBeLessThan(1024 * 1024 + 1024);
