@@ -4,7 +4,8 @@ import { setValue } from "../../harness/session/writes.ts";
 import type { DurableLaneState } from "../../harness/runtime/types.ts";
 import type { AgentDefinition } from "../../schema/agents.ts";
 import type { LaneConfiguration, ModelIdentity } from "../../schema/lane.ts";
-import { DEFAULT_SETTINGS, type HarnessResources, type HarnessSettings } from "../../schema/settings.ts";
+import { DEFAULT_SETTINGS, resourcesOverLimit, type HarnessResources, type HarnessSettings } from "../../schema/settings.ts";
+import { invalidInputError } from "../../schema/errors.ts";
 import { applySettingsPatch, type HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import { MAX_SESSION_TOOLS, type ToolDefinitionInput } from "../../schema/tools.ts";
 import { resourcesAddress, settingsAddress } from "../../harness/runtime/settings.ts";
@@ -153,6 +154,9 @@ export async function agentCreation(
   }
   const settings = applySettingsPatch(agentSettings(bundle.agent), request.settings ?? {});
   const resources = resourcesOver(agentResources(bundle.agent), request.resources);
+  // Each side was checked on its own; together they must still fit one session (an import of its export checks them so).
+  const over = resourcesOverLimit(resources);
+  if (over !== undefined) throw new RpcError(invalidInputError("resources", `the agent's and the request's together hold more than a session may: ${over}`));
   const binding = bindingOf(bundle, tools);
   const known = new Set([...Object.keys(tools.tools), ...request.ownTools, ...mcpToolNames(tools)]);
   const model = await laneModel(settings, binding, known);

@@ -35,6 +35,10 @@ export const sessionRoutes = new Hono<AppEnv>()
     // The version and the tenant's sealed copies for this session, asked once, here: the session
     // holds all it runs with from then on, and no run asks the tenant object for its agent.
     const agent = body.agent && replyValue(await tenantStub(c.env, tenantId).agentForSession(body.agent.id, body.agent.version, sessionId));
+    // The version's default model as a move checks it (the tenant's keys may have changed since the
+    // version was made), unless the request's settings name their own: 422 before anything is written.
+    const versionDefault = agent?.agent.settings?.defaultModel;
+    if (versionDefault && body.settings?.defaultModel === undefined) await assertTenantCanUse(c.env, tenantId, versionDefault);
     const view = replyValue(
       await sessionStub(c.env, tenantId, sessionId).create({
         tenantId,
