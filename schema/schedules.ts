@@ -51,7 +51,9 @@ export function isTimeZone(zone: string): boolean {
 export function cronProblem(expression: string): string | undefined {
   if (expression.trim().split(/\s+/).length !== 5) return "cron has exactly 5 fields (minute hour day-of-month month day-of-week); seconds are not supported";
   try {
-    new Cron(expression, { mode: "5-part", paused: true });
+    const job = new Cron(expression, { mode: "5-part", paused: true });
+    // A schedule that could never run would only sit there (its nextRunAt null, as if paused).
+    if (job.nextRun() === null) return "cron never matches a date (such as the 31st of February)";
     return undefined;
   } catch (error) {
     return `cron is not valid: ${error instanceof Error ? error.message : String(error)}`;

@@ -14,6 +14,12 @@ export interface AlarmHost {
   getAlarm(): Promise<number | null>;
 }
 
+/**
+ * The alarm time for work due at `at`: the platform refuses a time at or before 0 (a one-off
+ * schedule `at: 0`, the epoch, is a time already past), and any past time fires at once.
+ */
+const alarmTime = (at: number): number => Math.max(at, 1);
+
 /** How long a live pass runs before the alarm checks on it (it then joins the pass, harmlessly). */
 export const SAFETY_NET_MS = 5_000;
 
@@ -219,7 +225,8 @@ export class DueWork implements WakeScheduler {
   }
 
   /** Moves the known alarm earlier to `at`, or leaves it where it is when it fires by then. */
-  private armNoLaterThan(at: number): void {
+  private armNoLaterThan(due: number): void {
+    const at = alarmTime(due);
     if (this.armedAt !== undefined && this.armedAt <= at) return;
     this.armedAt = at;
     // Storage operations need no await to be ordered and durable with the current batch.
@@ -248,8 +255,9 @@ export class DueWork implements WakeScheduler {
   }
 
   /** After a restart: make sure an alarm exists whenever due work does (agents#1119), by `earliest`. */
-  async ensureArmed(earliest = this.restartAlarmAt()): Promise<void> {
-    if (earliest === undefined) return;
+  async ensureArmed(due = this.restartAlarmAt()): Promise<void> {
+    if (due === undefined) return;
+    const earliest = alarmTime(due);
     const armed = await this.host.getAlarm();
     if (armed !== null && armed <= earliest) {
       this.armedAt = armed;

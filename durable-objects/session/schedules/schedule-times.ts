@@ -14,10 +14,11 @@ export interface TimingSpec {
 
 /**
  * The first due time strictly after `after`, or undefined when none is left. Cron times follow the
- * zone's rules through croner: a local time skipped by a daylight-saving jump runs at the first
- * valid instant after the gap, a local time that occurs twice runs once when the expression's
- * minutes and hours are fixed (numbers, lists, ranges: its second occurrence is skipped here), and
- * an expression with a wildcard or step in minutes or hours runs at each instant it matches.
+ * zone's rules through croner. An expression whose minutes and hours are fixed times (numbers,
+ * lists, ranges: no wildcard, no step; croner's "no-wildcard" rule, close to Vixie cron's) runs each
+ * local time once: one skipped by a daylight-saving jump at the first valid instant after the gap,
+ * one that occurs twice at its first occurrence. An expression with a wildcard or step in minutes
+ * or hours runs at each instant it matches.
  */
 export function nextDueAfter(spec: TimingSpec, after: number): number | undefined {
   const { timing } = spec;
@@ -27,47 +28,8 @@ export function nextDueAfter(spec: TimingSpec, after: number): number | undefine
     if (after < spec.anchor) return spec.anchor + period;
     return spec.anchor + (Math.floor((after - spec.anchor) / period) + 1) * period;
   }
-  const job = new Cron(timing.cron, { mode: "5-part", timezone: spec.timezone, paused: true });
-  const fixed = fixedTimes(timing.cron);
-  let from = after;
-  // A repeated hour holds at most a few matches of a fixed expression; each is skipped once.
-  for (let skipped = 0; skipped <= 120; skipped++) {
-    const next = job.nextRun(new Date(from))?.getTime();
-    if (next === undefined || !fixed || !repeatsEarlier(next, spec.timezone)) return next;
-    from = next;
-  }
-  return undefined;
-}
-
-/**
- * Whether an expression's minutes and hours are fixed times (numbers, lists and ranges; no `*`
- * and no step): each of its local times then runs once, also a list's (croner treats only a single
- * value so).
- */
-function fixedTimes(expression: string): boolean {
-  const [minutes = "", hours = ""] = expression.trim().split(/\s+/);
-  return !/[*/]/.test(minutes) && !/[*/]/.test(hours);
-}
-
-/** Offsets by which clocks go back somewhere (a repeated local time recurs this much later). */
-const SETBACKS_MS = [30 * 60_000, 60 * 60_000, 120 * 60_000];
-
-/** Whether the local wall-clock time of `instant` in `timezone` also occurred a set-back earlier (its second occurrence). */
-function repeatsEarlier(instant: number, timezone: string): boolean {
-  const local = wallClock(timezone);
-  const here = local.format(instant);
-  return SETBACKS_MS.some((setback) => local.format(instant - setback) === here);
-}
-
-const wallClocks = new Map<string, Intl.DateTimeFormat>();
-
-function wallClock(timezone: string): Intl.DateTimeFormat {
-  let format = wallClocks.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat("en-US", { timeZone: timezone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
-    wallClocks.set(timezone, format);
-  }
-  return format;
+  const job = new Cron(timing.cron, { mode: "5-part", timezone: spec.timezone, paused: true, fixedTimeRule: "no-wildcard" });
+  return job.nextRun(new Date(after))?.getTime();
 }
 
 /**
