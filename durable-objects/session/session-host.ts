@@ -294,12 +294,14 @@ export class SessionHost {
   }
 
   /**
-   * A forward still on its timer goes now, before the session's storage is deleted: the tenant's
-   * usage totals count a deleted session's turns too (docs/api-tenants.md). Nothing is sent when
-   * none is due (a forward that failed earlier is its alarm's, and goes with the session).
+   * Everything the tenant was not told yet goes now, before the session's storage is deleted: the
+   * tenant's usage totals count a deleted session's turns too (docs/api-tenants.md). That is a
+   * forward still on its timer, and also one that failed earlier and waits for its alarm's retry,
+   * or one an eviction lost: the forward sends every row past the tenant's acknowledged mark, and
+   * makes no call when there is none.
    */
   async forwardPending(): Promise<void> {
-    if (this.settlementForward) await this.sendSettlementForward();
+    await this.sendSettlementForward();
   }
 
   /** The worker's reservation of `operationId`'s slot, freed with the settlement (SettlementOutbox.takeOver). */

@@ -30,11 +30,11 @@ export function addUsage(total: Usage, row: Usage): Usage {
       total: total.cost.total + row.cost.total,
     },
   };
-  if (total.cacheWrite1h !== undefined || row.cacheWrite1h !== undefined) {
-    sum.cacheWrite1h = (total.cacheWrite1h ?? 0) + (row.cacheWrite1h ?? 0);
-  }
-  if (total.reasoning !== undefined || row.reasoning !== undefined) {
-    sum.reasoning = (total.reasoning ?? 0) + (row.reasoning ?? 0);
-  }
+  // The optional counts: zero and absent mean the same (the ledger stores neither), so a sum of
+  // zero is left out, and totals read alike from memory, from storage and at the tenant.
+  const cacheWrite1h = (total.cacheWrite1h ?? 0) + (row.cacheWrite1h ?? 0);
+  if (cacheWrite1h !== 0) sum.cacheWrite1h = cacheWrite1h;
+  const reasoning = (total.reasoning ?? 0) + (row.reasoning ?? 0);
+  if (reasoning !== 0) sum.reasoning = reasoning;
   return sum;
 }
