@@ -103,9 +103,11 @@ export class SessionAgent {
         assertValidSettings(next);
         const lanes = harness.lanes().flatMap(({ name }) => {
           const lane = harness.getLane(name);
-          return lane ? [{ lane: name, model: binding.lane.model ?? lane.getModel() }] : [];
+          return lane ? [{ lane: name, model: binding.lane.model ?? lane.getModel(), pending: lane.pendingDeferredModes() }] : [];
         });
         assertCanDefer(next.streamOptions.deferred, lanes);
+        // A pending run starts on its lane's model of its turn: the deferred answers it asked for too.
+        for (const { lane, model, pending } of lanes) for (const mode of pending) assertCanDefer(mode, [{ lane, model }]);
       });
       // Secrets of the http tools the session took anew (not of those it kept its own of).
       const toolSecrets = Object.fromEntries(Object.entries(tools.secrets).filter(([name]) => name in brought));

@@ -91,9 +91,14 @@ export class SessionLanes {
       const lane = await this.host.lane(name);
       const harness = await this.host.harness();
       assertKnownConfiguration(configuration, catalog);
-      // Checked on the line, against the session's settings then: a PATCH turning deferred runs on
-      // meanwhile is either before it (and refuses this model) or after it (and sees this model).
-      const deferrable = configuration.model ? (next: LaneConfiguration) => assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model: next.model }]) : undefined;
+      // Checked on the line, against the session's settings then (a PATCH turning deferred runs on
+      // meanwhile is either before it, and refuses this model, or after it, and sees this model),
+      // and against the pending runs waiting on the lane, which start on the model of their turn.
+      const deferrable = configuration.model
+        ? (next: LaneConfiguration) => {
+            for (const mode of [harness.settings().streamOptions.deferred, ...lane.pendingDeferredModes()]) assertCanDefer(mode, [{ lane: name, model: next.model }]);
+          }
+        : undefined;
       await this.applyConfiguration(lane, configuration, deferrable);
       return lane.inspectExecution().configuration;
     });

@@ -240,6 +240,17 @@ export class AgentLane implements LaneHandle {
   }
 
   /**
+   * The deferred modes the lane's pending runs asked for (each starts on the lane's model of its
+   * turn): a change of that model is checked against them as against the session's own mode.
+   */
+  pendingDeferredModes(): NonNullable<StoredPendingRun["deferred"]>[] {
+    return this.projection.pending.flatMap((operationId) => {
+      const mode = this.core.session.getValue(pendingRun<StoredPendingRun>(operationId))?.value.deferred;
+      return mode === undefined ? [] : [mode];
+    });
+  }
+
+  /**
    * drive(id), total over ids (reference §4.1): the current operation installs or joins the one
    * pass; a settled id answers its record (however old); anything else is OperationMismatch.
    */
