@@ -169,3 +169,10 @@ export const SCRIPTED_WATCH = {
   backoff: { initialMs: 10, maxMs: 40 },
   pingIntervalMs: 0,
 };
+
+/** What a command's promise settled with: its value or its rejection. */
+export const settled = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    (value) => value,
+    (error: unknown) => error,
+  );

@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ApiRequestError, createClient, type AgentSessionsClient, type LaneWatch } from "../../client/index.ts";
 import { newTenant } from "../api/helpers.ts";
-import { WorkerdWebSocket } from "./sockets.ts";
+import { WorkerdWebSocket, settled } from "./sockets.ts";
 
 // One command on an open watch (client/README.md "watchLane": prompt, steer, followUp, abort)
 // resolves with its REST twin's answer or rejects on its own. A frame the server cannot take as a
@@ -21,13 +21,6 @@ async function openWatch(prefix: string): Promise<{ client: AgentSessionsClient;
   await handle.ready;
   return { client, sessionId: id, handle };
 }
-
-/** What the promise settled with: its value or its rejection. */
-const settled = (promise: Promise<unknown>): Promise<unknown> =>
-  promise.then(
-    (value) => value,
-    (error: unknown) => error,
-  );
 
 describe("commands the server could not take are refused alone; the watch stays open", { timeout: 60_000 }, () => {
   beforeEach(() => {

@@ -4,7 +4,7 @@ import { ApiRequestError, createClient, watchLane, type FetchLike, type LaneWatc
 import { PACED_BURST } from "../../client/watch-pacer.ts";
 import { WATCH_MESSAGE_BURST } from "../../schema/watch.ts";
 import { newTenant } from "../api/helpers.ts";
-import { FakeSocket, WorkerdWebSocket } from "./sockets.ts";
+import { FakeSocket, WorkerdWebSocket, settled } from "./sockets.ts";
 
 // client/README.md "watchLane": the SDK paces its commands under the socket's message rate (a
 // burst of 100, then 10 a second, else the server closes it 1008 and the watch ends), renews a
@@ -13,13 +13,6 @@ import { FakeSocket, WorkerdWebSocket } from "./sockets.ts";
 
 const BASE_URL = "http://api.test";
 const appFetch: FetchLike = (input, init) => exports.default.fetch(input, init);
-
-/** What the promise settled with: its value or its rejection. */
-const settled = (promise: Promise<unknown>): Promise<unknown> =>
-  promise.then(
-    (value) => value,
-    (error: unknown) => error,
-  );
 
 describe("watchLane commands and credentials over time", { timeout: 60_000 }, () => {
   beforeEach(() => {
