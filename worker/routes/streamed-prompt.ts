@@ -49,7 +49,11 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
     const request = { kind: "prompt" as const, prompt, ...(images && { images }), ...(operationId !== undefined && { operationId }), ...(deferred !== undefined && { deferred }) };
     return () => stub.handToRunningRun(scope.lane, toWire(request), ifBusy, idempotencyScope(c));
   });
-  if (handed !== undefined) return streamResponse(c, new Blob([resultEvent(handed)]).stream());
+  if (handed !== undefined) {
+    // A repeat with the same Idempotency-Key answers 202 { operationId } (docs/api-watch.md), not this stream.
+    replayInstead(c, 202, { operationId: handed.operationId });
+    return streamResponse(c, new Blob([resultEvent(handed)]).stream());
+  }
   let relay: WebSocket | undefined;
   let admission: BusyAdmission;
   try {
@@ -72,6 +76,7 @@ export async function streamedPrompt(c: Context<AppEnv>, stub: ReturnType<typeof
   if (!relay) throw new Error("The relay socket was not opened");
   const heartbeatMs = SSE_HEARTBEAT_DEFAULT_SECONDS * 1000;
   if ("queued" in admission) {
+    replayInstead(c, 202, { operationId: admission.operationId });
     const body = sseRelay(relay, { heartbeatMs, snapshots: false, events: () => false, finish: Promise.resolve(resultEvent(admission)) });
     return streamResponse(c, body);
   }
