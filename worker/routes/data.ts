@@ -4,7 +4,7 @@ import { toWire } from "../../schema/wire.ts";
 import { FIRST_EXPORT_PAGE, type ExportCounts, type ExportCursor } from "../../durable-objects/session/storage/export-pages.ts";
 import type { CreatedSession } from "../../schema/session.ts";
 import { sessionStub, tenantStub, type AppContext, type AppEnv } from "../env.ts";
-import { errorResponse, replyValue } from "../http-error.ts";
+import { errorResponse, fail, HttpFailure, replyValue } from "../http-error.ts";
 import { requireTenant } from "../middleware/auth.ts";
 import { idempotent, keyDerivedToken, newId, replayInstead } from "../middleware/idempotency.ts";
 import { commitImport, importPart, newImportId, sessionIdOfImport } from "../import-part.ts";
@@ -59,6 +59,8 @@ export const dataRoutes = new Hono<AppEnv>()
       await importPart(stub, begun.importId, 1, upload(c), IMPORT_BODY_MAX_BYTES);
     } catch (error) {
       await stub.importDiscard(begun.importId).catch(() => undefined);
+      // This route has no parts: an empty body is a stream without its header and end lines.
+      if (error instanceof HttpFailure && isEmptyPart(error)) throw fail("InvalidImport", "The stream is incomplete: it needs a session header first and an end line last", { reason: "incomplete" });
       throw error;
     }
     return created(c, tenantId, await commitImport(stub, begun.importId, true));
@@ -120,4 +122,9 @@ async function created(c: AppContext, tenantId: string, view: CreatedSession): P
   const { toolSecrets, ...session } = view;
   if (toolSecrets !== undefined) replayInstead(c, 201, session);
   return c.json(view, 201);
+}
+
+function isEmptyPart({ error }: HttpFailure): boolean {
+  const details = error.details;
+  return error.code === "InvalidImport" && typeof details === "object" && details !== null && !Array.isArray(details) && details.reason === "empty_part";
 }
