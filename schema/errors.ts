@@ -102,8 +102,6 @@ export const ERROR_STATUS = {
   UnknownTool: 422,
   /** A run would answer deferred (its request or the session's streamOptions) on a model that cannot. */
   DeferredUnsupported: 422,
-  /** A documented operation kind this build does not execute yet (compaction, navigation). */
-  UnsupportedOperation: 422,
   IdempotencyConflict: 422,
   /**
    * A session already holds as many branches or lanes, or a tenant as many webhooks (in all, or
