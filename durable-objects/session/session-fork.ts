@@ -6,7 +6,7 @@ import { forkDataPage, forkEntryPage, forkPlan, type ForkDataCursor, type ForkDa
 import { sealSecret, secretBoxKey } from "../../secrets/secret-box.ts";
 import { openStoredSecret } from "../rpc/stored-secrets.ts";
 import { toolSecretContext, type StoredToolDefinition } from "../../tools/definitions.ts";
-import { beginForkImport, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
+import { beginForkImport, clearSessionData, finishForkImport, importDataPage, importEntryPage } from "./storage/fork-target.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import { resealMcpCredentials } from "./mcp-fork-credentials.ts";
 import type { SessionLifecycle, SessionView } from "./session-lifecycle.ts";
@@ -63,7 +63,14 @@ export class SessionFork {
     return asResult(async () => {
       const repeated = this.lifecycle.repeatedCreation(init);
       if (repeated) return repeated;
-      await this.lifecycle.whileImporting(() => this.importFrom(init));
+      try {
+        await this.lifecycle.whileImporting(() => this.importFrom(init));
+      } catch (error) {
+        // The object holds no session (checked above): what the failed copy wrote goes, so its id
+        // stays unknown and a later creation there starts empty (docs/api-sessions.md "Forks").
+        if (this.host.schema.exists) clearSessionData(this.host.ctx.storage);
+        throw error;
+      }
       this.lifecycle.rememberCreation(init.creationToken);
       const storage = SqlSessionStorage.open(this.host.ctx.storage);
       if (!storage) throw new Error("Invariant: a finished fork holds a session");

@@ -18,6 +18,7 @@ import { agentCreation, type AgentCreation } from "./agent-configuration.ts";
 import { assertCanDefer } from "./deferred-check.ts";
 import { assertKnownConfiguration, laneConfigCatalog, newLaneModel } from "./lane-config-check.ts";
 import { branchPage, lanePage } from "./storage/branch-inventory.ts";
+import { clearSessionData } from "./storage/fork-target.ts";
 import { readImportState } from "./storage/import-staging.ts";
 import { SqlSessionStorage } from "./storage/sql-session-storage.ts";
 import type { SessionHost, SessionInfo, SessionInit } from "./session-host.ts";
@@ -58,6 +59,9 @@ export class SessionLifecycle {
       const bound = init.agent === undefined ? undefined : await this.agentCreation(init, parseWire(init.agent));
       const repeated = this.repeatedCreation(init);
       if (repeated) return repeated;
+      // No session, fork or import here (repeatedCreation): rows an earlier build's failed fork
+      // left behind are not this session's (and their seqs would collide with its own).
+      if (this.host.schema.exists) clearSessionData(this.host.ctx.storage);
       this.host.schema.create();
       const storage = SqlSessionStorage.create(this.host.ctx.storage, { id: init.sessionId, tenantId: init.tenantId, createdAt: Date.now() });
       const writes = [

@@ -18,10 +18,19 @@ export interface ForkImport {
 
 /** Clears what an interrupted earlier attempt left; only for an object without a session. */
 export function beginForkImport(host: SqlHost, plan: Pick<ForkPlan, "highWater">): ForkImport {
+  clearSessionData(host);
+  return { maxSeq: plan.highWater, messages: 0 };
+}
+
+/**
+ * Empties the tables a session's data lives in, in an object that holds no session: what a fork
+ * that failed part-way had copied (its pages are committed one by one) must not become part of a
+ * session created there later, nor collide with its seqs.
+ */
+export function clearSessionData(host: SqlHost): void {
   host.transactionSync(() => {
     for (const table of ["entries", "vals", "list_items", "payload_chunks", "usage"]) host.sql.exec(`DELETE FROM ${table}`);
   });
-  return { maxSeq: plan.highWater, messages: 0 };
 }
 
 export function importEntryPage(host: SqlHost, progress: ForkImport, page: ForkEntryPage): void {
