@@ -115,7 +115,7 @@ export const WATCH_CLOSE = {
   policy: 1008,
   /** The snapshot or a send failed on the server. */
   internal: 1011,
-  /** The session restarted before the socket's first snapshot: reconnect. */
+  /** The session restarted before the socket's first snapshot, or its engine was reopened after a fault: reconnect. */
   restart: 1012,
   /** A slow consumer: more than the window unacknowledged. Reconnect. */
   slowConsumer: 1013,

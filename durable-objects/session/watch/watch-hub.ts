@@ -267,21 +267,29 @@ export class WatchHub {
     if (this.feed?.harness === harness) return this.feed.feed;
     this.unfollow();
     this.load();
-    // A new harness may not share the old one's state: ids numbered before are not resumed.
+    // A new harness may not share the old one's state: ids numbered before are not resumed. Its
+    // storage may have been wiped too (a session deleted and created again in this instance), mark
+    // included: the next numbered event reserves again, so seqs keep increasing after a restart.
     this.window.restart(this.seq);
+    this.reserved = this.seq;
     const feed = harness.openFeed((event) => this.publish(event));
     this.feed = { harness, feed };
     return feed;
   }
 
-  /** Leaves a replaced harness's feed; captures still waiting for their place there never get it. */
+  /**
+   * Leaves a replaced harness's feed (it faulted and was reopened). Captures still waiting for
+   * their place there never get it, and sockets that folded its events cannot fold the new one's
+   * (its state may differ: a fault cleared on reopening): every socket reconnects for a fresh
+   * snapshot (1012), as one that never had one.
+   */
   private unfollow(): void {
     if (!this.feed) return;
     this.flush();
     this.feed.feed.close();
     this.feed = undefined;
     this.resnapshotting.clear();
-    for (const ws of this.joining) this.drop(ws, WATCH_CLOSE.restart, "The session restarted; reconnect");
+    for (const ws of this.ctx.getWebSockets("watch")) if (isOpen(ws)) this.drop(ws, WATCH_CLOSE.restart, "The session restarted; reconnect");
     this.joining.clear();
     for (const abandon of this.reads) abandon(new Error("The session restarted during the snapshot"));
     this.reads.clear();
@@ -359,13 +367,18 @@ export class WatchHub {
       let batch: Outgoing | undefined;
       let sse: Outgoing | undefined;
       // A navigation rebases the lane: a passing-through relay cannot ask for the fresh snapshot a
-      // client would ask for, so it is sent one (as a `snapshot` event of its stream).
-      const rebased = carried.some(({ event }) => event.type === "navigation_end");
+      // client would ask for, so it is sent one (as a `snapshot` event of its stream). It gets the
+      // events up to the navigation_end, then none until that snapshot (which covers them): its
+      // stream never holds an id between the two, so a resume from any id it holds can tell
+      // whether the rebase snapshot is owed (resume).
+      const rebaseAt = carried.findLastIndex(({ event }) => event.type === "navigation_end");
+      const toRelay = rebaseAt < 0 ? carried : carried.slice(0, rebaseAt + 1);
       const send = (ws: WebSocket) => {
         const flow = this.flow(ws);
         if (flow?.sse) {
-          sse ??= sseOf(this.window.epoch, carried.map((item) => ({ name: "event", seq: item.seq, message: messageOf(item) })));
-          if (this.send(ws, sse) && rebased && this.feed) this.resnapshot(ws, this.feed.harness);
+          if (this.resnapshotting.has(ws)) return;
+          sse ??= sseOf(this.window.epoch, toRelay.map((item) => ({ name: "event", seq: item.seq, message: messageOf(item) })));
+          if (this.send(ws, sse) && rebaseAt >= 0 && this.feed) this.resnapshot(ws, this.feed.harness);
         } else if (frames.length > 1 && flow?.batch) this.send(ws, (batch ??= batchOf(frames)));
         else for (const frame of frames) if (!this.send(ws, frame)) break;
       };
