@@ -70,7 +70,9 @@ export function mcpCredentialContext(sessionId: string, name: string): string {
 }
 
 export function replayOf(server: Pick<StoredMcpServer, "replay">, remoteName: string): "never" | "safe" {
-  return typeof server.replay === "string" ? server.replay : (server.replay[remoteName] ?? "never");
+  // Own names only: a tool called `toString` or `constructor` is not in the map either.
+  if (typeof server.replay === "string") return server.replay;
+  return Object.hasOwn(server.replay, remoteName) ? (server.replay[remoteName] ?? "never") : "never";
 }
 
 /** One MCP tool as the session offers it under its own name. */

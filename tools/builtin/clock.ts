@@ -14,7 +14,8 @@ export function currentTimeTool(description: string | undefined, clock: () => nu
     execute: async () => {
       const now = clock();
       const iso = new Date(now).toISOString();
-      return { content: [{ type: "text", text: iso }], details: { iso, epochMs: now } };
+      // Both in the text: the model reads the content, never `details`.
+      return { content: [{ type: "text", text: `${iso} (${now} ms since the Unix epoch)` }], details: { iso, epochMs: now } };
     },
   };
 }

@@ -30,7 +30,19 @@ function text(value: JsonValue): { type: "text"; text: string } {
 }
 
 function names(args: JsonObject): { namespace: string; key: string } {
-  return { namespace: String(args.namespace), key: typeof args.key === "string" ? args.key : "" };
+  const namespace = String(args.namespace);
+  const key = typeof args.key === "string" ? args.key : "";
+  return { namespace: withinAddress("namespace", namespace), key: withinAddress("key", key) };
+}
+
+/**
+ * The routes count an address's length in UTF-16 units (JavaScript's `length`), the arguments'
+ * JSON Schema in code points: an address of emoji may pass the schema and still be one the routes
+ * cannot read. Refused here as the routes would refuse it (the call's result is the error).
+ */
+function withinAddress(part: "namespace" | "key", text: string): string {
+  if (text.length > ADDRESS_PART_MAX) throw new Error(`The ${part} is at most ${ADDRESS_PART_MAX} UTF-16 code units, as …/values/{namespace}/{key} takes it`);
+  return text;
 }
 
 /** `values_get`: one application value of this session. */
@@ -90,7 +102,7 @@ export function valuesListTool(description: string | undefined, values: Applicat
       replay: "safe",
     },
     execute: async (args) => {
-      const namespace = String(args.namespace);
+      const namespace = withinAddress("namespace", String(args.namespace));
       const prefix = typeof args.prefix === "string" ? args.prefix : "";
       const limit = typeof args.limit === "number" ? args.limit : MAX_LISTED_VALUES;
       const listed: { key: string; value: JsonValue }[] = [];
