@@ -57,22 +57,25 @@ export function schemaProblem(candidate: JsonObject): string | undefined {
   }
 }
 
-/** Subschemas by keyword: one schema, a list of them, or a map of them (the META_SCHEMA's keywords). */
-const ONE = ["additionalProperties", "items", "not"];
+/** Subschemas by keyword: one schema, a list of them, or a map of them (every keyword that holds one, 2020-12 and draft-07). */
+const ONE = ["additionalProperties", "items", "not", "propertyNames", "contains", "if", "then", "else", "additionalItems", "unevaluatedProperties", "unevaluatedItems"];
 const LIST = ["prefixItems", "anyOf", "oneOf", "allOf"];
-const MAP = ["properties", "patternProperties", "$defs", "definitions"];
+const MAP = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
 
 /**
  * The first pattern that is not a regular expression (as the validator compiles it: Unicode mode)
- * or local reference (`#`, `#/…`) that resolves nowhere, anywhere in the schema; undefined when none.
+ * or reference that resolves nowhere in the schema, anywhere in it; undefined when none. A
+ * reference is a local pointer (`#`, `#/…`) or an anchor (`#name`, a `$anchor` of the schema): the
+ * service loads no other document, so a call could never be checked against one.
  */
 function nestedProblem(root: JsonValue, schema: JsonValue | undefined, at: string): string | undefined {
   if (!isJsonObject(schema)) return undefined;
   if (typeof schema.pattern === "string" && !compiles(schema.pattern)) return `the pattern at ${at || "/"} is not a regular expression`;
   const ref = schema.$ref;
-  // Only local pointers are resolved here; an anchor or another document is left to the validator.
-  if (typeof ref === "string" && (ref === "#" || ref.startsWith("#/")) && pointed(root, ref.slice(1)) === undefined) {
-    return `the reference ${ref} at ${at || "/"} resolves to nothing`;
+  if (typeof ref === "string") {
+    const local = ref === "#" || ref.startsWith("#/");
+    const resolves = local ? pointed(root, ref.slice(1)) !== undefined : ref.startsWith("#") && anchorsOf(root).has(ref.slice(1));
+    if (!resolves) return `the reference ${ref} at ${at || "/"} resolves to nothing in the schema (no other document is loaded)`;
   }
   for (const keyword of ONE) {
     const problem = nestedProblem(root, schema[keyword], `${at}/${keyword}`);
@@ -96,6 +99,16 @@ function nestedProblem(root: JsonValue, schema: JsonValue | undefined, at: strin
     }
   }
   return undefined;
+}
+
+/** Every `$anchor` named anywhere in `schema`. */
+function anchorsOf(schema: JsonValue | undefined, found = new Set<string>()): Set<string> {
+  if (Array.isArray(schema)) for (const item of schema) anchorsOf(item, found);
+  else if (isJsonObject(schema)) {
+    if (typeof schema.$anchor === "string") found.add(schema.$anchor);
+    for (const item of Object.values(schema)) anchorsOf(item, found);
+  }
+  return found;
 }
 
 function compiles(pattern: string): boolean {
