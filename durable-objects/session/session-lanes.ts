@@ -46,9 +46,14 @@ export class SessionLanes {
       const harness = await this.host.harness();
       // The tenant's credentials are asked first: nothing of this session is read before the await.
       const { catalog, tenantDefault } = await this.configContext();
-      const patch = { ...this.agentLaneConfiguration(agent), ...(configuration === undefined ? {} : parseWire(configuration)) };
-      assertKnownConfiguration(patch, catalog);
+      // What the request names is refused when unknown, whether the lane exists or not.
+      const requested = configuration === undefined ? {} : parseWire(configuration);
+      assertKnownConfiguration(requested, catalog);
       const { lane, created } = await this.laneCreations.acquire(name, () => harness.getLane(name), async () => {
+        // The agent version's lane configuration is for lanes made now (an existing lane keeps its
+        // own): checked here, so a tool the session no longer has refuses only a creation.
+        const patch = { ...this.agentLaneConfiguration(agent), ...requested };
+        assertKnownConfiguration(patch, catalog);
         // A new lane is created on its model in one commit: the one named, else the defaults'.
         const model = patch.model ?? newLaneModel(catalog, { session: harness.settings().defaultModel, tenant: tenantDefault });
         assertCanDefer(harness.settings().streamOptions.deferred, [{ lane: name, model }]);
