@@ -23,7 +23,7 @@ export function normalizePrompt(
   // Images given beside user messages join the last of them.
   const messages = withImages(given, images);
   for (const message of messages) {
-    const reason = invalidReason(message);
+    const reason = invalidReason(message) ?? (emptyUserMessage(message) ? "empty" : undefined);
     if (reason) return { ok: false, reason };
   }
   return { ok: true, messages };
@@ -42,7 +42,16 @@ export function normalizeQueued(
   if (images !== undefined && images.length > 0 && input.role !== "user") return { ok: false, reason: "images_with_non_user" };
   const reason = invalidReason(input);
   const [message] = withImages([input], images);
-  return reason || !message ? { ok: false, reason: reason ?? "empty" } : { ok: true, message };
+  if (reason || !message) return { ok: false, reason: reason ?? "empty" };
+  return emptyUserMessage(message) ? { ok: false, reason: "empty" } : { ok: true, message };
+}
+
+/**
+ * A user message with nothing in it (`""` or `[]`, no image joined): refused as a prompt or queued
+ * input as the empty string is (an entry appended directly is stored as given).
+ */
+function emptyUserMessage(message: AgentMessage): boolean {
+  return message.role === "user" && message.content.length === 0;
 }
 
 export function invalidReason(message: AgentMessage): InvalidMessageReason | undefined {
