@@ -86,21 +86,17 @@ export const aiSdkRoutes = new Hono<AppEnv>()
  * a slot reserved, as for any other prompt.
  */
 async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingScope, action: PromptAction): Promise<Response> {
-  const key = `ai-sdk:${scope.lane}:${action.messageId}`;
-  const requestHash = await sha256Hex(JSON.stringify({ prompt: action.prompt, images: action.images }));
   // The message id is the acceptance's receipt too: a repeat after a crash finds its run.
-  const receipt = { key, requestHash };
+  const receipt = await messageReceipt(scope.lane, action);
+  const { key, requestHash } = receipt;
   const { prompt, images, ifBusy } = action;
   const request = toWire({ kind: "prompt" as const, prompt, ...(images.length > 0 && { images }) });
   let relay: WebSocket | undefined;
   let claimed = false;
   /** Claims the message id (a repeat answers the run its first send started), then opens the relay before anything is accepted. */
   const claimMessage = async (): Promise<{ repeatOf: string } | undefined> => {
-    const claim = await stub.idempotencyClaim(key, requestHash);
-    if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
-    if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${action.messageId} was sent before with other content`);
-    if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${action.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
-    if (claim.state === "replay") return { repeatOf: repeatedOperation(claim.body) };
+    const claim = await claimOf(stub, receipt, action.messageId);
+    if (claim !== "claimed") return claim;
     claimed = true;
     relay = await relaySocket(c, scope.sessionId, scope.lane);
     return undefined;
@@ -131,6 +127,21 @@ async function promptAnswer(c: AppContext, stub: SessionStub, scope: AdmittingSc
   if (!relay) throw new Error("The relay socket was not opened");
   // A prompt handed to the running operation (steer, followUp) is answered by that run's stream.
   return relayAnswer(c, relay, new AnswerStream(operationId), false);
+}
+
+/** Where a message's id is kept with the run its send started: the session's idempotency store. */
+async function messageReceipt(lane: string, action: PromptAction): Promise<{ key: string; requestHash: string }> {
+  return { key: `ai-sdk:${lane}:${action.messageId}`, requestHash: await sha256Hex(JSON.stringify({ prompt: action.prompt, images: action.images })) };
+}
+
+/** Claims a message's id: "claimed" when it is new here, the run an earlier send started, or the refusal of the states between. */
+async function claimOf(stub: SessionStub, { key, requestHash }: { key: string; requestHash: string }, messageId: string): Promise<"claimed" | { repeatOf: string }> {
+  const claim = await stub.idempotencyClaim(key, requestHash);
+  if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
+  if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${messageId} was sent before with other content`);
+  if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
+  if (claim.state === "replay") return { repeatOf: repeatedOperation(claim.body) };
+  return "claimed";
 }
 
 function repeatedOperation(body: string): string {
@@ -215,18 +226,14 @@ async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: Admitti
 async function regenerationTarget(stub: SessionStub, lane: string, asked: PromptAction): Promise<{ id: string; parentId: string | null } | undefined> {
   const entry = replyValue(await stub.laneSnapshot(lane)).transcript.find((item) => item.id === asked.messageId && item.type === "message" && item.message.role === "user");
   if (entry) return { id: entry.id, parentId: entry.parentId };
-  const key = `ai-sdk:${lane}:${asked.messageId}`;
-  const requestHash = await sha256Hex(JSON.stringify({ prompt: asked.prompt, images: asked.images }));
-  const claim = await stub.idempotencyClaim(key, requestHash);
-  if (claim.state === "claimed") {
+  const receipt = await messageReceipt(lane, asked);
+  const claim = await claimOf(stub, receipt, asked.messageId);
+  if (claim === "claimed") {
     // Only a look: the send that follows claims the id again.
-    await stub.idempotencyComplete(key, requestHash, null);
+    await stub.idempotencyComplete(receipt.key, receipt.requestHash, null);
     return undefined;
   }
-  if (claim.state === "no_session") throw fail("SessionNotFound", "Session not found");
-  if (claim.state === "conflict") throw fail("IdempotencyConflict", `Message ${asked.messageId} was sent before with other content`);
-  if (claim.state === "in_progress") throw fail("IdempotencyInProgress", `Message ${asked.messageId} is still being accepted; retry in ${claim.retryAfterSeconds} s`, { retryAfterSeconds: claim.retryAfterSeconds });
-  const operationId = repeatedOperation(claim.body);
+  const operationId = claim.repeatOf;
   const outcome = replyValue(await stub.promptOutcome(lane, operationId, 0));
   if (outcome.state !== "settled") throw fail("LaneBusy", "The answer to regenerate is still running");
   return { id: operationId, parentId: outcome.result.fromTipId };

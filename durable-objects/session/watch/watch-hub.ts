@@ -289,7 +289,10 @@ export class WatchHub {
     this.feed.feed.close();
     this.feed = undefined;
     this.resnapshotting.clear();
-    for (const ws of this.ctx.getWebSockets("watch")) if (isOpen(ws)) this.drop(ws, WATCH_CLOSE.restart, "The session restarted; reconnect");
+    // The sockets that followed the replaced feed (registered, or waiting for their snapshot), not
+    // one accepted since for the new harness.
+    const followed = this.watchers ? [...this.watchers.session, ...[...this.watchers.lanes.values()].flatMap((sockets) => [...sockets])] : [];
+    for (const ws of [...this.joining, ...followed]) this.drop(ws, WATCH_CLOSE.restart, "The session restarted; reconnect");
     this.joining.clear();
     for (const abandon of this.reads) abandon(new Error("The session restarted during the snapshot"));
     this.reads.clear();
