@@ -22,7 +22,7 @@ describe("an SSE stream across a navigation", { timeout: 30_000 }, () => {
     const first = await prompt(stub, "main", "one");
     await settled(stub, "main", first);
 
-    // Another lane's prompt accepted the moment main's navigation ends (as any concurrent client
+    // Another lane's prompt accepted the moment main's navigation ends (as a concurrent client
     // could): its acceptance commit places a message, so a `stats` event follows on every lane stream.
     await runInDurableObject(stub, async (instance: SessionObject) => {
       const harness = await instance.harness();

@@ -48,8 +48,6 @@ export class AnswerStream {
   private readonly clientTools = new Set<string>();
   /** The calls of the current step's message, by id, in source order. */
   private stepCalls = new Map<string, KnownCall>();
-  /** Calls of the step that started (or have a result). */
-  private readonly startedCalls = new Set<string>();
   /** A waiting client call of the step holds the calls after it back (a sequential batch). */
   private heldBack = false;
   private finished = false;
@@ -110,7 +108,6 @@ export class AnswerStream {
         break;
       case "tool_start":
         if (event.runId !== this.operationId) break;
-        this.startedCalls.add(event.toolCallId);
         this.announce(event.toolCallId, event.toolName, event.args, event.executor !== "client", chunks);
         (event.executor === "client" ? this.clientTools : this.serverTools).add(event.toolCallId);
         if (event.holdsBack) this.heldBack = true;
@@ -165,7 +162,6 @@ export class AnswerStream {
       }
     }
     for (const row of run.runningTools) {
-      this.startedCalls.add(row.toolCallId);
       const waitsOnClient = row.status === "running" && row.executor === "client";
       this.announce(row.toolCallId, row.toolName, row.args, !waitsOnClient, chunks);
       if (row.status === "settled") chunks.push(outputChunk(row.toolCallId, row.result, row.isError));
@@ -271,7 +267,6 @@ export class AnswerStream {
 
   /** A result placed in the transcript (a replay): its call, run by now, shown with it. */
   private placedResult(toolCallId: string, result: Pick<ToolResultView, "content" | "details">, isError: boolean, chunks: UiChunk[]): void {
-    this.startedCalls.add(toolCallId);
     const call = this.stepCalls.get(toolCallId);
     if (call) this.announce(toolCallId, call.toolName, call.input, true, chunks);
     if (this.announced.has(toolCallId)) chunks.push(outputChunk(toolCallId, result, isError));
@@ -323,7 +318,8 @@ export class AnswerStream {
   /** The run waits on the page alone: a client call waits, no server call runs, and none of the step's is still to start. */
   private endIfWaitingOnClient(chunks: UiChunk[]): void {
     if (this.finished || this.clientTools.size === 0 || this.serverTools.size > 0) return;
-    const toStart = [...this.stepCalls.keys()].some((toolCallId) => !this.startedCalls.has(toolCallId));
+    // A call is announced when it starts (or shows with its result): one not announced is still to start.
+    const toStart = [...this.stepCalls.keys()].some((toolCallId) => !this.announced.has(toolCallId));
     if (toStart && !this.heldBack) return;
     this.finish(chunks, { type: "finish", finishReason: "tool-calls" });
   }
