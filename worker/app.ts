@@ -5,7 +5,7 @@ import { errorResponse, HttpFailure, requestIdsOf } from "./http-error.ts";
 import { corsFromEnv } from "./middleware/cors.ts";
 import { requestIds } from "./middleware/request-id.ts";
 import { smallAnswersUncompressed } from "./middleware/small-answers.ts";
-import { platformFailure } from "./platform-errors.ts";
+import { platformFailure } from "../durable-objects/rpc/platform-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { branchRoutes } from "./routes/branches.ts";

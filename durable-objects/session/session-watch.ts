@@ -6,9 +6,11 @@ import type { LaneSnapshot } from "../../schema/lane.ts";
 import { MAX_WATCH_CLIENT_MESSAGE_CHARS, MAX_WATCH_COMMAND_BYTES, MAX_WATCH_SOCKETS_PER_SESSION, WATCH_CLOSE, WatchClientMessageSchema, WatchCommandIdSchema, WatchCommandSchema } from "../../schema/watch.ts";
 import { parseStreamId } from "../../schema/watch-resume.ts";
 import { utf8Length } from "../../schema/utf8.ts";
+import { describeIssue } from "../../schema/validation-messages.ts";
 import { errorReply, SocketCommands, type CommandTargets } from "./watch/socket-commands.ts";
 import type { Wire } from "../../schema/wire.ts";
 import { asResult, expectedError, RpcError } from "../rpc/rpc-errors.ts";
+import { platformFailure } from "../rpc/platform-errors.ts";
 import { close, WatchHub, watchTags, type WatchTarget } from "./watch/watch-hub.ts";
 import type { SessionHost } from "./session-host.ts";
 
@@ -197,14 +199,19 @@ export class SessionWatch {
     if (!commander) return this.refuse(ws, WATCH_CLOSE.internal, "Unknown watch state");
     const refuse = (error: ApiError): void => this.hub.reply(ws, errorReply(id, error));
     if (commander.target.kind !== "lane") return refuse({ code: "ValidationFailed", message: "Commands are sent on a lane's watch socket" });
-    if (commander.commandsKeyHash === undefined) return refuse({ code: "TokenScope", message: "This socket's browser token lacks the prompt scope" });
+    if (commander.commandsKeyHash === undefined) return refuse({ code: "TokenScope", message: "This socket's browser token lacks the prompt scope", details: { scope: "prompt" } });
     const checked = v.safeParse(WatchCommandSchema, parsed);
-    if (!checked.success) return refuse({ code: "ValidationFailed", message: `Invalid command: ${v.summarize(checked.issues)}` });
+    if (!checked.success) {
+      // In the words of the REST twin's 400 (worker/validate.ts): the frame's fields are its body's.
+      const issues = checked.issues.slice(0, 10).map((issue) => describeIssue(issue, "body"));
+      return refuse({ code: "ValidationFailed", message: issues[0] ?? "body: invalid", details: { issues } });
+    }
     try {
       // A reply to a socket that closed meanwhile is dropped: the command's effect stands, and a repeat of its id answers it.
       await this.commands.run(ws, commander.target.lane, commander.commandsKeyHash, checked.output, (socket, reply) => this.hub.reply(socket, reply));
     } catch (error) {
-      refuse(expectedError(error) ?? { code: "Internal", message: "The command failed; its id may be sent again" });
+      // A transient platform failure is 503 Overloaded, as its REST twin answers it; only a bug is Internal.
+      refuse(expectedError(error) ?? platformFailure(error) ?? { code: "Internal", message: "The command failed; its id may be sent again" });
     }
   }
 

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.ts";
-import { platformFailure } from "../../worker/platform-errors.ts";
+import { platformFailure } from "../../durable-objects/rpc/platform-errors.ts";
 import { call } from "./helpers.ts";
 import { objectOf, scriptedLane, SLOW_STEP, tenantWithSession } from "./session-helpers.ts";
 

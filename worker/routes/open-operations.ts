@@ -1,9 +1,10 @@
 import type { HandedReservation } from "../../durable-objects/session/due-work/settlement-outbox.ts";
-import type { OpenOperation, Reservation } from "../../durable-objects/tenant/tenant-operations.ts";
+import type { Reservation } from "../../durable-objects/tenant/tenant-operations.ts";
+import { reserveAfterHealing } from "../../durable-objects/tenant/stale-operations.ts";
 import { IdSchema } from "../../schema/api.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { LaneNameSchema } from "../../schema/lane-api.ts";
-import { fromWire, type Wire } from "../../schema/wire.ts";
+import type { Wire } from "../../schema/wire.ts";
 import { sessionStub, tenantStub, type AppContext } from "../env.ts";
 import { fail, replyValue } from "../http-error.ts";
 import { admitCaller, beginAdmission, callerOf } from "../middleware/auth.ts";
@@ -121,10 +122,7 @@ async function reserve<B>(c: AppContext, tenant: TenantStub, scope: AdmittingSco
   const first = await firstReservation(c, tenant, scope);
   if (first.ok) return first;
   await readBody();
-  const stale = await staleOperations(c.env, scope.tenantId, first.openOperations);
-  await Promise.all(stale.map(({ sessionId, operationId }) => tenant.releaseOperation(sessionId, operationId)));
-  // Retried once even when nothing was stale: a release may have landed meanwhile.
-  const second = await tenant.reserveOperation(scope.sessionId, scope.lane);
+  const second = await reserveAfterHealing(c.env, scope.tenantId, scope.sessionId, scope.lane, first.openOperations);
   if (second.ok) return second;
   throw fail("RateLimited", `The tenant's open operations quota is used up; retry in ${RETRY_AFTER_SECONDS} s`, {
     quota: "maxOpenOperations",
@@ -143,25 +141,4 @@ async function firstReservation(c: AppContext, tenant: TenantStub, scope: Admitt
   const { authorization, reservation } = await tenant.authorizeAndReserve(presented.hash, scope.sessionId, scope.lane, admission.wanted);
   admitCaller(c, presented, admission, authorization);
   return reservation;
-}
-
-/**
- * The listed operations whose sessions no longer have them current (settled, unknown, or the
- * session or lane gone): their release was lost. Read-only: asks with no wait and drives nothing.
- * An answer that is not conclusive (the session shutting down, a failed call) keeps the slot.
- */
-async function staleOperations(env: Env, tenantId: string, open: readonly OpenOperation[]): Promise<OpenOperation[]> {
-  const verdicts = await Promise.all(
-    open.map(async (operation) => {
-      try {
-        const result = fromWire(await sessionStub(env, tenantId, operation.sessionId).operation(operation.lane, operation.operationId, 0));
-        if (result.ok) return result.value.state === "settled" ? operation : undefined;
-        const gone = ["OperationMismatch", "SessionNotFound", "UnknownLane"].includes(result.error.code);
-        return gone ? operation : undefined;
-      } catch {
-        return undefined;
-      }
-    }),
-  );
-  return verdicts.filter((operation): operation is OpenOperation => operation !== undefined);
 }

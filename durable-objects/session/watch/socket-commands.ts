@@ -4,6 +4,7 @@ import type { WatchCommand, WatchReply } from "../../../schema/watch.ts";
 import { fromWire, toWire, type Wire } from "../../../schema/wire.ts";
 import { IdempotencyStore, type ReceiptScope } from "../../rpc/idempotency.ts";
 import { LEASE_MAX, QuotaLeases } from "../../tenant/quota-leases.ts";
+import { reserveAfterHealing } from "../../tenant/stale-operations.ts";
 import { sha256Hex } from "../../tenant/tenant-keys.ts";
 import type { QueueInput, SessionHost } from "../session-host.ts";
 import type { BusyAdmission, BusyStrategy } from "../session-operations.ts";
@@ -33,10 +34,10 @@ const COMMAND_ID_SCOPE = "ws";
  * - Authorized by the socket's own authentication: the front worker marked the socket as one that
  *   may command (a key, or a browser token with the `prompt` scope) with the hash of its key.
  * - The tenant's request quota is spent from a lease this object holds (quota-leases.ts, as the
- *   front worker's isolates do): no tenant-object call per frame, one per lease (which also
- *   re-verifies the key). A prompt also takes its open-operation slot, like its REST twin: one the
- *   session holds ahead for the lane while half the tenant's quota is free (held-slots.ts), else
- *   reserved then.
+ *   front worker's isolates do), a repeated id included: no tenant-object call per frame, one per
+ *   lease (which also re-verifies the key). A prompt also takes its open-operation slot, like its
+ *   REST twin: one the session holds ahead for the lane while half the tenant's quota is free
+ *   (held-slots.ts), else reserved then (a refusal healed once, tenant/stale-operations.ts).
  * - The id is kept with what it started (the session's idempotency store, keyed by lane and id):
  *   a repeated id answers the first answer again and does nothing twice. The queue and prompt
  *   effects carry the id as their receipt (rpc/idempotency.ts `once`), so an object killed between
@@ -54,13 +55,17 @@ export class SocketCommands {
     const store = new IdempotencyStore(this.host.ctx.storage.sql);
     const key = `${COMMAND_ID_SCOPE}:${lane}:${command.id}`;
     const fingerprint = await sha256Hex(JSON.stringify({ ...command, id: undefined }));
+    // Every frame is one request of the quota, a repeated id too (its REST twin's repeat of an
+    // Idempotency-Key is paid before it is answered): repeats are never free.
+    const refusal = await this.spendRequest(keyHash);
+    if (refusal) return send(ws, errorReply(command.id, refusal));
     const claim = store.claim(key, fingerprint);
     if (claim.state === "replay") return send(ws, { type: "reply", id: command.id, status: claim.status, body: JSON.parse(claim.body) });
     if (claim.state === "conflict") return send(ws, errorReply(command.id, { code: "IdempotencyConflict", message: `Command id ${command.id} was used for another command on this lane` }));
     if (claim.state === "in_progress") return send(ws, errorReply(command.id, { code: "IdempotencyInProgress", message: `Command ${command.id} is still being answered`, details: { retryAfterSeconds: claim.retryAfterSeconds } }));
     let reply: WatchReply;
     try {
-      reply = await this.execute(lane, keyHash, command, { key, requestHash: fingerprint });
+      reply = await this.execute(lane, command, { key, requestHash: fingerprint });
     } catch (error) {
       store.complete(key, fingerprint, null);
       throw error;
@@ -70,9 +75,7 @@ export class SocketCommands {
     send(ws, reply);
   }
 
-  private async execute(lane: string, keyHash: string, command: WatchCommand, receipt: ReceiptScope): Promise<WatchReply> {
-    const refusal = await this.spendRequest(keyHash);
-    if (refusal) return errorReply(command.id, refusal);
+  private async execute(lane: string, command: WatchCommand, receipt: ReceiptScope): Promise<WatchReply> {
     switch (command.type) {
       case "prompt":
         return this.prompt(lane, command, receipt);
@@ -112,7 +115,9 @@ export class SocketCommands {
     const tenant = this.host.env.TENANTS.getByName(storage.tenantId);
     // A slot held ahead (held-slots.ts), else one reserved on this command's path.
     const held = this.host.heldSlots.take(lane, Date.now());
-    const reservation = held !== undefined ? { ok: true as const, reservationId: held.slot.reservationId } : await tenant.reserveOperation(session.metadata.id, lane);
+    const reserved = held !== undefined ? { ok: true as const, reservationId: held.slot.reservationId } : await tenant.reserveOperation(session.metadata.id, lane);
+    // Healed once, as its REST twin's refusal is, before it becomes 429.
+    const reservation = reserved.ok ? reserved : await reserveAfterHealing(this.host.env, storage.tenantId, session.metadata.id, lane, reserved.openOperations);
     if (!reservation.ok) {
       return errorReply(command.id, { code: "RateLimited", message: "The tenant's open operations quota is used up; retry in 5 s", details: { quota: "maxOpenOperations", retryAfterSeconds: 5 } });
     }

@@ -1,4 +1,4 @@
-import type { ApiError } from "../schema/errors.ts";
+import type { ApiError } from "../../schema/errors.ts";
 
 /** Overloaded objects get a longer pause: retrying sooner only feeds the queue that overloaded them. */
 const OVERLOADED_RETRY_AFTER_SECONDS = 5;
