@@ -175,7 +175,7 @@ export function operationView(lane: AgentLane, operationId: string): OperationVi
       state: "active",
       status: info?.status ?? "open",
       at: state.at,
-      ...(state.at === "assistant.retry_wait" && { retry: { attempt: state.nextAttempt, notBefore: state.notBefore } }),
+      ...((state.at === "assistant.retry_wait" || state.at === "summary.retry_wait") && { retry: { attempt: state.nextAttempt, notBefore: state.notBefore } }),
       ...(state.at === "deferred.suspended" && suspendedView(lane)),
     };
   }

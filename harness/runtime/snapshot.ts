@@ -58,8 +58,13 @@ function operationView(
     status: leaf.control.status === "cancel_requested" ? "aborting" : "open",
     runningTools: [],
   };
+  // Every retry wait shows its retry (§5.3 "in *.retry_wait"), the summary's as the assistant's:
+  // the fold sets it from their `retry_scheduled` alike, and a snapshot must equal the fold.
   if (leaf.at === "assistant.retry_wait") {
     view.retry = { attempt: leaf.nextAttempt, maxAttempts: leaf.generationContext.retryPolicy.maxAttempts, nextAttemptAt: leaf.notBefore };
+  }
+  if (leaf.at === "summary.retry_wait") {
+    view.retry = { attempt: leaf.nextAttempt, maxAttempts: leaf.summaryContext.retryPolicy.maxAttempts, nextAttemptAt: leaf.notBefore };
   }
   if (leaf.at === "deferred.suspended") {
     const stored = storedHandle(m, leaf.sourceEntryId);
