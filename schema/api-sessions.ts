@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { AgentReferenceSchema } from "./agent-binding.ts";
-import { IdSchema, LimitQuerySchema } from "./api.ts";
+import { EntryLabelTextSchema, IdSchema, LimitQuerySchema } from "./api.ts";
 import { ENTRY_TYPES, type EntryType } from "./entries.ts";
 import { JsonValueSchema } from "./json.ts";
 import { AgentMessageInputSchema } from "./messages.ts";
@@ -184,7 +184,7 @@ export const PatchSessionSchema = v.strictObject({
 });
 
 /** `PUT /v1/sessions/{sid}/entries/{entryId}/label` `{ label }`. */
-export const LabelSchema = v.strictObject({ label: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)) });
+export const LabelSchema = v.strictObject({ label: EntryLabelTextSchema });
 
 /** `POST /v1/sessions/{sid}/branches` `{ name, at: entryId | null }` (`at` absent = null, an empty branch). */
 export const CreateBranchSchema = v.strictObject({

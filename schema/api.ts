@@ -11,6 +11,9 @@ import { ToolDefinitionsByNameSchema } from "./tools.ts";
 /** Tenant, session and key ids: no separator can be injected into `${tenantId}:${sessionId}`. */
 export const IdSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, "Ids are 1–64 characters of A–Z a–z 0–9 _ -"));
 
+/** An entry's label, set by `PUT …/entries/{id}/label` or by a navigation's `label`: 1–1000 characters. */
+export const EntryLabelTextSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
+
 /**
  * A new session's id: an id, and not `import`, whose path `/v1/sessions/import` is the import route
  * (docs/data.md): a session of that name could never be read.

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { IdSchema } from "./api.ts";
+import { EntryLabelTextSchema, IdSchema } from "./api.ts";
 import { JsonValueSchema, namesEachOnce } from "./json.ts";
 import { ModelIdentitySchema, ThinkingLevelSchema } from "./lane.ts";
 import { DeferredModeSchema } from "./settings.ts";
@@ -100,7 +100,7 @@ export const OperationRequestSchema = v.variant("kind", [
     kind: v.literal("navigation"),
     targetId: v.nullable(IdSchema),
     summarize: v.optional(v.boolean()),
-    label: v.optional(shortText),
+    label: v.optional(EntryLabelTextSchema),
     customInstructions: instructions,
     operationId,
   }),
@@ -126,7 +126,7 @@ export type PromptConvenience = v.InferOutput<typeof PromptConvenienceSchema>;
 export const NavigateConvenienceSchema = v.strictObject({
   targetId: v.nullable(IdSchema),
   summarize: v.optional(v.boolean()),
-  label: v.optional(shortText),
+  label: v.optional(EntryLabelTextSchema),
   customInstructions: instructions,
   wait: v.optional(waitSeconds),
   operationId,
