@@ -41,20 +41,25 @@ export interface BranchPreparation {
  * summary, and ends the walk (§6.3: summary, retained tail, later entries). A newest message larger
  * than the whole budget is read from its beginning, cut to the budget (clip-message.ts).
  *
- * The file lists go on past the budget: every branch summary and compaction on the branch
- * carries its `readFiles`/`modifiedFiles` forward, as a compaction carries its predecessor's, so
+ * The file lists go on past the budget: every tool call of the branch names its files, and every
+ * branch summary and compaction on the branch carries its `readFiles`/`modifiedFiles` forward, as a compaction carries its predecessor's, so
  * files touched before an earlier navigation are not forgotten by this one.
  */
 export function prepareBranch(newestFirst: Iterable<Entry>, tokenBudget: number, projectors: EntryProjectors = {}): BranchPreparation {
   const newestMessagesFirst: AgentMessage[] = [];
-  /** The messages read, whole (a cut message's tool calls still name their files). */
+  /**
+   * Every message of the branch, whole, read or not: the budget bounds the text the model reads,
+   * not which files the branch's tool calls touched (a cut message's calls still name theirs).
+   */
   const read: AgentMessage[] = [];
   const carried: JsonValue[] = [];
   let tokens = 0;
   let truncated = false;
   for (const entry of newestFirst) {
     if ((entry.type === "branch_summary" || entry.type === "compaction") && entry.details !== undefined) carried.push(entry.details);
-    for (const message of truncated ? [] : projectEntries([entry], projectors).reverse()) {
+    const projected = projectEntries([entry], projectors).reverse();
+    if (truncated) read.push(...projected);
+    for (const [index, message] of (truncated ? [] : projected).entries()) {
       const size = estimateMessageTokens(message);
       if (tokens + size <= tokenBudget) {
         tokens += size;
@@ -67,8 +72,9 @@ export function prepareBranch(newestFirst: Iterable<Entry>, tokenBudget: number,
       if (clipped) {
         tokens += estimateMessageTokens(clipped);
         newestMessagesFirst.push(clipped);
-        read.push(message);
       }
+      // This message and the entry's older ones are not read, but their files count.
+      read.push(...projected.slice(index));
       break;
     }
     if (entry.type === "compaction") break;
