@@ -207,6 +207,7 @@ export class SessionObject extends DurableObject<Env> {
   abortCurrent(name: string, waitMs: number, receipt?: ReceiptScope) { return this.operations.abortCurrent(name, waitMs, receipt); }
   sweepDeferred(name: string, operationId: string) { return this.operations.sweepDeferred(name, operationId); }
   navigateAndAwait(name: string, request: Wire<NavigationRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation) { return this.grows(() => this.structural.navigateAndAwait(name, request, waitMs, receipt, reservation)); }
+  navigateAlone(name: string, request: Wire<NavigationRequest>, waitMs: number) { return this.grows(() => this.structural.navigateAlone(name, request, waitMs)); }
   compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation) { return this.grows(() => this.structural.compactAndAwait(name, request, waitMs, receipt, reservation)); }
 
   // Tools (session-tools.ts) and MCP servers (session-mcp.ts).

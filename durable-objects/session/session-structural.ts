@@ -57,6 +57,18 @@ export class SessionStructural {
     });
   }
 
+  /**
+   * The navigation alone, with no continuation run: the queued input stays for the prompt the
+   * caller sends next (the AI SDK's regenerate, worker/routes/ai-sdk.ts, whose new answer must be
+   * the only one). The worker keeps the slot (no `reservation`) and releases it once settled.
+   */
+  async navigateAlone(name: string, request: Wire<NavigationRequest>, waitMs: number): Promise<Wire<RpcResult<NavigateOutcome>>> {
+    return asResult(async () => {
+      const { record } = await this.structuralThenContinue(name, parseWire(request), waitMs, undefined, undefined, false);
+      return { navigation: record };
+    });
+  }
+
   /** `reservation`: the slot the worker reserved for the compaction (taken over as a prompt's is). */
   async compactAndAwait(name: string, request: Wire<CompactionRequest>, waitMs: number, receipt?: ReceiptScope, reservation?: HandedReservation): Promise<Wire<RpcResult<CompactOutcome>>> {
     return asResult(async () => {
@@ -79,6 +91,8 @@ export class SessionStructural {
     waitMs: number,
     receipt: ReceiptScope | undefined,
     reservation: HandedReservation | undefined,
+    /** False: the operation alone, owing no continuation run (`navigateAlone`). */
+    continues = true,
   ): Promise<{ record: ConvenienceOutcome<OperationResultRecord>; run?: ConvenienceOutcome<PromptAnswer> }> {
     const lane = await this.host.lane(name);
     const started = Date.now();
@@ -86,13 +100,14 @@ export class SessionStructural {
     // operation. The continuation it owes is marked in the same turn.
     const admission = await once(this.host.ctx.storage.sql, receipt, async () => {
       const accepted = unwrapLane(await lane.accept(request));
-      this.continuations.want(name, accepted.operationId);
+      if (continues) this.continuations.want(name, accepted.operationId);
       return accepted;
     });
     const { operationId } = admission;
     if (reservation !== undefined) this.host.takeOverReservation(operationId, reservation);
     this.host.open().runtime.startPass(lane, operationId);
     const record = await this.operations.outcomeWithin(lane, operationId, waitMs);
+    if (!continues) return { record };
     if (record.state !== "settled") {
       if (reservation !== undefined) this.host.reservationBound(operationId);
       // The continuation is still owed once the operation settles: a waiter in the object decides it.

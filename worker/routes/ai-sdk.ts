@@ -209,7 +209,8 @@ async function regenerateAnswer(c: AppContext, stub: SessionStub, scope: Admitti
     c,
     scope,
     async () => undefined,
-    () => stub.navigateAndAwait(scope.lane, toWire({ kind: "navigation" as const, targetId: target.parentId }), NAVIGATION_WAIT_MS),
+    // Alone: input queued on the lane goes with the regenerated prompt, not into a run of its own.
+    () => stub.navigateAlone(scope.lane, toWire({ kind: "navigation" as const, targetId: target.parentId }), NAVIGATION_WAIT_MS),
     (value) => (value.navigation.state === "settled" ? undefined : value.navigation.operationId),
   );
   if (navigated.navigation.state !== "settled") throw fail("Overloaded", "The lane did not move back in time; retry");
