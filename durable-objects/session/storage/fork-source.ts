@@ -88,7 +88,7 @@ export function forkPlan(
   const { sessionId: sourceSessionId, highWater } = source;
   const reserved = host.sql
     .exec<{ namespace: string }>(
-      "SELECT DISTINCT namespace FROM vals WHERE namespace = 'pi' OR namespace LIKE 'pi.%' UNION SELECT DISTINCT namespace FROM list_items WHERE namespace = 'pi' OR namespace LIKE 'pi.%'",
+      "SELECT DISTINCT namespace FROM vals WHERE namespace = 'pi' OR substr(namespace, 1, 3) = 'pi.' UNION SELECT DISTINCT namespace FROM list_items WHERE namespace = 'pi' OR substr(namespace, 1, 3) = 'pi.'",
     )
     .toArray()
     .map((row) => row.namespace);
@@ -199,7 +199,7 @@ export function forkDataPage(host: SqlHost, plan: Pick<ForkPlan, "highWater">, c
     const raw = host.sql
       .exec<{ namespace: string; key: string; seq: number; chunks: number; value: string | null }>(
         `SELECT namespace, key, seq, chunks, value FROM vals
-         WHERE namespace <> 'pi' AND namespace NOT LIKE 'pi.%' AND (namespace > ? OR (namespace = ? AND key > ?))
+         WHERE namespace <> 'pi' AND substr(namespace, 1, 3) <> 'pi.' AND (namespace > ? OR (namespace = ? AND key > ?))
          ORDER BY namespace, key LIMIT ?`,
         after[0],
         after[0],
@@ -215,7 +215,7 @@ export function forkDataPage(host: SqlHost, plan: Pick<ForkPlan, "highWater">, c
   const raw = host.sql
     .exec<{ namespace: string; key: string; seq: number; chunks: number; value: string | null }>(
       `SELECT namespace, key, seq, chunks, value FROM list_items
-       WHERE seq > ? AND seq <= ? AND namespace <> 'pi' AND namespace NOT LIKE 'pi.%' ORDER BY seq LIMIT ?`,
+       WHERE seq > ? AND seq <= ? AND namespace <> 'pi' AND substr(namespace, 1, 3) <> 'pi.' ORDER BY seq LIMIT ?`,
       cursor.afterSeq,
       plan.highWater,
       FORK_PAGE_ROWS,
