@@ -11,7 +11,7 @@ import type { PromptTemplate, Skill } from "../../schema/settings.ts";
 import type { HarnessSettingsPatch } from "../../schema/settings-patch.ts";
 import type { SessionMetadataPatch } from "../../schema/session-metadata.ts";
 import type { ClientToolResult, ToolDefinitionInput } from "../../schema/tools.ts";
-import type { Wire } from "../../schema/wire.ts";
+import { toWire, type Wire } from "../../schema/wire.ts";
 import type { RpcResult } from "../../schema/errors.ts";
 import { growing } from "./storage-budget.ts";
 import type { IdempotencyReplay, ReceiptScope } from "../rpc/idempotency.ts";
@@ -39,6 +39,9 @@ import type { ExportCursor } from "./storage/export-pages.ts";
 import type { ListPageOptions } from "./storage/json-pages.ts";
 
 export type { BranchInfo, LaneConfigPatch, NewBranchEntry, QueueInput, SessionInfo, SessionInit } from "./session-host.ts";
+
+/** A deletion's body on the wire (`DELETE …/skills/{name}`), told apart without parsing a body. */
+const WIRE_NULL: string = toWire(null);
 
 /**
  * One session per object, named `${tenantId}:${sessionId}` (ARCHITECTURE D2). The object owns
@@ -163,7 +166,8 @@ export class SessionObject extends DurableObject<Env> {
   setName(name: string | null) { return this.data.setName(name); }
   updateMetadata(patch: SessionMetadataPatch) { return this.data.updateMetadata(patch); }
   getLabel(entryId: string) { return this.data.getLabel(entryId); }
-  setLabel(entryId: string, label: string | null) { return this.grows(() => this.data.setLabel(entryId, label)); }
+  // A deletion (null) never grows the session: a full session can still shed what it holds.
+  setLabel(entryId: string, label: string | null) { return label === null ? this.data.setLabel(entryId, null) : this.grows(() => this.data.setLabel(entryId, label)); }
   getValue(namespace: string, key: string) { return this.data.getValue(namespace, key); }
   valueJson(namespace: string, key: string) { return this.data.valueJson(namespace, key); }
   setValue(namespace: string, key: string, next: Wire<JsonValue>) { return this.grows(() => this.data.setValue(namespace, key, next)); }
@@ -178,7 +182,7 @@ export class SessionObject extends DurableObject<Env> {
   updateSettings(patch: Wire<HarnessSettingsPatch>) { return this.sessionSettings.updateSettings(patch); }
   updateSettingsAndMetadata(patch: Wire<HarnessSettingsPatch>, metadata: SessionMetadataPatch) { return this.sessionSettings.updateSettingsAndMetadata(patch, metadata); }
   moveToAgent(bundle: Wire<AgentForSession>, settings?: Wire<HarnessSettingsPatch>, metadata?: SessionMetadataPatch) { return this.agent.moveToAgent(bundle, settings, metadata); }
-  setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return this.grows(() => this.sessionSettings.setResource(kind, name, body)); }
+  setResource(kind: "skills" | "promptTemplates", name: string, body: Wire<Skill | PromptTemplate | null>) { return body === WIRE_NULL ? this.sessionSettings.setResource(kind, name, body) : this.grows(() => this.sessionSettings.setResource(kind, name, body)); }
 
   // Lanes (session-lanes.ts).
   acquireLane(name: string, createAt?: string | null, configuration?: Wire<LaneConfigPatch>, agent?: boolean) { return this.grows(() => this.laneCommands.acquireLane(name, createAt, configuration, agent)); }
