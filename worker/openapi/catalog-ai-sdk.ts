@@ -21,7 +21,7 @@ export const aiSdkCatalog: readonly CatalogRoute[] = [
     pathParams: LANE, body: AiSdkChatRequestSchema,
     example: { id: "chat-1", messages: [{ id: "msg-1", role: "user", parts: [{ type: "text", text: "Hello" }] }], trigger: "submit-message" },
     responses: { 200: UI_STREAM },
-    errors: [...LANE_ERRORS, "InvalidMessage", "LaneBusy", "QueueFull", "RateLimited", "IdempotencyConflict", "IdempotencyInProgress", "UnknownToolCall", "ToolResultConflict"],
+    errors: [...LANE_ERRORS, "InvalidMessage", "LaneBusy", "QueueFull", "RateLimited", "IdempotencyConflict", "IdempotencyInProgress", "UnknownToolCall", "ToolResultConflict", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/ai-sdk/messages", operationId: "aiSdkMessages", tag: "Watch", auth: "tenant",

@@ -119,7 +119,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     summary: "Append an entry to a lane", description: "Placed now when idle (after queued writes); queued as a `write` item when busy (409 `QueueFull` when the queue is at its bound).",
     pathParams: LANE, body: NewLaneEntrySchema, example: { customType: "note", data: { text: "remember this" } }, idempotent: true,
     responses: { 201: { description: "`{ entryId, placed }`", schema: EntryPlacementSchema } },
-    errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull"],
+    errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/snapshot", operationId: "getLaneSnapshot", tag: "Lanes", auth: "tenant",
@@ -133,7 +133,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
     description: `Admits whether the lane is idle or busy, while the queue holds fewer than ${MAX_QUEUED_ITEMS} items and ${MAX_QUEUED_BYTES / 1024 / 1024} MiB of payload; past that, 409 \`QueueFull\`.`,
     pathParams: LANE, body: EnqueueSchema, example: { kind: "followUp", message: "And then?" }, idempotent: true,
     responses: { 201: { description: "`{ entryId }`", schema: QueuedSchema } },
-    errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull"],
+    errors: [...LANE_ERRORS, "InvalidMessage", "QueueFull", "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/lanes/{lane}/queue/{entryId}", operationId: "cancelQueued", tag: "Lanes", auth: "tenant",
@@ -152,7 +152,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
         schema: AcceptedOperationSchema,
       },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "QueueFull", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "QueueFull", "InvalidMessage", "UnknownSkill", "UnknownTemplate", "UnknownTarget", "InvalidNavigation", "NothingToCompact", "InvalidOperationId", "DeferredUnsupported", "RateLimited", "LimitExceeded"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/compact", operationId: "compact", tag: "Operations", auth: "tenant",
@@ -163,7 +163,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
       200: { description: "`{ compaction: record, run? }`", schema: CompactAnswerSchema },
       202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "NothingToCompact", "InvalidOperationId", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "NothingToCompact", "InvalidOperationId", "RateLimited", "LimitExceeded"],
   },
   {
     method: "post", path: "/v1/sessions/{sid}/lanes/{lane}/navigate", operationId: "navigate", tag: "Operations", auth: "tenant",
@@ -174,7 +174,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
       200: { description: "`{ navigation: record, run? }`", schema: NavigateAnswerSchema },
       202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "UnknownTarget", "InvalidNavigation", "InvalidOperationId", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "UnknownTarget", "InvalidNavigation", "InvalidOperationId", "RateLimited", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/operations/{opId}", operationId: "getOperation", tag: "Operations", auth: "tenant",
@@ -210,7 +210,7 @@ export const laneCatalog: readonly CatalogRoute[] = [
       },
       202: { description: "`{ operationId }`: the wait ran out", schema: PendingOperationSchema },
     },
-    errors: [...LANE_ERRORS, "LaneBusy", "QueueFull", "InvalidMessage", "InvalidOperationId", "DeferredUnsupported", "RateLimited"],
+    errors: [...LANE_ERRORS, "LaneBusy", "QueueFull", "InvalidMessage", "InvalidOperationId", "DeferredUnsupported", "RateLimited", "LimitExceeded"],
   },
   {
     method: "get", path: "/v1/sessions/{sid}/lanes/{lane}/pending", operationId: "listPendingRuns", tag: "Operations", auth: "tenant",

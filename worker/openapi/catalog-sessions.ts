@@ -57,7 +57,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Set a skill (used by `{ kind: \"skill\" }` runs)", pathParams: { ...SID, name: ResourceNameSchema },
     body: PutSkillSchema, example: { description: "Reviews a diff", content: "Review the change for correctness." },
     responses: { 200: { description: "`{ name }`", schema: ResourceNamedSchema } },
-    errors: [...SESSION_ERRORS],
+    errors: [...SESSION_ERRORS, "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/skills/{name}", operationId: "deleteSkill", tag: "Sessions", auth: "tenant",
@@ -70,7 +70,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Set a prompt template (`$1`…`$9`, `$@`; used by `{ kind: \"prompt_template\" }` runs)",
     pathParams: { ...SID, name: ResourceNameSchema }, body: PutTemplateSchema, example: { content: "Summarize $1 in $2 words." },
     responses: { 200: { description: "`{ name }`", schema: ResourceNamedSchema } },
-    errors: [...SESSION_ERRORS],
+    errors: [...SESSION_ERRORS, "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/templates/{name}", operationId: "deleteTemplate", tag: "Sessions", auth: "tenant",
@@ -160,7 +160,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     method: "put", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "setEntryLabel", tag: "Entries", auth: "tenant",
     summary: "Label an entry", pathParams: ENTRY, body: LabelSchema, example: { label: "checkpoint" },
     responses: { 200: { description: "`{ entryId, label }`", schema: EntryLabelSchema } },
-    errors: [...SESSION_ERRORS, "UnknownEntry"],
+    errors: [...SESSION_ERRORS, "UnknownEntry", "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/entries/{entryId}/label", operationId: "deleteEntryLabel", tag: "Entries", auth: "tenant",
@@ -187,7 +187,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Set an application value", description: "The body is the JSON value itself (`null` included).",
     pathParams: ADDRESS, body: JsonBodySchema, example: { theme: "dark" },
     responses: { 200: { description: "`{ seq }`", schema: SeqSchema } },
-    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress", "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/values/{namespace}/{key}", operationId: "deleteValue", tag: "Values", auth: "tenant",
@@ -207,7 +207,7 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     summary: "Append one element to a list", description: "The body is the element (any JSON value).",
     pathParams: ADDRESS, body: JsonBodySchema, example: { step: 1 }, idempotent: true,
     responses: { 201: { description: "`{ seq }`", schema: SeqSchema } },
-    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress"],
+    errors: [...SESSION_ERRORS, "ReservedNamespace", "InvalidAddress", "LimitExceeded"],
   },
   {
     method: "delete", path: "/v1/sessions/{sid}/lists/{namespace}/{key}", operationId: "deleteList", tag: "Values", auth: "tenant",
@@ -245,6 +245,6 @@ export const sessionCatalog: readonly CatalogRoute[] = [
     description: "On a lane's branch this is the lane's operation-aware append (queued as a `write` while busy, `placed: false`); on a plain branch a raw append at the tip.",
     pathParams: BRANCH, body: NewBranchEntrySchema, example: { message: userMessage }, idempotent: true,
     responses: { 201: { description: "`{ entryId, placed }`", schema: EntryPlacementSchema } },
-    errors: [...SESSION_ERRORS, "UnknownBranch", "InvalidMessage"],
+    errors: [...SESSION_ERRORS, "UnknownBranch", "InvalidMessage", "LimitExceeded"],
   },
 ];
