@@ -122,8 +122,10 @@ export const SkillsObjectSchema = v.custom<Record<string, unknown>>(isKeyedObjec
 export const PromptTemplatesObjectSchema = v.custom<Record<string, unknown>>(isKeyedObject, "promptTemplates must be an object by name (not __proto__, constructor or prototype)");
 /**
  * What a session's skills and prompt templates may hold together: each map at most `perKind`
- * names, and their descriptions and contents at most `bytes` of UTF-8. They are stored as one
- * value and exported on one line, which an import must take back (its lines are bounded).
+ * names, and their descriptions and contents at most `bytes` counted as JSON (UTF-8, escapes
+ * included: a control character takes 6 bytes). They are stored as one JSON value and exported on
+ * one line, which an import must take back (its lines are bounded): measured as stored, a PUT
+ * within the bound can never pass the storage's own value limit.
  */
 export const RESOURCE_LIMITS = { perKind: 100, bytes: 4 * 1024 * 1024 } as const;
 
@@ -132,8 +134,8 @@ export function resourcesOverLimit(resources: { skills: Record<string, Skill>; p
   const kinds = [resources.skills, resources.promptTemplates];
   if (kinds.some((items) => Object.keys(items).length > RESOURCE_LIMITS.perKind)) return `at most ${RESOURCE_LIMITS.perKind} skills and ${RESOURCE_LIMITS.perKind} prompt templates`;
   let bytes = 0;
-  for (const items of kinds) for (const item of Object.values(items)) bytes += utf8Length(item.content) + utf8Length(item.description ?? "");
-  return bytes > RESOURCE_LIMITS.bytes ? `skills and prompt templates of at most ${RESOURCE_LIMITS.bytes / (1024 * 1024)} MiB together (descriptions and contents, UTF-8)` : undefined;
+  for (const items of kinds) for (const item of Object.values(items)) bytes += utf8Length(JSON.stringify(item.content)) + utf8Length(JSON.stringify(item.description ?? ""));
+  return bytes > RESOURCE_LIMITS.bytes ? `skills and prompt templates of at most ${RESOURCE_LIMITS.bytes / (1024 * 1024)} MiB together (descriptions and contents, as JSON)` : undefined;
 }
 
 export const HarnessResourcesSchema = v.pipe(
