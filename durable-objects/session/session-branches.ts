@@ -86,8 +86,13 @@ export class SessionBranches {
 
   async branchEntriesJson(name: string, scan: Omit<BranchScan, "limit"> & { limit: number }): Promise<RpcJson<Page<Entry>>> {
     return asJson(() => {
-      const branch = this.host.session().branch(name);
+      const session = this.host.session();
+      const branch = session.branch(name);
       if (!branch) throw new RpcError({ code: "UnknownBranch", message: `Branch "${name}" does not exist` });
+      // A start that names no entry is the client's mistake, not an empty branch: 404, as documented.
+      if (scan.start !== undefined && session.getEntries([scan.start]).size === 0) {
+        throw new RpcError({ code: "UnknownTarget", message: `Entry ${scan.start} does not exist`, details: { targetId: scan.start } });
+      }
       const { limit, start = branch.getTipId(), ...rest } = scan;
       if (start === null) return new JsonWriter().json({ items: [], nextCursor: null }).finish();
       return branchEntryPage(this.host.ctx.storage, { ...rest, start }, { limit, budget: PAGE_BYTES_MAX });
