@@ -4,6 +4,7 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { openSecret, secretBoxKey } from "../secrets/secret-box.ts";
 import { mcpCredentialContext, type StoredMcpServer } from "./mcp-definitions.ts";
+import { watchStreamedAnswers } from "./mcp-streamed-answers.ts";
 import { ConnectionFailed, connectionFailures, noAnswerWithin, notContacted, unreachable } from "./outbound-failure.ts";
 
 // One short-lived MCP client session per exchange (a discovery or one tool call): connect
@@ -61,8 +62,12 @@ export async function withMcpClient<T>(
   // An oversized answer ends the exchange at once: the SDK treats a broken event stream as a
   // reason to reconnect, not as the request's failure, and would otherwise wait for the deadline.
   const overflow = new AbortController();
-  const combined = AbortSignal.any([signal, deadline, overflow.signal]);
-  const bounded = boundedFetch(connectionFailures(settings.fetch ?? fetch), MAX_MCP_RESPONSE_BYTES, () => overflow.abort());
+  // So does an event-stream answer that breaks or ends before the response: the SDK would not settle
+  // the request either (tools/mcp-streamed-answers.ts). The server could not be reached, in effect.
+  const lost = new AbortController();
+  const combined = AbortSignal.any([signal, deadline, overflow.signal, lost.signal]);
+  const watched = watchStreamedAnswers(connectionFailures(settings.fetch ?? fetch), () => lost.abort());
+  const bounded = boundedFetch(watched, MAX_MCP_RESPONSE_BYTES, () => overflow.abort());
   const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: bounded.fetch });
   // The cfworker validator: the default (Ajv) compiles schemas with `new Function`, which workerd refuses.
   const client = new Client(CLIENT_INFO, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
@@ -74,7 +79,7 @@ export async function withMcpClient<T>(
     return await exchange(client, options);
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new McpExchangeError(describeFailure(serverName, timeoutMs, error, { timedOut: deadline.aborted, oversized: bounded.oversized() }));
+    throw new McpExchangeError(describeFailure(serverName, timeoutMs, error, { timedOut: deadline.aborted, oversized: bounded.oversized(), lost: lost.signal.aborted }));
   } finally {
     await client.close().catch(() => undefined);
   }
@@ -92,12 +97,13 @@ async function openHeaders(target: McpTarget, settings: McpSettings): Promise<Re
   }
 }
 
-function describeFailure(serverName: string, timeoutMs: number, error: unknown, seen: { timedOut: boolean; oversized: boolean }): string {
+function describeFailure(serverName: string, timeoutMs: number, error: unknown, seen: { timedOut: boolean; oversized: boolean; lost: boolean }): string {
   if (error instanceof McpExchangeError) return error.message;
   if (seen.oversized) return `The MCP server ${serverName} answered more than ${MAX_MCP_RESPONSE_BYTES} bytes`;
   if (seen.timedOut) return noAnswerWithin(`The MCP server ${serverName}`, timeoutMs);
-  // Refused, reset, DNS, TLS: one sentence, never the runtime's text (tools/outbound-failure.ts).
-  if (error instanceof ConnectionFailed) return unreachable(`The MCP server ${serverName}`);
+  // Refused, reset, DNS, TLS, an event stream cut off before the answer: one sentence, never the
+  // runtime's text (tools/outbound-failure.ts).
+  if (seen.lost || error instanceof ConnectionFailed) return unreachable(`The MCP server ${serverName}`);
   // The SDK's code is the HTTP status, or -1 for an answer of another content type (a web page).
   if (error instanceof StreamableHTTPError) return clip(`The MCP server ${serverName} answered ${isHttpStatus(error.code) ? `HTTP ${error.code}` : "in a way that is not MCP"}`);
   if (error instanceof McpError) return clip(`The MCP server ${serverName} answered with an error: ${error.message}`);
