@@ -1,3 +1,4 @@
+import { PaginatedResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import * as v from "valibot";
 import { schemaProblem } from "../harness/execution/tool-arguments.ts";
 import { JsonObjectSchema } from "../schema/json.ts";
@@ -22,21 +23,28 @@ export interface Discovery {
   skippedTools: { name: string; reason: string }[];
 }
 
-interface ListedTool {
-  name: string;
-  title?: string;
-  description?: string;
-  inputSchema: Record<string, unknown>;
-}
+// A page is read leniently, each tool on its own: the SDK's own schema (`listTools`) refuses the
+// whole list for one badly formed tool, where one tool the session cannot use is only skipped.
+const ToolsPageSchema = v.object({ tools: v.array(v.unknown()) });
+/** A listed tool's fields the session reads; a title or description of another type is ignored, the input schema judged in `problemOf`. */
+const ListedToolSchema = v.object({
+  name: v.string(),
+  title: v.fallback(v.optional(v.string()), undefined),
+  description: v.fallback(v.optional(v.string()), undefined),
+  inputSchema: v.optional(v.unknown()),
+});
+type ListedTool = v.InferOutput<typeof ListedToolSchema>;
 
 /** The server's tools as the session may use them; throws McpExchangeError (or an abort of `signal`). */
 export async function discoverMcpTools(target: McpTarget, settings: McpSettings, signal: AbortSignal): Promise<Discovery> {
   const listed = await withMcpClient(target, settings, { signal, timeoutMs: MCP_DISCOVERY_TIMEOUT_MS }, async (client, options) => {
-    const all: ListedTool[] = [];
+    const all: unknown[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const answer = await client.listTools(cursor === undefined ? {} : { cursor }, options);
-      all.push(...answer.tools);
+      const answer = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, PaginatedResultSchema, options);
+      const listed = v.safeParse(ToolsPageSchema, answer);
+      if (!listed.success) throw new McpExchangeError(`The MCP server ${target.serverName} answered tools/list without a list of tools`);
+      all.push(...listed.output.tools);
       cursor = answer.nextCursor;
       if (cursor === undefined) return all;
     }
@@ -45,12 +53,19 @@ export async function discoverMcpTools(target: McpTarget, settings: McpSettings,
   return selectTools(target.server, listed);
 }
 
-function selectTools(server: Pick<StoredMcpServer, "prefix" | "allow">, listed: ListedTool[]): Discovery {
+function selectTools(server: Pick<StoredMcpServer, "prefix" | "allow">, listed: unknown[]): Discovery {
   const allowed = server.allow === undefined ? undefined : new Set(server.allow);
   const tools: CachedMcpTool[] = [];
   const skippedTools: { name: string; reason: string }[] = [];
   const seen = new Set<string>();
-  for (const tool of listed) {
+  for (const entry of listed) {
+    const read = v.safeParse(ListedToolSchema, entry);
+    // Without a name it cannot be allowed, called or even told apart: reported only when all are wanted.
+    if (!read.success) {
+      if (!allowed) skippedTools.push({ name: "?", reason: "the server lists a tool without a name" });
+      continue;
+    }
+    const tool = read.output;
     if (allowed && !allowed.has(tool.name)) continue;
     const reason = problemOf(server.prefix, tool, seen);
     seen.add(tool.name);
