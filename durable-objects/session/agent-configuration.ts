@@ -94,14 +94,21 @@ export function bindingOf(bundle: AgentForSession, tools: AgentTools): AgentBind
   };
 }
 
-/** Without `activeTools`, a lane made from the version activates every tool it brings: its own, and its MCP servers' (as discovered). */
+/**
+ * Without `activeTools`, a lane made from the version activates every tool it brings: its own, and
+ * its MCP servers' (as discovered). Each name once: a name is one tool (an own tool keeps it over a
+ * server's, and between servers the first by name: mcpToolIndex), and a provider refuses a request
+ * that declares a name twice.
+ */
 function defaultActiveTools(tools: AgentTools): string[] {
-  return [...Object.keys(tools.tools), ...mcpToolNames(tools)];
+  return [...new Set([...Object.keys(tools.tools), ...mcpToolNames(tools)])];
 }
 
-/** The session names of the tools the version's MCP servers bring (their last discovery). */
+/** The session names of the tools the version's MCP servers bring (their last discovery), the servers in name order. */
 function mcpToolNames(tools: AgentTools): string[] {
-  return Object.values(tools.mcpServers).flatMap((server) => server.tools.filter((tool) => !tool.withdrawn).map((tool) => server.prefix + tool.name));
+  return Object.entries(tools.mcpServers)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .flatMap(([, server]) => server.tools.filter((tool) => !tool.withdrawn).map((tool) => server.prefix + tool.name));
 }
 
 /** The writes of the agent's tools, MCP servers and binding. */
