@@ -80,15 +80,20 @@ export class TenantMcpServers {
   /** Discovers the tools again now; a failure keeps the cached tools and is in `lastError`. */
   async refreshTenantMcpServer(name: string): Promise<Wire<RpcResult<TenantMcpServerView>>> {
     return asResult(async () => {
-      const tenant = this.host.requireTenant();
+      const tenant = this.host.requireActiveTenant();
       const read = this.store().require(name);
       const outcome = await this.discover(tenant.id, name, read.value);
-      // One synchronous turn from here: removed or registered anew meanwhile, that registration stands.
+      // One synchronous turn from here (a deletion begun during the discovery refuses it): removed
+      // or registered anew meanwhile, that registration stands.
+      this.host.requireActiveTenant();
       const store = this.store();
       const current = store.require(name);
       if (current.revision !== read.revision) return tenantMcpServerView(current);
       const next = withDiscovery(current.value, outcome, NO_ACTIVE_TOOLS, Date.now());
       if (sameTools(current.value, next) && store.restate(name, current.revision, next)) return tenantMcpServerView({ ...current, value: next });
+      // Another tool list is a new revision, refused as a PUT's is past the storage budget; restating
+      // the status above is not growth, so a full tenant still learns whether its server answers.
+      this.host.assertStorageRoom();
       return tenantMcpServerView(store.put(name, () => next, Date.now()).stored);
     });
   }
