@@ -31,14 +31,17 @@ export function providerFailureOf(message: Pick<AssistantMessage, "diagnostics">
 }
 
 /**
- * Whether retrying may help: the provider answered 429 or 5xx, or the failure reads as one pi-ai
- * knows to be transient (a timeout, a cut or refused connection, an overloaded server). Never for
- * a request the service itself refused to send or follow (provider-refusal.ts): its text names
- * the refused host, which may happen to read like a transient failure (`…timeout.internal`).
+ * Whether retrying may help. When the provider answered with an HTTP error status, the status
+ * alone decides (408, 429 or 5xx, docs/providers.md): the text of any other 4xx is the provider's
+ * wording of a refusal, which may happen to mention a timeout, a rate limit or a number such as
+ * 500 without being one. Only a failure with no status (a timeout, a cut or refused connection,
+ * an error inside a 200 stream) is judged by pi-ai's transient-failure patterns. Never for a
+ * request the service itself refused to send or follow (provider-refusal.ts): its text names the
+ * refused host, which may happen to read like a transient failure (`…timeout.internal`).
  */
 export function isTransientFailure(message: AssistantMessage, failure: ProviderFailure | undefined): boolean {
   if (failure?.kind === "auth" || providerRefusalOf(message) !== undefined) return false;
-  if (failure?.kind === "http" && (failure.status === 429 || failure.status >= 500)) return true;
+  if (failure?.kind === "http") return failure.status === 408 || failure.status === 429 || failure.status >= 500;
   return isRetryableAssistantError(message);
 }
 
