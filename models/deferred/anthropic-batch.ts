@@ -1,9 +1,9 @@
-import type { ProviderHeaders } from "@earendil-works/pi-ai";
+import type { Api, Model, ModelCostRates, ProviderHeaders } from "@earendil-works/pi-ai";
 import type { DeferredHandle } from "@earendil-works/pi-ai";
 import { isRecord } from "../../schema/json.ts";
 import { captureRequest } from "./captured-request.ts";
 import { failedStream, jsonAnswer, pendingStream, pollAnswer, pollRead, replayTransport, transportOf } from "./deferred-stream.ts";
-import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
+import { apiUrl, EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
 // Anthropic Message Batches (half the price, answered within 24 hours): the request pi-ai would
 // stream becomes the one request of a batch (`POST /v1/messages/batches`, `stream` dropped); a
@@ -53,11 +53,11 @@ export const anthropicBatch: DeferredApi = {
     if (problem) return failedStream(model, problem);
     const transport = transportOf(options.fetch);
     const init = { headers: authHeaders(options.apiKey, options.headers ?? undefined), ...(options.signal && { signal: options.signal }) };
-    const batchUrl = `${model.baseUrl}/v1/messages/batches/${encodeURIComponent(handle.id)}`;
+    const batchUrl = apiUrl(model, `/v1/messages/batches/${encodeURIComponent(handle.id)}`);
     const batch = await pollAnswer(transport, batchUrl, init, `Reading message batch ${handle.id}`);
     if (batch === undefined || batch.processing_status !== "ended") return pendingStream(model, handle);
     // The batch names where its results are; a tenant's own base URL (a proxy) is kept for them.
-    const resultsUrl = typeof batch.results_url === "string" && batch.results_url.startsWith(`${model.baseUrl}/`) ? batch.results_url : `${batchUrl}/results`;
+    const resultsUrl = typeof batch.results_url === "string" && batch.results_url.startsWith(apiUrl(model, "/")) ? batch.results_url : `${batchUrl}/results`;
     // A dropped connection (or a rate limit, a server error) leaves the run suspended: asked again at the next poll.
     const results = await pollRead(transport, resultsUrl, init);
     if (results === undefined) return pendingStream(model, handle);
@@ -68,7 +68,8 @@ export const anthropicBatch: DeferredApi = {
     switch (result.type) {
       case "succeeded":
         if (!isRecord(result.message)) return failedStream(model, `Message batch ${handle.id} succeeded without a message`);
-        return base.streamSimple(model, EMPTY_TRANSCRIPT, { ...plainOptions(options), fetch: replayTransport(replayEvents(result.message)) });
+        // Replayed at the batch's price: pi-ai's parser costs usage at the model's streaming rates.
+        return base.streamSimple(batchPriced(model), EMPTY_TRANSCRIPT, { ...plainOptions(options), fetch: replayTransport(replayEvents(result.message)) });
       case "errored":
         return failedStream(model, `Message batch ${handle.id} failed: ${errorText(result.error)}`);
       case "canceled":
@@ -81,13 +82,25 @@ export const anthropicBatch: DeferredApi = {
   },
 
   async cancel(model, handle, options) {
-    await transportOf(options.fetch)(`${model.baseUrl}/v1/messages/batches/${encodeURIComponent(handle.id)}/cancel`, {
+    await transportOf(options.fetch)(apiUrl(model, `/v1/messages/batches/${encodeURIComponent(handle.id)}/cancel`), {
       method: "POST",
       headers: authHeaders(options.apiKey, options.headers ?? undefined),
       ...(options.signal && { signal: options.signal }),
     });
   },
 };
+
+/** The model as a message batch bills it: every rate, each tier's too, at half the streaming price. */
+function batchPriced(model: Model<Api>): Model<Api> {
+  const half = <Rates extends ModelCostRates>(rates: Rates): Rates => ({
+    ...rates,
+    input: rates.input / 2,
+    output: rates.output / 2,
+    cacheRead: rates.cacheRead / 2,
+    cacheWrite: rates.cacheWrite / 2,
+  });
+  return { ...model, cost: { ...half(model.cost), ...(model.cost.tiers && { tiers: model.cost.tiers.map(half) }) } };
+}
 
 /** The result line of the batch's one request (JSONL: one object per line). */
 function resultOf(jsonl: string): Record<string, unknown> | undefined {

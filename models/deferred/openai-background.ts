@@ -3,7 +3,7 @@ import type { DeferredHandle } from "@earendil-works/pi-ai";
 import { isRecord } from "../../schema/json.ts";
 import { captureRequest } from "./captured-request.ts";
 import { failedStream, jsonAnswer, pendingStream, pollAnswer, replayTransport, transportOf } from "./deferred-stream.ts";
-import { EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
+import { apiUrl, EMPTY_TRANSCRIPT, handleProblem, headersOf, plainOptions, type DeferredApi } from "./provider.ts";
 
 // OpenAI background responses (Responses API `background: true`): the request pi-ai would stream
 // is submitted with `background: true, stream: false, store: true`; a poll reads
@@ -39,7 +39,7 @@ export const openaiBackground: DeferredApi = {
     if (problem) return failedStream(model, problem);
     const response = await pollAnswer(
       transportOf(options.fetch),
-      `${model.baseUrl}/responses/${encodeURIComponent(handle.id)}`,
+      apiUrl(model, `/responses/${encodeURIComponent(handle.id)}`),
       { headers: authHeaders(options.apiKey, options.headers ?? undefined), ...(options.signal && { signal: options.signal }) },
       `Reading background response ${handle.id}`,
     );
@@ -54,7 +54,7 @@ export const openaiBackground: DeferredApi = {
   },
 
   async cancel(model, handle, options) {
-    await transportOf(options.fetch)(`${model.baseUrl}/responses/${encodeURIComponent(handle.id)}/cancel`, {
+    await transportOf(options.fetch)(apiUrl(model, `/responses/${encodeURIComponent(handle.id)}/cancel`), {
       method: "POST",
       headers: authHeaders(options.apiKey, options.headers ?? undefined),
       ...(options.signal && { signal: options.signal }),

@@ -74,3 +74,12 @@ export function headersOf(extra: ProviderHeaders | undefined): Headers {
   for (const [name, value] of Object.entries(extra ?? {})) if (typeof value === "string") headers.set(name, value);
   return headers;
 }
+
+/**
+ * `path` (starting with `/`) on the model's API. A tenant's base URL may end in `/`, which the
+ * SDKs drop when they join their own paths: a poll or a cancel must reach the same API as the
+ * submission did, not a `//` path a proxy does not serve.
+ */
+export function apiUrl(model: Pick<Model<Api>, "baseUrl">, path: string): string {
+  return `${model.baseUrl.replace(/\/+$/, "")}${path}`;
+}
