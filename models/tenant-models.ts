@@ -21,6 +21,11 @@ export type ProviderAccess = { source: "tenant"; apiKey: string; baseUrl?: strin
 /** What the tenant holds for one provider (asked of the TenantObject per request). */
 export interface TenantProviderGrant {
   key?: { apiKey: string; baseUrl?: string };
+  /**
+   * Why the tenant's stored key cannot be used (it no longer opens: SECRETS_KEY changed since it
+   * was stored), worded for the tenant; the secret box's own words stay in the tenant object.
+   */
+  unreadableKey?: string;
   /** Whether the tenant may use the deployment's own provider keys (an admin setting). */
   deploymentKeys: boolean;
 }
@@ -37,6 +42,9 @@ const TENANT_ENV = { CLOUDFLARE_ACCOUNT_ID: "{CLOUDFLARE_ACCOUNT_ID}", CLOUDFLAR
 /** A tenant key wins over the deployment's; the deployment's only when the tenant may use it. */
 export function providerAccess(provider: string, grant: TenantProviderGrant, deployment: ModelsDeployment): ProviderAccess {
   if (grant.key) return { source: "tenant", ...grant.key };
+  // The tenant chose its own key (and perhaps its own host): its requests never fall back to the
+  // service's key meanwhile, which would bill the service and send them elsewhere unasked.
+  if (grant.unreadableKey !== undefined) return { source: "none", reason: grant.unreadableKey };
   if (!deploymentProviders(deployment).includes(provider)) {
     return { source: "none", reason: `No API key is configured for provider ${provider}; set one with PUT /v1/providers/${provider}` };
   }

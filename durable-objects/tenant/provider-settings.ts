@@ -3,6 +3,8 @@ import type { RpcResult } from "../../schema/errors.ts";
 import type { Wire } from "../../schema/wire.ts";
 import type { ProviderKeyInfo } from "../../schema/providers.ts";
 import { ModelIdentitySchema, type ModelIdentity } from "../../schema/lane.ts";
+import type { TenantProviderGrant } from "../../models/tenant-models.ts";
+import { SecretBoxError, SecretsKeyMissing } from "../../secrets/secret-box.ts";
 import { asResult } from "../rpc/rpc-errors.ts";
 import { TenantProviderKeys } from "./tenant-providers.ts";
 import type { TenantHost } from "./tenant-host.ts";
@@ -72,15 +74,31 @@ export class ProviderSettings {
    * One provider request's credentials, asked by the tenant's own session objects only (the RPC
    * is not reachable from the API): the plain key, held by the caller for that request alone.
    */
-  async providerGrant(provider: string): Promise<{ key?: { apiKey: string; baseUrl?: string }; deploymentKeys: boolean }> {
+  async providerGrant(provider: string): Promise<TenantProviderGrant> {
     const tenant = this.host.tenant();
     if (!tenant) return { deploymentKeys: false };
     const deploymentKeys = this.host.quotas().deploymentKeys;
-    const key = await this.providerKeys(tenant.id).open(provider);
-    return { ...(key && { key }), deploymentKeys };
+    try {
+      const key = await this.providerKeys(tenant.id).open(provider);
+      return { ...(key && { key }), deploymentKeys };
+    } catch (error) {
+      if (!(error instanceof SecretBoxError)) throw error;
+      return { unreadableKey: unreadableKeyReason(provider, error), deploymentKeys };
+    }
   }
 
   private providerKeys(tenantId: string): TenantProviderKeys {
     return new TenantProviderKeys(this.host.sql, this.host.env.SECRETS_KEY, tenantId);
   }
+}
+
+/**
+ * Why a stored provider key did not open, for the run that needed it (docs/security.md: a changed
+ * SECRETS_KEY makes every sealed secret unreadable, and tenants put their keys again). A missing
+ * SECRETS_KEY is the operator's to fix, and its problem is already worded for users; any other
+ * failure to open says only what the tenant can do about it, never how the seal failed.
+ */
+function unreadableKeyReason(provider: string, error: SecretBoxError): string {
+  if (error instanceof SecretsKeyMissing) return `The stored API key for provider ${provider} cannot be opened: ${error.message}`;
+  return `The stored API key for provider ${provider} no longer opens (the service's SECRETS_KEY changed since it was stored); put it again with PUT /v1/providers/${provider}`;
 }
