@@ -25,23 +25,33 @@ export class RequestWindow {
    * refused: its caller spends a lease it holds.
    */
   grant(now: number, limit: number, wanted: number): LeaseGrant {
-    const start = windowStartOf(now);
-    if (wanted <= 0) return { limited: false, granted: 0, windowStart: start };
-    const window = this.windowStarting(start);
+    if (wanted <= 0) return { limited: false, granted: 0, windowStart: windowStartOf(now) };
+    const window = this.windowAt(windowStartOf(now));
     const remaining = limit - window.count;
-    if (remaining <= 0) return { limited: true, retryAfterSeconds: Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000)) };
+    if (remaining <= 0) return { limited: true, retryAfterSeconds: Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000)) };
     const granted = leaseSize(remaining, wanted);
     window.count += granted;
     this.save(window);
-    return { limited: false, granted, windowStart: start };
+    return { limited: false, granted, windowStart: window.start };
   }
 
-  private windowStarting(start: number): Window {
-    if (this.current?.start === start) return this.current;
-    // A fresh object reads the saved count once; a row of an earlier minute counts for nothing.
-    const saved = this.current ? undefined : this.sql.exec<{ window_start: number; count: number }>("SELECT window_start, count FROM request_window WHERE singleton = 1").toArray()[0];
-    this.current = { start, count: saved?.window_start === start ? saved.count : 0 };
+  /**
+   * The window a request of the minute `start` counts in. The window never moves back: a request
+   * stamped in an earlier minute (a holder's clock a little behind, or a call sent just before the
+   * boundary) counts in the current one. Starting the earlier minute afresh would drop the current
+   * minute's count, and a tenant at its quota would get it again.
+   */
+  private windowAt(start: number): Window {
+    // A fresh object reads the saved count once.
+    this.current ??= this.saved();
+    if (this.current !== undefined && this.current.start >= start) return this.current;
+    this.current = { start, count: 0 };
     return this.current;
+  }
+
+  private saved(): Window | undefined {
+    const row = this.sql.exec<{ window_start: number; count: number }>("SELECT window_start, count FROM request_window WHERE singleton = 1").toArray()[0];
+    return row && { start: row.window_start, count: row.count };
   }
 
   private save(window: Window): void {
