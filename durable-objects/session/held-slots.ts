@@ -45,7 +45,11 @@ export class HeldSlots {
   private readonly wanting = new Set<string>();
   private readonly asked = new Set<string>();
 
-  constructor(private readonly tenant: () => TenantStub) {}
+  constructor(
+    private readonly tenant: () => TenantStub,
+    /** This session's id, named with a bind (the tenant counts the operation by it). */
+    private readonly sessionId: () => string,
+  ) {}
 
   /** The reservation of the slot the lane holds now (the next prompt can take it), if any. */
   heldFor(lane: string): string | undefined {
@@ -72,9 +76,12 @@ export class HeldSlots {
     else this.byLane.set(lane, { slot, at: grantedAt });
   }
 
-  /** The slot now belongs to `operationId`, which outlives the moment: the tenant counts it as open. */
-  bind(slot: HandedReservation, operationId: string): void {
-    this.tell((tenant) => tenant.bindOperation(slot.reservationId, operationId));
+  /**
+   * The slot now belongs to `operationId` of `lane`, which outlives the moment: the tenant counts it
+   * as open (also when a restart of the tenant object forgot the slot since it was granted).
+   */
+  bind(slot: HandedReservation, operationId: string, lane: string): void {
+    this.tell((tenant) => tenant.bindOperation(slot.reservationId, operationId, { sessionId: this.sessionId(), lane }));
   }
 
   /** A slot taken for nothing: freed at the tenant. */

@@ -135,7 +135,10 @@ export class SessionHost {
     // and read-only for an object that holds no session.
     this.schema = new LazySchema(ctx.storage, SESSION_MIGRATIONS);
     this.models = new TenantModelAccess(env, () => this.existingStorage()?.tenantId);
-    this.heldSlots = new HeldSlots(() => env.TENANTS.getByName(this.open().storage.tenantId));
+    this.heldSlots = new HeldSlots(
+      () => env.TENANTS.getByName(this.open().storage.tenantId),
+      () => this.open().storage.metadata.id,
+    );
     this.dueWork = new DueWork(ctx.storage, Date.now, (what) => this.forwardAfterCommit(what));
     const forwards: ForwardsHost = { env, dueWork: this.dueWork, heldSlots: this.heldSlots, holdsSession: () => this.schema.exists, storage: () => this.existingStorage() };
     this.forwarder = settlementForwarder(forwards);

@@ -188,7 +188,7 @@ export class SessionOperations {
     } else if (outcome.state !== "settled" && reservation !== undefined) {
       this.host.reservationBound(operationId);
       // The worker binds its own reservation; one this session reserved, the session binds.
-      if (slot?.boundBy === "self") this.host.heldSlots.bind(reservation, operationId);
+      if (slot?.boundBy === "self") this.host.heldSlots.bind(reservation, operationId, name);
     }
     if (outcome.state !== "settled") return outcome;
     return { state: "settled", result: this.withMessages(lane, outcome.result) };
@@ -232,7 +232,7 @@ export class SessionOperations {
     this.wantSlot(name);
     if (settled) return;
     this.host.reservationBound(operationId);
-    this.host.heldSlots.bind(taken.slot, operationId);
+    this.host.heldSlots.bind(taken.slot, operationId, name);
   }
 
   /** The lane asks for its next held slot with the forward that is due (sent now if it was waiting). */

@@ -30,9 +30,12 @@ export class OperationsAndUsage {
     return this.host.operations().reserve(sessionId, lane, this.host.quotas().maxOpenOperations, now, this.host.webhooks().hasEndpoints());
   }
 
-  /** The accept succeeded: the reservation's slot now belongs to `operationId`. */
-  async bindOperation(reservationId: string, operationId: string): Promise<void> {
-    if (this.host.schema.exists) this.host.operations().bind(reservationId, operationId, Date.now());
+  /**
+   * The accept succeeded: the reservation's slot now belongs to `operationId`, of `owner`'s session
+   * and lane (counted by them even when the reservation was forgotten meanwhile).
+   */
+  async bindOperation(reservationId: string, operationId: string, owner?: { sessionId: string; lane: string }): Promise<void> {
+    if (this.host.schema.exists) this.host.operations().bind(reservationId, operationId, Date.now(), owner);
   }
 
   /**

@@ -105,7 +105,7 @@ export class TenantObject extends DurableObject<Env> {
 
   // Open operations, usage, and the sessions' reports after their commits (operations-and-usage.ts).
   async reserveOperation(sessionId: string, lane: string, now?: number) { return this.operations.reserveOperation(sessionId, lane, now); }
-  async bindOperation(reservationId: string, operationId: string) { return this.operations.bindOperation(reservationId, operationId); }
+  async bindOperation(reservationId: string, operationId: string, owner?: { sessionId: string; lane: string }) { return this.operations.bindOperation(reservationId, operationId, owner); }
   async releaseReservation(reservationId: string) { return this.operations.releaseReservation(reservationId); }
   async releaseOperation(sessionId: string, operationId: string) { return this.operations.releaseOperation(sessionId, operationId); }
   async openOperationCount() { return this.operations.openOperationCount(); }

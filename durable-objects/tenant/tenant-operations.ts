@@ -125,12 +125,14 @@ export class TenantOperations {
 
   /**
    * Re-keys a reservation by its session and operation id (an operation id is only new within its
-   * session); an operation already released frees the slot instead.
+   * session); an operation already released frees the slot instead. A reservation this object no
+   * longer knows (forgotten by a restart, or expired) is bound by the `owner` the caller names: the
+   * operation is open whatever happened to its reservation, and outlives the moment (a slot held
+   * ahead is used for seconds after its grant), so it is counted from now until its release.
    */
-  bind(reservationId: string, operationId: string, now: number): void {
+  bind(reservationId: string, operationId: string, now: number, owner?: { sessionId: string; lane: string }): void {
     this.pruneReleased(now);
-    const pending = this.pending.take(reservationId);
-    // A reservation forgotten by a restart (or expired) has nothing left to bind.
+    const pending = this.pending.take(reservationId) ?? (owner && { ...owner, reservedAt: now });
     if (!pending) return;
     const released = this.sql
       .exec("DELETE FROM released_operations WHERE session_id = ? AND operation_id = ? RETURNING operation_id", pending.sessionId, operationId)

@@ -74,7 +74,7 @@ export async function withOpenOperation<B, T>(
   // The operation is accepted whatever happens here: a failed bind leaves an expiring reservation.
   const operationId = operationIdOf(value);
   if (operationId === undefined) await tenant.releaseReservation(reservationId).catch(() => undefined);
-  else if (!handedOver(value)) await tenant.bindOperation(reservationId, operationId).catch(() => undefined);
+  else if (!handedOver(value)) await tenant.bindOperation(reservationId, operationId, { sessionId: scope.sessionId, lane: scope.lane }).catch(() => undefined);
   return value;
 }
 

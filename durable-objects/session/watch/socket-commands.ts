@@ -132,7 +132,7 @@ export class SocketCommands {
     // operation's release is remembered by the tenant (tenant-operations.ts); a lost one leaves a
     // reservation that expires by itself.
     if (!answer.ok || "queued" in answer.value) void tenant.releaseReservation(reservation.reservationId).catch(() => undefined);
-    else void tenant.bindOperation(reservation.reservationId, answer.value.operationId).catch(() => undefined);
+    else void tenant.bindOperation(reservation.reservationId, answer.value.operationId, { sessionId: session.metadata.id, lane }).catch(() => undefined);
     this.host.heldSlots.want(lane);
     return answer.ok ? { type: "reply", id: command.id, status: 202, body: answer.value } : errorReply(command.id, answer.error);
   }
