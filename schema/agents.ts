@@ -53,8 +53,12 @@ const DescriptionSchema = v.pipe(v.string(), v.maxLength(4096));
 
 /** String keys to string values, bounded (the tenant's own labels; the service reads none of them). */
 export const MetadataSchema = SessionMetadataSchema;
-/** A tenant tool (`PUT /v1/tools/{name}`) named by an agent: its session copy is made from the revision the version pinned. */
-export const TenantToolRefSchema = v.strictObject({ kind: v.literal("tenant"), tool: ToolNameSchema });
+/**
+ * A tenant tool (`PUT /v1/tools/{name}`) named by an agent: its session copy is made from the
+ * revision the version pinned. A `revision` sent is taken and ignored (each version pins what is
+ * current), so a client may post back a reference as `GET /v1/agents/{id}` shows it.
+ */
+export const TenantToolRefSchema = v.strictObject({ kind: v.literal("tenant"), tool: ToolNameSchema, revision: v.optional(v.number()) });
 /** A tenant tool reference as a version stores and shows it: with the revision pinned when the version was made. */
 export const PinnedTenantToolRefSchema = v.strictObject({ ...TenantToolRefSchema.entries, revision: v.number() });
 
@@ -152,6 +156,8 @@ const resourcePatch = v.pipe(ResourcePatchesObjectSchema, v.record(ResourceNameS
 export const ToolPatchSchema = v.strictObject({
   kind: v.optional(v.picklist(["builtin", "http", "client", "tenant"])),
   tool: member(ToolNameSchema),
+  /** A tenant tool's pinned revision, as shown: ignored (the version pins what is current). */
+  revision: member(v.number()),
   description: member(v.string()),
   parameters: member(ToolParametersSchema),
   url: member(v.string()),
