@@ -12,12 +12,12 @@
 // It stops wrangler when it is signalled, and when the process that started it is gone (npm passes
 // a SIGTERM only to the `sh -c` that runs this script, which ends without passing it on).
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { listenAddress, localBase, persistDir, splitOwnFlags, wranglerDevArgs } from "./dev-args.mjs";
+import { listenAddress, localBase, localProtocol, persistDir, splitOwnFlags, wranglerDevArgs } from "./dev-args.mjs";
 import { devVar, devVarsProblems, ensureDevVars } from "./dev-vars.mjs";
 import { startLocalCron } from "./local-cron.mjs";
-import { takeStateLock } from "./state-lock.mjs";
+import { recordServer, takeStateLock } from "./state-lock.mjs";
 
 const devVars = ".dev.vars";
 /** How long the server may take to answer /health before the script says so (it keeps waiting). */
@@ -43,11 +43,18 @@ const { args, port } = wranglerDevArgs(userArgs);
 const base = localBase(userArgs);
 const stateDir = persistDir(userArgs);
 
-const lock = takeStateLock(stateDir, { url: base });
+let lock;
+try {
+  lock = takeStateLock(stateDir, { url: base });
+} catch (error) {
+  // The directory cannot be made or written (a file in its path, no permission): said in one line.
+  fail(`The state directory ${stateDir} cannot be used: ${error instanceof Error ? error.message : String(error)}. Pass another one: npm start -- --persist-to <dir>.`);
+}
 if (!lock.taken) {
-  const { pid, url } = lock.holder;
+  const { pid, url, server } = lock.holder;
+  const who = server?.pid === undefined ? `pid ${pid}` : `pid ${pid}, its server pid ${server.pid}`;
   fail(
-    `The state directory ${stateDir} is already in use by another npm start${pid === undefined ? "" : ` (pid ${pid}${url ? `, serving ${url}` : ""})`}. ` +
+    `The state directory ${stateDir} is already in use by another npm start${pid === undefined ? "" : ` (${who}${url ? `, serving ${url}` : ""})`}. ` +
       "Two servers on one state directory would each run their own copy of the same sessions. Stop that one first, " +
       `or start this one on another state directory: npm start -- --persist-to <dir>. (The lock: ${lock.path}; once its process has ended, the next start takes it over.)`,
   );
@@ -62,25 +69,78 @@ if (!(await portFree(address, port))) {
   );
 }
 
+// In this script's process group, so that whoever kills the group (a terminal's Ctrl-C, a test
+// that crashes the server on purpose) kills wrangler and workerd with it.
 const child = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
 let exited = false;
 child.on("error", (error) => {
-  console.error(`Could not start wrangler: ${error.message}`);
+  const hint = "code" in error && error.code === "ENOENT" ? " (run it with npm start, which puts wrangler on the PATH)" : "";
+  console.error(`Could not start wrangler: ${error.message}${hint}`);
   process.exit(1);
 });
+// The lock names the server too: should this script be killed outright (SIGKILL), the server it
+// leaves running still holds the state directory, and the next start says so.
+if (child.pid !== undefined) recordServer(lock.path, child.pid);
+// wrangler serves https with a certificate of its own making: this script's own requests (the
+// health check, the cron, --dev-key) go to it alone, so they accept that certificate. Set after
+// wrangler started, so its environment is left as it was.
+if (localProtocol(userArgs) === "https") process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0";
 child.on("exit", (code, signal) => {
   exited = true;
   process.exit(signal ? 1 : (code ?? 0));
 });
 
 let stopping = false;
-/** Passes `signal` on to wrangler (which stops workerd); SIGKILL if it has not ended 10 s after the first. */
+/**
+ * Passes `signal` on to wrangler (which stops workerd); if it has not ended 10 s after the first,
+ * SIGKILL to every process this script started and theirs: killing wrangler alone would leave the
+ * workerd it started serving the port and the state directory.
+ */
 function stop(signal) {
   if (!stopping) {
     stopping = true;
-    setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+    setTimeout(() => {
+      for (const pid of descendants(process.pid)) tryKill(pid);
+      child.kill("SIGKILL");
+    }, 10_000).unref();
   }
   child.kill(signal);
+}
+
+/** Every process below `root` (Linux: from /proc; elsewhere none are found, and wrangler alone is killed). */
+function descendants(root) {
+  const children = new Map();
+  let entries = [];
+  try {
+    entries = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [];
+  }
+  for (const name of entries) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // The fields after the command (which may hold spaces and parentheses): the parent is field 4.
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(name)]);
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  const found = [];
+  for (let queue = [root]; queue.length > 0; ) {
+    const next = children.get(queue.shift()) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
+}
+
+function tryKill(pid) {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
 }
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => stop(signal));
 // The process that started this one (npm's `sh -c`) is gone: whoever stopped `npm start` meant

@@ -52,6 +52,19 @@ export function takeStateLock(dir, info = {}) {
   }
 }
 
+/**
+ * Adds the server this process started (`pid`, the leader of its process group) to the lock at
+ * `path`, which this process holds: the lock stays live while either runs, so a server left running
+ * by an `npm start` that was killed outright still keeps another start off its state directory.
+ */
+export function recordServer(path, pid) {
+  const lock = readLock(path);
+  if (lock?.pid !== process.pid) return;
+  const draft = `${path}.${process.pid}.tmp`;
+  writeFileSync(draft, `${JSON.stringify({ ...lock, server: { pid, procStart: procStart(pid) } })}\n`);
+  renameSync(draft, path);
+}
+
 /** Removes the lock at `path` if this process holds it. */
 export function releaseStateLock(path) {
   if (readLock(path)?.pid === process.pid) rmSync(path, { force: true });
@@ -67,8 +80,14 @@ export function readLock(path) {
   }
 }
 
-/** Whether the process that wrote `lock` still runs (a pid the system has since given to another process does not). */
-function holderAlive({ pid, procStart: started }) {
+/** Whether the process that wrote `lock`, or the server it started, still runs. */
+function holderAlive(lock) {
+  const server = lock.server;
+  return processAlive(lock, "start.mjs") || (typeof server === "object" && server !== null && Number.isInteger(server.pid) && processAlive(server, "wrangler"));
+}
+
+/** Whether process `pid` (started at `started`) still runs: a pid the system has since given to another process does not. */
+function processAlive({ pid, procStart: started }, program) {
   // This process never took that lock: it is an earlier run's whose pid has come round again.
   if (pid === process.pid) return false;
   try {
@@ -81,7 +100,7 @@ function holderAlive({ pid, procStart: started }) {
   const now = procStart(pid);
   if (started !== undefined && now !== undefined) return started === now;
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("start.mjs");
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(program);
   } catch {
     // No /proc (macOS): alive is all that can be told.
     return true;

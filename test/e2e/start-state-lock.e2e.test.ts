@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { persistDir } from "../../scripts/dev-args.mjs";
-import { LOCK_FILE, readLock, releaseStateLock, takeStateLock } from "../../scripts/state-lock.mjs";
+import { LOCK_FILE, readLock, recordServer, releaseStateLock, takeStateLock } from "../../scripts/state-lock.mjs";
 import { printServerOutputOnFailure, startDevServer, type DevServer } from "./dev-server.ts";
 
 // One `npm start` per state directory (README, "State survives restarts"). A second wrangler/workerd
@@ -36,7 +36,7 @@ describe("a second npm start on a state directory already in use", () => {
       },
       (error: unknown) => String(error),
     );
-    expect(refused).toMatch(/exited early[\s\S]*The state directory .* is already in use by another npm start \(pid \d+, serving http:\/\/127\.0\.0\.1:\d+\)/);
+    expect(refused).toMatch(/exited early[\s\S]*The state directory .* is already in use by another npm start \(pid \d+, its server pid \d+, serving http:\/\/127\.0\.0\.1:\d+\)/);
     expect(refused).toContain("--persist-to <dir>");
 
     // Stopped, the first start removes its lock: the next one takes the directory.
@@ -93,6 +93,28 @@ describe("the state lock", () => {
     writeFileSync(path, JSON.stringify({ ...live, url: "http://127.0.0.1:2" }));
     expect(takeStateLock(stateDir())).toEqual({ taken: false, path, holder: { ...live, url: "http://127.0.0.1:2" } });
     expect(readLock(path)?.pid).toBe(live.pid);
+  });
+
+  it("is refused while the server its holder started runs, also once the holder itself was killed", async () => {
+    const path = join(stateDir(), LOCK_FILE);
+    const ended = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    await new Promise((resolve) => ended.once("exit", resolve));
+    // npm start killed outright (SIGKILL): its pid is gone, the wrangler it started still serves.
+    const server = await lockOfLiveProcess();
+    writeFileSync(path, JSON.stringify({ pid: ended.pid, server }));
+    expect(takeStateLock(stateDir())).toMatchObject({ taken: false, holder: { pid: ended.pid, server } });
+    // The server ended too: the lock is stale and taken over.
+    holder?.kill("SIGKILL");
+    await new Promise((resolve) => holder?.once("exit", resolve));
+    expect(takeStateLock(stateDir())).toMatchObject({ taken: true });
+  });
+
+  it("names the server once npm start records it", () => {
+    const taken = takeStateLock(stateDir());
+    if (!taken.taken) throw new Error("the lock must be free");
+    recordServer(taken.path, process.pid);
+    expect(readLock(taken.path)).toMatchObject({ pid: process.pid, server: { pid: process.pid } });
+    taken.release();
   });
 
   it("is taken over when the process that held it has ended, or its pid now names another process", async () => {
