@@ -51,7 +51,8 @@ export function splitOwnFlags(args) {
     else if (arg === "--no-cron") cron = false;
     else if (arg === "--dev-tenant" || arg.startsWith("--dev-tenant=")) {
       const value = arg === "--dev-tenant" ? args[++i] : arg.slice("--dev-tenant=".length);
-      if (!value) throw new Error("--dev-tenant needs a tenant id: npm start -- --dev-tenant <id>");
+      // The next flag is not an id: `--dev-tenant --port 9000` would name a tenant "--port".
+      if (!value || value.startsWith("--")) throw new Error("--dev-tenant needs a tenant id: npm start -- --dev-tenant <id>");
       devTenant = value;
       devKey = true;
     } else rest.push(arg);
@@ -64,10 +65,15 @@ export function listenAddress(args) {
   return (flagValue(args, "--ip") ?? "127.0.0.1").replace(/^\[(.*)\]$/, "$1");
 }
 
+/** The protocol `wrangler dev` serves for the user's `args` (`--local-protocol`, http by default). */
+export function localProtocol(args) {
+  return flagValue(args, "--local-protocol") === "https" ? "https" : "http";
+}
+
 /**
  * The URL the script's own requests (the health check, the minute cron, --dev-key) go to: the
- * address wrangler serves, or its loopback when it listens on every interface (0.0.0.0 → 127.0.0.1,
- * :: → [::1]); an IPv6 address in brackets.
+ * protocol and address wrangler serves, or its loopback when it listens on every interface
+ * (0.0.0.0 → 127.0.0.1, :: → [::1]); an IPv6 address in brackets.
  */
 export function localBase(args) {
   const { port } = wranglerDevArgs(args);
@@ -76,7 +82,7 @@ export function localBase(args) {
   // The URL parser writes every spelling of an address one way (0 → 0.0.0.0, [0::0] → [::]).
   const normal = URL.canParse(`http://${host}`) ? new URL(`http://${host}`).hostname : host;
   const loopback = normal === "0.0.0.0" ? "127.0.0.1" : normal === "[::]" ? "[::1]" : normal;
-  return `http://${loopback}:${port}`;
+  return `${localProtocol(args)}://${loopback}:${port}`;
 }
 
 /** The state directory of the user's `args`: `--persist-to`, or the script's default. */

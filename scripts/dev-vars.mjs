@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { MIN_ADMIN_TOKEN_CHARS } from "../worker/admin-token.ts";
+import { MIN_SECRETS_KEY_LENGTH as MIN_SECRETS_KEY_CHARS } from "../secrets/secret-box.ts";
 
 /**
  * Local settings `npm start` adds when missing; a value the user set is kept. `LOCAL_DEV=on` marks
@@ -56,9 +57,10 @@ export function devVar(text, name) {
 export function ensureDevVars(path) {
   const previous = existsSync(path) ? readFileSync(path, "utf8") : "";
   const added = [];
-  if (devVar(previous, "ADMIN_TOKEN") === undefined) added.push(`ADMIN_TOKEN=adm_${randomBytes(24).toString("base64url")}`);
+  // An empty value is missing, as the service takes it: the line added after it wins.
+  if (!devVar(previous, "ADMIN_TOKEN")) added.push(`ADMIN_TOKEN=adm_${randomBytes(24).toString("base64url")}`);
   // The key that seals tenants' provider keys at rest (secrets/secret-box.ts): random per checkout.
-  if (devVar(previous, "SECRETS_KEY") === undefined) added.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
+  if (!devVar(previous, "SECRETS_KEY")) added.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
   for (const [name, value] of Object.entries(LOCAL_SETTINGS)) {
     if (devVar(previous, name) === undefined) added.push(`${name}=${value}`);
   }
@@ -75,10 +77,21 @@ export function ensureDevVars(path) {
  * before the service required 32 characters is reported rather than replaced.
  */
 export function devVarsProblems(text) {
+  const problems = [];
   const token = devVar(text, "ADMIN_TOKEN");
-  if (token === undefined || token.length >= MIN_ADMIN_TOKEN_CHARS) return [];
-  return [
-    `The ADMIN_TOKEN in .dev.vars has ${token.length} characters; the service refuses every admin route (503 NotConfigured) with a token shorter than ${MIN_ADMIN_TOKEN_CHARS}. ` +
-      "Delete the ADMIN_TOKEN line from .dev.vars and run npm start again (it writes a new random token), or set a longer one yourself.",
-  ];
+  if (token !== undefined && token.length < MIN_ADMIN_TOKEN_CHARS) {
+    problems.push(
+      `The ADMIN_TOKEN in .dev.vars has ${token.length} characters; the service refuses every admin route (503 NotConfigured) with a token shorter than ${MIN_ADMIN_TOKEN_CHARS}. ` +
+        "Delete the ADMIN_TOKEN line from .dev.vars and run npm start again (it writes a new random token), or set a longer one yourself.",
+    );
+  }
+  const secretsKey = devVar(text, "SECRETS_KEY");
+  if (secretsKey !== undefined && secretsKey.length < MIN_SECRETS_KEY_CHARS) {
+    problems.push(
+      `The SECRETS_KEY in .dev.vars has ${secretsKey.length} characters; the service stores no provider key, webhook or http tool secret (503 NotConfigured) with a key shorter than ${MIN_SECRETS_KEY_CHARS}. ` +
+        "Delete the SECRETS_KEY lines from .dev.vars and run npm start again (it writes a new random key), or set a longer one yourself. " +
+        "Secrets stored under the old key no longer open: put them again.",
+    );
+  }
+  return problems;
 }
