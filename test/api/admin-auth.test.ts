@@ -62,6 +62,18 @@ describe("failed admin authentications are limited like tenant keys", () => {
   });
 });
 
+describe("a refused admin token says why", () => {
+  it("a missing token is required; a wrong one is not the service's ADMIN_TOKEN", async () => {
+    const missing = await call("/v1/admin/tenants", { headers: { "cf-connecting-ip": "203.0.113.91" } });
+    const wrong = await call("/v1/admin/tenants", { token: wrongToken(), headers: { "cf-connecting-ip": "203.0.113.92" } });
+    const messages = [await missing.json<{ error: { message: string } }>(), await wrong.json<{ error: { message: string } }>()].map((body) => body.error.message);
+    expect({ statuses: [missing.status, wrong.status], messages }).toEqual({
+      statuses: [401, 401],
+      messages: ["The admin token is required", "The admin token is not this service's ADMIN_TOKEN"],
+    });
+  });
+});
+
 describe(`an ADMIN_TOKEN shorter than ${MIN_ADMIN_TOKEN_CHARS} characters`, () => {
   it("is long enough in the test configuration", () => {
     expect(adminToken().length).toBeGreaterThanOrEqual(MIN_ADMIN_TOKEN_CHARS);

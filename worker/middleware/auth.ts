@@ -176,7 +176,7 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const expectedHash = await sha256Hex(expected);
   if (!crypto.subtle.timingSafeEqual(encoder.encode(expectedHash), encoder.encode(hash))) {
     provenKeys.forget(proof);
-    throw fail("Unauthenticated", "The admin token is required");
+    throw fail("Unauthenticated", "The admin token is not this service's ADMIN_TOKEN");
   }
   provenKeys.remember(proof, Date.now());
   await next();
