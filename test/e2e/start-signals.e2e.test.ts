@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -31,6 +31,51 @@ describe("stopping npm start with SIGTERM to the npm process", () => {
     process.kill(pid, "SIGTERM");
     // Give the rest the same bound dev-server.ts gives a group to end.
     await groupGone(pid, 10_000);
+
+    const stillServing = await fetch(`${baseUrl}/health`).then((response) => response.ok, () => false);
+    expect({ stillServing, processesLeft: groupAlive(pid), lockLeft: existsSync(join(persistDir, LOCK_FILE)) }, output()).toEqual({
+      stillServing: false,
+      processesLeft: false,
+      lockLeft: false,
+    });
+  }, 120_000);
+});
+
+/** The processes of group `pgid` whose command line holds `text` (Linux's /proc). */
+function groupProcesses(pgid: number, text: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // After the command: state, parent, group.
+      const group = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+      if (group === pgid && readFileSync(`/proc/${name}/cmdline`, "utf8").includes(text)) found.push(Number(name));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return found;
+}
+
+describe("stopping npm start while wrangler does not stop", () => {
+  let server: DevServer | undefined;
+  const persistDir = mkdtempSync(join(tmpdir(), "das-stuck-"));
+  afterAll(async () => {
+    await server?.kill();
+    rmSync(persistDir, { recursive: true, force: true });
+  });
+
+  it.runIf(existsSync("/proc/self/stat"))("kills wrangler and the workerd it started 10 s after the stop, and releases the state directory", async () => {
+    server = await startDevServer({ persistDir });
+    const { baseUrl, pid, output } = server;
+    if (pid === undefined) throw new Error("npm start has no pid");
+    // wrangler's own process, stopped: it can take no signal until it is killed.
+    const wrangler = groupProcesses(pid, "wrangler-dist/cli.js");
+    expect(wrangler.length, output()).toBeGreaterThan(0);
+    for (const stuck of wrangler) process.kill(stuck, "SIGSTOP");
+
+    process.kill(pid, "SIGTERM");
+    await groupGone(pid, 30_000);
 
     const stillServing = await fetch(`${baseUrl}/health`).then((response) => response.ok, () => false);
     expect({ stillServing, processesLeft: groupAlive(pid), lockLeft: existsSync(join(persistDir, LOCK_FILE)) }, output()).toEqual({
