@@ -67,7 +67,9 @@ export class TenantHost {
    * The one alarm, shared: it continues closing revoked keys' watch sockets (past a batch or after
    * a failed notification), sends due webhook deliveries and deletes a batch of queued sessions. Both are driven by their tables, so
    * each run recomputes when it is wanted next and arms that, last (a failing part never leaves
-   * the other unscheduled).
+   * the other unscheduled), never later than the alarm already is: those times were read before
+   * the parts' awaits, during which other calls may have armed it for their own work (a
+   * settlement's delivery due now, a revoked key, a queued deletion).
    */
   async alarm(deletions: AlarmDeletions): Promise<void> {
     const tenant = this.tenant();
@@ -80,11 +82,14 @@ export class TenantHost {
     ]);
     // Last, once the other parts are done: it deletes the alarm with everything else.
     if (deleted === "finished") return deletions.finish();
-    const next = earliestOf(watches, deliveries, deleted);
-    if (next !== undefined) await this.ctx.storage.setAlarm(next);
+    await this.armNoLaterThan(earliestOf(watches, deliveries, deleted));
   }
 
-  /** Outside the alarm: make sure it fires by `at` without postponing an earlier one. */
+  /**
+   * Make sure the alarm fires by `at` without postponing an earlier one. Inside the alarm handler
+   * getAlarm() is null until something sets the alarm again (the platform's rule), so the run's
+   * own time is armed unless a call made during the run armed an earlier one.
+   */
   async armNoLaterThan(at: number | undefined): Promise<void> {
     if (at === undefined) return;
     const current = await this.ctx.storage.getAlarm();
