@@ -18,6 +18,13 @@ export const KEPT_FINISHED_DELIVERIES = 100;
 /** Deliveries that may wait per endpoint; past it the oldest are given up (failed, "backlog full"). */
 export const MAX_PENDING_DELIVERIES = 1000;
 
+/**
+ * When a finished delivery finished: delivered, or its last attempt (the one that failed it, or the
+ * last before it was given up; a give-up before any attempt records its own time there). Creation
+ * only for a row an earlier build gave up without one.
+ */
+const FINISHED_AT = "coalesce(delivered_at, last_attempt_at, created_at)";
+
 type DeliveryRow = {
   endpoint_id: string;
   event_id: string;
@@ -125,11 +132,14 @@ export class TenantWebhooks {
   }
 
   /**
-   * The deliveries due at `now`, oldest due first: at most `perEndpoint` of each enabled endpoint
-   * (the alarm sends one endpoint's deliveries one after another) and `limit` in all.
+   * The deliveries due at `now`: at most `perEndpoint` of each enabled endpoint, oldest due first
+   * (the alarm sends one endpoint's deliveries one after another), and `limit` in all, picked a
+   * round at a time (every endpoint's oldest due, then every endpoint's next, …) with the endpoints
+   * attempted least recently first. So endpoints with a backlog neither fill a batch by themselves
+   * nor keep, run after run, the run's first workers from an endpoint the run's budget left out.
    */
   due(now: number, limit: number, perEndpoint: number): DueDelivery[] {
-    const due: DueDelivery[] = [];
+    const queues: { attemptedAt: number; deliveries: DueDelivery[] }[] = [];
     for (const endpoint of this.endpoints.enabled()) {
       const rows = this.sql
         .exec<{ event_id: string; body: string; attempts: number; first_attempt_at: number | null; next_attempt_at: number }>(
@@ -140,20 +150,31 @@ export class TenantWebhooks {
           perEndpoint,
         )
         .toArray();
-      for (const row of rows) {
-        due.push({
-          endpointId: endpoint.endpoint_id,
-          eventId: row.event_id,
-          url: endpoint.url,
-          sealedSecret: endpoint.sealed_secret,
-          body: row.body,
-          attempts: row.attempts,
-          firstAttemptAt: row.first_attempt_at,
-          nextAttemptAt: row.next_attempt_at,
-        });
+      if (rows.length === 0) continue;
+      const attemptedAt = this.sql
+        .exec<{ at: number | null }>("SELECT MAX(last_attempt_at) AS at FROM webhook_deliveries WHERE endpoint_id = ?", endpoint.endpoint_id)
+        .one().at;
+      const deliveries = rows.map((row) => ({
+        endpointId: endpoint.endpoint_id,
+        eventId: row.event_id,
+        url: endpoint.url,
+        sealedSecret: endpoint.sealed_secret,
+        body: row.body,
+        attempts: row.attempts,
+        firstAttemptAt: row.first_attempt_at,
+        nextAttemptAt: row.next_attempt_at,
+      }));
+      queues.push({ attemptedAt: attemptedAt ?? 0, deliveries });
+    }
+    queues.sort((a, b) => a.attemptedAt - b.attemptedAt || (a.deliveries[0]?.nextAttemptAt ?? 0) - (b.deliveries[0]?.nextAttemptAt ?? 0));
+    const due: DueDelivery[] = [];
+    for (let round = 0; round < perEndpoint; round++) {
+      for (const { deliveries } of queues) {
+        const delivery = deliveries[round];
+        if (delivery && due.length < limit) due.push(delivery);
       }
     }
-    return due.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt).slice(0, limit);
+    return due;
   }
 
   /** Whether a delivery read by `due` is still to be sent: pending, and its endpoint enabled. */
@@ -229,10 +250,12 @@ export class TenantWebhooks {
   /** Disables an enabled endpoint and gives up its pending deliveries: it is sent nothing more. */
   private disable(endpointId: string, reason: string, at: number): void {
     if (!this.endpoints.disable(endpointId, reason, at)) return;
+    // A delivery given up before any attempt finishes now, as one the backlog gives up (`boundPending`).
     this.sql.exec(
-      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL,
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_attempt_at = coalesce(last_attempt_at, ?),
          last_error = 'given up: the endpoint was disabled' || coalesce(' (the last attempt: ' || last_error || ')', '')
        WHERE endpoint_id = ? AND status = 'pending'`,
+      at,
       endpointId,
     );
     this.pruneFinished(endpointId);
@@ -257,11 +280,16 @@ export class TenantWebhooks {
     if (dropped > 0) this.pruneFinished(endpointId);
   }
 
+  /**
+   * Keeps the KEPT_FINISHED_DELIVERIES that finished last, by when they finished, not when they
+   * were created: a delivery that fails after a day of retries is the one its tenant needs to see,
+   * however many newer ones were delivered meanwhile.
+   */
   private pruneFinished(endpointId: string): void {
     this.sql.exec(
-      `DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND status != 'pending' AND (created_at, event_id) < (
-         SELECT created_at, event_id FROM webhook_deliveries WHERE endpoint_id = ? AND status != 'pending'
-         ORDER BY created_at DESC, event_id DESC LIMIT 1 OFFSET ?)`,
+      `DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND status != 'pending' AND (${FINISHED_AT}, event_id) < (
+         SELECT ${FINISHED_AT}, event_id FROM webhook_deliveries WHERE endpoint_id = ? AND status != 'pending'
+         ORDER BY ${FINISHED_AT} DESC, event_id DESC LIMIT 1 OFFSET ?)`,
       endpointId,
       endpointId,
       KEPT_FINISHED_DELIVERIES - 1,
