@@ -86,8 +86,8 @@ export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySet
     for (let i = next++; i < queues.length && withinBudget(); i = next++) {
       for (const delivery of queues[i] ?? []) {
         if (!withinBudget()) return;
-        if (!webhooks.stillDue(delivery)) continue;
-        const outcome = await attempt(delivery, secretOf, settings);
+        const outcome = await attempt(delivery, secretOf, settings, () => webhooks.stillDue(delivery));
+        if (outcome === undefined) continue;
         webhooks.recordAttempt(delivery, outcome, clock());
         if (!outcome.delivered && outcome.timedOut) break;
       }
@@ -97,7 +97,19 @@ export async function deliverDue(webhooks: TenantWebhooks, settings: DeliverySet
   return webhooks.nextDue();
 }
 
-async function attempt(delivery: DueDelivery, secretOf: (delivery: DueDelivery) => Promise<string>, settings: DeliverySettings): Promise<AttemptOutcome> {
+/**
+ * One attempt, or undefined when the delivery is no longer due (`stillDue`): checked before any
+ * work, and again right before the POST with no await in between, since the object answers other
+ * calls while the secret is opened and the body signed, and a DELETE or a disabling answered then
+ * must not be followed by a POST.
+ */
+async function attempt(
+  delivery: DueDelivery,
+  secretOf: (delivery: DueDelivery) => Promise<string>,
+  settings: DeliverySettings,
+  stillDue: () => boolean,
+): Promise<AttemptOutcome | undefined> {
+  if (!stillDue()) return undefined;
   // Checked again at every attempt: an endpoint registered in local development is not called elsewhere.
   const refused = notContacted("the endpoint", delivery.url, settings.allowLoopback);
   if (refused) return { delivered: false, error: `blocked: ${refused}` };
@@ -108,10 +120,12 @@ async function attempt(delivery: DueDelivery, secretOf: (delivery: DueDelivery) 
   } catch {
     return { delivered: false, error: "the signing secret could not be opened" };
   }
+  const headers = await signedHeaders(secret, delivery.eventId, delivery.body, Date.now());
+  if (!stillDue()) return undefined;
   try {
     const response = await send(delivery.url, {
       method: "POST",
-      headers: await signedHeaders(secret, delivery.eventId, delivery.body, Date.now()),
+      headers,
       body: delivery.body,
       // A redirect is an answer that is not 2xx: the endpoint must be registered where it is.
       redirect: "manual",
