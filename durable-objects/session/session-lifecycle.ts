@@ -192,13 +192,17 @@ export class SessionLifecycle {
    * queued deletion's), a session of another creation time is left as it is: `deleted: false`
    * with that session's `createdAt`.
    */
-  async deleteSession(expectedCreatedAt?: number): Promise<Wire<RpcResult<{ deleted: boolean; createdAt?: number }>>> {
+  async deleteSession(expectedCreatedAt?: number, onlyIfIdle = false): Promise<Wire<RpcResult<{ deleted: boolean; createdAt?: number; busy?: true }>>> {
     return asResult(() =>
       this.host.ctx.blockConcurrencyWhile(async () => {
         // A queued deletion names the session it queued: one created again under the id since
         // (the queued one deleted meanwhile) is another's, and stays.
         const held = expectedCreatedAt === undefined ? undefined : this.host.existingStorage()?.metadata.createdAt;
         if (held !== undefined && held !== expectedCreatedAt) return { deleted: false, createdAt: held };
+        // Retention deletes idle sessions only: one with an operation open (an end user who came
+        // back after the period, still being answered) is not idle, whatever the tenant's index
+        // recorded, and stays. Decided here, where the operation is known for certain.
+        if (onlyIfIdle && this.host.existingStorage() !== undefined && this.host.dueWork.hasOpenOperations()) return { deleted: false, busy: true as const };
         const opened = this.host.release();
         const createdAt = (opened?.storage ?? this.host.existingStorage())?.metadata.createdAt;
         if (createdAt === undefined) return { deleted: false };

@@ -130,7 +130,7 @@ export class SessionObject extends DurableObject<Env> {
   info() { return this.lifecycle.info(); }
   createdAt() { return this.lifecycle.createdAt(); }
   view() { return this.lifecycle.view(); }
-  deleteSession(expectedCreatedAt?: number) { return this.lifecycle.deleteSession(expectedCreatedAt); }
+  deleteSession(expectedCreatedAt?: number, onlyIfIdle?: boolean) { return this.lifecycle.deleteSession(expectedCreatedAt, onlyIfIdle); }
 
   // Fork (session-fork.ts): the destination pulls pages from the source.
   createFork(init: ForkInit) { return this.fork.createFork(init); }

@@ -13,10 +13,18 @@ import { shardOf } from "./due-work/deferred-registrations.ts";
  * `expectedCreatedAt` (a queued deletion's), only that creation is deleted; `another`: the object
  * holds another one, left as it is.
  */
-export async function removeSessionObjects(env: Env, tenantId: string, sessionId: string, expectedCreatedAt?: number): Promise<{ deleted: boolean; createdAt?: number; another?: true }> {
+export async function removeSessionObjects(
+  env: Env,
+  tenantId: string,
+  sessionId: string,
+  expectedCreatedAt?: number,
+  /** Retention's: a session with an operation open is not idle, and stays (`busy`). */
+  onlyIfIdle = false,
+): Promise<{ deleted: boolean; createdAt?: number; another?: true; busy?: true }> {
   const name = `${tenantId}:${sessionId}`;
-  const reply = fromWire(await env.SESSIONS.getByName(name).deleteSession(expectedCreatedAt));
+  const reply = fromWire(await env.SESSIONS.getByName(name).deleteSession(expectedCreatedAt, onlyIfIdle));
   if (!reply.ok) throw new RpcError(reply.error);
+  if (reply.value.busy) return reply.value;
   // Another creation of the id holds the object now (`another`): it, and its shard rows, stay.
   if (!reply.value.deleted && expectedCreatedAt !== undefined && reply.value.createdAt !== undefined) return { ...reply.value, another: true };
   await env.DEFERRED_INDEX.getByName(shardOf(name)).removeSession(name);

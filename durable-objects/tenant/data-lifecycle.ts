@@ -79,7 +79,7 @@ export class DataLifecycle implements AlarmDeletions {
     if (!this.host.tenant() || this.host.deletion()) return { queued: 0 };
     const days = this.host.quotas().sessionRetentionDays;
     if (days === null) return { queued: 0 };
-    const queued = this.deletions().queueIdle(now - days * DAY_MS, now);
+    const queued = this.deletions().queueIdle(now - days * DAY_MS, now, this.host.operations().sessionsWithOpenOperations());
     if (this.deletions().remaining() > 0) {
       const next = await this.tick(now).catch(() => now + DELETION_RETRY_MS);
       if (typeof next === "number") await this.host.armNoLaterThan(next);
@@ -96,12 +96,14 @@ export class DataLifecycle implements AlarmDeletions {
     if (batch.length > 0) {
       // Each object is asked to delete the session the index names (a session created again under
       // the id meanwhile is another's, and stays).
-      const outcomes = await Promise.allSettled(batch.map(({ sessionId, createdAt }) => removeSessionObjects(this.host.env, tenant.id, sessionId, createdAt)));
+      const outcomes = await Promise.allSettled(batch.map(({ sessionId, createdAt, retention }) => removeSessionObjects(this.host.env, tenant.id, sessionId, createdAt, retention)));
       const deleting = this.host.deletion() !== undefined;
       this.host.ctx.storage.transactionSync(() => {
         batch.forEach(({ sessionId }, index) => {
           const outcome = outcomes[index];
           if (outcome?.status !== "fulfilled") return deletions.postpone(sessionId);
+          // Not idle after all (an operation open that the index did not know of): kept.
+          if (outcome.value.busy) return deletions.keep(sessionId);
           deleted++;
           // Left as it was: another creation holds the object; its own queue row, if any, decides.
           if (outcome.value.another) return;

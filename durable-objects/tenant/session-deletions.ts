@@ -6,6 +6,8 @@ import { SessionUsageMarks } from "./session-usage-marks.ts";
 export interface QueuedDeletion {
   sessionId: string;
   createdAt?: number;
+  /** Queued by retention as idle: deleted only if it still is (an open operation keeps it). */
+  retention: boolean;
 }
 
 /**
@@ -55,9 +57,9 @@ export class SessionDeletions {
    * session with an open operation is not idle, however long ago its last one settled: an end user
    * who came back after the period is answered, not deleted mid-run.
    */
-  queueIdle(cutoff: number, now: number): number {
-    return this.sql
-      .exec(
+  queueIdle(cutoff: number, now: number, busy: ReadonlySet<string>): number {
+    const queued = this.sql
+      .exec<{ session_id: string }>(
         `INSERT INTO session_deletions (session_id, queued_at, idle_before)
          SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? AND session_id NOT IN (SELECT session_id FROM open_operations)
          ON CONFLICT DO NOTHING RETURNING session_id`,
@@ -65,7 +67,16 @@ export class SessionDeletions {
         cutoff,
         cutoff - ACTIVITY_STEP_MS,
       )
-      .toArray().length;
+      .toArray();
+    // `busy`: sessions whose open operations the ledger holds only in memory (an accept in flight,
+    // or one that took its reservation over): not idle either.
+    for (const { session_id } of queued) if (busy.has(session_id)) this.keep(session_id);
+    return queued.filter(({ session_id }) => !busy.has(session_id)).length;
+  }
+
+  /** A session retention queued as idle is active after all: it leaves the queue (a deletion asked for by name stays). */
+  keep(sessionId: string): void {
+    this.sql.exec("DELETE FROM session_deletions WHERE session_id = ? AND idle_before IS NOT NULL", sessionId);
   }
 
   queue(sessionId: string, now: number): void {
@@ -80,12 +91,12 @@ export class SessionDeletions {
     this.sql.exec("DELETE FROM session_deletions WHERE idle_before IS NOT NULL AND session_id IN (SELECT session_id FROM open_operations)");
     // With the creation time the index holds: the session object is asked to delete that one only.
     return this.sql
-      .exec<{ session_id: string; created_at: number | null }>(
-        "SELECT d.session_id, s.created_at FROM session_deletions d LEFT JOIN sessions s ON s.session_id = d.session_id ORDER BY d.queued_at, d.session_id LIMIT ?",
+      .exec<{ session_id: string; created_at: number | null; idle_before: number | null }>(
+        "SELECT d.session_id, s.created_at, d.idle_before FROM session_deletions d LEFT JOIN sessions s ON s.session_id = d.session_id ORDER BY d.queued_at, d.session_id LIMIT ?",
         limit,
       )
       .toArray()
-      .map((row) => ({ sessionId: row.session_id, ...(row.created_at !== null && { createdAt: row.created_at }) }));
+      .map((row) => ({ sessionId: row.session_id, ...(row.created_at !== null && { createdAt: row.created_at }), retention: row.idle_before !== null }));
   }
 
   /**
