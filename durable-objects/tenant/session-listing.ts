@@ -53,6 +53,11 @@ export class SessionListing {
     if (this.host.schema.exists) this.changed(sessionId).setAgent(sessionId, agent, seq);
   }
 
+  /** After a PATCH that changed only the session's settings, before it answers: activity too. */
+  async sessionChanged(sessionId: string): Promise<void> {
+    if (this.host.schema.exists) this.changed(sessionId);
+  }
+
   /** A PATCH is activity: retention counts a session's idleness from its last one. */
   private changed(sessionId: string): SessionIndex {
     const index = new SessionIndex(this.host.sql);

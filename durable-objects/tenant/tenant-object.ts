@@ -144,6 +144,7 @@ export class TenantObject extends DurableObject<Env> {
   // The session index and its search (session-listing.ts, session-search.ts).
   async registerSession(summary: SessionSummary) { return this.sessions.registerSession(summary); }
   async renameSession(sessionId: string, name: string | null, seq: number) { return this.sessions.renameSession(sessionId, name, seq); }
+  async sessionChanged(sessionId: string) { return this.sessions.sessionChanged(sessionId); }
   async unregisterSession(sessionId: string, createdAt?: number) { return this.sessions.unregisterSession(sessionId, createdAt); }
   async setSessionMetadata(sessionId: string, metadata: SessionMetadata, seq: number) { return this.sessions.setSessionMetadata(sessionId, metadata, seq); }
   async setSessionAgent(sessionId: string, agent: AgentVersionRef, seq: number) { return this.sessions.setSessionAgent(sessionId, agent, seq); }

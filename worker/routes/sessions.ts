@@ -118,6 +118,9 @@ export const sessionRoutes = new Hono<AppEnv>()
       const { seq } = replyValue(await stub.setName(body.name));
       await tenantStub(c.env, tenantId).renameSession(sessionId, body.name, seq);
     }
+    // Every PATCH is activity (docs/data.md, retention): one that told the tenant nothing above
+    // (settings only) tells it now, so a session queued as idle leaves the queue.
+    if (bundle === undefined && indexed === undefined && body.name === undefined) await tenantStub(c.env, tenantId).sessionChanged(sessionId);
     const view = replyValue(await stub.view());
     // Http tools the new version brought: their secrets are in this answer only.
     return c.json(Object.keys(toolSecrets).length > 0 ? { ...view, toolSecrets } : view);
