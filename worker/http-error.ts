@@ -26,7 +26,8 @@ export function requestIdsOf(c: Context): { requestId?: string; clientRequestId?
 /** `{ "error": { code, message, details?, requestId, clientRequestId? } }` with the code's status (or `status`). */
 export function errorResponse(c: Context, error: ApiError, status: ContentfulStatusCode = ERROR_STATUS[error.code]): Response {
   const headers: Record<string, string> = {};
-  if (error.code === "Overloaded" || error.code === "SessionClosed" || error.code === "RateLimited") {
+  // The codes docs/api.md promises `Retry-After` with, wherever they are raised.
+  if (error.code === "Overloaded" || error.code === "SessionClosed" || error.code === "RateLimited" || error.code === "IdempotencyInProgress") {
     const after = error.details?.retryAfterSeconds;
     headers["Retry-After"] = typeof after === "number" ? String(after) : "1";
   }

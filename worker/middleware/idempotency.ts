@@ -93,15 +93,12 @@ export function idempotent(owner: (c: AppContext) => IdempotencyOwner) {
         throw fail("SessionNotFound", "Session not found");
       case "conflict":
         throw fail("IdempotencyConflict", "This Idempotency-Key was used with a different request");
-      case "in_progress": {
-        const refused = errorResponse(c, {
+      case "in_progress":
+        return errorResponse(c, {
           code: "IdempotencyInProgress",
           message: `A request with this Idempotency-Key is still running; retry in ${claim.retryAfterSeconds} s`,
           details: { retryAfterSeconds: claim.retryAfterSeconds },
         });
-        refused.headers.set("Retry-After", String(claim.retryAfterSeconds));
-        return refused;
-      }
       case "replay": {
         const replayed = replayedAnswer(c, claim.status, claim.body);
         replayed.headers.set("idempotency-replayed", "true");
