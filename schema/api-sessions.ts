@@ -43,6 +43,8 @@ export const NamespaceSchema = v.pipe(
 );
 export const KeySchema = v.pipe(
   v.string(),
+  // An empty path segment names no key: `…/values/app/` is not a route.
+  v.minLength(1, "The key may not be empty (no path can name it)"),
   v.maxLength(ADDRESS_PART_MAX, `The key is at most ${ADDRESS_PART_MAX} characters`),
   v.check(noNul, "The key may not contain NUL"),
   v.check(notDotSegment, "The key may not be . or .. (no path can name it)"),

@@ -22,7 +22,7 @@ export const MAX_LISTED_BYTES = 1024 * 1024;
 const PATH_SEGMENT = "^(?!\\.\\.?$)[^\\u0000]*$";
 const address = {
   namespace: { type: "string", minLength: 1, maxLength: ADDRESS_PART_MAX, pattern: PATH_SEGMENT, description: "An application namespace (not pi or pi.*)" },
-  key: { type: "string", maxLength: ADDRESS_PART_MAX, pattern: PATH_SEGMENT, description: "Not . or .." },
+  key: { type: "string", minLength: 1, maxLength: ADDRESS_PART_MAX, pattern: PATH_SEGMENT, description: "Not empty, . or .." },
 };
 
 function text(value: JsonValue): { type: "text"; text: string } {
