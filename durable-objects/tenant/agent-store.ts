@@ -2,7 +2,7 @@ import { AGENT_PAGE_BYTES_MAX, MAX_AGENT_VERSION_BYTES, MAX_AGENT_VERSIONS, MAX_
 import { utf8Length } from "../../schema/utf8.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
 import { pinDefinition, recordTenantRefs } from "./agent-pins.ts";
-import { decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
+import { boundedPage, decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
 
 type AgentRow = { agent_id: string; created_at: number; latest_version: number; deleted_at: number | null };
 type VersionRow = { agent_id: string; agent_created_at: number; deleted_at: number | null; version: number; version_at: number; definition: string };
@@ -72,7 +72,7 @@ export class AgentStore {
 
   /** The latest version of each live agent, in creation order. */
   list(limit: number, cursor: string | undefined): Page<Agent> {
-    const after = decodeTimeCursor(cursor);
+    const after = decodeTimeCursor("agent", cursor);
     const rows = this.sql.exec<VersionRow>(
       `SELECT ${VERSION_COLUMNS} FROM agents a JOIN agent_versions v ON v.agent_id = a.agent_id AND v.version = a.latest_version
        WHERE a.deleted_at IS NULL AND (a.created_at, a.agent_id) > (?, ?) ORDER BY a.created_at, a.agent_id LIMIT ?`,
@@ -80,12 +80,12 @@ export class AgentStore {
       after.id,
       limit + 1,
     );
-    return boundedPage(rows, limit, (row) => encodeTimeCursor(row.agent_created_at, row.agent_id));
+    return versionPage(rows, limit, (row) => encodeTimeCursor("agent", row.agent_created_at, row.agent_id));
   }
 
   /** Every version of an agent (deleted or not), oldest first. */
   versions(agentId: string, limit: number, cursor: string | undefined): Page<Agent> {
-    const after = decodeTimeCursor(cursor);
+    const after = decodeTimeCursor("agent-version", cursor);
     if (!this.row(agentId)) throw agentNotFound(agentId);
     const rows = this.sql.exec<VersionRow>(
       `SELECT ${VERSION_COLUMNS} FROM agents a JOIN agent_versions v ON v.agent_id = a.agent_id
@@ -94,7 +94,7 @@ export class AgentStore {
       after.at,
       limit + 1,
     );
-    return boundedPage(rows, limit, (row) => encodeTimeCursor(row.version, row.agent_id));
+    return versionPage(rows, limit, (row) => encodeTimeCursor("agent-version", row.version, row.agent_id));
   }
 
   /**
@@ -164,22 +164,7 @@ function agentView(row: VersionRow): Agent {
   };
 }
 
-/**
- * A page of at most `limit` versions that ends before it would pass AGENT_PAGE_BYTES_MAX bytes of
- * definitions (one version alone may fill it): rows are read one at a time, so a page of large
- * versions never holds more than it answers. The query asks for `limit + 1` rows; any row left
- * unread means more exist.
- */
-function boundedPage(rows: Iterable<VersionRow>, limit: number, position: (row: VersionRow) => string): Page<Agent> {
-  const items: Agent[] = [];
-  let bytes = 0;
-  let last: VersionRow | undefined;
-  for (const row of rows) {
-    const size = utf8Length(row.definition);
-    if (items.length === limit || (items.length > 0 && bytes + size > AGENT_PAGE_BYTES_MAX)) return { items, nextCursor: last ? position(last) : null };
-    items.push(agentView(row));
-    bytes += size;
-    last = row;
-  }
-  return { items, nextCursor: null };
+/** A page of at most `limit` versions that ends before it would pass AGENT_PAGE_BYTES_MAX bytes of definitions (time-cursor.ts boundedPage). */
+function versionPage(rows: Iterable<VersionRow>, limit: number, position: (row: VersionRow) => string): Page<Agent> {
+  return boundedPage(rows, { limit, budget: AGENT_PAGE_BYTES_MAX }, (row) => utf8Length(row.definition), agentView, position);
 }

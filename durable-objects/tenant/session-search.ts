@@ -1,7 +1,9 @@
 import type { SessionSummary } from "../../schema/api.ts";
+import { PAGE_BYTES_MAX } from "../../schema/api-sessions.ts";
 import type { SessionSearch } from "../../schema/session-search.ts";
+import { utf8Length } from "../../schema/utf8.ts";
 import { parseMetadata } from "./tenant-listings.ts";
-import { decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
+import { decodeTimeCursor, encodeTimeCursor, PageItems, type Page } from "./time-cursor.ts";
 
 /**
  * A page reads at most this many index rows (or `limit + 1`, when larger) for the filters the
@@ -26,6 +28,8 @@ type Source = { kind: "time" } | { kind: "agent"; agentId: string } | { kind: "m
 const COLUMNS = "s.session_id AS session_id, s.created_at AS created_at, s.name AS name, s.metadata AS metadata, s.agent_id AS agent_id, s.agent_version AS agent_version";
 /** Above every creation time (ms since the epoch) and below none. */
 const END_OF_TIME = Number.MAX_SAFE_INTEGER;
+/** The page's JSON around its items, `{"items":[],"nextCursor":"…"}` (a cursor is under 200 characters). */
+const PAGE_FRAMING_BYTES = 256;
 
 /**
  * `GET /v1/sessions` with its filters, answered from the tenant's index alone (never a session
@@ -33,6 +37,9 @@ const END_OF_TIME = Number.MAX_SAFE_INTEGER;
  * range in creation order, narrowed by `createdAfter` / `createdBefore` and the cursor; the agent's
  * version, the other pairs and `status` are checked on each row read, at most SEARCH_SCAN_ROWS of them per page. One synchronous turn:
  * the rows are read in chunks of about a page, so a page whose rows all match reads `limit + 1`.
+ * A page also ends before the summary that would take it past PAGE_BYTES_MAX of JSON: a thousand
+ * summaries of full metadata are about 10 MB, and metadata that JSON-escapes to six bytes a
+ * character would pass the platform's 32 MiB RPC limit.
  */
 export class SessionSearchScan {
   constructor(
@@ -56,7 +63,9 @@ export class SessionSearchScan {
     };
     const bound = Math.max(SEARCH_SCAN_ROWS, search.limit + 1);
     const chunk = Math.min(bound, Math.max(search.limit + 1, 100));
-    const found: SearchRow[] = [];
+    const page = new PageItems<SessionSummary>(search.limit, PAGE_BYTES_MAX - PAGE_FRAMING_BYTES);
+    // The last row answered: the next page starts after it when this one ends at its limit or its bytes.
+    let answered: Position | undefined;
     let { from, until } = range(search);
     let read = 0;
     while (read < bound) {
@@ -65,17 +74,21 @@ export class SessionSearchScan {
       read += rows.length;
       for (const row of rows) {
         if (!matches(row)) continue;
-        found.push(row);
-        if (found.length > search.limit) return pageOf(found.slice(0, search.limit), positionOf(found[search.limit - 1]));
+        const summary = summaryOf(row);
+        // Its JSON and the comma after it.
+        const bytes = utf8Length(JSON.stringify(summary)) + 1;
+        if (!page.fits(bytes)) return pageOf(page.items, answered);
+        page.add(summary, bytes);
+        answered = { at: row.created_at, id: row.session_id };
       }
-      if (rows.length < size) return pageOf(found, undefined);
+      if (rows.length < size) return pageOf(page.items, undefined);
       const last = rows[rows.length - 1];
-      if (!last) return pageOf(found, undefined);
+      if (!last) return pageOf(page.items, undefined);
       if (search.order === "asc") from = { at: last.created_at, id: last.session_id };
       else until = { at: last.created_at, id: last.session_id };
     }
     // The bound is reached: a short page that continues after the last row read.
-    return pageOf(found, search.order === "asc" ? from : until);
+    return pageOf(page.items, search.order === "asc" ? from : until);
   }
 
   /** Rows strictly between `from` and `until` in creation order (`asc`) or its reverse. */
@@ -121,7 +134,7 @@ function range(search: SessionSearch): { from: Position; until: Position } {
   let from: Position = search.createdAfter === undefined ? { at: -1, id: "" } : { at: search.createdAfter + 1, id: "" };
   let until: Position = search.createdBefore === undefined ? { at: END_OF_TIME, id: "" } : { at: search.createdBefore, id: "" };
   if (search.cursor !== undefined) {
-    const cursor = decodeTimeCursor(search.cursor);
+    const cursor = decodeTimeCursor("session", search.cursor);
     if (search.order === "asc" && before(from, cursor)) from = cursor;
     if (search.order === "desc" && before(cursor, until)) until = cursor;
   }
@@ -132,19 +145,16 @@ function before(a: Position, b: Position): boolean {
   return a.at < b.at || (a.at === b.at && a.id < b.id);
 }
 
-function positionOf(row: SearchRow | undefined): Position | undefined {
-  return row && { at: row.created_at, id: row.session_id };
+function summaryOf(row: SearchRow): SessionSummary {
+  return {
+    id: row.session_id,
+    name: row.name,
+    createdAt: row.created_at,
+    metadata: parseMetadata(row.metadata),
+    ...(row.agent_id !== null && row.agent_version !== null && { agent: { id: row.agent_id, version: row.agent_version } }),
+  };
 }
 
-function pageOf(rows: readonly SearchRow[], next: Position | undefined): Page<SessionSummary> {
-  return {
-    items: rows.map((row) => ({
-      id: row.session_id,
-      name: row.name,
-      createdAt: row.created_at,
-      metadata: parseMetadata(row.metadata),
-      ...(row.agent_id !== null && row.agent_version !== null && { agent: { id: row.agent_id, version: row.agent_version } }),
-    })),
-    nextCursor: next === undefined ? null : encodeTimeCursor(next.at, next.id),
-  };
+function pageOf(items: SessionSummary[], next: Position | undefined): Page<SessionSummary> {
+  return { items, nextCursor: next === undefined ? null : encodeTimeCursor("session", next.at, next.id) };
 }

@@ -61,7 +61,7 @@ export class TenantKeys {
 
   /** Keys in creation order, revoked ones included (with `revokedAt`), a page at a time. */
   list(limit: number, cursor: string | undefined): Page<KeyInfo> {
-    const after = decodeTimeCursor(cursor);
+    const after = decodeTimeCursor("key", cursor);
     const rows = this.sql
       .exec<KeyRow>(
         `SELECT key_id, hash, name, created_at, revoked_at, last_used_at FROM api_keys
@@ -71,7 +71,7 @@ export class TenantKeys {
         limit + 1,
       )
       .toArray();
-    return timePage(rows, limit, (row) => row.created_at, (row) => row.key_id, (row) => ({
+    return timePage("key", rows, limit, (row) => row.created_at, (row) => row.key_id, (row) => ({
       keyId: row.key_id,
       name: row.name,
       createdAt: row.created_at,

@@ -185,7 +185,7 @@ export class TenantDirectory {
   }
 
   list(limit: number, cursor: string | undefined): Page<TenantSummary> {
-    const after = decodeTimeCursor(cursor);
+    const after = decodeTimeCursor("tenant", cursor);
     const rows = this.sql
       .exec<DirectoryRow>(
         `SELECT tenant_id, name, created_at, status FROM tenant_directory
@@ -195,7 +195,7 @@ export class TenantDirectory {
         limit + 1,
       )
       .toArray();
-    return timePage(rows, limit, (row) => row.created_at, (row) => row.tenant_id, (row) => ({
+    return timePage("tenant", rows, limit, (row) => row.created_at, (row) => row.tenant_id, (row) => ({
       id: row.tenant_id,
       name: row.name,
       createdAt: row.created_at,

@@ -3,7 +3,7 @@ import type { StoredToolDefinition } from "../../tools/definitions.ts";
 import type { StoredMcpServer } from "../../tools/mcp-definitions.ts";
 import { utf8Length } from "../../schema/utf8.ts";
 import { RpcError } from "../rpc/rpc-errors.ts";
-import { decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
+import { boundedPage, decodeTimeCursor, encodeTimeCursor, type Page } from "./time-cursor.ts";
 
 /** `tool`: tenant tools (StoredToolDefinition); `mcp`: tenant MCP servers (StoredMcpServer). */
 export type RevisionKind = "tool" | "mcp";
@@ -74,7 +74,7 @@ export class TenantRevisions<T> {
 
   /** The latest revision of each live name, in creation order; a page ends before TENANT_TOOL_PAGE_BYTES_MAX bytes. */
   list(limit: number, cursor: string | undefined): Page<Revision<T>> {
-    const after = decodeTimeCursor(cursor);
+    const after = decodeTimeCursor(this.rules.kind, cursor);
     const rows = this.sql.exec<RevisionRow>(
       `SELECT ${REVISION_COLUMNS} FROM tenant_tools t JOIN tenant_tool_revisions r ON r.kind = t.kind AND r.name = t.name AND r.revision = t.latest_revision
        WHERE t.kind = ? AND t.deleted_at IS NULL AND (t.created_at, t.name) > (?, ?) ORDER BY t.created_at, t.name LIMIT ?`,
@@ -83,20 +83,8 @@ export class TenantRevisions<T> {
       after.id,
       limit + 1,
     );
-    // Rows are read one at a time, so a page of large revisions never holds more than it answers.
-    const items: Revision<T>[] = [];
-    let bytes = 0;
-    let last: RevisionRow | undefined;
-    for (const row of rows) {
-      const size = utf8Length(row.definition);
-      if (items.length === limit || (items.length > 0 && bytes + size > TENANT_TOOL_PAGE_BYTES_MAX)) {
-        return { items, nextCursor: last ? encodeTimeCursor(last.name_created_at, last.name) : null };
-      }
-      items.push(revisionOf<T>(row));
-      bytes += size;
-      last = row;
-    }
-    return { items, nextCursor: null };
+    const position = (row: RevisionRow) => encodeTimeCursor(this.rules.kind, row.name_created_at, row.name);
+    return boundedPage(rows, { limit, budget: TENANT_TOOL_PAGE_BYTES_MAX }, (row) => utf8Length(row.definition), (row) => revisionOf<T>(row), position);
   }
 
   /**

@@ -58,12 +58,16 @@ describe("moving a session to an agent version", () => {
 
   it("a cursor holding a position no page ends at (non-finite, fractional, negative) is a 400 naming the cursor", async () => {
     const tenant = await newTenant("mv_cursor");
-    const forged = (position: string) => btoa(`[${position},"x"]`).replace(/=+$/, "");
+    // Tagged with the listing each is sent to, so the position alone is what is refused.
+    const forged = (listing: string, position: string) => btoa(`["${listing}",${position},"x"]`).replace(/=+$/, "");
     for (const position of ["1e999", "-1e999", "1.5", "-5"]) {
-      await expectError(await call(`/v1/sessions?cursor=${forged(position)}`, { token: tenant.key }), 400, "ValidationFailed");
-      await expectError(await call(`/v1/sessions?order=desc&cursor=${forged(position)}`, { token: tenant.key }), 400, "ValidationFailed");
-      await expectError(await call(`/v1/agents?cursor=${forged(position)}`, { token: tenant.key }), 400, "ValidationFailed");
+      await expectError(await call(`/v1/sessions?cursor=${forged("session", position)}`, { token: tenant.key }), 400, "ValidationFailed");
+      await expectError(await call(`/v1/sessions?order=desc&cursor=${forged("session", position)}`, { token: tenant.key }), 400, "ValidationFailed");
+      await expectError(await call(`/v1/agents?cursor=${forged("agent", position)}`, { token: tenant.key }), 400, "ValidationFailed");
     }
+    // The same cursors with a position a page can end at are taken: what was refused above was the position.
+    expect((await call(`/v1/sessions?cursor=${forged("session", "5")}`, { token: tenant.key })).status).toBe(200);
+    expect((await call(`/v1/agents?cursor=${forged("agent", "5")}`, { token: tenant.key })).status).toBe(200);
   });
 
   it("a version's default active tools are the same for a created session and a moved one", async () => {

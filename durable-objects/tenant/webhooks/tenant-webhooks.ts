@@ -231,7 +231,7 @@ export class TenantWebhooks {
   /** An endpoint's delivery log in creation order, a page at a time. */
   deliveries(endpointId: string, limit: number, cursor: string | undefined): Page<WebhookDelivery> {
     // A malformed cursor is the request's own fault (400), whatever endpoint it names.
-    const after = decodeTimeCursor(cursor);
+    const after = decodeTimeCursor("delivery", cursor);
     this.endpoints.require(endpointId);
     const rows = this.sql
       .exec<DeliveryRow>(
@@ -244,7 +244,7 @@ export class TenantWebhooks {
         limit + 1,
       )
       .toArray();
-    return timePage(rows, limit, (row) => row.created_at, (row) => row.event_id, deliveryView);
+    return timePage("delivery", rows, limit, (row) => row.created_at, (row) => row.event_id, deliveryView);
   }
 
   /** Disables an enabled endpoint and gives up its pending deliveries: it is sent nothing more. */
