@@ -13,7 +13,13 @@ import { requireTenant } from "../middleware/auth.ts";
  */
 export const sessionDeletionRoutes = new Hono<AppEnv>().delete("/", requireTenant, async (c) => {
   const { tenantId } = c.get("caller");
-  const filters = metadataFilters(c.req.queries());
+  const query = c.req.queries();
+  // Only metadata filters narrow a deletion: any other parameter (a listing filter such as
+  // createdAfter, or a misspelt metadata.* name) is refused rather than ignored, which would make
+  // the deletion wider than the listing the caller checked.
+  const other = Object.keys(query).find((name) => !name.startsWith("metadata."));
+  if (other !== undefined) throw invalidInput(`query.${other}`, "a deletion takes only metadata.<key>=<value> filters");
+  const filters = metadataFilters(query);
   if (!filters.ok) throw invalidInput(filters.problem.where, filters.problem.what);
   if (filters.pairs.length === 0) throw invalidInput("query", "give at least one metadata.<key>=<value> filter: the sessions holding all of them are deleted");
   return c.json(replyValue(await tenantStub(c.env, tenantId).deleteSessionsByMetadata(filters.pairs)), 202);
