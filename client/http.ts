@@ -100,6 +100,16 @@ export function path(...segments: readonly (string | number)[]): string {
   return `/${segments.map((segment) => encodeURIComponent(String(segment))).join("/")}`;
 }
 
+/**
+ * Refuses (a TypeError, nothing sent) a path with a `.` or `..` segment, a name the caller passed:
+ * URLs resolve such segments (even percent-encoded) before any route sees them, so the request
+ * would reach another route (an abort of operation `..` would abort whatever runs).
+ */
+function assertNoDotSegments(requestPath: string): void {
+  const dot = requestPath.split("/").find((segment) => segment === "." || segment === "..");
+  if (dot !== undefined) throw new TypeError(`A name may not be "${dot}": no URL can name it (the request would reach another route)`);
+}
+
 /** `?a=1&b=x` from the defined entries (undefined and null are left out); "" when none. */
 export function queryString(query: Record<string, QueryValue> | undefined): string {
   if (query === undefined) return "";
@@ -143,6 +153,7 @@ export class HttpClient {
 
   /** Sends a request; 2xx → the parsed body, anything else → ApiRequestError. */
   async send<T>(spec: RequestSpec): Promise<HttpResponse<T>> {
+    assertNoDotSegments(spec.path);
     const headers = new Headers(this.options.headers);
     const token = spec.auth === "admin" ? this.options.adminToken : this.options.key;
     if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
@@ -168,6 +179,7 @@ export class HttpClient {
    * it is with `contentType`; 2xx → the Response itself (its body unread), anything else → ApiRequestError.
    */
   async raw(spec: Omit<RequestSpec, "body">, body?: { data: BodyInit; contentType: string }): Promise<Response> {
+    assertNoDotSegments(spec.path);
     const headers = new Headers(this.options.headers);
     const token = spec.auth === "admin" ? this.options.adminToken : this.options.key;
     if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
