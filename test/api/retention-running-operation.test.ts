@@ -14,18 +14,26 @@ import { laneSetup, slowStep, untilAt, useScript } from "./lane-helpers.ts";
 
 const DAY_MS = 86_400_000;
 
+/**
+ * A session idle for three days under a one-day retention, whose end user comes back and prompts,
+ * waiting for the answer: resolves once the run is answering (the prompt's answer still to come).
+ */
+async function cameBackAndPrompting(prefix: string) {
+  const setup = await laneSetup(prefix);
+  expect((await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { sessionRetentionDays: 1 }, token: adminToken() })).status).toBe(200);
+  const tenant = env.TENANTS.getByName(setup.tenantId);
+  await useScript(setup, [slowStep(150)]);
+  await runInDurableObject(tenant, (_instance: TenantObject, state) => {
+    state.storage.sql.exec("UPDATE sessions SET last_active_at = ? WHERE session_id = ?", Date.now() - 3 * DAY_MS, setup.sid);
+  });
+  const prompt = call(`${setup.lanePath}/prompt`, { body: { prompt: "are you there?", wait: 30 }, token: setup.key });
+  await untilAt(setup, "assistant.effect_pending");
+  return { setup, tenant, prompt };
+}
+
 describe("retention and a run accepted by POST …/prompt", { timeout: 60_000 }, () => {
   it("the sweep passes by a session whose prompt is still answering", async () => {
-    const setup = await laneSetup("ret_prompt");
-    expect((await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { sessionRetentionDays: 1 }, token: adminToken() })).status).toBe(200);
-    const tenant = env.TENANTS.getByName(setup.tenantId);
-    await useScript(setup, [slowStep(150)]);
-    await runInDurableObject(tenant, (_instance: TenantObject, state) => {
-      state.storage.sql.exec("UPDATE sessions SET last_active_at = ? WHERE session_id = ?", Date.now() - 3 * DAY_MS, setup.sid);
-    });
-    // The end user comes back after days and prompts, waiting for the answer.
-    const prompt = call(`${setup.lanePath}/prompt`, { body: { prompt: "are you there?", wait: 30 }, token: setup.key });
-    await untilAt(setup, "assistant.effect_pending");
+    const { setup, tenant, prompt } = await cameBackAndPrompting("ret_prompt");
     // The ledger knows the run is open: a search by status says so.
     const active = await (await call("/v1/sessions?status=active", { token: setup.key })).json<{ items: { id: string }[] }>();
     expect(active.items.map((item) => item.id)).toEqual([setup.sid]);
@@ -38,15 +46,7 @@ describe("retention and a run accepted by POST …/prompt", { timeout: 60_000 },
   });
 
   it("a tenant object restarted meanwhile queues it, and the deletion tick keeps it: the session says it is busy", async () => {
-    const setup = await laneSetup("ret_prompt_restart");
-    expect((await call(`/v1/admin/tenants/${setup.tenantId}/quotas`, { method: "PATCH", body: { sessionRetentionDays: 1 }, token: adminToken() })).status).toBe(200);
-    const tenant = env.TENANTS.getByName(setup.tenantId);
-    await useScript(setup, [slowStep(150)]);
-    await runInDurableObject(tenant, (_instance: TenantObject, state) => {
-      state.storage.sql.exec("UPDATE sessions SET last_active_at = ? WHERE session_id = ?", Date.now() - 3 * DAY_MS, setup.sid);
-    });
-    const prompt = call(`${setup.lanePath}/prompt`, { body: { prompt: "are you there?", wait: 30 }, token: setup.key });
-    await untilAt(setup, "assistant.effect_pending");
+    const { setup, tenant, prompt } = await cameBackAndPrompting("ret_prompt_restart");
     // The tenant object forgets the reservation it held in memory.
     await evictDurableObject(tenant);
     await tenant.sweepRetention(Date.now());

@@ -23,7 +23,7 @@ describe("stopping npm start with SIGTERM to the npm process", () => {
 
   it("stops the server, leaves no wrangler/workerd process behind and releases the state directory", async () => {
     server = await startDevServer({ persistDir });
-    const { baseUrl, pid, output } = server;
+    const { pid } = server;
     expect(existsSync(join(persistDir, LOCK_FILE))).toBe(true);
     if (pid === undefined) throw new Error("npm start has no pid");
 
@@ -32,14 +32,19 @@ describe("stopping npm start with SIGTERM to the npm process", () => {
     // Give the rest the same bound dev-server.ts gives a group to end.
     await groupGone(pid, 10_000);
 
-    const stillServing = await fetch(`${baseUrl}/health`).then((response) => response.ok, () => false);
-    expect({ stillServing, processesLeft: groupAlive(pid), lockLeft: existsSync(join(persistDir, LOCK_FILE)) }, output()).toEqual({
-      stillServing: false,
-      processesLeft: false,
-      lockLeft: false,
-    });
+    await expectAllGone(server, persistDir);
   }, 120_000);
 });
+
+/** Nothing of the stopped server is left: no answer on its port, no process of its group, no lock. */
+async function expectAllGone({ baseUrl, pid, output }: DevServer, persistDir: string): Promise<void> {
+  const stillServing = await fetch(`${baseUrl}/health`).then((response) => response.ok, () => false);
+  expect({ stillServing, processesLeft: pid !== undefined && groupAlive(pid), lockLeft: existsSync(join(persistDir, LOCK_FILE)) }, output()).toEqual({
+    stillServing: false,
+    processesLeft: false,
+    lockLeft: false,
+  });
+}
 
 /** The processes of group `pgid` whose command line holds `text` (Linux's /proc). */
 function groupProcesses(pgid: number, text: string): number[] {
@@ -67,7 +72,7 @@ describe("stopping npm start while wrangler does not stop", () => {
 
   it.runIf(existsSync("/proc/self/stat"))("kills wrangler and the workerd it started 10 s after the stop, and releases the state directory", async () => {
     server = await startDevServer({ persistDir });
-    const { baseUrl, pid, output } = server;
+    const { pid, output } = server;
     if (pid === undefined) throw new Error("npm start has no pid");
     // wrangler's own process, stopped: it can take no signal until it is killed.
     const wrangler = groupProcesses(pid, "wrangler-dist/cli.js");
@@ -77,11 +82,6 @@ describe("stopping npm start while wrangler does not stop", () => {
     process.kill(pid, "SIGTERM");
     await groupGone(pid, 30_000);
 
-    const stillServing = await fetch(`${baseUrl}/health`).then((response) => response.ok, () => false);
-    expect({ stillServing, processesLeft: groupAlive(pid), lockLeft: existsSync(join(persistDir, LOCK_FILE)) }, output()).toEqual({
-      stillServing: false,
-      processesLeft: false,
-      lockLeft: false,
-    });
+    await expectAllGone(server, persistDir);
   }, 120_000);
 });
