@@ -58,20 +58,20 @@ export class SessionDeletions {
    * who came back after the period is answered, not deleted mid-run.
    */
   queueIdle(cutoff: number, now: number, busy: ReadonlySet<string>): number {
-    const queued = this.sql
-      .exec<{ session_id: string }>(
+    // `busy`: sessions whose open operations the ledger holds only in memory (an accept in flight,
+    // or one that took its reservation over), at most the open-operations quota: not idle either.
+    return this.sql
+      .exec(
         `INSERT INTO session_deletions (session_id, queued_at, idle_before)
          SELECT session_id, ?, ? FROM sessions WHERE last_active_at < ? AND session_id NOT IN (SELECT session_id FROM open_operations)
+           AND session_id NOT IN (SELECT value FROM json_each(?))
          ON CONFLICT DO NOTHING RETURNING session_id`,
         now,
         cutoff,
         cutoff - ACTIVITY_STEP_MS,
+        JSON.stringify([...busy]),
       )
-      .toArray();
-    // `busy`: sessions whose open operations the ledger holds only in memory (an accept in flight,
-    // or one that took its reservation over): not idle either.
-    for (const { session_id } of queued) if (busy.has(session_id)) this.keep(session_id);
-    return queued.filter(({ session_id }) => !busy.has(session_id)).length;
+      .toArray().length;
   }
 
   /** A session retention queued as idle is active after all: it leaves the queue (a deletion asked for by name stays). */
