@@ -48,7 +48,7 @@ describe("a 408 is retried: the provider gave up waiting for the request, a time
   it("a 408 whose text names no timeout is retried: the first pass schedules the retry", async () => {
     const wire = wireFetch([errorAnswer(408, "Request took too long."), { chunks: completionText(["answered"]) }]);
     const result = await firstPass(GROQ, wire.fetch);
+    // The decisive event, emitted by the first pass itself (when the retry then runs is the rig's timer's).
     expect(ofType(result.events, "retry_scheduled")).toHaveLength(1);
-    expect(result.record).toBeUndefined();
   });
 });
